@@ -1,0 +1,14 @@
+# mc_add_test(NAME SOURCES... [LABELS l...]): one cmocka executable per unit, registered with CTest.
+# Tests run from the source root so that cases/ and golden/ paths resolve; exit 77 = "Not Run".
+function(mc_add_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE mixcheck_core mixcheck_reference PkgConfig::CMOCKA ${T_LIBS})
+  target_compile_definitions(${name} PRIVATE MC_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                             MC_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  if(T_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()

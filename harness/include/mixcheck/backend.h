@@ -1,0 +1,214 @@
+/*
+ * mixcheck/backend.h — the one interface every mixer implementation is reached through.
+ *
+ * The reference mixers, the optimized CPU kernels, CUDA kernels, deliberately broken mutants and
+ * third-party ports loaded with dlopen all fill in a `struct mc_backend_ops` and are driven by the
+ * harness through it and nothing else (scenarios.md §1). The header is C11, has no dependency beyond
+ * <stdint.h>/<stddef.h>, and is the plugin ABI: a change to any struct below bumps
+ * MIXCHECK_ABI_VERSION, and the registry refuses an ops struct whose version differs.
+ *
+ * Dimension letters (used in every shape comment): B batch, L tokens in this forward, D hidden size,
+ * K conv width, C conv channels (conv_dim), H heads, P head dim, N state size, G groups.
+ *
+ * Forward contract, identical for every family (mixers.md §1.3, §A):
+ *   - cache == NULL, or a cache that no forward has written yet: full prefill from a zero conv
+ *     window and a zero state; a given cache is filled.
+ *   - primed cache, L == 1: single-step update.
+ *   - primed cache, L > 1: multi-token forward seeded from the cache (the conv sees the cached left
+ *     context, the recurrence starts from the cached state); the cache advances by the whole slice.
+ * Mask semantics (mixcheck's, mixers.md §A.4): mask[b][t] == 0 marks a padding token. A padding token
+ * never reaches the cache — the conv window and the recurrent state after it equal those before it —
+ * and its output is not compared (it must only be finite). The mask is honoured whenever it is given,
+ * for a batch of one and for L == 1 as well.
+ *
+ * Errors: every fallible op returns an enum mc_backend_status and, when it is not
+ * MC_BACKEND_OK, writes a NUL-terminated human message into msg->text. An implementation never
+ * exits, never prints and never aborts on bad input.
+ */
+#ifndef MIXCHECK_BACKEND_H
+#define MIXCHECK_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on every change to a struct or enum in this header. */
+#define MIXCHECK_ABI_VERSION 1u
+
+/* A plugin library exports one function with this name and the type mc_plugin_entry_fn. */
+#define MIXCHECK_PLUGIN_ENTRY "mixcheck_plugin_backends"
+
+#define MC_MSG_LEN 512
+#define MC_MAX_DIMS 5
+
+enum mc_family {
+    MC_FAMILY_MAMBA2 = 1,
+    MC_FAMILY_MAMBA1 = 2,
+    MC_FAMILY_GDN = 3,       /* Gated DeltaNet (Qwen3-Next / Qwen3.5) */
+    MC_FAMILY_SHORTCONV = 4, /* LFM2 ShortConv */
+};
+
+/* Storage type of weights, inputs and outputs handed to a backend. f16 and bf16 travel as uint16_t
+ * bit patterns (IEEE binary16 / bfloat16). */
+enum mc_dtype {
+    MC_DTYPE_F64 = 1,
+    MC_DTYPE_F32 = 2,
+    MC_DTYPE_F16 = 3,
+    MC_DTYPE_BF16 = 4,
+};
+#define MC_DTYPE_BIT(d) (1u << (unsigned)(d))
+
+enum mc_backend_status {
+    MC_BACKEND_OK = 0,
+    MC_BACKEND_UNSUPPORTED = 1, /* a configuration, dtype or option this backend does not do */
+    MC_BACKEND_INVALID = 2,     /* arguments that break the contract (shapes, batch mismatch, ...) */
+    MC_BACKEND_NOMEM = 3,
+    MC_BACKEND_INTERNAL = 4,
+};
+
+/* Capability bits of struct mc_backend_ops.caps. */
+#define MC_CAP_CHUNK_SIZE 0x1u /* honours mc_model_desc.chunk_size (an internal chunk length) */
+#define MC_CAP_THREADS 0x2u    /* honours mc_model_desc.threads */
+
+struct mc_msg {
+    char text[MC_MSG_LEN];
+};
+
+/* ---- Per-family configurations: HF configuration names, derived sizes in comments. ---------- */
+
+/* Mamba2 (mixers.md §2.1). I = num_heads*head_dim, C = I + 2*n_groups*state_size,
+ * in_proj rows = 2*I + 2*n_groups*state_size + num_heads. */
+struct mc_mamba2_config {
+    int64_t hidden_size;      /* D */
+    int64_t num_heads;        /* H */
+    int64_t head_dim;         /* P */
+    int64_t state_size;       /* N */
+    int64_t n_groups;         /* G, divides H; head h reads group h / (H/G) */
+    int64_t conv_kernel;      /* K */
+    int64_t chunk_size;       /* Q, the model's SSD chunk length (a hint; the math has no chunks) */
+    int64_t norm_group_size;  /* I (HF, full row) or I/G (mamba_ssm, groupwise) */
+    double layer_norm_epsilon;
+    double time_step_limit[2]; /* dt clamp [lo, hi], applied in every path; hi may be +inf */
+    int32_t use_bias;          /* in_proj.bias and out_proj.bias present */
+    int32_t use_conv_bias;     /* conv1d.bias present */
+};
+
+/* Mamba1 (mixers.md §3.1). C = I. */
+struct mc_mamba1_config {
+    int64_t hidden_size;       /* D */
+    int64_t intermediate_size; /* I */
+    int64_t state_size;        /* N */
+    int64_t conv_kernel;       /* K */
+    int64_t time_step_rank;    /* R */
+    int32_t use_bias;
+    int32_t use_conv_bias;
+};
+
+enum mc_gdn_layout {
+    MC_GDN_LAYOUT_QWEN3_5 = 1,    /* in_proj_qkv, in_proj_z, in_proj_b, in_proj_a */
+    MC_GDN_LAYOUT_QWEN3_NEXT = 2, /* in_proj_qkvz, in_proj_ba, per-key-head interleaved */
+};
+
+/* Gated DeltaNet (mixers.md §4.1). C = 2*Hk*dk + Hv*dv. */
+struct mc_gdn_config {
+    int64_t hidden_size;       /* D */
+    int64_t num_key_heads;     /* Hk  (linear_num_key_heads) */
+    int64_t num_value_heads;   /* Hv  (linear_num_value_heads), a multiple of Hk */
+    int64_t key_head_dim;      /* dk  (linear_key_head_dim) */
+    int64_t value_head_dim;    /* dv  (linear_value_head_dim) */
+    int64_t conv_kernel;       /* K   (linear_conv_kernel_dim) */
+    int64_t chunk_size;        /* chunk length of the chunked form (a hint) */
+    double rms_norm_eps;
+    int32_t layout;            /* enum mc_gdn_layout */
+};
+
+/* LFM2 ShortConv (mixers.md §5.1). C = D; no recurrent state. */
+struct mc_shortconv_config {
+    int64_t hidden_size;  /* D */
+    int64_t conv_kernel;  /* K (conv_L_cache) */
+    int32_t conv_bias;    /* in_proj, conv and out_proj biases present */
+};
+
+/* ---- Model creation ---------------------------------------------------------------------------- */
+
+/* One parameter tensor under its HF name with its HF shape, data in the model dtype, row-major. */
+struct mc_weight {
+    const char *name;
+    int32_t ndim;
+    int64_t dims[MC_MAX_DIMS];
+    const void *data;
+};
+
+struct mc_model_desc {
+    enum mc_family family;
+    enum mc_dtype dtype;             /* storage of weights, x and y */
+    const void *config;              /* struct mc_<family>_config matching `family` */
+    const struct mc_weight *weights; /* every parameter the configuration implies, in any order */
+    int32_t n_weights;
+    int64_t chunk_size;              /* internal chunk length; 0 = the backend's default */
+    int32_t threads;                 /* worker threads; 0 = the backend's default */
+};
+
+/* Opaque handles: each backend defines what they point to. */
+struct mc_model;
+struct mc_cache;
+
+struct mc_forward_args {
+    int64_t batch;         /* B */
+    int64_t len;           /* L >= 1 */
+    const void *x;         /* [B][L][D] in the model dtype */
+    const uint8_t *mask;   /* [B][L], 1 = real token, 0 = padding; NULL = all real */
+    void *y;               /* [B][L][D] in the model dtype, written whole */
+};
+
+struct mc_backend_ops {
+    uint32_t abi_version;   /* MIXCHECK_ABI_VERSION the backend was built against */
+    uint32_t struct_size;   /* sizeof(struct mc_backend_ops) the backend was built with */
+    const char *name;       /* unique, e.g. "reference", "cpu" */
+    const char *device;     /* tolerance-profile device: "cpu", "cuda", or the plugin's own */
+    enum mc_family family;
+    uint32_t dtypes;        /* OR of MC_DTYPE_BIT(d) the backend accepts */
+    uint32_t caps;          /* OR of MC_CAP_* */
+
+    enum mc_backend_status (*model_create)(const struct mc_model_desc *desc, struct mc_model **model,
+                                           struct mc_msg *msg);
+    void (*model_destroy)(struct mc_model *model);
+
+    /* A fresh cache for `batch` rows: zero window, zero state, not primed. */
+    enum mc_backend_status (*cache_alloc)(struct mc_model *model, int64_t batch, struct mc_cache **cache,
+                                          struct mc_msg *msg);
+    /* dst <- src, including whether it is primed; both from cache_alloc with the same batch. */
+    enum mc_backend_status (*cache_copy)(struct mc_model *model, struct mc_cache *dst,
+                                         const struct mc_cache *src, struct mc_msg *msg);
+    void (*cache_free)(struct mc_model *model, struct mc_cache *cache);
+    /* Export the cache, whatever the backend keeps inside, as
+     *   conv_state      [B][C][K]       the last K pre-conv inputs, oldest first (CONV-INV)
+     *   recurrent_state the family's state (REC-INV): Mamba2 [B][H][P][N], Mamba1 [B][I][N],
+     *                   GDN [B][Hv][dk][dv]; NULL for ShortConv
+     * in f64 when the model dtype is f64, else in f32. */
+    enum mc_backend_status (*cache_export)(struct mc_model *model, const struct mc_cache *cache,
+                                           void *conv_state, void *recurrent_state, struct mc_msg *msg);
+
+    /* The inverse of cache_export: sets the window and state from the same layouts and dtypes and
+     * marks the cache primed. Lets the harness start a check from a golden state (stage isolation)
+     * and lets wrappers build fault variants without knowing a backend's internals. */
+    enum mc_backend_status (*cache_import)(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
+                                           const void *recurrent_state, struct mc_msg *msg);
+
+    /* One forward over args->len tokens; cache may be NULL (prefill without cache). */
+    enum mc_backend_status (*forward)(struct mc_model *model, struct mc_cache *cache,
+                                      const struct mc_forward_args *args, struct mc_msg *msg);
+};
+
+/* Plugin entry point: returns an array of *count backends; abi_version receives the library's
+ * MIXCHECK_ABI_VERSION. The array and the structs it points to live as long as the library. */
+typedef const struct mc_backend_ops *const *(*mc_plugin_entry_fn)(uint32_t *count, uint32_t *abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MIXCHECK_BACKEND_H */

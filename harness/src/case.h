@@ -1,0 +1,123 @@
+/*
+ * case.h — YAML test cases and tolerance profiles (layout in README.md "Cases").
+ *
+ * Loaded with libyaml's document API so every node keeps its position; every error reads
+ * "file:line:column: in 'key.path': what is wrong (got X)" and is MC_ERR_INPUT. Unknown keys,
+ * duplicate keys, wrong types and out-of-range values are errors. Checks that need the golden
+ * (split points within the sequence, ...) are made by the scenario engine, which reports them with
+ * the scenario's line and column kept here.
+ */
+#ifndef MC_CASE_H
+#define MC_CASE_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "mixcheck/backend.h"
+
+/* Limits the loader enforces: larger files are refused before parsing; token counts, split points,
+ * chunk sizes and decode steps above MC_CASE_MAX_TOKENS are refused as absurd. */
+#define MC_CASE_MAX_FILE_BYTES (1024L * 1024L)
+#define MC_CASE_MAX_TOKENS 1000000
+
+enum mc_scenario_kind {
+    MC_SCENARIO_PREFILL,
+    MC_SCENARIO_DECODE,
+    MC_SCENARIO_CHUNKED,
+    MC_SCENARIO_FIRST_TOKEN_CAUSALITY,
+    MC_SCENARIO_SPECULATIVE_VERIFY,
+    MC_SCENARIO_LEFT_PADDED_BATCH,
+    MC_SCENARIO_RIGHT_PADDED_BATCH,
+    MC_SCENARIO_CHUNK_SIZE_INVARIANCE,
+    MC_SCENARIO_BATCH_INVARIANCE,
+    MC_SCENARIO_COUNT
+};
+
+const char *mc_scenario_name(enum mc_scenario_kind kind);
+int mc_scenario_from_name(const char *name, enum mc_scenario_kind *kind);
+
+/* The tensors a check compares; each has its own tolerance. */
+enum mc_tensor_kind {
+    MC_TENSOR_OUTPUT,
+    MC_TENSOR_CONV_STATE,
+    MC_TENSOR_RECURRENT_STATE,
+    MC_TENSOR_CONSISTENCY, /* one implementation against itself along two paths (first token, batch rows) */
+    MC_TENSOR_COUNT
+};
+
+const char *mc_tensor_name(enum mc_tensor_kind kind);
+
+const char *mc_dtype_name(enum mc_dtype dtype);
+int mc_dtype_from_name(const char *name, enum mc_dtype *dtype);
+
+struct mc_split_set {
+    int64_t *points; /* strictly increasing, each > 0 (upper bound checked against the golden) */
+    int64_t n;
+};
+
+/* One scenario entry of a case; fields a scenario does not use stay 0 / NULL. */
+struct mc_scenario_spec {
+    enum mc_scenario_kind kind;
+    int line, column;            /* of the scenario's key, for messages */
+    int64_t prefill;             /* decode, first_token_causality, speculative_verify, left_padded_batch */
+    int64_t len;                 /* first_token_causality: segment length S (>= 2);
+                                    speculative_verify: draft tokens k */
+    int64_t accept;              /* speculative_verify: accepted tokens j (< k) */
+    int64_t decode_steps;        /* left_padded_batch: single-token steps between prefill and the chunk */
+    uint64_t seed;               /* distractor / random split seed */
+    struct mc_split_set *split_sets; /* chunked: explicit split point sets */
+    int n_split_sets;
+    int64_t random_sets;         /* chunked: extra split sets drawn from `seed` */
+    int64_t *chunk_sizes;        /* chunk_size_invariance */
+    int n_chunk_sizes;
+};
+
+struct mc_tolerance {
+    double atol;
+    double rtol;
+};
+
+/* One (device, dtype, tensor) entry of a profile; tensor MC_TENSOR_COUNT means the dtype's default. */
+struct mc_tolerance_entry {
+    char *device;
+    enum mc_dtype dtype;
+    int tensor; /* enum mc_tensor_kind, or MC_TENSOR_COUNT for `default` */
+    struct mc_tolerance tol;
+    char *why;
+};
+
+struct mc_tolerance_profile {
+    char *path;
+    char *name;
+    struct mc_tolerance_entry *entries;
+    int n_entries;
+};
+
+struct mc_case {
+    char *path;
+    char *id;
+    char *why;
+    enum mc_family family;
+    char *golden_path;           /* resolved against the case file's directory */
+    char **backends;
+    int n_backends;
+    enum mc_dtype dtypes[4];
+    int n_dtypes;
+    struct mc_scenario_spec *scenarios;
+    int n_scenarios;
+    struct mc_tolerance_profile tolerance; /* loaded from the `tolerance:` file */
+};
+
+/* Loads a case and its tolerance profile; on failure c is left empty (safe to free). */
+enum mc_err_code mc_case_load(const char *path, struct mc_case *c, struct mc_error *err);
+void mc_case_free(struct mc_case *c);
+
+enum mc_err_code mc_tolerance_load(const char *path, struct mc_tolerance_profile *p, struct mc_error *err);
+void mc_tolerance_free(struct mc_tolerance_profile *p);
+
+/* The tolerance for (device, dtype, tensor): the tensor's own entry, else the dtype's `default`.
+ * MC_ERR_INPUT naming the profile file when neither exists. */
+enum mc_err_code mc_tolerance_lookup(const struct mc_tolerance_profile *p, const char *device, enum mc_dtype dtype,
+                                     enum mc_tensor_kind tensor, struct mc_tolerance *out, struct mc_error *err);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * compare.h — the comparator (scenarios.md §3).
+ *
+ * An element passes iff |a - b| <= atol + rtol*|b|. NaN or Inf in the actual value where the expected
+ * one is finite fails and is counted as non-finite; NaN never passes by a comparison that is false
+ * for NaN. Every comparison reports max abs / rel error, headroom (worst |a-b| / (atol + rtol|b|),
+ * < 1 passes, +inf when a non-finite value was seen or a nonzero error met a zero tolerance), the
+ * count of failing elements, the worst element's index, the first failing token, cosine similarity
+ * and NMSE. Stats of several comparisons of the same tensor (checkpoints, rows) merge.
+ */
+#ifndef MC_COMPARE_H
+#define MC_COMPARE_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "mixcheck/backend.h"
+
+#define MC_DIM_NAME_LEN 16
+
+/* How to read a flat array: dims with names, which axis is the token axis, and where it starts. */
+struct mc_compare_view {
+    int ndim;
+    int64_t dims[MC_MAX_DIMS];
+    const char *dim_names[MC_MAX_DIMS];
+    int token_axis;        /* axis holding token positions, or -1 (then `token_offset` is the position) */
+    int64_t token_offset;  /* absolute position of token index 0 (or of the whole array) */
+    int64_t batch_offset;  /* absolute batch row of index 0 along axis 0 */
+    const uint8_t *valid;  /* optional [dims[0]][dims[token_axis]]: 0 = padding, only finiteness checked */
+};
+
+struct mc_compare_stats {
+    int64_t n_elems;       /* compared elements (padding excluded) */
+    int64_t n_fail;        /* failing elements, non-finite included */
+    int64_t n_nonfinite;   /* actual NaN/Inf where expected is finite, or either side NaN */
+    int64_t n_nan;         /* NaN in actual */
+    double max_abs_err;    /* over finite pairs */
+    double max_rel_err;    /* |a-b|/|b| over finite pairs with b != 0 */
+    double headroom;
+    int has_worst;
+    int worst_ndim;
+    int64_t worst_index[MC_MAX_DIMS]; /* absolute (offsets applied) */
+    char worst_names[MC_MAX_DIMS][MC_DIM_NAME_LEN];
+    double worst_actual, worst_expected;
+    int64_t first_fail_token; /* -1 when nothing failed */
+    int64_t first_fail_batch;
+    /* running sums for cosine and NMSE */
+    double sum_ab, sum_aa, sum_bb, sum_err2;
+};
+
+void mc_compare_stats_init(struct mc_compare_stats *s);
+
+/* Compares actual against expected (both laid out as `view` describes) and merges into *s. */
+void mc_compare_accumulate(const double *actual, const double *expected, const struct mc_compare_view *view,
+                           struct mc_tolerance tol, struct mc_compare_stats *s);
+
+/* Merges `from` into `into` (same tensor, other checkpoints). */
+void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compare_stats *from);
+
+/* 1 when every compared element passed (and at least one was compared or none was expected). */
+int mc_compare_passed(const struct mc_compare_stats *s);
+
+double mc_compare_cosine(const struct mc_compare_stats *s);
+double mc_compare_nmse(const struct mc_compare_stats *s);
+
+/* Formats the worst index as "batch=0 token=3 channel=17" into buf. */
+void mc_compare_format_index(const struct mc_compare_stats *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * dtype.h — storage types handed to backends: sizes, conversion from and to the harness's float64,
+ * rounding to a dtype, and NaN poisoning. f16 and bf16 are rounded from float64 in one step
+ * (round-to-nearest-even, no double rounding through float32); overflow gives ±inf.
+ */
+#ifndef MC_DTYPE_H
+#define MC_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixcheck/backend.h"
+
+size_t mc_dtype_size(enum mc_dtype dtype);
+
+/* dst[i] = src[i] rounded to dtype, stored in dtype's layout. */
+void mc_dtype_from_f64(enum mc_dtype dtype, const double *src, void *dst, size_t n);
+/* dst[i] = the exact float64 value of src[i]. */
+void mc_dtype_to_f64(enum mc_dtype dtype, const void *src, double *dst, size_t n);
+/* The float64 value x becomes when stored in dtype. */
+double mc_dtype_round(enum mc_dtype dtype, double x);
+/* Fills n elements with a quiet NaN of dtype (poison before a backend writes). */
+void mc_dtype_fill_nan(enum mc_dtype dtype, void *buf, size_t n);
+
+uint16_t mc_f16_from_f64(double x);
+double mc_f16_to_f64(uint16_t h);
+uint16_t mc_bf16_from_f64(double x);
+double mc_bf16_to_f64(uint16_t h);
+
+#endif

@@ -1,0 +1,56 @@
+/* error.c — see error.h. */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum mc_err_code mc_error_set(struct mc_error *err, enum mc_err_code code, const char *fmt, ...)
+{
+    if (err == NULL)
+        return code;
+    if (err->code != MC_ERR_NONE)
+        return err->code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void mc_error_prefix(struct mc_error *err, const char *fmt, ...)
+{
+    if (err == NULL || err->code == MC_ERR_NONE)
+        return;
+    char ctx[MC_ERROR_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    char joined[MC_ERROR_MSG_LEN];
+    snprintf(joined, sizeof joined, "%s: %s", ctx, err->msg);
+    memcpy(err->msg, joined, sizeof err->msg);
+}
+
+void mc_error_clear(struct mc_error *err)
+{
+    err->code = MC_ERR_NONE;
+    err->msg[0] = '\0';
+}
+
+int mc_error_exit_code(enum mc_err_code code)
+{
+    switch (code) {
+    case MC_ERR_NONE:
+        return 0;
+    case MC_ERR_BACKEND:
+        return 125;
+    case MC_ERR_USAGE:
+    case MC_ERR_INPUT:
+    case MC_ERR_NOMEM:
+    case MC_ERR_INTERNAL:
+        return 2;
+    }
+    return 2;
+}

@@ -1,0 +1,70 @@
+/* registry.c — see registry.h. */
+#include "registry.h"
+
+#include <string.h>
+
+#include "family.h"
+
+void mc_registry_init(struct mc_registry *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+enum mc_err_code mc_registry_add(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
+                                 struct mc_error *err)
+{
+    if (ops == NULL)
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: NULL backend ops", origin);
+    if (ops->abi_version != MIXCHECK_ABI_VERSION)
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' was built for ABI version %u, mixcheck has %u",
+                            origin, ops->name ? ops->name : "?", ops->abi_version, MIXCHECK_ABI_VERSION);
+    if (ops->struct_size != sizeof(struct mc_backend_ops))
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' ops struct has size %u, expected %zu", origin,
+                            ops->name ? ops->name : "?", ops->struct_size, sizeof(struct mc_backend_ops));
+    if (ops->name == NULL || ops->name[0] == '\0')
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend without a name", origin);
+    if (ops->device == NULL || ops->device[0] == '\0')
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' declares no device", origin, ops->name);
+    enum mc_family fam;
+    if (mc_family_from_name(mc_family_name(ops->family), &fam) != 0)
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' has unknown family %d", origin, ops->name,
+                            (int)ops->family);
+    const struct {
+        const char *name;
+        int present;
+    } fns[] = {
+        {"model_create", ops->model_create != NULL}, {"model_destroy", ops->model_destroy != NULL},
+        {"cache_alloc", ops->cache_alloc != NULL},   {"cache_copy", ops->cache_copy != NULL},
+        {"cache_free", ops->cache_free != NULL},     {"cache_export", ops->cache_export != NULL},
+        {"cache_import", ops->cache_import != NULL}, {"forward", ops->forward != NULL},
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (!fns[i].present)
+            return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' (%s) has no '%s' function", origin, ops->name,
+                                mc_family_name(ops->family), fns[i].name);
+    if (mc_registry_find(r, ops->name, ops->family) != NULL)
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' for %s is already registered", origin, ops->name,
+                            mc_family_name(ops->family));
+    if (r->n >= MC_REGISTRY_MAX)
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: too many backends (at most %d)", origin, MC_REGISTRY_MAX);
+    r->entries[r->n].ops = ops;
+    r->entries[r->n].origin = origin;
+    r->n++;
+    return MC_ERR_NONE;
+}
+
+const struct mc_backend_ops *mc_registry_find(const struct mc_registry *r, const char *name, enum mc_family family)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->entries[i].ops->family == family && strcmp(r->entries[i].ops->name, name) == 0)
+            return r->entries[i].ops;
+    return NULL;
+}
+
+int mc_registry_has_name(const struct mc_registry *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->entries[i].ops->name, name) == 0)
+            return 1;
+    return 0;
+}

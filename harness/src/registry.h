@@ -1,0 +1,35 @@
+/*
+ * registry.h — the backends a run can use. Every implementation enters through mc_registry_add,
+ * which checks the ops struct (ABI version, struct size, every function present, a known family,
+ * a name) and refuses a duplicate (name, family). Lookups are by (name, family).
+ */
+#ifndef MC_REGISTRY_H
+#define MC_REGISTRY_H
+
+#include "error.h"
+#include "mixcheck/backend.h"
+
+#define MC_REGISTRY_MAX 64
+
+struct mc_registry_entry {
+    const struct mc_backend_ops *ops;
+    const char *origin; /* "built-in" or the plugin's path */
+};
+
+struct mc_registry {
+    struct mc_registry_entry entries[MC_REGISTRY_MAX];
+    int n;
+};
+
+void mc_registry_init(struct mc_registry *r);
+
+/* Validates and adds; MC_ERR_BACKEND with a message naming `origin` and what is wrong. */
+enum mc_err_code mc_registry_add(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
+                                 struct mc_error *err);
+
+const struct mc_backend_ops *mc_registry_find(const struct mc_registry *r, const char *name, enum mc_family family);
+
+/* 1 when some backend of any family has this name. */
+int mc_registry_has_name(const struct mc_registry *r, const char *name);
+
+#endif

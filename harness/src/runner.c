@@ -1,0 +1,302 @@
+/* runner.c — see runner.h. */
+#include "runner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "family.h"
+#include "golden.h"
+
+/* ---- discovery ------------------------------------------------------------------------------------ */
+
+struct strlist {
+    char **v;
+    int n, cap;
+};
+
+static int strlist_push(struct strlist *l, const char *s)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        char **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (v == NULL)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = strdup(s);
+    if (l->v[l->n] == NULL)
+        return -1;
+    l->n++;
+    return 0;
+}
+
+static int has_yaml_suffix(const char *name)
+{
+    size_t n = strlen(name);
+    return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) || (n > 4 && strcmp(name + n - 4, ".yml") == 0);
+}
+
+static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_error *err)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    if (n < 0)
+        return mc_error_set(err, MC_ERR_USAGE, "%s: cannot read directory: %s", dir, strerror(errno));
+    enum mc_err_code rc = MC_ERR_NONE;
+    for (int i = 0; i < n; i++) {
+        const char *name = ents[i]->d_name;
+        if (rc != MC_ERR_NONE || name[0] == '.')
+            continue;
+        size_t len = strlen(dir) + strlen(name) + 2;
+        char *path = malloc(len);
+        if (path == NULL) {
+            rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (strcmp(name, "tolerances") != 0)
+                rc = walk(path, out, err);
+        } else if (has_yaml_suffix(name)) {
+            if (strlist_push(out, path) != 0)
+                rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        }
+        free(path);
+    }
+    for (int i = 0; i < n; i++)
+        free(ents[i]);
+    free(ents);
+    return rc;
+}
+
+enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
+                                 struct mc_error *err)
+{
+    struct strlist l = {0};
+    enum mc_err_code rc = MC_ERR_NONE;
+    for (int i = 0; i < n_paths && rc == MC_ERR_NONE; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0) {
+            rc = mc_error_set(err, MC_ERR_USAGE, "%s: %s", paths[i], strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = walk(paths[i], &l, err);
+        } else if (strlist_push(&l, paths[i]) != 0) {
+            rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        }
+    }
+    if (rc != MC_ERR_NONE) {
+        mc_run_files_free(l.v, l.n);
+        *files = NULL;
+        *n_files = 0;
+        return rc;
+    }
+    *files = l.v;
+    *n_files = l.n;
+    return MC_ERR_NONE;
+}
+
+void mc_run_files_free(char **files, int n_files)
+{
+    for (int i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
+}
+
+/* ---- filters ----------------------------------------------------------------------------------------- */
+
+int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
+                        enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype)
+{
+    if (f->family && strcmp(f->family, mc_family_name(family)) != 0)
+        return 0;
+    if (f->scenario && strcmp(f->scenario, mc_scenario_name(scenario)) != 0)
+        return 0;
+    if (f->backend && strcmp(f->backend, backend) != 0)
+        return 0;
+    if (f->dtype && strcmp(f->dtype, mc_dtype_name(dtype)) != 0)
+        return 0;
+    if (f->pattern) {
+        char id[512];
+        snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
+        if (strpbrk(f->pattern, "*?[") != NULL)
+            return fnmatch(f->pattern, id, 0) == 0;
+        return strstr(id, f->pattern) != NULL;
+    }
+    return 1;
+}
+
+/* ---- report ------------------------------------------------------------------------------------------- */
+
+static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const struct mc_error *e,
+                                    const struct mc_run_callbacks *cb, struct mc_error *err)
+{
+    if (rep->n_problems == rep->cap_problems) {
+        int cap = rep->cap_problems ? 2 * rep->cap_problems : 8;
+        struct mc_run_problem *v = realloc(rep->problems, (size_t)cap * sizeof *v);
+        if (v == NULL)
+            return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        rep->problems = v;
+        rep->cap_problems = cap;
+    }
+    struct mc_run_problem *p = &rep->problems[rep->n_problems++];
+    snprintf(p->path, sizeof p->path, "%s", path);
+    p->code = e->code;
+    snprintf(p->msg, sizeof p->msg, "%s", e->msg);
+    if (cb && cb->on_problem)
+        cb->on_problem(p, cb->user);
+    return MC_ERR_NONE;
+}
+
+static struct mc_check_result *next_check(struct mc_run_report *rep, struct mc_error *err)
+{
+    if (rep->n_checks == rep->cap_checks) {
+        int cap = rep->cap_checks ? 2 * rep->cap_checks : 64;
+        struct mc_check_result *v = realloc(rep->checks, (size_t)cap * sizeof *v);
+        if (v == NULL) {
+            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        rep->checks = v;
+        rep->cap_checks = cap;
+    }
+    return &rep->checks[rep->n_checks];
+}
+
+/* ---- running ------------------------------------------------------------------------------------------ */
+
+/* Loads a case and its golden and validates every scenario; on failure records a problem. */
+static int prepare_case(const char *path, struct mc_case *c, struct mc_golden *g, struct mc_run_report *rep,
+                        const struct mc_run_callbacks *cb, struct mc_error *err)
+{
+    struct mc_error e = {0};
+    if (mc_case_load(path, c, &e) == MC_ERR_NONE && mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
+        if (g->config.family != c->family)
+            mc_error_set(&e, MC_ERR_INPUT, "%s: family '%s' but golden %s holds '%s'", path,
+                         mc_family_name(c->family), c->golden_path, mc_family_name(g->config.family));
+        for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
+            mc_scenario_validate(c, &c->scenarios[i], g, &e);
+    }
+    if (e.code == MC_ERR_NONE)
+        return 0;
+    if (e.code == MC_ERR_NOMEM)
+        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+    else
+        add_problem(rep, path, &e, cb, err);
+    return -1;
+}
+
+static void run_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_registry *reg,
+                     const struct mc_run_options *opt, const struct mc_run_callbacks *cb, struct mc_run_report *rep,
+                     struct mc_error *err)
+{
+    for (int bi = 0; bi < c->n_backends && err->code == MC_ERR_NONE; bi++) {
+        const char *bname = c->backends[bi];
+        if (opt->filter.backend && strcmp(opt->filter.backend, bname) != 0)
+            continue;
+        const struct mc_backend_ops *ops = mc_registry_find(reg, bname, c->family);
+        if (ops == NULL) {
+            struct mc_error e = {0};
+            mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
+                         c->path, bname, mc_family_name(c->family));
+            add_problem(rep, c->path, &e, cb, err);
+            continue;
+        }
+        for (int si = 0; si < c->n_scenarios && err->code == MC_ERR_NONE; si++) {
+            const struct mc_scenario_spec *sp = &c->scenarios[si];
+            for (int di = 0; di < c->n_dtypes && err->code == MC_ERR_NONE; di++) {
+                if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, bname, c->dtypes[di]))
+                    continue;
+                struct mc_check_result *res = next_check(rep, err);
+                if (res == NULL)
+                    return;
+                struct mc_scenario_ctx ctx = {
+                    .c = c, .spec = sp, .g = g, .ops = ops, .dtype = c->dtypes[di], .seed_offset = opt->seed_offset};
+                struct mc_error e = {0};
+                if (mc_scenario_run(&ctx, res, &e) != MC_ERR_NONE) {
+                    if (e.code == MC_ERR_NOMEM) {
+                        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+                        return;
+                    }
+                    add_problem(rep, c->path, &e, cb, err);
+                    continue;
+                }
+                rep->n_checks++;
+                rep->counts[res->status]++;
+                if (cb && cb->on_check)
+                    cb->on_check(res, cb->user);
+            }
+        }
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                        const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                        struct mc_run_report *rep, struct mc_error *err)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->started_unix = (int64_t)time(NULL);
+    double t0 = now_s();
+    char **files = NULL;
+    int n_files = 0;
+    if (mc_run_discover(paths, n_paths, &files, &n_files, err) != MC_ERR_NONE)
+        return err->code;
+    if (n_files == 0) {
+        mc_run_files_free(files, n_files);
+        return mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
+    }
+    for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
+        struct mc_case c = {0};
+        struct mc_golden g = {0};
+        if (prepare_case(files[i], &c, &g, rep, cb, err) == 0) {
+            if (!opt->filter.family || strcmp(opt->filter.family, mc_family_name(c.family)) == 0) {
+                rep->n_cases++;
+                run_case(&c, &g, reg, opt, cb, rep, err);
+            }
+        }
+        mc_golden_free(&g);
+        mc_case_free(&c);
+    }
+    mc_run_files_free(files, n_files);
+    rep->duration_s = now_s() - t0;
+    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0)
+        return mc_error_set(err, MC_ERR_USAGE, "no check matches the filters");
+    return err->code;
+}
+
+void mc_run_report_free(struct mc_run_report *rep)
+{
+    free(rep->checks);
+    free(rep->problems);
+    memset(rep, 0, sizeof *rep);
+}
+
+int mc_run_exit_code(const struct mc_run_report *rep)
+{
+    int backend_missing = 0;
+    for (int i = 0; i < rep->n_problems; i++) {
+        if (rep->problems[i].code == MC_ERR_BACKEND)
+            backend_missing = 1;
+        else
+            return 2;
+    }
+    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0)
+        return 1;
+    if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
+        return 125;
+    return 0;
+}

@@ -1,0 +1,75 @@
+/*
+ * runner.h — runs cases: finds case files under the given paths, loads each case and its golden,
+ * validates the scenarios against the golden, and runs every selected (scenario, backend, dtype)
+ * check through the scenario engine. A case that cannot be loaded, or a backend that is not
+ * available, is recorded as a problem and the run goes on with the others.
+ */
+#ifndef MC_RUNNER_H
+#define MC_RUNNER_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "error.h"
+#include "registry.h"
+#include "scenario.h"
+
+struct mc_run_filter {
+    const char *family;   /* NULL = any */
+    const char *scenario;
+    const char *backend;
+    const char *dtype;
+    const char *pattern;  /* -k: substring, or fnmatch glob when it has * ? [, of "case/scenario/backend/dtype" */
+};
+
+struct mc_run_options {
+    struct mc_run_filter filter;
+    uint64_t seed_offset;
+};
+
+/* A case file that could not be run, or a backend it names that is missing. */
+struct mc_run_problem {
+    char path[512];
+    enum mc_err_code code;
+    char msg[MC_ERROR_MSG_LEN];
+};
+
+struct mc_run_report {
+    struct mc_check_result *checks;
+    int n_checks, cap_checks;
+    struct mc_run_problem *problems;
+    int n_problems, cap_problems;
+    int n_cases;
+    int counts[MC_CHECK_SKIPPED + 1]; /* per enum mc_check_status */
+    double duration_s;
+    int64_t started_unix;
+};
+
+struct mc_run_callbacks {
+    void (*on_check)(const struct mc_check_result *res, void *user);
+    void (*on_problem)(const struct mc_run_problem *p, void *user);
+    void *user;
+};
+
+/* Expands paths (files, or directories searched recursively for *.yaml, skipping `tolerances/`)
+ * into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
+enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
+                                 struct mc_error *err);
+void mc_run_files_free(char **files, int n_files);
+
+/* 1 when a check id "case/scenario/backend/dtype" passes the filter. */
+int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
+                        enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype);
+
+/* Runs everything; returns an error only for usage problems or memory (input problems of single
+ * cases are in report->problems). */
+enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                        const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                        struct mc_run_report *report, struct mc_error *err);
+void mc_run_report_free(struct mc_run_report *report);
+
+/* 2 when a case had an input problem, 1 when a check failed or errored, 125 when nothing could be
+ * tested (a backend missing, every check unsupported) and nothing failed, else 0. */
+int mc_run_exit_code(const struct mc_run_report *report);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * scenario.h — the scenario engine (scenarios.md §2): drives one backend, at one dtype, through one
+ * scenario of a case, against the case's golden, and records one result per compared tensor.
+ *
+ * Every forward gets its output NaN-poisoned first and every cache export its buffers NaN-poisoned,
+ * so an element a backend forgot to write fails. Outputs are compared at every forward, cache states
+ * at every position the run passes through that the golden holds a state for.
+ */
+#ifndef MC_SCENARIO_H
+#define MC_SCENARIO_H
+
+#include "case.h"
+#include "compare.h"
+#include "error.h"
+#include "golden.h"
+#include "mixcheck/backend.h"
+
+enum mc_check_status {
+    MC_CHECK_PASS,
+    MC_CHECK_FAIL,
+    MC_CHECK_ERROR,       /* the backend returned an error during the check */
+    MC_CHECK_UNSUPPORTED, /* the backend does not do this dtype / configuration */
+    MC_CHECK_SKIPPED,
+};
+
+const char *mc_check_status_name(enum mc_check_status status);
+
+#define MC_CHECK_MAX_TENSORS 6
+#define MC_TENSOR_NAME_LEN 32
+
+struct mc_tensor_result {
+    char name[MC_TENSOR_NAME_LEN]; /* output, conv_state, recurrent_state, consistency, distractor */
+    struct mc_tolerance tol;
+    struct mc_compare_stats stats;
+    int64_t comparisons;           /* arrays merged into stats (forwards, checkpoints, rows) */
+};
+
+struct mc_check_result {
+    char case_id[128];
+    char case_path[512];
+    enum mc_family family;
+    enum mc_scenario_kind scenario;
+    const char *backend;           /* borrowed from the ops */
+    const char *device;
+    enum mc_dtype dtype;
+    enum mc_check_status status;
+    struct mc_tensor_result tensors[MC_CHECK_MAX_TENSORS];
+    int n_tensors;
+    char message[1024];            /* why it errored / is unsupported */
+    char detail[256];              /* the run that failed first, e.g. "splits [1, 2, 5]" */
+    double duration_s;
+};
+
+struct mc_scenario_ctx {
+    const struct mc_case *c;
+    const struct mc_scenario_spec *spec;
+    const struct mc_golden *g;
+    const struct mc_backend_ops *ops;
+    enum mc_dtype dtype;
+    uint64_t seed_offset;          /* added to every scenario seed (seed sweeps) */
+};
+
+/* Checks that a scenario's parameters fit the golden (lengths, batch, mask); MC_ERR_INPUT naming the
+ * case file, the scenario's line:column and the parameter otherwise. */
+enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_scenario_spec *spec,
+                                      const struct mc_golden *g, struct mc_error *err);
+
+/* Runs one check. Backend failures become res->status (ERROR / UNSUPPORTED); the return value is an
+ * error only for problems of the inputs (tolerance missing, ...) or memory. */
+enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
+                                 struct mc_error *err);
+
+#endif

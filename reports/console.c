@@ -1,0 +1,106 @@
+/* console.c — the console report (see report.h). */
+#include <math.h>
+#include <string.h>
+
+#include "family.h"
+#include "report.h"
+
+#define C_RESET "\x1b[0m"
+#define C_GREEN "\x1b[32m"
+#define C_RED "\x1b[31m"
+#define C_YELLOW "\x1b[33m"
+#define C_DIM "\x1b[2m"
+
+static const char *paint(const struct mc_console *con, const char *code)
+{
+    return con->color ? code : "";
+}
+
+static double worst_headroom(const struct mc_check_result *res)
+{
+    double h = 0.0;
+    for (int i = 0; i < res->n_tensors; i++)
+        if (res->tensors[i].stats.headroom > h)
+            h = res->tensors[i].stats.headroom;
+    return h;
+}
+
+void mc_report_rerun_command(const struct mc_check_result *res, const char *argv0, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s run %s --scenario %s --backend %s --dtype %s", argv0, res->case_path,
+             mc_scenario_name(res->scenario), res->backend, mc_dtype_name(res->dtype));
+}
+
+static void print_tensor_diagnosis(const struct mc_console *con, const struct mc_tensor_result *t)
+{
+    const struct mc_compare_stats *s = &t->stats;
+    char idx[256];
+    mc_compare_format_index(s, idx, sizeof idx);
+    fprintf(con->out, "      %s%s%s: ", paint(con, C_RED), t->name, paint(con, C_RESET));
+    if (s->n_nonfinite > 0)
+        fprintf(con->out, "%lld non-finite value(s) (%lld NaN), ", (long long)s->n_nonfinite, (long long)s->n_nan);
+    fprintf(con->out, "%lld of %lld elements outside tolerance", (long long)s->n_fail, (long long)s->n_elems);
+    if (s->first_fail_token >= 0)
+        fprintf(con->out, ", first failing token %lld (batch %lld)", (long long)s->first_fail_token,
+                (long long)s->first_fail_batch);
+    fprintf(con->out, "\n        worst at %s: got %.9g, expected %.9g\n", idx, s->worst_actual, s->worst_expected);
+    fprintf(con->out, "        max abs err %.3g, max rel err %.3g, headroom %.3g, tolerance atol %.3g rtol %.3g, "
+                      "cosine %.9f, nmse %.3g\n",
+            s->max_abs_err, s->max_rel_err, s->headroom, t->tol.atol, t->tol.rtol, mc_compare_cosine(s),
+            mc_compare_nmse(s));
+}
+
+void mc_report_console_check(const struct mc_console *con, const struct mc_check_result *res)
+{
+    const char *word = "PASS", *color = C_GREEN;
+    switch (res->status) {
+    case MC_CHECK_PASS:
+        break;
+    case MC_CHECK_FAIL:
+        word = "FAIL";
+        color = C_RED;
+        break;
+    case MC_CHECK_ERROR:
+        word = "ERROR";
+        color = C_RED;
+        break;
+    case MC_CHECK_UNSUPPORTED:
+        word = "UNSUP";
+        color = C_YELLOW;
+        break;
+    case MC_CHECK_SKIPPED:
+        word = "SKIP";
+        color = C_YELLOW;
+        break;
+    }
+    fprintf(con->out, "%s%-5s%s %-24s %-22s %-10s %-4s headroom %-9.3g %s(%.2fs)%s\n", paint(con, color), word,
+            paint(con, C_RESET), res->case_id, mc_scenario_name(res->scenario), res->backend,
+            mc_dtype_name(res->dtype), worst_headroom(res), paint(con, C_DIM), res->duration_s, paint(con, C_RESET));
+    if (res->status == MC_CHECK_PASS)
+        return;
+    if (res->message[0])
+        fprintf(con->out, "      %s\n", res->message);
+    for (int i = 0; i < res->n_tensors; i++)
+        if (!mc_compare_passed(&res->tensors[i].stats))
+            print_tensor_diagnosis(con, &res->tensors[i]);
+    if (res->detail[0])
+        fprintf(con->out, "      first failing run: %s\n", res->detail);
+    char cmd[1024];
+    mc_report_rerun_command(res, con->argv0, cmd, sizeof cmd);
+    fprintf(con->out, "      rerun: %s\n", cmd);
+}
+
+void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p)
+{
+    fprintf(con->out, "%s%-5s%s %s\n", paint(con, C_RED), p->code == MC_ERR_BACKEND ? "NOTEST" : "ERROR",
+            paint(con, C_RESET), p->msg);
+}
+
+void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code)
+{
+    fprintf(con->out, "\n%d case(s), %d check(s): %d passed, %d failed, %d errored, %d unsupported; %d problem(s); "
+                      "%.2fs; exit %d\n",
+            rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
+            rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, rep->duration_s,
+            exit_code);
+}

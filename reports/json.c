@@ -1,0 +1,116 @@
+/* json.c — the JSON report (see report.h): one record per case/scenario/backend/dtype/tensor. */
+#include <math.h>
+#include <string.h>
+
+#include "family.h"
+#include "report.h"
+#include "writer.h"
+
+static void kv_str(struct mc_writer *w, const char *k, const char *v, int comma)
+{
+    fprintf(w->f, "%s\"%s\": ", comma ? ", " : "", k);
+    if (v)
+        mc_writer_json_string(w, v);
+    else
+        fputs("null", w->f);
+}
+
+static void kv_num(struct mc_writer *w, const char *k, double v)
+{
+    fprintf(w->f, ", \"%s\": ", k);
+    mc_writer_json_number(w, v);
+}
+
+static void kv_int(struct mc_writer *w, const char *k, long long v)
+{
+    fprintf(w->f, ", \"%s\": %lld", k, v);
+}
+
+static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t)
+{
+    fputs("    {", w->f);
+    kv_str(w, "case", r->case_id, 0);
+    kv_str(w, "case_path", r->case_path, 1);
+    kv_str(w, "family", mc_family_name(r->family), 1);
+    kv_str(w, "scenario", mc_scenario_name(r->scenario), 1);
+    kv_str(w, "backend", r->backend, 1);
+    kv_str(w, "device", r->device, 1);
+    kv_str(w, "dtype", mc_dtype_name(r->dtype), 1);
+    kv_str(w, "tensor", t ? t->name : NULL, 1);
+    const char *status = mc_check_status_name(r->status);
+    if (t && (r->status == MC_CHECK_PASS || r->status == MC_CHECK_FAIL))
+        status = mc_compare_passed(&t->stats) ? "pass" : "fail";
+    kv_str(w, "status", status, 1);
+    if (t) {
+        const struct mc_compare_stats *s = &t->stats;
+        kv_num(w, "headroom", s->headroom);
+        kv_num(w, "max_abs_err", s->max_abs_err);
+        kv_num(w, "max_rel_err", s->max_rel_err);
+        if (s->first_fail_token >= 0)
+            kv_int(w, "first_fail_token", s->first_fail_token);
+        else
+            fputs(", \"first_fail_token\": null", w->f);
+        fputs(", \"worst_index\": ", w->f);
+        if (s->has_worst) {
+            fputc('{', w->f);
+            for (int d = 0; d < s->worst_ndim; d++)
+                fprintf(w->f, "%s\"%s\": %lld", d ? ", " : "", s->worst_names[d], (long long)s->worst_index[d]);
+            fputc('}', w->f);
+        } else {
+            fputs("null", w->f);
+        }
+        kv_int(w, "elements", s->n_elems);
+        kv_int(w, "failing", s->n_fail);
+        kv_int(w, "nonfinite", s->n_nonfinite);
+        kv_int(w, "nan", s->n_nan);
+        kv_num(w, "cosine", mc_compare_cosine(s));
+        kv_num(w, "nmse", mc_compare_nmse(s));
+        kv_num(w, "atol", t->tol.atol);
+        kv_num(w, "rtol", t->tol.rtol);
+        kv_int(w, "comparisons", t->comparisons);
+    }
+    if (r->message[0])
+        kv_str(w, "message", r->message, 1);
+    if (r->detail[0])
+        kv_str(w, "detail", r->detail, 1);
+    kv_num(w, "duration_s", r->duration_s);
+    fputc('}', w->f);
+}
+
+enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
+                                      struct mc_error *err)
+{
+    struct mc_writer w;
+    if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
+        return err->code;
+    fprintf(w.f, "{\n  \"format\": \"mixcheck-report\",\n  \"format_version\": %d,\n", MC_REPORT_FORMAT_VERSION);
+    fprintf(w.f, "  \"started_unix\": %lld,\n  \"duration_s\": ", (long long)rep->started_unix);
+    mc_writer_json_number(&w, rep->duration_s);
+    fprintf(w.f, ",\n  \"summary\": {\"cases\": %d, \"checks\": %d, \"pass\": %d, \"fail\": %d, \"error\": %d, "
+                 "\"unsupported\": %d, \"problems\": %d, \"exit_code\": %d},\n",
+            rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
+            rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, exit_code);
+    fputs("  \"problems\": [", w.f);
+    for (int i = 0; i < rep->n_problems; i++) {
+        const struct mc_run_problem *p = &rep->problems[i];
+        fputs(i ? ",\n    {" : "\n    {", w.f);
+        kv_str(&w, "path", p->path, 0);
+        kv_str(&w, "kind", p->code == MC_ERR_BACKEND ? "untestable" : "input", 1);
+        kv_str(&w, "message", p->msg, 1);
+        fputc('}', w.f);
+    }
+    fputs(rep->n_problems ? "\n  ],\n" : "],\n", w.f);
+    fputs("  \"results\": [", w.f);
+    int first = 1;
+    for (int i = 0; i < rep->n_checks; i++) {
+        const struct mc_check_result *r = &rep->checks[i];
+        int n = r->n_tensors ? r->n_tensors : 1;
+        for (int k = 0; k < n; k++) {
+            fputs(first ? "\n" : ",\n", w.f);
+            first = 0;
+            write_record(&w, r, r->n_tensors ? &r->tensors[k] : NULL);
+        }
+    }
+    fputs(first ? "]\n}\n" : "\n  ]\n}\n", w.f);
+    return mc_writer_commit(&w, err);
+}

@@ -1,0 +1,105 @@
+/* junit.c — the JUnit XML report (see report.h): a testsuite per case, a testcase per check. */
+#include <string.h>
+
+#include "family.h"
+#include "report.h"
+#include "writer.h"
+
+static void write_failure_text(struct mc_writer *w, const struct mc_check_result *r)
+{
+    char line[1024];
+    if (r->message[0]) {
+        mc_writer_xml_text(w, r->message);
+        fputc('\n', w->f);
+    }
+    for (int i = 0; i < r->n_tensors; i++) {
+        const struct mc_tensor_result *t = &r->tensors[i];
+        if (mc_compare_passed(&t->stats))
+            continue;
+        char idx[256];
+        mc_compare_format_index(&t->stats, idx, sizeof idx);
+        snprintf(line, sizeof line,
+                 "%s: %lld/%lld elements fail (%lld non-finite), first failing token %lld, worst at %s: got %.9g "
+                 "expected %.9g, max abs %.3g, max rel %.3g, headroom %.3g, atol %.3g rtol %.3g\n",
+                 t->name, (long long)t->stats.n_fail, (long long)t->stats.n_elems, (long long)t->stats.n_nonfinite,
+                 (long long)t->stats.first_fail_token, idx, t->stats.worst_actual, t->stats.worst_expected,
+                 t->stats.max_abs_err, t->stats.max_rel_err, t->stats.headroom, t->tol.atol, t->tol.rtol);
+        mc_writer_xml_text(w, line);
+    }
+    if (r->detail[0]) {
+        mc_writer_xml_text(w, r->detail);
+        fputc('\n', w->f);
+    }
+    mc_report_rerun_command(r, "mixcheck", line, sizeof line);
+    mc_writer_xml_text(w, line);
+}
+
+enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_report *rep, struct mc_error *err)
+{
+    struct mc_writer w;
+    if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
+        return err->code;
+    int failures = rep->counts[MC_CHECK_FAIL];
+    int errors = rep->counts[MC_CHECK_ERROR] + rep->n_problems;
+    int skipped = rep->counts[MC_CHECK_UNSUPPORTED] + rep->counts[MC_CHECK_SKIPPED];
+    fprintf(w.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(w.f, "<testsuites name=\"mixcheck\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" "
+                 "time=\"%.3f\">\n",
+            rep->n_checks + rep->n_problems, failures, errors, skipped, rep->duration_s);
+    for (int i = 0; i < rep->n_checks;) {
+        const char *cid = rep->checks[i].case_id;
+        int j = i;
+        int f = 0, e = 0, s = 0;
+        double t = 0;
+        while (j < rep->n_checks && strcmp(rep->checks[j].case_id, cid) == 0) {
+            f += rep->checks[j].status == MC_CHECK_FAIL;
+            e += rep->checks[j].status == MC_CHECK_ERROR;
+            s += rep->checks[j].status == MC_CHECK_UNSUPPORTED || rep->checks[j].status == MC_CHECK_SKIPPED;
+            t += rep->checks[j].duration_s;
+            j++;
+        }
+        fputs("  <testsuite name=\"", w.f);
+        mc_writer_xml_text(&w, cid);
+        fprintf(w.f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n", j - i, f, e,
+                s, t);
+        for (int k = i; k < j; k++) {
+            const struct mc_check_result *r = &rep->checks[k];
+            fputs("    <testcase classname=\"mixcheck.", w.f);
+            mc_writer_xml_text(&w, r->case_id);
+            fprintf(w.f, "\" name=\"%s/%s/%s\" time=\"%.3f\"", mc_scenario_name(r->scenario), r->backend,
+                    mc_dtype_name(r->dtype), r->duration_s);
+            if (r->status == MC_CHECK_PASS) {
+                fputs("/>\n", w.f);
+                continue;
+            }
+            fputs(">\n", w.f);
+            if (r->status == MC_CHECK_UNSUPPORTED || r->status == MC_CHECK_SKIPPED) {
+                fputs("      <skipped message=\"", w.f);
+                mc_writer_xml_text(&w, r->message);
+                fputs("\"/>\n", w.f);
+            } else {
+                const char *tag = r->status == MC_CHECK_FAIL ? "failure" : "error";
+                fprintf(w.f, "      <%s message=\"%s\">", tag, r->status == MC_CHECK_FAIL ? "tolerance exceeded" : "backend error");
+                write_failure_text(&w, r);
+                fprintf(w.f, "</%s>\n", tag);
+            }
+            fputs("    </testcase>\n", w.f);
+        }
+        fputs("  </testsuite>\n", w.f);
+        i = j;
+    }
+    if (rep->n_problems) {
+        fprintf(w.f, "  <testsuite name=\"problems\" tests=\"%d\" failures=\"0\" errors=\"%d\" skipped=\"0\">\n",
+                rep->n_problems, rep->n_problems);
+        for (int i = 0; i < rep->n_problems; i++) {
+            fputs("    <testcase classname=\"mixcheck.problems\" name=\"", w.f);
+            mc_writer_xml_text(&w, rep->problems[i].path);
+            fputs("\">\n      <error message=\"", w.f);
+            mc_writer_xml_text(&w, rep->problems[i].msg);
+            fputs("\"/>\n    </testcase>\n", w.f);
+        }
+        fputs("  </testsuite>\n", w.f);
+    }
+    fputs("</testsuites>\n", w.f);
+    return mc_writer_commit(&w, err);
+}

@@ -1,0 +1,33 @@
+/*
+ * report.h — report writers over one run report: the console (a line per check, a compact diagnosis
+ * on failure and the command that reruns only that check), JSON and JUnit XML. Files are written to
+ * a temporary name and renamed, so a reader never sees half a report.
+ */
+#ifndef MC_REPORT_H
+#define MC_REPORT_H
+
+#include <stdio.h>
+
+#include "error.h"
+#include "runner.h"
+
+#define MC_REPORT_FORMAT_VERSION 1
+
+struct mc_console {
+    FILE *out;
+    int color;         /* ANSI colours (only on a terminal) */
+    const char *argv0; /* program name for rerun commands */
+};
+
+void mc_report_console_check(const struct mc_console *con, const struct mc_check_result *res);
+void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p);
+void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code);
+
+/* The command line that reruns exactly this check. */
+void mc_report_rerun_command(const struct mc_check_result *res, const char *argv0, char *buf, size_t len);
+
+enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
+                                      struct mc_error *err);
+enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_report *rep, struct mc_error *err);
+
+#endif

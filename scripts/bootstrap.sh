@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# bootstrap.sh [BUILD_DIR] [CMAKE_ARGS...] — installs the Debian packages mixcheck needs (when
+# missing; needs root), then configures and builds into BUILD_DIR (default: build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packages=(build-essential cmake pkg-config libhdf5-dev libyaml-dev libcmocka-dev libopenblas-dev
+          python3-numpy python3-h5py hdf5-tools)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+build=${1:-build}
+shift || true
+cmake -S . -B "$build" "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)"

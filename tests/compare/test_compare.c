@@ -1,0 +1,206 @@
+/* test_compare.c — comparator edge cases: NaN, ±Inf, -0, denormals, the atol/rtol boundary,
+ * headroom, first failing token, worst index, merging, cosine and NMSE. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "compare.h"
+
+/* A [1][n][1] output-like view: batch, token, channel. */
+static struct mc_compare_view tokens_view(int64_t n)
+{
+    struct mc_compare_view v = {0};
+    v.ndim = 3;
+    v.dims[0] = 1;
+    v.dims[1] = n;
+    v.dims[2] = 1;
+    v.dim_names[0] = "batch";
+    v.dim_names[1] = "token";
+    v.dim_names[2] = "channel";
+    v.token_axis = 1;
+    return v;
+}
+
+static struct mc_compare_stats run(const double *a, const double *b, int64_t n, double atol, double rtol)
+{
+    struct mc_compare_view v = tokens_view(n);
+    struct mc_compare_stats s;
+    mc_compare_stats_init(&s);
+    struct mc_tolerance tol = {atol, rtol};
+    mc_compare_accumulate(a, b, &v, tol, &s);
+    return s;
+}
+
+static void test_equal_passes_with_zero_headroom(void **state)
+{
+    (void)state;
+    double a[3] = {1.0, -2.0, 0.5}, b[3] = {1.0, -2.0, 0.5};
+    struct mc_compare_stats s = run(a, b, 3, 1e-6, 1e-6);
+    assert_true(mc_compare_passed(&s));
+    assert_int_equal(s.n_fail, 0);
+    assert_true(s.headroom == 0.0);
+    assert_int_equal(s.first_fail_token, -1);
+    assert_true(fabs(mc_compare_cosine(&s) - 1.0) < 1e-15);
+    assert_true(mc_compare_nmse(&s) == 0.0);
+}
+
+static void test_nan_in_actual_fails(void **state)
+{
+    (void)state;
+    double a[3] = {1.0, NAN, 0.5}, b[3] = {1.0, 2.0, 0.5};
+    struct mc_compare_stats s = run(a, b, 3, 1e9, 1e9); /* no tolerance can hide a NaN */
+    assert_false(mc_compare_passed(&s));
+    assert_int_equal(s.n_nonfinite, 1);
+    assert_int_equal(s.n_nan, 1);
+    assert_int_equal(s.first_fail_token, 1);
+    assert_true(isinf(s.headroom));
+    assert_int_equal(s.worst_index[1], 1);
+}
+
+static void test_nan_in_both_fails(void **state)
+{
+    (void)state;
+    double a[1] = {NAN}, b[1] = {NAN};
+    struct mc_compare_stats s = run(a, b, 1, 1.0, 1.0);
+    assert_false(mc_compare_passed(&s));
+    assert_int_equal(s.n_nonfinite, 1);
+}
+
+static void test_infinities(void **state)
+{
+    (void)state;
+    double a[4] = {INFINITY, -INFINITY, INFINITY, 1.0}, b[4] = {INFINITY, -INFINITY, 1.0, -INFINITY};
+    struct mc_compare_stats s = run(a, b, 4, 1.0, 1.0);
+    assert_int_equal(s.n_nonfinite, 2); /* equal infinities pass, the others fail */
+    assert_int_equal(s.first_fail_token, 2);
+    assert_true(isinf(s.worst_actual) && s.worst_actual > 0);
+}
+
+static void test_signed_zero_and_denormals(void **state)
+{
+    (void)state;
+    double tiny = DBL_TRUE_MIN;
+    double a[3] = {-0.0, tiny, 4.0 * tiny}, b[3] = {0.0, tiny, 4.0 * tiny};
+    struct mc_compare_stats s = run(a, b, 3, 0.0, 0.0); /* bitwise-equal values pass a zero tolerance */
+    assert_true(mc_compare_passed(&s));
+    double c[1] = {2.0 * tiny}, d[1] = {tiny};
+    s = run(c, d, 1, 0.0, 0.0); /* a denormal difference fails a zero tolerance: headroom inf */
+    assert_false(mc_compare_passed(&s));
+    assert_true(isinf(s.headroom));
+    s = run(c, d, 1, tiny, 0.0); /* |a-b| = tiny <= atol */
+    assert_true(mc_compare_passed(&s));
+}
+
+static void test_tolerance_boundary(void **state)
+{
+    (void)state;
+    /* |a - b| == atol + rtol*|b| passes; just above fails. Values chosen exact in binary. */
+    double b[1] = {2.0};
+    double at[1] = {2.0 + 0.25 + 0.125 * 2.0};
+    struct mc_compare_stats s = run(at, b, 1, 0.25, 0.125);
+    assert_true(mc_compare_passed(&s));
+    assert_true(s.headroom == 1.0);
+    double over[1] = {nextafter(at[0], 10.0)};
+    s = run(over, b, 1, 0.25, 0.125);
+    assert_false(mc_compare_passed(&s));
+    assert_true(s.headroom > 1.0);
+    /* rtol scales with |expected|, not |actual| */
+    double neg_b[1] = {-2.0}, neg_a[1] = {-2.0 - 0.5};
+    s = run(neg_a, neg_b, 1, 0.25, 0.125);
+    assert_true(mc_compare_passed(&s));
+}
+
+static void test_first_fail_token_and_metrics(void **state)
+{
+    (void)state;
+    double b[5] = {1, 1, 1, 1, 1}, a[5] = {1, 1.5, 1, 3, 1};
+    struct mc_compare_stats s = run(a, b, 5, 0.1, 0.0);
+    assert_int_equal(s.n_fail, 2);
+    assert_int_equal(s.first_fail_token, 1);
+    assert_int_equal(s.worst_index[1], 3); /* the larger error */
+    assert_true(fabs(s.max_abs_err - 2.0) < 1e-15);
+    assert_true(fabs(s.max_rel_err - 2.0) < 1e-15);
+    assert_true(fabs(s.headroom - 20.0) < 1e-12);
+    /* NMSE = sum (a-b)^2 / sum b^2 = (0.25 + 4) / 5 */
+    assert_true(fabs(mc_compare_nmse(&s) - 4.25 / 5.0) < 1e-15);
+}
+
+static void test_offsets_and_padding(void **state)
+{
+    (void)state;
+    struct mc_compare_view v = tokens_view(3);
+    v.token_offset = 10;
+    v.batch_offset = 2;
+    uint8_t valid[3] = {0, 1, 1};
+    v.valid = valid;
+    double a[3] = {123.0, 1.0, 5.0}, b[3] = {0.0, 1.0, 1.0};
+    struct mc_compare_stats s;
+    mc_compare_stats_init(&s);
+    struct mc_tolerance tol = {1e-6, 0};
+    mc_compare_accumulate(a, b, &v, tol, &s);
+    assert_int_equal(s.n_elems, 2); /* the padding token is not compared */
+    assert_int_equal(s.first_fail_token, 12);
+    assert_int_equal(s.worst_index[0], 2);
+    assert_int_equal(s.worst_index[1], 12);
+    /* ... but it must be finite */
+    double c[3] = {NAN, 1.0, 1.0};
+    mc_compare_stats_init(&s);
+    mc_compare_accumulate(c, b, &v, tol, &s);
+    assert_false(mc_compare_passed(&s));
+    assert_int_equal(s.n_nonfinite, 1);
+    assert_int_equal(s.first_fail_token, 10);
+}
+
+static void test_merge_keeps_worst_and_first(void **state)
+{
+    (void)state;
+    double b[2] = {1, 1}, a1[2] = {1, 1.2}, a2[2] = {1.5, 1};
+    struct mc_compare_view v = tokens_view(2);
+    struct mc_tolerance tol = {0.1, 0};
+    struct mc_compare_stats one, two, all;
+    mc_compare_stats_init(&one);
+    mc_compare_stats_init(&two);
+    mc_compare_stats_init(&all);
+    mc_compare_accumulate(a1, b, &v, tol, &one);
+    v.token_offset = 7;
+    mc_compare_accumulate(a2, b, &v, tol, &two);
+    mc_compare_stats_merge(&all, &two);
+    mc_compare_stats_merge(&all, &one);
+    assert_int_equal(all.n_fail, 2);
+    assert_int_equal(all.first_fail_token, 1);
+    assert_int_equal(all.worst_index[1], 7);
+    assert_true(fabs(all.headroom - 5.0) < 1e-12);
+    assert_int_equal(all.n_elems, 4);
+}
+
+static void test_format_index(void **state)
+{
+    (void)state;
+    double b[2] = {0, 0}, a[2] = {0, 1};
+    struct mc_compare_stats s = run(a, b, 2, 0.5, 0);
+    char buf[128];
+    mc_compare_format_index(&s, buf, sizeof buf);
+    assert_string_equal(buf, "batch=0 token=1 channel=0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_equal_passes_with_zero_headroom),
+        cmocka_unit_test(test_nan_in_actual_fails),
+        cmocka_unit_test(test_nan_in_both_fails),
+        cmocka_unit_test(test_infinities),
+        cmocka_unit_test(test_signed_zero_and_denormals),
+        cmocka_unit_test(test_tolerance_boundary),
+        cmocka_unit_test(test_first_fail_token_and_metrics),
+        cmocka_unit_test(test_offsets_and_padding),
+        cmocka_unit_test(test_merge_keeps_worst_and_first),
+        cmocka_unit_test(test_format_index),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

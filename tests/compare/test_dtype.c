@@ -1,0 +1,81 @@
+/* test_dtype.c — f16 / bf16 rounding from float64: round-to-nearest-even, subnormals, overflow,
+ * NaN, and exact round trips. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "dtype.h"
+
+static void test_f16_known_values(void **state)
+{
+    (void)state;
+    assert_int_equal(mc_f16_from_f64(1.0), 0x3c00);
+    assert_int_equal(mc_f16_from_f64(-2.0), 0xc000);
+    assert_int_equal(mc_f16_from_f64(65504.0), 0x7bff);
+    assert_int_equal(mc_f16_from_f64(65520.0), 0x7c00); /* rounds up past max: inf */
+    assert_int_equal(mc_f16_from_f64(ldexp(1.0, -24)), 0x0001); /* smallest subnormal */
+    assert_int_equal(mc_f16_from_f64(ldexp(1.0, -26)), 0x0000); /* below half of it: +0 */
+    assert_int_equal(mc_f16_from_f64(-0.0), 0x8000);
+    assert_true(isnan(mc_f16_to_f64(mc_f16_from_f64(NAN))));
+    /* ties to even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10 -> 1 */
+    assert_int_equal(mc_f16_from_f64(1.0 + ldexp(1.0, -11)), 0x3c00);
+    assert_int_equal(mc_f16_from_f64(1.0 + 3.0 * ldexp(1.0, -11)), 0x3c02);
+}
+
+static void test_bf16_known_values(void **state)
+{
+    (void)state;
+    assert_int_equal(mc_bf16_from_f64(1.0), 0x3f80);
+    assert_int_equal(mc_bf16_from_f64(1.0 + ldexp(1.0, -8)), 0x3f80); /* tie -> even */
+    assert_int_equal(mc_bf16_from_f64(1.0 + 3.0 * ldexp(1.0, -8)), 0x3f82);
+    /* double rounding through float32 would get this one wrong: just above the tie */
+    assert_int_equal(mc_bf16_from_f64(1.0 + ldexp(1.0, -8) + ldexp(1.0, -40)), 0x3f81);
+    assert_true(isinf(mc_bf16_to_f64(mc_bf16_from_f64(1e39))));
+    assert_true(isnan(mc_bf16_to_f64(mc_bf16_from_f64(NAN))));
+}
+
+static void test_round_trips(void **state)
+{
+    (void)state;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        double v = mc_f16_to_f64((uint16_t)h);
+        if (!isnan(v))
+            assert_int_equal(mc_f16_from_f64(v), h);
+        double w = mc_bf16_to_f64((uint16_t)h);
+        if (!isnan(w))
+            assert_int_equal(mc_bf16_from_f64(w), h);
+    }
+}
+
+static void test_buffers(void **state)
+{
+    (void)state;
+    double src[3] = {1.5, -0.1, 3.0}, back[3];
+    float f[3];
+    mc_dtype_from_f64(MC_DTYPE_F32, src, f, 3);
+    mc_dtype_to_f64(MC_DTYPE_F32, f, back, 3);
+    assert_true(back[1] == (double)(float)-0.1);
+    mc_dtype_fill_nan(MC_DTYPE_F32, f, 3);
+    assert_true(isnan(f[0]) && isnan(f[2]));
+    uint16_t h[3];
+    mc_dtype_fill_nan(MC_DTYPE_BF16, h, 3);
+    assert_true(isnan(mc_bf16_to_f64(h[1])));
+    mc_dtype_fill_nan(MC_DTYPE_F16, h, 3);
+    assert_true(isnan(mc_f16_to_f64(h[1])));
+    assert_true(mc_dtype_round(MC_DTYPE_BF16, 1.0 + ldexp(1.0, -9)) == 1.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16_known_values),
+        cmocka_unit_test(test_bf16_known_values),
+        cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_buffers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
