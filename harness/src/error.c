@@ -26,11 +26,21 @@ void mc_error_prefix(struct mc_error *err, const char *fmt, ...)
     char ctx[MC_ERROR_MSG_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    int n = vsnprintf(ctx, sizeof ctx, fmt, ap);
     va_end(ap);
-    char joined[MC_ERROR_MSG_LEN];
-    snprintf(joined, sizeof joined, "%s: %s", ctx, err->msg);
-    memcpy(err->msg, joined, sizeof err->msg);
+    if (n < 0)
+        return;
+    /* msg <- ctx ": " msg, truncated to the buffer */
+    size_t clen = strlen(ctx), mlen = strlen(err->msg), cap = sizeof err->msg - 1;
+    size_t shift = clen + 2 < cap ? clen + 2 : cap;
+    size_t keep = mlen < cap - shift ? mlen : cap - shift;
+    memmove(err->msg + shift, err->msg, keep);
+    err->msg[shift + keep] = '\0';
+    memcpy(err->msg, ctx, shift < clen ? shift : clen);
+    if (shift >= clen + 2) {
+        err->msg[clen] = ':';
+        err->msg[clen + 1] = ' ';
+    }
 }
 
 void mc_error_clear(struct mc_error *err)
