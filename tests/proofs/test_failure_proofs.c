@@ -1,0 +1,352 @@
+/*
+ * test_failure_proofs.c — the harness fails when it should:
+ *  - a golden with one expected element perturbed by 1e-3 fails exactly the checks that compare that
+ *    element, naming the tensor, the scenario and the token;
+ *  - a reference variant that zeroes the recurrent state between chunks (bug class 8.2b) fails the
+ *    chunked and first-token scenarios on the recurrent state and the output, and nothing else;
+ *  - the real reference passes every scenario of every bundled Mamba2 case.
+ * Runs the runner in-process with registries built here; exit codes via mc_run_exit_code.
+ */
+#include <hdf5.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reference.h"
+#include "registry.h"
+#include "runner.h"
+
+/* ---- a fault wrapper around the reference: zero the state before every multi-token forward on a
+ * primed cache (the state is reset between chunks, the conv window is carried). ------------------- */
+
+struct zs_model {
+    struct mc_model *inner;
+    enum mc_dtype dtype;
+    int64_t conv_elems, state_elems; /* per batch row */
+};
+
+struct zs_cache {
+    struct mc_cache *inner;
+    int64_t batch;
+    int primed;
+};
+
+static const struct mc_backend_ops *ref(void)
+{
+    return mc_reference_mamba2_ops();
+}
+
+static enum mc_backend_status zs_create(const struct mc_model_desc *d, struct mc_model **out, struct mc_msg *msg)
+{
+    const struct mc_mamba2_config *c = d->config;
+    struct zs_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return MC_BACKEND_NOMEM;
+    enum mc_backend_status st = ref()->model_create(d, &m->inner, msg);
+    if (st != MC_BACKEND_OK) {
+        free(m);
+        return st;
+    }
+    m->dtype = d->dtype;
+    m->conv_elems = (c->num_heads * c->head_dim + 2 * c->n_groups * c->state_size) * c->conv_kernel;
+    m->state_elems = c->num_heads * c->head_dim * c->state_size;
+    *out = (struct mc_model *)m;
+    return MC_BACKEND_OK;
+}
+
+static void zs_destroy(struct mc_model *model)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    ref()->model_destroy(m->inner);
+    free(m);
+}
+
+static enum mc_backend_status zs_alloc(struct mc_model *model, int64_t batch, struct mc_cache **out,
+                                       struct mc_msg *msg)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    struct zs_cache *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return MC_BACKEND_NOMEM;
+    enum mc_backend_status st = ref()->cache_alloc(m->inner, batch, &c->inner, msg);
+    if (st != MC_BACKEND_OK) {
+        free(c);
+        return st;
+    }
+    c->batch = batch;
+    *out = (struct mc_cache *)c;
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status zs_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
+                                      struct mc_msg *msg)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    struct zs_cache *d = (struct zs_cache *)dst;
+    const struct zs_cache *s = (const struct zs_cache *)src;
+    d->primed = s->primed;
+    return ref()->cache_copy(m->inner, d->inner, s->inner, msg);
+}
+
+static void zs_free(struct mc_model *model, struct mc_cache *cache)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    struct zs_cache *c = (struct zs_cache *)cache;
+    ref()->cache_free(m->inner, c->inner);
+    free(c);
+}
+
+static enum mc_backend_status zs_export(struct mc_model *model, const struct mc_cache *cache, void *conv, void *state,
+                                        struct mc_msg *msg)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    return ref()->cache_export(m->inner, ((const struct zs_cache *)cache)->inner, conv, state, msg);
+}
+
+static enum mc_backend_status zs_import(struct mc_model *model, struct mc_cache *cache, const void *conv,
+                                        const void *state, struct mc_msg *msg)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    ((struct zs_cache *)cache)->primed = 1;
+    return ref()->cache_import(m->inner, ((struct zs_cache *)cache)->inner, conv, state, msg);
+}
+
+static enum mc_backend_status zs_forward(struct mc_model *model, struct mc_cache *cache,
+                                         const struct mc_forward_args *a, struct mc_msg *msg)
+{
+    struct zs_model *m = (struct zs_model *)model;
+    struct zs_cache *c = (struct zs_cache *)cache;
+    if (c != NULL && c->primed && a->len > 1) {
+        size_t esz = m->dtype == MC_DTYPE_F64 ? 8 : 4;
+        void *conv = calloc((size_t)(c->batch * m->conv_elems), esz);
+        void *state = calloc((size_t)(c->batch * m->state_elems), esz); /* zeros */
+        void *scratch = calloc((size_t)(c->batch * m->state_elems), esz);
+        enum mc_backend_status st = MC_BACKEND_NOMEM;
+        if (conv && state && scratch) {
+            st = ref()->cache_export(m->inner, c->inner, conv, scratch, msg);
+            if (st == MC_BACKEND_OK)
+                st = ref()->cache_import(m->inner, c->inner, conv, state, msg);
+        }
+        free(conv);
+        free(state);
+        free(scratch);
+        if (st != MC_BACKEND_OK)
+            return st;
+    }
+    enum mc_backend_status st = ref()->forward(m->inner, c ? c->inner : NULL, a, msg);
+    if (st == MC_BACKEND_OK && c != NULL)
+        c->primed = 1;
+    return st;
+}
+
+static struct mc_backend_ops zero_state_ops(void)
+{
+    struct mc_backend_ops o = *ref();
+    o.model_create = zs_create;
+    o.model_destroy = zs_destroy;
+    o.cache_alloc = zs_alloc;
+    o.cache_copy = zs_copy;
+    o.cache_free = zs_free;
+    o.cache_export = zs_export;
+    o.cache_import = zs_import;
+    o.forward = zs_forward;
+    return o; /* keeps the name "reference": the bundled cases run it unchanged */
+}
+
+/* ---- helpers ----------------------------------------------------------------------------------------- */
+
+static const struct mc_check_result *find(const struct mc_run_report *rep, const char *case_id,
+                                          enum mc_scenario_kind sk, enum mc_dtype dt)
+{
+    for (int i = 0; i < rep->n_checks; i++) {
+        const struct mc_check_result *r = &rep->checks[i];
+        if (strcmp(r->case_id, case_id) == 0 && r->scenario == sk && r->dtype == dt)
+            return r;
+    }
+    return NULL;
+}
+
+static const struct mc_tensor_result *tensor(const struct mc_check_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_tensors; i++)
+        if (strcmp(r->tensors[i].name, name) == 0)
+            return &r->tensors[i];
+    return NULL;
+}
+
+static int run(const char *path, const struct mc_backend_ops *ops, struct mc_run_report *rep)
+{
+    struct mc_registry reg;
+    struct mc_error err = {0};
+    mc_registry_init(&reg);
+    assert_int_equal(mc_registry_add(&reg, ops, "test", &err), MC_ERR_NONE);
+    struct mc_run_options opt;
+    memset(&opt, 0, sizeof opt);
+    const char *paths[1] = {path};
+    assert_int_equal(mc_run(paths, 1, &reg, &opt, NULL, rep, &err), MC_ERR_NONE);
+    return mc_run_exit_code(rep);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* Adds delta to one element of a float64 dataset of an HDF5 file. */
+static void perturb(const char *file, const char *dataset, const hsize_t *index, int rank, double delta)
+{
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
+    assert_true(d >= 0);
+    hid_t space = H5Dget_space(d);
+    hsize_t count[5] = {1, 1, 1, 1, 1};
+    assert_true(H5Sselect_hyperslab(space, H5S_SELECT_SET, index, NULL, count, NULL) >= 0);
+    hid_t mem = H5Screate_simple(1, count, NULL);
+    double v;
+    assert_true(H5Dread(d, H5T_NATIVE_DOUBLE, mem, space, H5P_DEFAULT, &v) >= 0);
+    v += delta;
+    assert_true(H5Dwrite(d, H5T_NATIVE_DOUBLE, mem, space, H5P_DEFAULT, &v) >= 0);
+    (void)rank;
+    H5Sclose(mem);
+    H5Sclose(space);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+/* ---- tests -------------------------------------------------------------------------------------------- */
+
+static void test_reference_passes_every_scenario(void **state)
+{
+    (void)state;
+    struct mc_run_report rep;
+    assert_int_equal(run("cases/mamba2", mc_reference_mamba2_ops(), &rep), 0);
+    int seen[MC_SCENARIO_COUNT] = {0};
+    for (int i = 0; i < rep.n_checks; i++) {
+        assert_int_equal(rep.checks[i].status, MC_CHECK_PASS);
+        seen[rep.checks[i].scenario] = 1;
+    }
+    assert_true(seen[MC_SCENARIO_PREFILL] && seen[MC_SCENARIO_DECODE] && seen[MC_SCENARIO_CHUNKED] &&
+                seen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY] && seen[MC_SCENARIO_LEFT_PADDED_BATCH] &&
+                seen[MC_SCENARIO_BATCH_INVARIANCE]);
+    assert_int_equal(rep.n_problems, 0);
+    mc_run_report_free(&rep);
+}
+
+static void test_perturbed_golden_fails(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mixcheck-proof-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char golden[256], casefile[256];
+    snprintf(golden, sizeof golden, "%s/tiny.h5", dir);
+    snprintf(casefile, sizeof casefile, "%s/perturbed.yaml", dir);
+    copy_file("golden/mamba2/tiny.h5", golden);
+    hsize_t out_idx[3] = {1, 7, 3}; /* batch 1, token 7, channel 3 */
+    perturb(golden, "/expected/output", out_idx, 3, 1e-3);
+    FILE *f = fopen(casefile, "w");
+    assert_non_null(f);
+    fprintf(f, "id: perturbed\nwhy: \"one expected output element moved by 1e-3\"\nfamily: mamba2\n"
+               "golden: tiny.h5\ntolerance: %s/cases/tolerances/mamba2.yaml\nbackends: [reference]\n"
+               "dtypes: [f64, f32]\nscenarios:\n  prefill: {}\n  decode: {prefill: 10}\n"
+               "  chunked: {splits: [[3, 12]]}\n",
+            MC_SOURCE_DIR);
+    fclose(f);
+
+    struct mc_run_report rep;
+    assert_int_equal(run(casefile, mc_reference_mamba2_ops(), &rep), 1);
+    assert_int_equal(rep.n_checks, 6);
+    for (int i = 0; i < rep.n_checks; i++) {
+        const struct mc_check_result *r = &rep.checks[i];
+        /* token 7 lies in the prefill of `decode` and in the second chunk: every check sees it */
+        assert_int_equal(r->status, MC_CHECK_FAIL);
+        const struct mc_tensor_result *t = tensor(r, "output");
+        assert_non_null(t);
+        assert_false(mc_compare_passed(&t->stats));
+        /* prefill compares the sequence twice (without and with a cache) */
+        assert_int_equal(t->stats.n_fail, r->scenario == MC_SCENARIO_PREFILL ? 2 : 1);
+        assert_int_equal(t->stats.first_fail_token, 7);
+        assert_int_equal(t->stats.worst_index[0], 1);
+        assert_int_equal(t->stats.worst_index[1], 7);
+        assert_int_equal(t->stats.worst_index[2], 3);
+        assert_true(t->stats.max_abs_err > 0.9e-3 && t->stats.max_abs_err < 1.1e-3);
+        /* the states were not touched */
+        assert_true(mc_compare_passed(&tensor(r, "recurrent_state")->stats));
+        assert_true(mc_compare_passed(&tensor(r, "conv_state")->stats));
+    }
+    mc_run_report_free(&rep);
+
+    /* a recurrent-state element at position 12 fails only the checks that stop there */
+    copy_file("golden/mamba2/tiny.h5", golden);
+    hsize_t st_idx[5] = {12, 0, 2, 5, 1};
+    perturb(golden, "/expected/recurrent_state", st_idx, 5, 1e-3);
+    assert_int_equal(run(casefile, mc_reference_mamba2_ops(), &rep), 1);
+    for (int i = 0; i < rep.n_checks; i++) {
+        const struct mc_check_result *r = &rep.checks[i];
+        const struct mc_tensor_result *t = tensor(r, "recurrent_state");
+        int stops_at_12 = r->scenario != MC_SCENARIO_PREFILL; /* decode visits 12, chunked splits at 12 */
+        assert_int_equal(r->status, stops_at_12 ? MC_CHECK_FAIL : MC_CHECK_PASS);
+        assert_int_equal(mc_compare_passed(&t->stats), !stops_at_12);
+        if (stops_at_12) {
+            assert_int_equal(t->stats.first_fail_token, 12);
+            assert_int_equal(t->stats.worst_index[1], 2); /* head */
+            assert_int_equal(t->stats.worst_index[2], 5); /* channel */
+            assert_int_equal(t->stats.worst_index[3], 1); /* state */
+        }
+        assert_true(mc_compare_passed(&tensor(r, "output")->stats));
+    }
+    mc_run_report_free(&rep);
+    unlink(golden);
+    unlink(casefile);
+    rmdir(dir);
+}
+
+static void test_state_reset_between_chunks_fails(void **state)
+{
+    (void)state;
+    struct mc_backend_ops ops = zero_state_ops();
+    struct mc_run_report rep;
+    assert_int_equal(run("cases/mamba2/tiny.yaml", &ops, &rep), 1);
+    for (int d = 0; d < 2; d++) {
+        enum mc_dtype dt = d ? MC_DTYPE_F32 : MC_DTYPE_F64;
+        /* paths that never run several tokens on a primed cache pass */
+        assert_int_equal(find(&rep, "mamba2-tiny", MC_SCENARIO_PREFILL, dt)->status, MC_CHECK_PASS);
+        assert_int_equal(find(&rep, "mamba2-tiny", MC_SCENARIO_DECODE, dt)->status, MC_CHECK_PASS);
+        assert_int_equal(find(&rep, "mamba2-tiny", MC_SCENARIO_BATCH_INVARIANCE, dt)->status, MC_CHECK_PASS);
+        const struct mc_check_result *r = find(&rep, "mamba2-tiny", MC_SCENARIO_CHUNKED, dt);
+        assert_int_equal(r->status, MC_CHECK_FAIL);
+        assert_false(mc_compare_passed(&tensor(r, "recurrent_state")->stats));
+        assert_false(mc_compare_passed(&tensor(r, "output")->stats));
+        assert_true(mc_compare_passed(&tensor(r, "conv_state")->stats)); /* the window was carried */
+        r = find(&rep, "mamba2-tiny", MC_SCENARIO_FIRST_TOKEN_CAUSALITY, dt);
+        assert_int_equal(r->status, MC_CHECK_FAIL);
+        assert_false(mc_compare_passed(&tensor(r, "consistency")->stats)); /* b[0] != a[0] */
+        assert_int_equal(tensor(r, "output")->stats.first_fail_token, 8);
+    }
+    mc_run_report_free(&rep);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_passes_every_scenario),
+        cmocka_unit_test(test_perturbed_golden_fails),
+        cmocka_unit_test(test_state_reset_between_chunks_fails),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
