@@ -1,0 +1,404 @@
+/* session.c — see session.h. */
+#include "session.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+
+void *mc_session_calloc(size_t n, size_t size, struct mc_session *s)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p == NULL)
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+/* Marks the check as errored by the backend (first message wins). */
+static void backend_failed(struct mc_session *s, enum mc_backend_status st, const char *what, const struct mc_msg *msg)
+{
+    if (!s->broken) {
+        s->res->status = st == MC_BACKEND_UNSUPPORTED ? MC_CHECK_UNSUPPORTED : MC_CHECK_ERROR;
+        snprintf(s->res->message, sizeof s->res->message, "%s: %s", what, msg->text[0] ? msg->text : "(no message)");
+    }
+    s->broken = 1;
+}
+
+static struct mc_tensor_result *tensor(struct mc_session *s, const char *name, enum mc_tensor_kind kind, int bitwise)
+{
+    struct mc_check_result *r = s->res;
+    for (int i = 0; i < r->n_tensors; i++)
+        if (strcmp(r->tensors[i].name, name) == 0)
+            return &r->tensors[i];
+    if (r->n_tensors >= MC_CHECK_MAX_TENSORS)
+        return NULL;
+    struct mc_tensor_result *t = &r->tensors[r->n_tensors++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    if (bitwise) {
+        t->tol.atol = 0.0;
+        t->tol.rtol = 0.0;
+    } else {
+        t->tol = s->tol[kind];
+    }
+    mc_compare_stats_init(&t->stats);
+    return t;
+}
+
+void mc_session_compare(struct mc_session *s, const char *name, enum mc_tensor_kind kind, int bitwise,
+                         const double *actual, const double *expected, const struct mc_compare_view *view)
+{
+    struct mc_tensor_result *t = tensor(s, name, kind, bitwise);
+    if (t == NULL)
+        return;
+    struct mc_compare_stats one;
+    mc_compare_stats_init(&one);
+    mc_compare_accumulate(actual, expected, view, t->tol, &one);
+    mc_compare_stats_merge(&t->stats, &one);
+    t->comparisons++;
+}
+
+enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
+                                     struct mc_error *err)
+{
+    enum mc_err_code rc = MC_ERR_NONE;
+    const struct mc_golden *g = ctx->g;
+    struct mc_weight *w = NULL;
+    void **bufs = NULL;
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    s->g = g;
+    s->ops = ctx->ops;
+    s->res = res;
+    s->err = err;
+    s->esz = mc_dtype_size(ctx->dtype);
+    mc_family_shape(&g->config, &s->shape);
+
+    for (int k = 0; k < MC_TENSOR_COUNT; k++) {
+        rc = mc_tolerance_lookup(&ctx->c->tolerance, ctx->ops->device, ctx->dtype, (enum mc_tensor_kind)k, &s->tol[k],
+                                 err);
+        if (rc != MC_ERR_NONE)
+            return rc;
+    }
+    if (!(ctx->ops->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
+        res->status = MC_CHECK_UNSUPPORTED;
+        snprintf(res->message, sizeof res->message, "backend '%s' does not support dtype %s", ctx->ops->name,
+                 mc_dtype_name(ctx->dtype));
+        s->broken = 1;
+        return MC_ERR_NONE;
+    }
+
+    w = mc_session_calloc((size_t)g->n_weights, sizeof *w, s);
+    bufs = mc_session_calloc((size_t)g->n_weights, sizeof *bufs, s);
+    if (w == NULL || bufs == NULL) {
+        rc = MC_ERR_NOMEM;
+        goto out;
+    }
+    for (int i = 0; i < g->n_weights; i++) {
+        const struct mc_array *a = &g->weights[i].value;
+        size_t n = (size_t)mc_array_elems(a);
+        bufs[i] = mc_session_calloc(n, s->esz, s);
+        if (bufs[i] == NULL) {
+            rc = MC_ERR_NOMEM;
+            goto out;
+        }
+        mc_dtype_from_f64(ctx->dtype, a->data, bufs[i], n);
+        w[i].name = g->weights[i].name;
+        w[i].ndim = a->ndim;
+        memcpy(w[i].dims, a->dims, sizeof w[i].dims);
+        w[i].data = bufs[i];
+    }
+    struct mc_model_desc desc = {
+        .family = g->config.family,
+        .dtype = ctx->dtype,
+        .config = &g->config.u,
+        .weights = w,
+        .n_weights = g->n_weights,
+        .chunk_size = 0,
+        .threads = 0,
+    };
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = ctx->ops->model_create(&desc, &s->model, &msg);
+    if (st != MC_BACKEND_OK) {
+        s->model = NULL;
+        backend_failed(s, st, "model_create", &msg);
+    }
+out:
+    if (bufs != NULL)
+        for (int i = 0; i < g->n_weights; i++)
+            free(bufs[i]);
+    free(bufs);
+    free(w);
+    return rc;
+}
+
+void mc_session_close(struct mc_session *s)
+{
+    if (s->model != NULL)
+        s->ops->model_destroy(s->model);
+    s->model = NULL;
+}
+
+int mc_session_cache_new(struct mc_session *s, int64_t batch, struct mc_session_cache *c)
+{
+    c->h = NULL;
+    c->batch = batch;
+    if (s->broken)
+        return -1;
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->ops->cache_alloc(s->model, batch, &c->h, &msg);
+    if (st != MC_BACKEND_OK) {
+        c->h = NULL;
+        backend_failed(s, st, "cache_alloc", &msg);
+        return -1;
+    }
+    return 0;
+}
+
+int mc_session_cache_dup(struct mc_session *s, const struct mc_session_cache *src, struct mc_session_cache *dst)
+{
+    if (mc_session_cache_new(s, src->batch, dst) != 0)
+        return -1;
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->ops->cache_copy(s->model, dst->h, src->h, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, "cache_copy", &msg);
+        return -1;
+    }
+    return 0;
+}
+
+void mc_session_cache_drop(struct mc_session *s, struct mc_session_cache *c)
+{
+    if (c->h != NULL && s->model != NULL)
+        s->ops->cache_free(s->model, c->h);
+    c->h = NULL;
+}
+
+
+/* One forward over a slice; y receives [nrows][len][D] in float64. Returns 0, or -1 when the backend
+ * failed (recorded in the result) or memory ran out (recorded in err). */
+int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl, double *y)
+{
+    if (s->broken)
+        return -1;
+    const struct mc_golden *g = s->g;
+    int64_t D = s->shape.hidden;
+    size_t n = (size_t)(sl->nrows * sl->len * D);
+    int rc = -1;
+    double *xf = mc_session_calloc(n, sizeof *xf, s);
+    void *xb = mc_session_calloc(n, s->esz, s);
+    void *yb = mc_session_calloc(n, s->esz, s);
+    uint8_t *mask = NULL;
+    if (xf == NULL || xb == NULL || yb == NULL)
+        goto out;
+    for (int64_t b = 0; b < sl->nrows; b++) {
+        const double *src = sl->x != NULL ? sl->x + b * sl->len * D
+                                          : g->hidden_states.data + ((sl->r0 + b) * g->len + sl->t0) * D;
+        memcpy(xf + b * sl->len * D, src, (size_t)(sl->len * D) * sizeof *xf);
+    }
+    mc_dtype_from_f64(s->ctx->dtype, xf, xb, n);
+    if (sl->masked && g->mask != NULL) {
+        mask = mc_session_calloc((size_t)(sl->nrows * sl->len), 1, s);
+        if (mask == NULL)
+            goto out;
+        for (int64_t b = 0; b < sl->nrows; b++)
+            memcpy(mask + b * sl->len, g->mask + (sl->r0 + b) * g->len + sl->t0, (size_t)sl->len);
+    }
+    mc_dtype_fill_nan(s->ctx->dtype, yb, n);
+    struct mc_forward_args args = {.batch = sl->nrows, .len = sl->len, .x = xb, .mask = mask, .y = yb};
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->ops->forward(s->model, c != NULL ? c->h : NULL, &args, &msg);
+    if (st != MC_BACKEND_OK) {
+        char what[96];
+        snprintf(what, sizeof what, "mc_session_forward(rows %lld..%lld, tokens %lld..%lld)", (long long)sl->r0,
+                 (long long)(sl->r0 + sl->nrows - 1), (long long)sl->t0, (long long)(sl->t0 + sl->len - 1));
+        backend_failed(s, st, what, &msg);
+        goto out;
+    }
+    mc_dtype_to_f64(s->ctx->dtype, yb, y, n);
+    rc = 0;
+out:
+    free(xf);
+    free(xb);
+    free(yb);
+    free(mask);
+    return rc;
+}
+
+/* Exports a cache as float64: conv [batch][C][K], state [batch][state dims] (state may be NULL). */
+int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c, double *conv, double *state)
+{
+    if (s->broken)
+        return -1;
+    enum mc_dtype edt = s->ctx->dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+    size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
+    size_t nstate = (size_t)(c->batch * mc_family_state_elems(&s->shape));
+    int rc = -1;
+    void *cb = mc_session_calloc(nconv, mc_dtype_size(edt), s);
+    void *sb = nstate ? mc_session_calloc(nstate, mc_dtype_size(edt), s) : NULL;
+    if (cb == NULL || (nstate && sb == NULL))
+        goto out;
+    mc_dtype_fill_nan(edt, cb, nconv);
+    if (sb != NULL)
+        mc_dtype_fill_nan(edt, sb, nstate);
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->ops->cache_export(s->model, c->h, cb, sb, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, "cache_export", &msg);
+        goto out;
+    }
+    mc_dtype_to_f64(edt, cb, conv, nconv);
+    if (sb != NULL && state != NULL)
+        mc_dtype_to_f64(edt, sb, state, nstate);
+    rc = 0;
+out:
+    free(cb);
+    free(sb);
+    return rc;
+}
+
+/* Views of the golden's output and cache tensors for rows [r0, r0+nrows). */
+void mc_session_output_view(const struct mc_session *s, const struct mc_slice *sl, const uint8_t *valid,
+                        struct mc_compare_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->ndim = 3;
+    v->dims[0] = sl->nrows;
+    v->dims[1] = sl->len;
+    v->dims[2] = s->shape.hidden;
+    v->dim_names[0] = "batch";
+    v->dim_names[1] = "token";
+    v->dim_names[2] = "channel";
+    v->token_axis = 1;
+    v->token_offset = sl->t0;
+    v->batch_offset = sl->r0;
+    v->valid = valid;
+}
+
+/* Compares y [nrows][len][D] with the golden output of the slice; padding is only checked finite. */
+int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, const double *y)
+{
+    const struct mc_golden *g = s->g;
+    int64_t D = s->shape.hidden;
+    size_t n = (size_t)(sl->nrows * sl->len * D);
+    double *exp = mc_session_calloc(n, sizeof *exp, s);
+    uint8_t *valid = g->mask ? mc_session_calloc((size_t)(sl->nrows * sl->len), 1, s) : NULL;
+    if (exp == NULL || (g->mask && valid == NULL)) {
+        free(exp);
+        free(valid);
+        return -1;
+    }
+    for (int64_t b = 0; b < sl->nrows; b++) {
+        memcpy(exp + b * sl->len * D, g->output.data + ((sl->r0 + b) * g->len + sl->t0) * D,
+               (size_t)(sl->len * D) * sizeof *exp);
+        if (valid)
+            memcpy(valid + b * sl->len, g->mask + (sl->r0 + b) * g->len + sl->t0, (size_t)sl->len);
+    }
+    struct mc_compare_view v;
+    mc_session_output_view(s, sl, valid, &v);
+    mc_session_compare(s, "output", MC_TENSOR_OUTPUT, 0, y, exp, &v);
+    free(exp);
+    free(valid);
+    return 0;
+}
+
+void mc_session_conv_view(const struct mc_session *s, int64_t r0, int64_t nrows, int64_t pos, struct mc_compare_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->ndim = 3;
+    v->dims[0] = nrows;
+    v->dims[1] = s->shape.conv_channels;
+    v->dims[2] = s->shape.conv_kernel;
+    v->dim_names[0] = "batch";
+    v->dim_names[1] = "channel";
+    v->dim_names[2] = "tap";
+    v->token_axis = -1;
+    v->token_offset = pos;
+    v->batch_offset = r0;
+}
+
+void mc_session_state_view(const struct mc_session *s, int64_t r0, int64_t nrows, int64_t pos, struct mc_compare_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->ndim = 1 + s->shape.state_ndim;
+    v->dims[0] = nrows;
+    v->dim_names[0] = "batch";
+    for (int d = 0; d < s->shape.state_ndim; d++) {
+        v->dims[1 + d] = s->shape.state_dims[d];
+        v->dim_names[1 + d] = s->shape.state_dim_names[d];
+    }
+    v->token_axis = -1;
+    v->token_offset = pos;
+    v->batch_offset = r0;
+}
+
+/* Reads the cache of golden rows [r0, r0+c->batch) at absolute position pos and compares it with the
+ * golden when the golden holds that position. */
+int mc_session_check_states(struct mc_session *s, const struct mc_session_cache *c, int64_t r0, int64_t pos)
+{
+    const struct mc_golden *g = s->g;
+    int64_t ti = mc_golden_position_index(g, pos);
+    if (ti < 0 || s->broken)
+        return 0;
+    int64_t nconv_row = s->shape.conv_channels * s->shape.conv_kernel;
+    int64_t nstate_row = mc_family_state_elems(&s->shape);
+    double *conv = mc_session_calloc((size_t)(c->batch * nconv_row), sizeof *conv, s);
+    double *state = nstate_row ? mc_session_calloc((size_t)(c->batch * nstate_row), sizeof *state, s) : NULL;
+    int rc = -1;
+    if (conv == NULL || (nstate_row && state == NULL))
+        goto out;
+    if (mc_session_cache_read(s, c, conv, state) != 0)
+        goto out;
+    struct mc_compare_view v;
+    mc_session_conv_view(s, r0, c->batch, pos, &v);
+    mc_session_compare(s, "conv_state", MC_TENSOR_CONV_STATE, 0, conv,
+                 g->conv_state.data + (ti * g->batch + r0) * nconv_row, &v);
+    if (state != NULL) {
+        mc_session_state_view(s, r0, c->batch, pos, &v);
+        mc_session_compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, 0, state,
+                     g->recurrent_state.data + (ti * g->batch + r0) * nstate_row, &v);
+    }
+    rc = 0;
+out:
+    free(conv);
+    free(state);
+    return rc;
+}
+
+/* Forward + output check over a slice (y scratch owned here). */
+int mc_session_step(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl)
+{
+    double *y = mc_session_calloc((size_t)(sl->nrows * sl->len * s->shape.hidden), sizeof *y, s);
+    int rc = -1;
+    if (y == NULL)
+        return -1;
+    if (mc_session_forward(s, c, sl, y) == 0 && mc_session_check_output(s, sl, y) == 0)
+        rc = 0;
+    free(y);
+    return rc;
+}
+
+int64_t mc_session_failures(const struct mc_session *s)
+{
+    int64_t n = 0;
+    for (int i = 0; i < s->res->n_tensors; i++)
+        n += s->res->tensors[i].stats.n_fail;
+    return n;
+}
+
+/* Remembers the first run that failed, e.g. "splits [1, 2, 5]". */
+void mc_session_note_detail(struct mc_session *s, int64_t failures_before, const char *fmt, const int64_t *vals, int n)
+{
+    if (s->res->detail[0] != '\0' || mc_session_failures(s) == failures_before)
+        return;
+    size_t used = (size_t)snprintf(s->res->detail, sizeof s->res->detail, "%s [", fmt);
+    for (int i = 0; i < n && used < sizeof s->res->detail; i++)
+        used += (size_t)snprintf(s->res->detail + used, sizeof s->res->detail - used, "%s%lld", i ? ", " : "",
+                                 (long long)vals[i]);
+    if (used < sizeof s->res->detail)
+        snprintf(s->res->detail + used, sizeof s->res->detail - used, "]");
+}
+

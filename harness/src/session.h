@@ -1,0 +1,87 @@
+/*
+ * session.h — the machinery the scenarios are written in (internal to the scenario engine): a
+ * session holds one model of one backend at one dtype; it runs forwards over golden token ranges
+ * (NaN-poisoned outputs), reads caches (NaN-poisoned export buffers), and merges comparisons into
+ * the check's named tensor results. A backend failure marks the session broken and is recorded in
+ * the result; every helper then does nothing and returns -1.
+ */
+#ifndef MC_SESSION_H
+#define MC_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compare.h"
+#include "family.h"
+#include "scenario.h"
+
+struct mc_session {
+    const struct mc_scenario_ctx *ctx;
+    const struct mc_golden *g;
+    const struct mc_backend_ops *ops;
+    struct mc_check_result *res;
+    struct mc_model *model;
+    struct mc_family_shape shape;
+    struct mc_tolerance tol[MC_TENSOR_COUNT];
+    size_t esz;        /* bytes per element of the model dtype */
+    int broken;        /* the backend failed; stop driving it */
+    struct mc_error *err;
+};
+
+/* A cache and the batch it was allocated for. */
+struct mc_session_cache {
+    struct mc_cache *h;
+    int64_t batch;
+};
+
+/* Token range of golden rows [r0, r0+nrows) and tokens [t0, t0+len) as a forward input. */
+struct mc_slice {
+    int64_t r0, nrows, t0, len;
+    int masked;            /* pass the golden's mask slice (when it has one) */
+    const double *x;       /* optional [nrows][len][D] replacing the golden's hidden states */
+};
+
+/* Opens the session: tolerances for every tensor, weights converted to the dtype, model_create.
+ * An unsupported dtype or a failing create marks the result and the session broken (not an error). */
+enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
+                                 struct mc_error *err);
+void mc_session_close(struct mc_session *s);
+
+/* calloc that records MC_ERR_NOMEM in the session's error. */
+void *mc_session_calloc(size_t n, size_t size, struct mc_session *s);
+
+int mc_session_cache_new(struct mc_session *s, int64_t batch, struct mc_session_cache *c);
+int mc_session_cache_dup(struct mc_session *s, const struct mc_session_cache *src, struct mc_session_cache *dst);
+void mc_session_cache_drop(struct mc_session *s, struct mc_session_cache *c);
+/* Exports a cache as float64: conv [batch][C][K], state [batch][state dims] (state may be NULL). */
+int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c, double *conv, double *state);
+
+/* One forward over a slice; y receives [nrows][len][D] in float64. */
+int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl, double *y);
+/* Forward and compare the output with the golden. */
+int mc_session_step(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl);
+
+/* Compares y [nrows][len][D] with the golden output of the slice; padding is only checked finite. */
+int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, const double *y);
+/* Compares the cache of golden rows [r0, r0+c->batch) with the golden state at `pos`, when the
+ * golden holds one there. */
+int mc_session_check_states(struct mc_session *s, const struct mc_session_cache *c, int64_t r0, int64_t pos);
+/* Merges one comparison into the tensor result `name` (created on first use; `bitwise` = zero tolerance). */
+void mc_session_compare(struct mc_session *s, const char *name, enum mc_tensor_kind kind, int bitwise,
+                        const double *actual, const double *expected, const struct mc_compare_view *view);
+
+void mc_session_output_view(const struct mc_session *s, const struct mc_slice *sl, const uint8_t *valid,
+                            struct mc_compare_view *v);
+void mc_session_conv_view(const struct mc_session *s, int64_t r0, int64_t nrows, int64_t pos,
+                          struct mc_compare_view *v);
+void mc_session_state_view(const struct mc_session *s, int64_t r0, int64_t nrows, int64_t pos,
+                           struct mc_compare_view *v);
+
+/* Failing elements so far, over every tensor of the check. */
+int64_t mc_session_failures(const struct mc_session *s);
+/* Records "label [v0, v1, ...]" as the check's detail when failures grew since failures_before
+ * (the first failing run wins). */
+void mc_session_note_detail(struct mc_session *s, int64_t failures_before, const char *label, const int64_t *vals,
+                            int n);
+
+#endif
