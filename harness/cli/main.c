@@ -13,6 +13,7 @@
 
 #include "case.h"
 #include "family.h"
+#include "plugin.h"
 #include "reference.h"
 #include "registry.h"
 #include "report.h"
@@ -36,6 +37,9 @@ static void usage(FILE *out, const char *argv0)
             "                  (a glob when it holds * ? or [)\n"
             "  --json FILE     write the JSON report\n"
             "  --junit FILE    write the JUnit XML report\n"
+            "  --plugin LIB    load backends from a shared library (repeatable); with --backend NAME a\n"
+            "                  plugin backend runs on every case of its family\n"
+            "  --bisect        for `git bisect run`: a run that could not test (exit 2) exits 125\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures and the summary\n"
             "\n"
@@ -55,11 +59,26 @@ struct cli {
     const char *color;
     int quiet;
     int coverage;
+    int bisect;
+    const char *plugins[MC_PLUGIN_MAX];
+    int n_plugins;
     const char **paths;
     int n_paths;
 };
 
-enum { OPT_FAMILY = 256, OPT_SCENARIO, OPT_BACKEND, OPT_DTYPE, OPT_JSON, OPT_JUNIT, OPT_COLOR, OPT_COVERAGE, OPT_HELP };
+enum {
+    OPT_FAMILY = 256,
+    OPT_SCENARIO,
+    OPT_BACKEND,
+    OPT_DTYPE,
+    OPT_JSON,
+    OPT_JUNIT,
+    OPT_COLOR,
+    OPT_COVERAGE,
+    OPT_PLUGIN,
+    OPT_BISECT,
+    OPT_HELP
+};
 
 static int validate_filters(const struct cli *cli, struct mc_error *err)
 {
@@ -87,6 +106,7 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
         {"json", required_argument, NULL, OPT_JSON},       {"junit", required_argument, NULL, OPT_JUNIT},
         {"color", required_argument, NULL, OPT_COLOR},     {"coverage", no_argument, NULL, OPT_COVERAGE},
         {"quiet", no_argument, NULL, 'q'},                 {"help", no_argument, NULL, OPT_HELP},
+        {"plugin", required_argument, NULL, OPT_PLUGIN},   {"bisect", no_argument, NULL, OPT_BISECT},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -123,6 +143,14 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
             break;
         case 'q':
             cli->quiet = 1;
+            break;
+        case OPT_PLUGIN:
+            if (cli->n_plugins >= MC_PLUGIN_MAX)
+                return mc_error_set(err, MC_ERR_USAGE, "--plugin: at most %d plugins", MC_PLUGIN_MAX);
+            cli->plugins[cli->n_plugins++] = optarg;
+            break;
+        case OPT_BISECT:
+            cli->bisect = 1;
             break;
         case OPT_HELP:
             usage(stdout, argv[0]);
@@ -293,9 +321,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "mixcheck: %s\n", err.msg);
         return mc_error_exit_code(err.code);
     }
+    struct mc_plugins plugins;
+    mc_plugins_init(&plugins);
+    int code = 0;
     if (register_builtins(&reg, &err) != 0) {
-        fprintf(stderr, "mixcheck: %s\n", err.msg);
-        return mc_error_exit_code(err.code);
+        code = mc_error_exit_code(err.code);
+    } else {
+        for (int i = 0; i < cli.n_plugins && err.code == MC_ERR_NONE; i++)
+            mc_plugins_load(&plugins, cli.plugins[i], &reg, &err);
+        if (err.code != MC_ERR_NONE)
+            code = mc_error_exit_code(err.code);
+        else
+            code = is_run ? cmd_run(&cli, &reg, argv0) : cmd_list(&cli, &reg);
     }
-    return is_run ? cmd_run(&cli, &reg, argv0) : cmd_list(&cli, &reg);
+    if (err.code != MC_ERR_NONE)
+        fprintf(stderr, "mixcheck: %s\n", err.msg);
+    mc_plugins_unload(&plugins);
+    /* git bisect: "could not test" is 125, so a commit whose plugin or cases do not load is skipped */
+    if (cli.bisect && code == 2)
+        code = 125;
+    return code;
 }

@@ -193,14 +193,39 @@ static int prepare_case(const char *path, struct mc_case *c, struct mc_golden *g
     return -1;
 }
 
+/* The backends to run on a case: the case's own list, or the one --backend names, which also runs on
+ * cases that do not list it when it is registered for their family (a port tried on every case). */
+static int case_backends(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
+                         const char **names)
+{
+    const char *only = opt->filter.backend;
+    if (only == NULL) {
+        for (int i = 0; i < c->n_backends; i++)
+            names[i] = c->backends[i];
+        return c->n_backends;
+    }
+    int listed = 0;
+    for (int i = 0; i < c->n_backends; i++)
+        listed |= strcmp(c->backends[i], only) == 0;
+    if (listed || mc_registry_find(reg, only, c->family) != NULL) {
+        names[0] = only;
+        return 1;
+    }
+    return 0;
+}
+
 static void run_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_registry *reg,
                      const struct mc_run_options *opt, const struct mc_run_callbacks *cb, struct mc_run_report *rep,
                      struct mc_error *err)
 {
-    for (int bi = 0; bi < c->n_backends && err->code == MC_ERR_NONE; bi++) {
-        const char *bname = c->backends[bi];
-        if (opt->filter.backend && strcmp(opt->filter.backend, bname) != 0)
-            continue;
+    const char **names = calloc((size_t)c->n_backends + 1, sizeof *names);
+    if (names == NULL) {
+        mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    int n_names = case_backends(c, reg, opt, names);
+    for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
+        const char *bname = names[bi];
         const struct mc_backend_ops *ops = mc_registry_find(reg, bname, c->family);
         if (ops == NULL) {
             struct mc_error e = {0};
@@ -216,14 +241,14 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                     continue;
                 struct mc_check_result *res = next_check(rep, err);
                 if (res == NULL)
-                    return;
+                    goto out;
                 struct mc_scenario_ctx ctx = {
                     .c = c, .spec = sp, .g = g, .ops = ops, .dtype = c->dtypes[di], .seed_offset = opt->seed_offset};
                 struct mc_error e = {0};
                 if (mc_scenario_run(&ctx, res, &e) != MC_ERR_NONE) {
                     if (e.code == MC_ERR_NOMEM) {
                         mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
-                        return;
+                        goto out;
                     }
                     add_problem(rep, c->path, &e, cb, err);
                     continue;
@@ -235,6 +260,8 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             }
         }
     }
+out:
+    free(names);
 }
 
 static double now_s(void)

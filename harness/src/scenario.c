@@ -316,6 +316,125 @@ out:
     free(str);
 }
 
+/* speculative_verify: from a primed cache snapshot, verify k draft tokens in one forward; the same
+ * tokens decoded one by one must agree (consistency); restoring the snapshot and accepting j < k
+ * tokens, then decoding the next, must land on the golden; the snapshot itself must be untouched. */
+static void run_speculative(struct mc_session *s)
+{
+    const struct mc_golden *g = s->g;
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    int64_t P = sp->prefill, k = sp->len, j = sp->accept, B = g->batch, D = s->shape.hidden;
+    struct mc_session_cache snap = {0}, cv = {0}, cs = {0}, ca = {0};
+    double *yv = mc_session_calloc((size_t)(B * k * D), sizeof *yv, s);
+    double *ys = mc_session_calloc((size_t)(B * D), sizeof *ys, s);
+    double *vt = mc_session_calloc((size_t)(B * D), sizeof *vt, s);
+    if (!yv || !ys || !vt)
+        goto out;
+    struct mc_slice sl = rows_all(g, 0, P);
+    if (mc_session_cache_new(s, B, &snap) != 0 || mc_session_step(s, &snap, &sl) != 0 ||
+        mc_session_check_states(s, &snap, 0, P) != 0)
+        goto out;
+    /* verify: all k drafts in one cached forward */
+    struct mc_slice sv = rows_all(g, P, k);
+    if (mc_session_cache_dup(s, &snap, &cv) != 0 || mc_session_forward(s, &cv, &sv, yv) != 0 ||
+        mc_session_check_output(s, &sv, yv) != 0 || mc_session_check_states(s, &cv, 0, P + k) != 0)
+        goto out;
+    /* the same drafts decoded one at a time */
+    if (mc_session_cache_dup(s, &snap, &cs) != 0)
+        goto out;
+    for (int64_t t = 0; t < k && !s->broken; t++) {
+        struct mc_slice st = rows_all(g, P + t, 1);
+        if (mc_session_forward(s, &cs, &st, ys) != 0)
+            goto out;
+        for (int64_t b = 0; b < B; b++)
+            memcpy(vt + b * D, yv + (b * k + t) * D, (size_t)D * sizeof *vt);
+        struct mc_compare_view v;
+        mc_session_output_view(s, &st, NULL, &v);
+        mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, vt, ys, &v);
+    }
+    /* reject: restore the snapshot, accept j drafts, decode the next token */
+    if (mc_session_cache_dup(s, &snap, &ca) != 0)
+        goto out;
+    if (j > 0) {
+        struct mc_slice sa = rows_all(g, P, j);
+        if (mc_session_step(s, &ca, &sa) != 0)
+            goto out;
+    }
+    struct mc_slice sn = rows_all(g, P + j, 1);
+    if (mc_session_check_states(s, &ca, 0, P + j) != 0 || mc_session_step(s, &ca, &sn) != 0 ||
+        mc_session_check_states(s, &ca, 0, P + j + 1) != 0)
+        goto out;
+    mc_session_check_states(s, &snap, 0, P); /* cache_copy must not alias */
+out:
+    mc_session_cache_drop(s, &snap);
+    mc_session_cache_drop(s, &cv);
+    mc_session_cache_drop(s, &cs);
+    mc_session_cache_drop(s, &ca);
+    free(yv);
+    free(ys);
+    free(vt);
+}
+
+/* Number of real tokens of a right-padded row (its mask is 1...1 0...0). */
+static int64_t real_length(const struct mc_golden *g, int64_t row)
+{
+    int64_t n = 0;
+    while (n < g->len && g->mask[row * g->len + n])
+        n++;
+    return n;
+}
+
+/* right_padded_batch (mixers.md §A.4, §8.5): the padded batch as one prefill and split at every row's
+ * real length; each row as a padded batch of one; each row's real tokens alone. The cache after the
+ * padding must be the cache at the row's last real token, which is what the golden holds. */
+static void run_right_padded(struct mc_session *s)
+{
+    const struct mc_golden *g = s->g;
+    int64_t B = g->batch;
+    int64_t *points = mc_session_calloc((size_t)B, sizeof *points, s);
+    if (points == NULL)
+        return;
+    int64_t n = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t l = real_length(g, b);
+        int dup = 0;
+        for (int64_t i = 0; i < n; i++)
+            dup |= points[i] == l;
+        if (l > 0 && l < g->len && !dup)
+            points[n++] = l;
+    }
+    for (int64_t i = 1; i < n; i++) /* insertion sort: a handful of rows */
+        for (int64_t m = i; m > 0 && points[m - 1] > points[m]; m--) {
+            int64_t t = points[m];
+            points[m] = points[m - 1];
+            points[m - 1] = t;
+        }
+    run_splits(s, NULL, 0);
+    run_splits(s, points, n);
+    free(points);
+    for (int64_t b = 0; b < B && !s->broken; b++) {
+        int64_t before = mc_session_failures(s);
+        struct mc_session_cache c;
+        if (mc_session_cache_new(s, 1, &c) != 0)
+            break;
+        struct mc_slice sl = {.r0 = b, .nrows = 1, .t0 = 0, .len = g->len, .masked = 1, .x = NULL};
+        if (mc_session_step(s, &c, &sl) == 0)
+            mc_session_check_states(s, &c, b, g->len);
+        mc_session_cache_drop(s, &c);
+        int64_t l = real_length(g, b);
+        if (l < g->len && mc_session_cache_new(s, 1, &c) == 0) {
+            /* the real tokens alone: the final cache is the golden's frozen one */
+            sl.masked = 0;
+            sl.len = l;
+            if (mc_session_step(s, &c, &sl) == 0)
+                mc_session_check_states(s, &c, b, g->len);
+            mc_session_cache_drop(s, &c);
+        }
+        int64_t what[2] = {b, l};
+        mc_session_note_detail(s, before, "row alone (row, real length)", what, 2);
+    }
+}
+
 /* ---- validation and dispatch --------------------------------------------------------------------- */
 
 static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
@@ -384,7 +503,23 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
             return bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)", (long long)g->batch);
         return MC_ERR_NONE;
     case MC_SCENARIO_SPECULATIVE_VERIFY:
+        if (sp->prefill < 1 || sp->prefill + sp->len > L)
+            return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
+                             (long long)(sp->prefill + sp->len), (long long)L);
+        return MC_ERR_NONE;
     case MC_SCENARIO_RIGHT_PADDED_BATCH:
+        if (g->mask == NULL)
+            return bad_param(c, sp, err, "needs a golden with /inputs/attention_mask");
+        for (int64_t b = 0; b < g->batch; b++) {
+            int64_t l = real_length(g, b);
+            for (int64_t t = l; t < L; t++)
+                if (g->mask[b * L + t])
+                    return bad_param(c, sp, err, "row %lld of the golden's mask is not right padding (1 at %lld)",
+                                     (long long)b, (long long)t);
+            if (l == 0)
+                return bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
+        }
+        return MC_ERR_NONE;
     case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
     case MC_SCENARIO_COUNT:
         break;
@@ -434,6 +569,12 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
             break;
         case MC_SCENARIO_BATCH_INVARIANCE:
             run_batch_invariance(&s);
+            break;
+        case MC_SCENARIO_SPECULATIVE_VERIFY:
+            run_speculative(&s);
+            break;
+        case MC_SCENARIO_RIGHT_PADDED_BATCH:
+            run_right_padded(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));

@@ -67,7 +67,7 @@ static void test_run_passes_and_writes_reports(void **state)
     assert_int_equal(run(cmd, out, sizeof out), 0);
     snprintf(cmd, sizeof cmd, "grep -c '<testcase ' %s/r.xml", tmpdir);
     assert_int_equal(run(cmd, out, sizeof out), 0);
-    assert_true(atoi(out) == 10);
+    assert_true(atoi(out) == 12); /* 6 scenarios x 2 dtypes */
 }
 
 static void test_malformed_yaml_exits_2_with_position(void **state)
