@@ -2,8 +2,9 @@
  * test_failure_proofs.c — the harness fails when it should:
  *  - a golden with one expected element perturbed by 1e-3 fails exactly the checks that compare that
  *    element, naming the tensor, the scenario and the token;
- *  - a reference variant that zeroes the recurrent state between chunks (bug class 8.2b) fails the
- *    chunked and first-token scenarios on the recurrent state and the output, and nothing else;
+ *  - a reference variant that zeroes the recurrent state between chunks (bug class 8.2b, through
+ *    tests/support/fault_backend) fails the chunked and first-token scenarios on the recurrent
+ *    state and the output, and nothing else;
  *  - the real reference passes every scenario of every bundled Mamba2 case.
  * Runs the runner in-process with registries built here; exit codes via mc_run_exit_code.
  */
@@ -19,146 +20,10 @@
 
 #include <cmocka.h>
 
+#include "fault_backend.h"
 #include "reference.h"
 #include "registry.h"
 #include "runner.h"
-
-/* ---- a fault wrapper around the reference: zero the state before every multi-token forward on a
- * primed cache (the state is reset between chunks, the conv window is carried). ------------------- */
-
-struct zs_model {
-    struct mc_model *inner;
-    enum mc_dtype dtype;
-    int64_t conv_elems, state_elems; /* per batch row */
-};
-
-struct zs_cache {
-    struct mc_cache *inner;
-    int64_t batch;
-    int primed;
-};
-
-static const struct mc_backend_ops *ref(void)
-{
-    return mc_reference_mamba2_ops();
-}
-
-static enum mc_backend_status zs_create(const struct mc_model_desc *d, struct mc_model **out, struct mc_msg *msg)
-{
-    const struct mc_mamba2_config *c = d->config;
-    struct zs_model *m = calloc(1, sizeof *m);
-    if (m == NULL)
-        return MC_BACKEND_NOMEM;
-    enum mc_backend_status st = ref()->model_create(d, &m->inner, msg);
-    if (st != MC_BACKEND_OK) {
-        free(m);
-        return st;
-    }
-    m->dtype = d->dtype;
-    m->conv_elems = (c->num_heads * c->head_dim + 2 * c->n_groups * c->state_size) * c->conv_kernel;
-    m->state_elems = c->num_heads * c->head_dim * c->state_size;
-    *out = (struct mc_model *)m;
-    return MC_BACKEND_OK;
-}
-
-static void zs_destroy(struct mc_model *model)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    ref()->model_destroy(m->inner);
-    free(m);
-}
-
-static enum mc_backend_status zs_alloc(struct mc_model *model, int64_t batch, struct mc_cache **out,
-                                       struct mc_msg *msg)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    struct zs_cache *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return MC_BACKEND_NOMEM;
-    enum mc_backend_status st = ref()->cache_alloc(m->inner, batch, &c->inner, msg);
-    if (st != MC_BACKEND_OK) {
-        free(c);
-        return st;
-    }
-    c->batch = batch;
-    *out = (struct mc_cache *)c;
-    return MC_BACKEND_OK;
-}
-
-static enum mc_backend_status zs_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                      struct mc_msg *msg)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    struct zs_cache *d = (struct zs_cache *)dst;
-    const struct zs_cache *s = (const struct zs_cache *)src;
-    d->primed = s->primed;
-    return ref()->cache_copy(m->inner, d->inner, s->inner, msg);
-}
-
-static void zs_free(struct mc_model *model, struct mc_cache *cache)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    struct zs_cache *c = (struct zs_cache *)cache;
-    ref()->cache_free(m->inner, c->inner);
-    free(c);
-}
-
-static enum mc_backend_status zs_export(struct mc_model *model, const struct mc_cache *cache, void *conv, void *state,
-                                        struct mc_msg *msg)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    return ref()->cache_export(m->inner, ((const struct zs_cache *)cache)->inner, conv, state, msg);
-}
-
-static enum mc_backend_status zs_import(struct mc_model *model, struct mc_cache *cache, const void *conv,
-                                        const void *state, struct mc_msg *msg)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    ((struct zs_cache *)cache)->primed = 1;
-    return ref()->cache_import(m->inner, ((struct zs_cache *)cache)->inner, conv, state, msg);
-}
-
-static enum mc_backend_status zs_forward(struct mc_model *model, struct mc_cache *cache,
-                                         const struct mc_forward_args *a, struct mc_msg *msg)
-{
-    struct zs_model *m = (struct zs_model *)model;
-    struct zs_cache *c = (struct zs_cache *)cache;
-    if (c != NULL && c->primed && a->len > 1) {
-        size_t esz = m->dtype == MC_DTYPE_F64 ? 8 : 4;
-        void *conv = calloc((size_t)(c->batch * m->conv_elems), esz);
-        void *state = calloc((size_t)(c->batch * m->state_elems), esz); /* zeros */
-        void *scratch = calloc((size_t)(c->batch * m->state_elems), esz);
-        enum mc_backend_status st = MC_BACKEND_NOMEM;
-        if (conv && state && scratch) {
-            st = ref()->cache_export(m->inner, c->inner, conv, scratch, msg);
-            if (st == MC_BACKEND_OK)
-                st = ref()->cache_import(m->inner, c->inner, conv, state, msg);
-        }
-        free(conv);
-        free(state);
-        free(scratch);
-        if (st != MC_BACKEND_OK)
-            return st;
-    }
-    enum mc_backend_status st = ref()->forward(m->inner, c ? c->inner : NULL, a, msg);
-    if (st == MC_BACKEND_OK && c != NULL)
-        c->primed = 1;
-    return st;
-}
-
-static struct mc_backend_ops zero_state_ops(void)
-{
-    struct mc_backend_ops o = *ref();
-    o.model_create = zs_create;
-    o.model_destroy = zs_destroy;
-    o.cache_alloc = zs_alloc;
-    o.cache_copy = zs_copy;
-    o.cache_free = zs_free;
-    o.cache_export = zs_export;
-    o.cache_import = zs_import;
-    o.forward = zs_forward;
-    return o; /* keeps the name "reference": the bundled cases run it unchanged */
-}
 
 /* ---- helpers ----------------------------------------------------------------------------------------- */
 
@@ -319,7 +184,7 @@ static void test_perturbed_golden_fails(void **state)
 static void test_state_reset_between_chunks_fails(void **state)
 {
     (void)state;
-    struct mc_backend_ops ops = zero_state_ops();
+    struct mc_backend_ops ops = fault_backend(mc_reference_mamba2_ops(), FAULT_DROP_STATE);
     struct mc_run_report rep;
     assert_int_equal(run("cases/mamba2/tiny.yaml", &ops, &rep), 1);
     for (int d = 0; d < 2; d++) {
