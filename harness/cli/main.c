@@ -5,6 +5,7 @@
  * Exit codes (scenarios.md §5): 0 all passed, 1 a check failed, 2 usage or input error,
  * 125 could not test (for `git bisect run`).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,9 @@ static void usage(FILE *out, const char *argv0)
             "  --plugin LIB    load backends from a shared library (repeatable); with --backend NAME a\n"
             "                  plugin backend runs on every case of its family\n"
             "  --bisect        for `git bisect run`: a run that could not test (exit 2) exits 125\n"
+            "  --seeds N       run randomised scenarios (random splits, distractors) over N seeds;\n"
+            "                  the worst headroom over the seeds is reported\n"
+            "  --threads N     worker threads for backends that take them (default: theirs)\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures and the summary\n"
             "\n"
@@ -77,6 +81,8 @@ enum {
     OPT_COVERAGE,
     OPT_PLUGIN,
     OPT_BISECT,
+    OPT_SEEDS,
+    OPT_THREADS,
     OPT_HELP
 };
 
@@ -98,6 +104,18 @@ static int validate_filters(const struct cli *cli, struct mc_error *err)
     return 0;
 }
 
+/* Parses a decimal integer in [1, max]; 0 on success. */
+static int parse_count(const char *text, int max, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *err)
 {
     static const struct option longopts[] = {
@@ -107,6 +125,7 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
         {"color", required_argument, NULL, OPT_COLOR},     {"coverage", no_argument, NULL, OPT_COVERAGE},
         {"quiet", no_argument, NULL, 'q'},                 {"help", no_argument, NULL, OPT_HELP},
         {"plugin", required_argument, NULL, OPT_PLUGIN},   {"bisect", no_argument, NULL, OPT_BISECT},
+        {"seeds", required_argument, NULL, OPT_SEEDS},     {"threads", required_argument, NULL, OPT_THREADS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -151,6 +170,16 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
             break;
         case OPT_BISECT:
             cli->bisect = 1;
+            break;
+        case OPT_SEEDS:
+            if (parse_count(optarg, 100000, &cli->opt.seeds) != 0)
+                return mc_error_set(err, MC_ERR_USAGE, "--seeds: expected an integer in [1, 100000] (got '%s')",
+                                    optarg);
+            break;
+        case OPT_THREADS:
+            if (parse_count(optarg, 1024, &cli->opt.threads) != 0)
+                return mc_error_set(err, MC_ERR_USAGE, "--threads: expected an integer in [1, 1024] (got '%s')",
+                                    optarg);
             break;
         case OPT_HELP:
             usage(stdout, argv[0]);

@@ -193,6 +193,60 @@ static int prepare_case(const char *path, struct mc_case *c, struct mc_golden *g
     return -1;
 }
 
+/* 1 when a scenario draws parameters from its seed (split points, distractors). */
+static int randomised(const struct mc_scenario_spec *sp)
+{
+    return (sp->kind == MC_SCENARIO_CHUNKED && sp->random_sets > 0) || sp->kind == MC_SCENARIO_FIRST_TOKEN_CAUSALITY;
+}
+
+/* Folds one seed's result into the first: tensors merge by name (worst headroom wins), the worst
+ * status wins, and the first failing seed is named in the detail. */
+static void merge_seed(struct mc_check_result *into, const struct mc_check_result *r, uint64_t seed)
+{
+    for (int i = 0; i < r->n_tensors; i++) {
+        int k = 0;
+        while (k < into->n_tensors && strcmp(into->tensors[k].name, r->tensors[i].name) != 0)
+            k++;
+        if (k == into->n_tensors) {
+            if (k == MC_CHECK_MAX_TENSORS)
+                continue;
+            into->tensors[into->n_tensors++] = r->tensors[i];
+            continue;
+        }
+        mc_compare_stats_merge(&into->tensors[k].stats, &r->tensors[i].stats);
+        into->tensors[k].comparisons += r->tensors[i].comparisons;
+    }
+    if (r->status != MC_CHECK_PASS && into->status == MC_CHECK_PASS) {
+        into->status = r->status;
+        snprintf(into->message, sizeof into->message, "%s", r->message);
+        snprintf(into->detail, sizeof into->detail, "seed offset %llu: %.200s", (unsigned long long)seed, r->detail);
+    }
+    into->duration_s += r->duration_s;
+}
+
+/* Runs one check, over several seeds when asked and the scenario is randomised. */
+static enum mc_err_code run_check(struct mc_scenario_ctx *ctx, const struct mc_run_options *opt,
+                                  struct mc_check_result *res, struct mc_error *err)
+{
+    if (mc_scenario_run(ctx, res, err) != MC_ERR_NONE)
+        return err->code;
+    if (opt->seeds <= 1 || !randomised(ctx->spec))
+        return MC_ERR_NONE;
+    struct mc_check_result *more = malloc(sizeof *more);
+    if (more == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    uint64_t base = ctx->seed_offset;
+    for (int k = 1; k < opt->seeds; k++) {
+        ctx->seed_offset = base + (uint64_t)k * 1000003u;
+        if (mc_scenario_run(ctx, more, err) != MC_ERR_NONE)
+            break;
+        merge_seed(res, more, ctx->seed_offset);
+    }
+    ctx->seed_offset = base;
+    free(more);
+    return err->code;
+}
+
 /* The backends to run on a case: the case's own list, or the one --backend names, which also runs on
  * cases that do not list it when it is registered for their family (a port tried on every case). */
 static int case_backends(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
@@ -242,10 +296,15 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                 struct mc_check_result *res = next_check(rep, err);
                 if (res == NULL)
                     goto out;
-                struct mc_scenario_ctx ctx = {
-                    .c = c, .spec = sp, .g = g, .ops = ops, .dtype = c->dtypes[di], .seed_offset = opt->seed_offset};
+                struct mc_scenario_ctx ctx = {.c = c,
+                                              .spec = sp,
+                                              .g = g,
+                                              .ops = ops,
+                                              .dtype = c->dtypes[di],
+                                              .seed_offset = opt->seed_offset,
+                                              .threads = opt->threads};
                 struct mc_error e = {0};
-                if (mc_scenario_run(&ctx, res, &e) != MC_ERR_NONE) {
+                if (run_check(&ctx, opt, res, &e) != MC_ERR_NONE) {
                     if (e.code == MC_ERR_NOMEM) {
                         mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
                         goto out;

@@ -24,7 +24,9 @@ struct mc_run_filter {
 
 struct mc_run_options {
     struct mc_run_filter filter;
-    uint64_t seed_offset;
+    uint64_t seed_offset; /* added to every scenario seed */
+    int seeds;            /* randomised scenarios run with this many seeds (0 or 1 = once) */
+    int threads;          /* passed to backends (0 = their default) */
 };
 
 /* A case file that could not be run, or a backend it names that is missing. */

@@ -435,6 +435,26 @@ static void run_right_padded(struct mc_session *s)
     }
 }
 
+/* chunk_size_invariance: the same prefill at several internal chunk lengths, each against the golden
+ * (for backends with an internal chunk length; others skip it). */
+static void run_chunk_sizes(struct mc_session *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    if (!(s->ops->caps & MC_CAP_CHUNK_SIZE)) {
+        s->res->status = MC_CHECK_SKIPPED;
+        snprintf(s->res->message, sizeof s->res->message, "backend '%s' has no internal chunk length",
+                 s->ops->name);
+        return;
+    }
+    for (int i = 0; i < sp->n_chunk_sizes && !s->broken; i++) {
+        int64_t before = mc_session_failures(s);
+        if (mc_session_model(s, sp->chunk_sizes[i]) != MC_ERR_NONE)
+            return;
+        run_splits(s, NULL, 0);
+        mc_session_note_detail(s, before, "chunk_size", &sp->chunk_sizes[i], 1);
+    }
+}
+
 /* ---- validation and dispatch --------------------------------------------------------------------- */
 
 static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
@@ -521,6 +541,7 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         }
         return MC_ERR_NONE;
     case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
+        return MC_ERR_NONE;
     case MC_SCENARIO_COUNT:
         break;
     }
@@ -575,6 +596,9 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
             break;
         case MC_SCENARIO_RIGHT_PADDED_BATCH:
             run_right_padded(&s);
+            break;
+        case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
+            run_chunk_sizes(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));

@@ -58,6 +58,7 @@ struct mc_scenario_ctx {
     const struct mc_backend_ops *ops;
     enum mc_dtype dtype;
     uint64_t seed_offset;          /* added to every scenario seed (seed sweeps) */
+    int32_t threads;               /* mc_model_desc.threads (0 = the backend's default) */
 };
 
 /* Checks that a scenario's parameters fit the golden (lengths, batch, mask); MC_ERR_INPUT naming the

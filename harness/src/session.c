@@ -61,24 +61,20 @@ void mc_session_compare(struct mc_session *s, const char *name, enum mc_tensor_k
 }
 
 enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
-                                     struct mc_error *err)
+                                 struct mc_error *err)
 {
-    enum mc_err_code rc = MC_ERR_NONE;
-    const struct mc_golden *g = ctx->g;
-    struct mc_weight *w = NULL;
-    void **bufs = NULL;
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
-    s->g = g;
+    s->g = ctx->g;
     s->ops = ctx->ops;
     s->res = res;
     s->err = err;
     s->esz = mc_dtype_size(ctx->dtype);
-    mc_family_shape(&g->config, &s->shape);
+    mc_family_shape(&ctx->g->config, &s->shape);
 
     for (int k = 0; k < MC_TENSOR_COUNT; k++) {
-        rc = mc_tolerance_lookup(&ctx->c->tolerance, ctx->ops->device, ctx->dtype, (enum mc_tensor_kind)k, &s->tol[k],
-                                 err);
+        enum mc_err_code rc = mc_tolerance_lookup(&ctx->c->tolerance, ctx->ops->device, ctx->dtype,
+                                                  (enum mc_tensor_kind)k, &s->tol[k], err);
         if (rc != MC_ERR_NONE)
             return rc;
     }
@@ -89,9 +85,21 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
         s->broken = 1;
         return MC_ERR_NONE;
     }
+    return mc_session_model(s, 0);
+}
 
-    w = mc_session_calloc((size_t)g->n_weights, sizeof *w, s);
-    bufs = mc_session_calloc((size_t)g->n_weights, sizeof *bufs, s);
+enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
+{
+    enum mc_err_code rc = MC_ERR_NONE;
+    const struct mc_golden *g = s->g;
+    const struct mc_scenario_ctx *ctx = s->ctx;
+    if (s->model != NULL)
+        s->ops->model_destroy(s->model);
+    s->model = NULL;
+    if (s->broken)
+        return MC_ERR_NONE;
+    struct mc_weight *w = mc_session_calloc((size_t)g->n_weights, sizeof *w, s);
+    void **bufs = mc_session_calloc((size_t)g->n_weights, sizeof *bufs, s);
     if (w == NULL || bufs == NULL) {
         rc = MC_ERR_NOMEM;
         goto out;
@@ -116,14 +124,16 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
         .config = &g->config.u,
         .weights = w,
         .n_weights = g->n_weights,
-        .chunk_size = 0,
-        .threads = 0,
+        .chunk_size = chunk_size,
+        .threads = ctx->threads,
     };
     struct mc_msg msg = {{0}};
     enum mc_backend_status st = ctx->ops->model_create(&desc, &s->model, &msg);
     if (st != MC_BACKEND_OK) {
         s->model = NULL;
-        backend_failed(s, st, "model_create", &msg);
+        char what[64];
+        snprintf(what, sizeof what, "model_create(chunk_size %lld)", (long long)chunk_size);
+        backend_failed(s, st, chunk_size ? what : "model_create", &msg);
     }
 out:
     if (bufs != NULL)

@@ -46,6 +46,8 @@ struct mc_slice {
 enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
                                  struct mc_error *err);
 void mc_session_close(struct mc_session *s);
+/* (Re)creates the session's model with an internal chunk length (0 = the backend's default). */
+enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size);
 
 /* calloc that records MC_ERR_NOMEM in the session's error. */
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s);
