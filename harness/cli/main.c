@@ -22,6 +22,7 @@
 
 #define MC_VERSION "0.1.0"
 #define MC_DEFAULT_CASES "cases"
+#define MC_DEFAULT_TIMEOUT_S 300
 
 static void usage(FILE *out, const char *argv0)
 {
@@ -44,11 +45,14 @@ static void usage(FILE *out, const char *argv0)
             "  --seeds N       run randomised scenarios (random splits, distractors) over N seeds;\n"
             "                  the worst headroom over the seeds is reported\n"
             "  --threads N     worker threads for backends that take them (default: theirs)\n"
+            "  -j, --jobs N    run N checks at a time (each in its own process)\n"
+            "  --timeout S     a check that runs longer than S seconds is killed and fails (default %d)\n"
+            "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures and the summary\n"
             "\n"
             "exit: 0 all passed, 1 a check failed, 2 usage or input error, 125 could not test\n",
-            argv0, MC_DEFAULT_CASES, argv0);
+            argv0, MC_DEFAULT_CASES, argv0, MC_DEFAULT_TIMEOUT_S);
 }
 
 static int register_builtins(struct mc_registry *reg, struct mc_error *err)
@@ -83,6 +87,8 @@ enum {
     OPT_BISECT,
     OPT_SEEDS,
     OPT_THREADS,
+    OPT_TIMEOUT,
+    OPT_NO_ISOLATE,
     OPT_HELP
 };
 
@@ -126,12 +132,18 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
         {"quiet", no_argument, NULL, 'q'},                 {"help", no_argument, NULL, OPT_HELP},
         {"plugin", required_argument, NULL, OPT_PLUGIN},   {"bisect", no_argument, NULL, OPT_BISECT},
         {"seeds", required_argument, NULL, OPT_SEEDS},     {"threads", required_argument, NULL, OPT_THREADS},
+        {"jobs", required_argument, NULL, 'j'},            {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 2; /* argv[1] is the command */
     int c;
-    while ((c = getopt_long(argc, argv, "k:q", longopts, NULL)) != -1) {
+    cli->opt.isolate = 1;
+    cli->opt.jobs = 1;
+    cli->opt.timeout_s = MC_DEFAULT_TIMEOUT_S;
+    int timeout = 0;
+    while ((c = getopt_long(argc, argv, "k:qj:", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_FAMILY:
             cli->opt.filter.family = optarg;
@@ -175,6 +187,19 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
             if (parse_count(optarg, 100000, &cli->opt.seeds) != 0)
                 return mc_error_set(err, MC_ERR_USAGE, "--seeds: expected an integer in [1, 100000] (got '%s')",
                                     optarg);
+            break;
+        case 'j':
+            if (parse_count(optarg, 64, &cli->opt.jobs) != 0)
+                return mc_error_set(err, MC_ERR_USAGE, "--jobs: expected an integer in [1, 64] (got '%s')", optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (parse_count(optarg, 86400, &timeout) != 0)
+                return mc_error_set(err, MC_ERR_USAGE, "--timeout: expected seconds in [1, 86400] (got '%s')",
+                                    optarg);
+            cli->opt.timeout_s = timeout;
+            break;
+        case OPT_NO_ISOLATE:
+            cli->opt.isolate = 0;
             break;
         case OPT_THREADS:
             if (parse_count(optarg, 1024, &cli->opt.threads) != 0)

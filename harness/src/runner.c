@@ -12,6 +12,7 @@
 
 #include "family.h"
 #include "golden.h"
+#include "isolate.h"
 
 /* ---- discovery ------------------------------------------------------------------------------------ */
 
@@ -268,34 +269,40 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
     return 0;
 }
 
+/* Runs one job in this process: the job function of mc_isolate_run. */
+static void run_job(struct mc_job *job, void *user)
+{
+    const struct mc_run_options *opt = user;
+    run_check(&job->ctx, opt, &job->res, &job->err);
+}
+
+/* Every selected (backend, scenario, dtype) of a case, run (isolated) and reported in a fixed order. */
 static void run_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_registry *reg,
                      const struct mc_run_options *opt, const struct mc_run_callbacks *cb, struct mc_run_report *rep,
                      struct mc_error *err)
 {
+    int cap = (c->n_backends + 1) * c->n_scenarios * c->n_dtypes, n = 0;
     const char **names = calloc((size_t)c->n_backends + 1, sizeof *names);
-    if (names == NULL) {
+    struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
+    if (names == NULL || jobs == NULL) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
-        return;
+        goto out;
     }
     int n_names = case_backends(c, reg, opt, names);
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
-        const char *bname = names[bi];
-        const struct mc_backend_ops *ops = mc_registry_find(reg, bname, c->family);
+        const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
         if (ops == NULL) {
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
-                         c->path, bname, mc_family_name(c->family));
+                         c->path, names[bi], mc_family_name(c->family));
             add_problem(rep, c->path, &e, cb, err);
             continue;
         }
-        for (int si = 0; si < c->n_scenarios && err->code == MC_ERR_NONE; si++) {
+        for (int si = 0; si < c->n_scenarios; si++) {
             const struct mc_scenario_spec *sp = &c->scenarios[si];
-            for (int di = 0; di < c->n_dtypes && err->code == MC_ERR_NONE; di++) {
-                if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, bname, c->dtypes[di]))
+            for (int di = 0; di < c->n_dtypes; di++) {
+                if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, names[bi], c->dtypes[di]))
                     continue;
-                struct mc_check_result *res = next_check(rep, err);
-                if (res == NULL)
-                    goto out;
                 struct mc_scenario_ctx ctx = {.c = c,
                                               .spec = sp,
                                               .g = g,
@@ -303,24 +310,30 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                               .dtype = c->dtypes[di],
                                               .seed_offset = opt->seed_offset,
                                               .threads = opt->threads};
-                struct mc_error e = {0};
-                if (run_check(&ctx, opt, res, &e) != MC_ERR_NONE) {
-                    if (e.code == MC_ERR_NOMEM) {
-                        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
-                        goto out;
-                    }
-                    add_problem(rep, c->path, &e, cb, err);
-                    continue;
-                }
-                rep->n_checks++;
-                rep->counts[res->status]++;
-                if (cb && cb->on_check)
-                    cb->on_check(res, cb->user);
+                jobs[n++].ctx = ctx;
             }
         }
     }
+    struct mc_isolate_options iso = {.isolate = opt->isolate, .jobs = opt->jobs, .timeout_s = opt->timeout_s};
+    if (err->code != MC_ERR_NONE || mc_isolate_run(jobs, n, &iso, run_job, (void *)opt, err) != MC_ERR_NONE)
+        goto out;
+    for (int i = 0; i < n && err->code == MC_ERR_NONE; i++) {
+        if (jobs[i].err.code != MC_ERR_NONE) {
+            add_problem(rep, c->path, &jobs[i].err, cb, err);
+            continue;
+        }
+        struct mc_check_result *res = next_check(rep, err);
+        if (res == NULL)
+            break;
+        *res = jobs[i].res;
+        rep->n_checks++;
+        rep->counts[res->status]++;
+        if (cb && cb->on_check)
+            cb->on_check(res, cb->user);
+    }
 out:
     free(names);
+    free(jobs);
 }
 
 static double now_s(void)

@@ -27,6 +27,9 @@ struct mc_run_options {
     uint64_t seed_offset; /* added to every scenario seed */
     int seeds;            /* randomised scenarios run with this many seeds (0 or 1 = once) */
     int threads;          /* passed to backends (0 = their default) */
+    int isolate;          /* run each check in a child process (crash and hang containment) */
+    int jobs;             /* checks at a time when isolated */
+    double timeout_s;     /* per check when isolated; <= 0 = none */
 };
 
 /* A case file that could not be run, or a backend it names that is missing. */
