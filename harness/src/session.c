@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "guard.h"
 
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s)
 {
@@ -24,6 +25,41 @@ static void backend_failed(struct mc_session *s, enum mc_backend_status st, cons
         snprintf(s->res->message, sizeof s->res->message, "%s: %s", what, msg->text[0] ? msg->text : "(no message)");
     }
     s->broken = 1;
+}
+
+/* Records a contract violation found by the harness (guards, modified inputs) as the check's error. */
+static void violation(struct mc_session *s, const char *call, const char *what)
+{
+    if (!s->broken) {
+        s->res->status = MC_CHECK_ERROR;
+        snprintf(s->res->message, sizeof s->res->message, "%s: %s", call, what);
+    }
+    s->broken = 1;
+}
+
+/* Checks the guards of a buffer handed to `call`; records a violation when one was written. */
+static int guard_ok(struct mc_session *s, const char *call, const struct mc_guarded *g, const char *name)
+{
+    char what[256];
+    if (mc_guard_check(g, name, what, sizeof what) == 0)
+        return 1;
+    violation(s, call, what);
+    return 0;
+}
+
+/* 1 when an input buffer still holds what was handed over; else records which element changed. */
+static int input_unchanged(struct mc_session *s, const char *call, const char *name, const void *now,
+                           const void *before, size_t bytes, size_t elem_bytes)
+{
+    if (memcmp(now, before, bytes) == 0)
+        return 1;
+    size_t i = 0;
+    while (((const unsigned char *)now)[i] == ((const unsigned char *)before)[i])
+        i++;
+    char what[160];
+    snprintf(what, sizeof what, "modified its input '%s' (first at element %zu)", name, i / elem_bytes);
+    violation(s, call, what);
+    return 0;
 }
 
 static struct mc_tensor_result *tensor(struct mc_session *s, const char *name, enum mc_tensor_kind kind, int bitwise)
@@ -134,6 +170,19 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
         char what[64];
         snprintf(what, sizeof what, "model_create(chunk_size %lld)", (long long)chunk_size);
         backend_failed(s, st, chunk_size ? what : "model_create", &msg);
+        goto out;
+    }
+    /* the weights are inputs too: a backend must not write them */
+    for (int i = 0; i < g->n_weights && !s->broken; i++) {
+        size_t n = (size_t)mc_array_elems(&g->weights[i].value);
+        void *fresh = mc_session_calloc(n, s->esz, s);
+        if (fresh == NULL) {
+            rc = MC_ERR_NOMEM;
+            goto out;
+        }
+        mc_dtype_from_f64(ctx->dtype, g->weights[i].value.data, fresh, n);
+        input_unchanged(s, "model_create", g->weights[i].name, bufs[i], fresh, n * s->esz, s->esz);
+        free(fresh);
     }
 out:
     if (bufs != NULL)
@@ -196,45 +245,62 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
         return -1;
     const struct mc_golden *g = s->g;
     int64_t D = s->shape.hidden;
-    size_t n = (size_t)(sl->nrows * sl->len * D);
+    size_t n = (size_t)(sl->nrows * sl->len * D), nmask = (size_t)(sl->nrows * sl->len);
     int rc = -1;
+    char call[96];
+    snprintf(call, sizeof call, "forward(rows %lld..%lld, tokens %lld..%lld)", (long long)sl->r0,
+             (long long)(sl->r0 + sl->nrows - 1), (long long)sl->t0, (long long)(sl->t0 + sl->len - 1));
+    struct mc_guarded gx = {0}, gy = {0}, gm = {0};
     double *xf = mc_session_calloc(n, sizeof *xf, s);
-    void *xb = mc_session_calloc(n, s->esz, s);
-    void *yb = mc_session_calloc(n, s->esz, s);
-    uint8_t *mask = NULL;
-    if (xf == NULL || xb == NULL || yb == NULL)
+    void *xcopy = mc_session_calloc(n, s->esz, s);
+    void *xb = mc_guard_alloc(&gx, n * s->esz);
+    void *yb = mc_guard_alloc(&gy, n * s->esz);
+    uint8_t *mask = NULL, mcopy[1] = {0};
+    uint8_t *mask_copy = mcopy;
+    if (xf == NULL || xcopy == NULL || xb == NULL || yb == NULL) {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
         goto out;
+    }
     for (int64_t b = 0; b < sl->nrows; b++) {
         const double *src = sl->x != NULL ? sl->x + b * sl->len * D
                                           : g->hidden_states.data + ((sl->r0 + b) * g->len + sl->t0) * D;
         memcpy(xf + b * sl->len * D, src, (size_t)(sl->len * D) * sizeof *xf);
     }
     mc_dtype_from_f64(s->ctx->dtype, xf, xb, n);
+    memcpy(xcopy, xb, n * s->esz);
     if (sl->masked && g->mask != NULL) {
-        mask = mc_session_calloc((size_t)(sl->nrows * sl->len), 1, s);
-        if (mask == NULL)
+        mask = mc_guard_alloc(&gm, nmask);
+        mask_copy = mc_session_calloc(nmask, 1, s);
+        if (mask == NULL || mask_copy == NULL) {
+            mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
             goto out;
+        }
         for (int64_t b = 0; b < sl->nrows; b++)
             memcpy(mask + b * sl->len, g->mask + (sl->r0 + b) * g->len + sl->t0, (size_t)sl->len);
+        memcpy(mask_copy, mask, nmask);
     }
     mc_dtype_fill_nan(s->ctx->dtype, yb, n);
     struct mc_forward_args args = {.batch = sl->nrows, .len = sl->len, .x = xb, .mask = mask, .y = yb};
     struct mc_msg msg = {{0}};
     enum mc_backend_status st = s->ops->forward(s->model, c != NULL ? c->h : NULL, &args, &msg);
+    if (!guard_ok(s, call, &gy, "y") || !guard_ok(s, call, &gx, "x") || !guard_ok(s, call, &gm, "mask") ||
+        !input_unchanged(s, call, "x", xb, xcopy, n * s->esz, s->esz) ||
+        (mask != NULL && !input_unchanged(s, call, "mask", mask, mask_copy, nmask, 1)))
+        goto out;
     if (st != MC_BACKEND_OK) {
-        char what[96];
-        snprintf(what, sizeof what, "mc_session_forward(rows %lld..%lld, tokens %lld..%lld)", (long long)sl->r0,
-                 (long long)(sl->r0 + sl->nrows - 1), (long long)sl->t0, (long long)(sl->t0 + sl->len - 1));
-        backend_failed(s, st, what, &msg);
+        backend_failed(s, st, call, &msg);
         goto out;
     }
     mc_dtype_to_f64(s->ctx->dtype, yb, y, n);
     rc = 0;
 out:
     free(xf);
-    free(xb);
-    free(yb);
-    free(mask);
+    free(xcopy);
+    if (mask_copy != mcopy)
+        free(mask_copy);
+    mc_guard_free(&gx);
+    mc_guard_free(&gy);
+    mc_guard_free(&gm);
     return rc;
 }
 
@@ -247,15 +313,20 @@ int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c
     size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
     size_t nstate = (size_t)(c->batch * mc_family_state_elems(&s->shape));
     int rc = -1;
-    void *cb = mc_session_calloc(nconv, mc_dtype_size(edt), s);
-    void *sb = nstate ? mc_session_calloc(nstate, mc_dtype_size(edt), s) : NULL;
-    if (cb == NULL || (nstate && sb == NULL))
+    struct mc_guarded gc = {0}, gs = {0};
+    void *cb = mc_guard_alloc(&gc, nconv * mc_dtype_size(edt));
+    void *sb = nstate ? mc_guard_alloc(&gs, nstate * mc_dtype_size(edt)) : NULL;
+    if (cb == NULL || (nstate && sb == NULL)) {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
         goto out;
+    }
     mc_dtype_fill_nan(edt, cb, nconv);
     if (sb != NULL)
         mc_dtype_fill_nan(edt, sb, nstate);
     struct mc_msg msg = {{0}};
     enum mc_backend_status st = s->ops->cache_export(s->model, c->h, cb, sb, &msg);
+    if (!guard_ok(s, "cache_export", &gc, "conv_state") || !guard_ok(s, "cache_export", &gs, "recurrent_state"))
+        goto out;
     if (st != MC_BACKEND_OK) {
         backend_failed(s, st, "cache_export", &msg);
         goto out;
@@ -265,8 +336,8 @@ int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c
         mc_dtype_to_f64(edt, sb, state, nstate);
     rc = 0;
 out:
-    free(cb);
-    free(sb);
+    mc_guard_free(&gc);
+    mc_guard_free(&gs);
     return rc;
 }
 
