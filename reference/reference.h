@@ -12,4 +12,16 @@
 /* Mamba2 mixer (mixers.md §2, HF Mamba2Mixer with mixcheck's semantics of §A). Static storage. */
 const struct mc_backend_ops *mc_reference_mamba2_ops(void);
 
+/* Mamba1 mixer (mixers.md §3, HF MambaMixer with mixcheck's semantics of §A, multi-token cached
+ * forwards included). Static storage. */
+const struct mc_backend_ops *mc_reference_mamba1_ops(void);
+
+/* LFM2 ShortConv mixer (mixers.md §5, HF Lfm2ShortConv with mixcheck's semantics of §A); no
+ * recurrent state. Static storage. */
+const struct mc_backend_ops *mc_reference_shortconv_ops(void);
+
+/* Gated DeltaNet mixer (mixers.md §4, HF Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet, both weight
+ * layouts, recurrent form, with mixcheck's semantics of §A). Static storage. */
+const struct mc_backend_ops *mc_reference_gdn_ops(void);
+
 #endif

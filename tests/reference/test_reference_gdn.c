@@ -1,0 +1,1231 @@
+/*
+ * test_reference_gdn.c — the reference Gated DeltaNet mixer (reference/gdn.c), driven only through
+ * its ops struct (mixcheck/backend.h) on small random configurations made with a fixed-seed LCG,
+ * both weight layouts (Qwen3.5 and Qwen3-Next) and r = Hv/Hk = 2 unless said otherwise:
+ *   - split invariance: one forward over a sequence equals any split of it into successive cached
+ *     forwards (pieces of length 1 and shorter than K included), outputs and exported caches;
+ *   - L == 1 continuation equals the multi-token path;
+ *   - mask semantics (mixers.md §A.4): left, middle and right padding, B == 1, L == 1;
+ *   - a hand-checkable case (Hk = Hv = dk = dv = 1) against the formulas of mixers.md §4 written out;
+ *   - an independent scalar oracle (activation-level de-interleave, closed-form state update) for
+ *     both layouts;
+ *   - the two layouts agree when the Qwen3-Next weights are the §4.3 interleave of the Qwen3.5 ones;
+ *   - f32 agrees with f64;
+ *   - error paths and the cache export/import/copy round trip.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reference.h"
+
+#define NW 10 /* room for every GDN weight of one layout, plus one */
+
+/* ---- fixtures ---------------------------------------------------------------------------------- */
+
+struct lcg {
+    uint64_t s;
+};
+
+/* Uniform in [-1, 1). */
+static double lcg_next(struct lcg *g)
+{
+    g->s = g->s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(g->s >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+}
+
+/* A set of weights in HF names and shapes, values kept in double and handed over in the model dtype. */
+struct weight_set {
+    int n;
+    struct mc_weight w[NW];
+    double *val[NW]; /* f64 values */
+    void *data[NW];  /* in the model dtype */
+};
+
+static void weight_set_free(struct weight_set *ws)
+{
+    for (int i = 0; i < ws->n; i++) {
+        free(ws->val[i]);
+        free(ws->data[i]);
+    }
+    memset(ws, 0, sizeof *ws);
+}
+
+static int64_t shape_elems(int ndim, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= dims[i];
+    return n;
+}
+
+/* Adds one weight, zero-filled; returns its values. */
+static double *weight_new(struct weight_set *ws, const char *name, int ndim, int64_t d0, int64_t d1, int64_t d2)
+{
+    assert_true(ws->n < NW);
+    struct mc_weight *w = &ws->w[ws->n];
+    w->name = name;
+    w->ndim = ndim;
+    w->dims[0] = d0;
+    w->dims[1] = d1;
+    w->dims[2] = d2;
+    ws->val[ws->n] = calloc((size_t)shape_elems(ndim, w->dims), sizeof(double));
+    assert_non_null(ws->val[ws->n]);
+    return ws->val[ws->n++];
+}
+
+/* Adds one weight filled with base + scale*U[-1,1). */
+static void weight_add(struct weight_set *ws, const char *name, int ndim, int64_t d0, int64_t d1, int64_t d2,
+                       double base, double scale, struct lcg *g)
+{
+    double *v = weight_new(ws, name, ndim, d0, d1, d2);
+    const int64_t n = shape_elems(ndim, ws->w[ws->n - 1].dims);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = base + scale * lcg_next(g);
+}
+
+static int weight_index(const struct weight_set *ws, const char *name)
+{
+    for (int i = 0; i < ws->n; i++)
+        if (strcmp(ws->w[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static double *weight_find(struct weight_set *ws, const char *name)
+{
+    int i = weight_index(ws, name);
+    return i < 0 ? NULL : ws->val[i];
+}
+
+/* Converts the f64 values to the model dtype and points the mc_weight entries at them. */
+static void weight_set_pack(struct weight_set *ws, enum mc_dtype dtype)
+{
+    for (int i = 0; i < ws->n; i++) {
+        int64_t n = shape_elems(ws->w[i].ndim, ws->w[i].dims);
+        free(ws->data[i]);
+        if (dtype == MC_DTYPE_F32) {
+            float *f = malloc((size_t)n * sizeof *f);
+            assert_non_null(f);
+            for (int64_t j = 0; j < n; j++)
+                f[j] = (float)ws->val[i][j];
+            ws->data[i] = f;
+        } else {
+            double *d = malloc((size_t)n * sizeof *d);
+            assert_non_null(d);
+            memcpy(d, ws->val[i], (size_t)n * sizeof *d);
+            ws->data[i] = d;
+        }
+        ws->w[i].data = ws->data[i];
+    }
+}
+
+struct dims {
+    int64_t D, Hk, Hv, dk, dv, K, r, kd, vd, C;
+};
+
+static struct dims dims_of(const struct mc_gdn_config *c)
+{
+    struct dims d = {.D = c->hidden_size,
+                     .Hk = c->num_key_heads,
+                     .Hv = c->num_value_heads,
+                     .dk = c->key_head_dim,
+                     .dv = c->value_head_dim,
+                     .K = c->conv_kernel};
+    d.r = d.Hv / d.Hk;
+    d.kd = d.Hk * d.dk;
+    d.vd = d.Hv * d.dv;
+    d.C = 2 * d.kd + d.vd;
+    return d;
+}
+
+/* The weights every layout shares, after the layout's projections. */
+static void weight_add_common(struct weight_set *ws, const struct dims *d, struct lcg *g)
+{
+    weight_add(ws, "conv1d.weight", 3, d->C, 1, d->K, 0.0, 0.5, g);
+    weight_add(ws, "dt_bias", 1, d->Hv, 0, 0, 0.0, 1.0, g);
+    weight_add(ws, "A_log", 1, d->Hv, 0, 0, -0.5, 1.0, g);
+    weight_add(ws, "norm.weight", 1, d->dv, 0, 0, 1.0, 0.2, g);
+    weight_add(ws, "out_proj.weight", 2, d->D, d->vd, 0, 0.0, 1.0 / sqrt((double)d->vd), g);
+}
+
+static void weight_set_random(struct weight_set *ws, const struct mc_gdn_config *c, uint64_t seed)
+{
+    struct lcg g = {seed};
+    const struct dims d = dims_of(c);
+    const double s = 1.0 / sqrt((double)d.D);
+    memset(ws, 0, sizeof *ws);
+    if (c->layout == MC_GDN_LAYOUT_QWEN3_5) {
+        weight_add(ws, "in_proj_qkv.weight", 2, d.C, d.D, 0, 0.0, s, &g);
+        weight_add(ws, "in_proj_z.weight", 2, d.vd, d.D, 0, 0.0, s, &g);
+        weight_add(ws, "in_proj_b.weight", 2, d.Hv, d.D, 0, 0.0, 2.0 * s, &g);
+        weight_add(ws, "in_proj_a.weight", 2, d.Hv, d.D, 0, 0.0, 2.0 * s, &g);
+    } else {
+        weight_add(ws, "in_proj_qkvz.weight", 2, d.C + d.vd, d.D, 0, 0.0, s, &g);
+        weight_add(ws, "in_proj_ba.weight", 2, 2 * d.Hv, d.D, 0, 0.0, 2.0 * s, &g);
+    }
+    weight_add_common(ws, &d, &g);
+}
+
+static void rows_put(double *dst, int64_t *row, const double *src, int64_t s0, int64_t n, int64_t D)
+{
+    memcpy(dst + *row * D, src + s0 * D, (size_t)(n * D) * sizeof *dst);
+    *row += n;
+}
+
+/* The Qwen3-Next weights whose §4.3 de-interleave is the Qwen3.5 set q35: per key head j, qkvz rows
+ * q_j, k_j, v of value heads j*r..j*r+r-1, z of the same heads; ba rows b then a of those heads. */
+static void weight_set_interleave(struct weight_set *next, struct weight_set *q35, const struct mc_gdn_config *c)
+{
+    const struct dims d = dims_of(c);
+    const double *wqkv = weight_find(q35, "in_proj_qkv.weight"), *wz = weight_find(q35, "in_proj_z.weight");
+    const double *wb = weight_find(q35, "in_proj_b.weight"), *wa = weight_find(q35, "in_proj_a.weight");
+    memset(next, 0, sizeof *next);
+    double *qkvz = weight_new(next, "in_proj_qkvz.weight", 2, d.C + d.vd, d.D, 0);
+    double *ba = weight_new(next, "in_proj_ba.weight", 2, 2 * d.Hv, d.D, 0);
+    int64_t r1 = 0, r2 = 0;
+    for (int64_t j = 0; j < d.Hk; j++) {
+        rows_put(qkvz, &r1, wqkv, j * d.dk, d.dk, d.D);
+        rows_put(qkvz, &r1, wqkv, d.kd + j * d.dk, d.dk, d.D);
+        for (int64_t s = 0; s < d.r; s++)
+            rows_put(qkvz, &r1, wqkv, 2 * d.kd + (j * d.r + s) * d.dv, d.dv, d.D);
+        for (int64_t s = 0; s < d.r; s++)
+            rows_put(qkvz, &r1, wz, (j * d.r + s) * d.dv, d.dv, d.D);
+        for (int64_t s = 0; s < d.r; s++)
+            rows_put(ba, &r2, wb, j * d.r + s, 1, d.D);
+        for (int64_t s = 0; s < d.r; s++)
+            rows_put(ba, &r2, wa, j * d.r + s, 1, d.D);
+    }
+    assert_int_equal(r1, d.C + d.vd);
+    assert_int_equal(r2, 2 * d.Hv);
+    static const char *const common[] = {"conv1d.weight", "dt_bias", "A_log", "norm.weight", "out_proj.weight"};
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
+        const int k = weight_index(q35, common[i]);
+        assert_true(k >= 0);
+        const struct mc_weight *w = &q35->w[k];
+        double *v = weight_new(next, common[i], w->ndim, w->dims[0], w->dims[1], w->dims[2]);
+        memcpy(v, q35->val[k], (size_t)shape_elems(w->ndim, w->dims) * sizeof *v);
+    }
+}
+
+static struct mc_gdn_config small_config(int32_t layout)
+{
+    struct mc_gdn_config c = {
+        .hidden_size = 8,
+        .num_key_heads = 2,
+        .num_value_heads = 4, /* r = 2: h / r = 0,0,1,1 differs from h mod Hk = 0,1,0,1 */
+        .key_head_dim = 3,
+        .value_head_dim = 5,
+        .conv_kernel = 4,
+        .chunk_size = 4,
+        .rms_norm_eps = 1e-6,
+        .layout = layout,
+    };
+    return c;
+}
+
+static const int32_t layouts[2] = {MC_GDN_LAYOUT_QWEN3_5, MC_GDN_LAYOUT_QWEN3_NEXT};
+
+static const char *layout_name(int32_t layout)
+{
+    return layout == MC_GDN_LAYOUT_QWEN3_5 ? "qwen3_5" : "qwen3_next";
+}
+
+struct mixer {
+    const struct mc_backend_ops *ops;
+    struct mc_model *model;
+    struct mc_gdn_config cfg;
+    enum mc_dtype dtype;
+    int64_t D, C, K, state_row; /* state_row = Hv*dk*dv */
+};
+
+/* Creates the model from ws (packed here in dtype), then poisons ws's packed data (the model must
+ * have copied it); ws->val stays intact for the oracles. */
+static void mixer_create(struct mixer *mx, const struct mc_gdn_config *cfg, enum mc_dtype dtype, struct weight_set *ws)
+{
+    struct mc_msg msg = {{0}};
+    const struct dims d = dims_of(cfg);
+    memset(mx, 0, sizeof *mx);
+    mx->ops = mc_reference_gdn_ops();
+    mx->cfg = *cfg;
+    mx->dtype = dtype;
+    mx->D = d.D;
+    mx->K = d.K;
+    mx->C = d.C;
+    mx->state_row = d.Hv * d.dk * d.dv;
+    weight_set_pack(ws, dtype);
+    struct mc_model_desc desc = {
+        .family = MC_FAMILY_GDN, .dtype = dtype, .config = cfg, .weights = ws->w, .n_weights = ws->n};
+    enum mc_backend_status st = mx->ops->model_create(&desc, &mx->model, &msg);
+    if (st != MC_BACKEND_OK)
+        fail_msg("model_create: %d %s", (int)st, msg.text);
+    for (int i = 0; i < ws->n; i++) {
+        size_t bytes = (size_t)shape_elems(ws->w[i].ndim, ws->w[i].dims) * (dtype == MC_DTYPE_F32 ? 4 : 8);
+        memset(ws->data[i], 0xff, bytes);
+    }
+}
+
+/* Random weights from seed; kept in *keep when given, else freed. */
+static void mixer_init(struct mixer *mx, const struct mc_gdn_config *cfg, enum mc_dtype dtype, uint64_t seed,
+                       struct weight_set *keep)
+{
+    struct weight_set ws;
+    weight_set_random(&ws, cfg, seed);
+    mixer_create(mx, cfg, dtype, &ws);
+    if (keep)
+        *keep = ws;
+    else
+        weight_set_free(&ws);
+}
+
+static void mixer_free(struct mixer *mx)
+{
+    mx->ops->model_destroy(mx->model);
+    mx->model = NULL;
+}
+
+static struct mc_cache *cache_new(struct mixer *mx, int64_t batch)
+{
+    struct mc_cache *c = NULL;
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = mx->ops->cache_alloc(mx->model, batch, &c, &msg);
+    if (st != MC_BACKEND_OK)
+        fail_msg("cache_alloc: %d %s", (int)st, msg.text);
+    return c;
+}
+
+/* Exported cache of an f64 model, [B][C][K] then [B][Hv][dk][dv], in one buffer. */
+static double *cache_get(struct mixer *mx, struct mc_cache *c, int64_t batch)
+{
+    int64_t nw = batch * mx->C * mx->K, ns = batch * mx->state_row;
+    double *buf = malloc((size_t)(nw + ns) * sizeof *buf);
+    struct mc_msg msg = {{0}};
+    assert_non_null(buf);
+    enum mc_backend_status st = mx->ops->cache_export(mx->model, c, buf, buf + nw, &msg);
+    if (st != MC_BACKEND_OK)
+        fail_msg("cache_export: %d %s", (int)st, msg.text);
+    return buf;
+}
+
+/* x [B][L][D] of an f64 model, rows of L tokens read from a [B][T][D] array at token offset t0. */
+static void forward_f64(struct mixer *mx, struct mc_cache *c, int64_t B, int64_t T, int64_t t0, int64_t L,
+                        const double *x, const uint8_t *mask, double *y)
+{
+    const int64_t D = mx->D;
+    double *xs = malloc((size_t)(B * L * D) * sizeof *xs);
+    double *ys = malloc((size_t)(B * L * D) * sizeof *ys);
+    uint8_t *ms = malloc((size_t)(B * L));
+    assert_true(xs && ys && ms);
+    for (int64_t b = 0; b < B; b++) {
+        memcpy(xs + b * L * D, x + (b * T + t0) * D, (size_t)(L * D) * sizeof *xs);
+        if (mask)
+            memcpy(ms + b * L, mask + b * T + t0, (size_t)L);
+    }
+    for (int64_t i = 0; i < B * L * D; i++)
+        ys[i] = NAN;
+    struct mc_forward_args a = {.batch = B, .len = L, .x = xs, .mask = mask ? ms : NULL, .y = ys};
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = mx->ops->forward(mx->model, c, &a, &msg);
+    if (st != MC_BACKEND_OK)
+        fail_msg("forward: %d %s", (int)st, msg.text);
+    for (int64_t b = 0; b < B; b++)
+        memcpy(y + (b * T + t0) * D, ys + b * L * D, (size_t)(L * D) * sizeof *ys);
+    free(ms);
+    free(ys);
+    free(xs);
+}
+
+static double max_abs_diff(const double *a, const double *b, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]);
+        if (!(d <= m))
+            m = isnan(d) ? INFINITY : d;
+    }
+    return m;
+}
+
+static double max_abs(const double *a, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        m = fmax(m, fabs(a[i]));
+    return m;
+}
+
+static double *random_x(int64_t n, uint64_t seed)
+{
+    struct lcg g = {seed};
+    double *x = malloc((size_t)n * sizeof *x);
+    assert_non_null(x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = lcg_next(&g);
+    return x;
+}
+
+/* ---- split invariance, L == 1 continuation ---------------------------------------------------- */
+
+static void check_splits(int32_t layout)
+{
+    const struct mc_gdn_config cfg = small_config(layout);
+    struct mixer mx;
+    mixer_init(&mx, &cfg, MC_DTYPE_F64, 11, NULL);
+    const int64_t B = 2, T = 13, D = mx.D;
+    double *x = random_x(B * T * D, 5);
+    double *y_full = malloc((size_t)(B * T * D) * sizeof *y_full);
+    double *y_nocache = malloc((size_t)(B * T * D) * sizeof *y_nocache);
+    double *y_split = malloc((size_t)(B * T * D) * sizeof *y_split);
+    assert_true(y_full && y_nocache && y_split);
+
+    struct mc_cache *c_full = cache_new(&mx, B);
+    forward_f64(&mx, c_full, B, T, 0, T, x, NULL, y_full);
+    double *cache_full = cache_get(&mx, c_full, B);
+    forward_f64(&mx, NULL, B, T, 0, T, x, NULL, y_nocache);
+    assert_true(max_abs_diff(y_full, y_nocache, B * T * D) == 0.0);
+    assert_true(max_abs(y_full, B * T * D) > 1e-3); /* not a degenerate all-zero output */
+    assert_true(max_abs(cache_full + B * mx.C * mx.K, B * mx.state_row) > 1e-3);
+
+    static const int64_t splits[][14] = {
+        {1, 12},
+        {12, 1},
+        {3, 1, 1, 8},
+        {2, 2, 2, 2, 2, 2, 1},
+        {5, 1, 7},
+        {4, 4, 5},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    };
+    const int64_t ncache = B * (mx.C * mx.K + mx.state_row);
+    double worst_y = 0.0, worst_c = 0.0;
+    for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
+        struct mc_cache *c = cache_new(&mx, B);
+        int64_t t0 = 0;
+        for (int i = 0; t0 < T; i++) {
+            assert_true(splits[s][i] > 0);
+            forward_f64(&mx, c, B, T, t0, splits[s][i], x, NULL, y_split);
+            t0 += splits[s][i];
+        }
+        assert_int_equal(t0, T);
+        double *cs = cache_get(&mx, c, B);
+        double dy = max_abs_diff(y_full, y_split, B * T * D), dc = max_abs_diff(cache_full, cs, ncache);
+        worst_y = fmax(worst_y, dy);
+        worst_c = fmax(worst_c, dc);
+        assert_true(dy <= 1e-12);
+        assert_true(dc <= 1e-12);
+        free(cs);
+        mx.ops->cache_free(mx.model, c);
+    }
+    print_message("split invariance (%s): max |dy| = %.3g, max |dcache| = %.3g\n", layout_name(layout), worst_y,
+                  worst_c);
+
+    /* Prefill t0 tokens, then one L == 1 step, for every t0: equals the full forward's row t0. */
+    double worst_step = 0.0;
+    for (int64_t t0 = 1; t0 < T; t0++) {
+        struct mc_cache *c = cache_new(&mx, B);
+        forward_f64(&mx, c, B, T, 0, t0, x, NULL, y_split);
+        forward_f64(&mx, c, B, T, t0, 1, x, NULL, y_split);
+        for (int64_t b = 0; b < B; b++) {
+            double d = max_abs_diff(y_full + (b * T + t0) * D, y_split + (b * T + t0) * D, D);
+            worst_step = fmax(worst_step, d);
+            assert_true(d <= 1e-12);
+        }
+        mx.ops->cache_free(mx.model, c);
+    }
+    print_message("L == 1 continuation (%s): max |dy| = %.3g\n", layout_name(layout), worst_step);
+
+    mx.ops->cache_free(mx.model, c_full);
+    free(cache_full);
+    free(y_split);
+    free(y_nocache);
+    free(y_full);
+    free(x);
+    mixer_free(&mx);
+}
+
+static void test_split_invariance_qwen3_5(void **state)
+{
+    (void)state;
+    check_splits(MC_GDN_LAYOUT_QWEN3_5);
+}
+
+static void test_split_invariance_qwen3_next(void **state)
+{
+    (void)state;
+    check_splits(MC_GDN_LAYOUT_QWEN3_NEXT);
+}
+
+/* ---- mask semantics ---------------------------------------------------------------------------- */
+
+static void check_mask(int32_t layout)
+{
+    const struct mc_gdn_config cfg = small_config(layout);
+    struct mixer mx;
+    mixer_init(&mx, &cfg, MC_DTYPE_F64, 23, NULL);
+    const int64_t D = mx.D, Lr = 9, npad = 5, T = Lr + npad, B = 3;
+    const int64_t ncache1 = mx.C * mx.K + mx.state_row;
+    double *s = random_x(Lr * D, 7);      /* the real tokens [Lr][D] */
+    double *junk = random_x(npad * D, 8); /* what padding positions carry */
+    junk[0] = NAN;                        /* a padding token must not reach anything */
+    junk[D + 1] = 1e30;
+
+    /* Unpadded reference, token-prefix caches at every length. */
+    double *y_ref = malloc((size_t)(Lr * D) * sizeof *y_ref);
+    double *cache_at[10]; /* [Lr + 1] */
+    assert_non_null(y_ref);
+    struct mc_cache *c1 = cache_new(&mx, 1);
+    cache_at[0] = cache_get(&mx, c1, 1);
+    for (int64_t t = 0; t < Lr; t++) {
+        forward_f64(&mx, c1, 1, Lr, t, 1, s, NULL, y_ref);
+        cache_at[t + 1] = cache_get(&mx, c1, 1);
+    }
+
+    /* Row 0: left padding [pads, s]; row 1: right padding [s, pads]; row 2: padding in the middle
+     * [s[0..2], pads, s[3..]]. Every row's final cache must be the unpadded cache after all of s. */
+    double *x = malloc((size_t)(B * T * D) * sizeof *x);
+    uint8_t mask[3 * 14];
+    int64_t pos[3][14]; /* pos[b][t] = index into s, or -1 for padding */
+    assert_non_null(x);
+    for (int64_t t = 0; t < T; t++) {
+        pos[0][t] = t < npad ? -1 : t - npad;
+        pos[1][t] = t < Lr ? t : -1;
+        pos[2][t] = t < 3 ? t : (t < 3 + npad ? -1 : t - npad);
+    }
+    for (int64_t b = 0; b < B; b++) {
+        int64_t k = 0;
+        for (int64_t t = 0; t < T; t++) {
+            mask[b * T + t] = pos[b][t] >= 0;
+            const double *src = pos[b][t] >= 0 ? s + pos[b][t] * D : junk + (k++) * D;
+            memcpy(x + (b * T + t) * D, src, (size_t)D * sizeof *x);
+        }
+    }
+
+    double *y = malloc((size_t)(B * T * D) * sizeof *y);
+    assert_non_null(y);
+    double worst = 0.0;
+    /* Whole batch in one forward, then each row alone (B == 1), then token by token (L == 1). */
+    for (int mode = 0; mode < 3; mode++) {
+        double *cache[3];
+        if (mode == 0) {
+            struct mc_cache *c = cache_new(&mx, B);
+            forward_f64(&mx, c, B, T, 0, T, x, mask, y);
+            double *all = cache_get(&mx, c, B);
+            for (int64_t b = 0; b < B; b++) {
+                cache[b] = malloc((size_t)ncache1 * sizeof(double));
+                assert_non_null(cache[b]);
+                memcpy(cache[b], all + b * mx.C * mx.K, (size_t)(mx.C * mx.K) * sizeof(double));
+                memcpy(cache[b] + mx.C * mx.K, all + B * mx.C * mx.K + b * mx.state_row,
+                       (size_t)mx.state_row * sizeof(double));
+            }
+            free(all);
+            mx.ops->cache_free(mx.model, c);
+        } else {
+            for (int64_t b = 0; b < B; b++) {
+                struct mc_cache *c = cache_new(&mx, 1);
+                for (int64_t t0 = 0; t0 < T; t0 += (mode == 1 ? T : 1))
+                    forward_f64(&mx, c, 1, T, t0, mode == 1 ? T : 1, x + b * T * D, mask + b * T, y + b * T * D);
+                cache[b] = cache_get(&mx, c, 1);
+                mx.ops->cache_free(mx.model, c);
+            }
+        }
+        for (int64_t b = 0; b < B; b++) {
+            for (int64_t t = 0; t < T; t++) {
+                const double *yr = y + (b * T + t) * D;
+                if (pos[b][t] >= 0) {
+                    double d = max_abs_diff(yr, y_ref + pos[b][t] * D, D);
+                    worst = fmax(worst, d);
+                    assert_true(d <= 1e-12);
+                } else {
+                    for (int64_t j = 0; j < D; j++)
+                        assert_true(yr[j] == 0.0); /* exactly zero: GDN has no out_proj bias */
+                }
+            }
+            double d = max_abs_diff(cache[b], cache_at[Lr], ncache1); /* right padding: cache at last real token */
+            worst = fmax(worst, d);
+            assert_true(d <= 1e-12);
+            free(cache[b]);
+        }
+    }
+    print_message("mask semantics (%s; left/middle/right padding, B = 3 / B = 1 / L = 1): max diff = %.3g\n",
+                  layout_name(layout), worst);
+
+    /* A padding token on a primed cache leaves it bit-identical. */
+    {
+        struct mc_cache *c = cache_new(&mx, 1);
+        uint8_t zero = 0;
+        forward_f64(&mx, c, 1, Lr, 0, 4, s, NULL, y);
+        double *before = cache_get(&mx, c, 1);
+        forward_f64(&mx, c, 1, 1, 0, 1, junk, &zero, y);
+        double *after = cache_get(&mx, c, 1);
+        assert_memory_equal(before, after, (size_t)ncache1 * sizeof(double));
+        for (int64_t j = 0; j < D; j++)
+            assert_true(y[j] == 0.0);
+        /* 4 tokens in one forward vs 4 single steps: the projections may round differently. */
+        assert_true(max_abs_diff(before, cache_at[4], ncache1) <= 1e-12);
+        free(after);
+        free(before);
+        mx.ops->cache_free(mx.model, c);
+    }
+
+    mx.ops->cache_free(mx.model, c1);
+    for (int64_t t = 0; t <= Lr; t++)
+        free(cache_at[t]);
+    free(y);
+    free(x);
+    free(y_ref);
+    free(junk);
+    free(s);
+    mixer_free(&mx);
+}
+
+static void test_mask_semantics(void **state)
+{
+    (void)state;
+    check_mask(MC_GDN_LAYOUT_QWEN3_5);
+    check_mask(MC_GDN_LAYOUT_QWEN3_NEXT);
+}
+
+/* ---- a hand-checkable case --------------------------------------------------------------------- */
+
+static double silu_d(double v)
+{
+    return v / (1.0 + exp(-v));
+}
+
+static double softplus_d(double v)
+{
+    return v > 20.0 ? v : log1p(exp(v));
+}
+
+/* D = 2, Hk = Hv = dk = dv = 1, K = 2 (Qwen3.5 layout): every quantity is a scalar. A large
+ * rms_norm_eps makes the norm's eps visible; the second input row has a tiny k so that the l2norm's
+ * eps (inside the sqrt) matters. */
+static void test_hand_case(void **state)
+{
+    (void)state;
+    const double w_qkv[3][2] = {{0.5, -1.0}, {1e-4, 2e-4}, {-0.5, 0.75}}; /* rows q, k, v */
+    const double w_z[1][2] = {{0.3, 0.6}}, w_b[1][2] = {{0.2, -0.4}}, w_a[1][2] = {{-0.7, 0.1}};
+    const double w_conv[3][1][2] = {{{0.4, 0.9}}, {{-0.3, 1.1}}, {{0.7, 0.5}}};
+    const double dt_bias[1] = {-0.5}, a_log[1] = {0.2}, w_norm[1] = {1.5};
+    const double w_out[2][1] = {{0.9}, {-1.2}};
+    const double u[4][2] = {{1.0, 2.0}, {-0.5, 0.5}, {0.25, -1.5}, {2.0, 1.0}};
+    const double eps = 0.5;
+    struct mc_gdn_config cfg = {.hidden_size = 2,
+                                .num_key_heads = 1,
+                                .num_value_heads = 1,
+                                .key_head_dim = 1,
+                                .value_head_dim = 1,
+                                .conv_kernel = 2,
+                                .chunk_size = 0,
+                                .rms_norm_eps = eps,
+                                .layout = MC_GDN_LAYOUT_QWEN3_5};
+    struct mc_weight ws[] = {
+        {"in_proj_qkv.weight", 2, {3, 2}, w_qkv}, {"in_proj_z.weight", 2, {1, 2}, w_z},
+        {"in_proj_b.weight", 2, {1, 2}, w_b},     {"in_proj_a.weight", 2, {1, 2}, w_a},
+        {"conv1d.weight", 3, {3, 1, 2}, w_conv},  {"dt_bias", 1, {1}, dt_bias},
+        {"A_log", 1, {1}, a_log},                 {"norm.weight", 1, {1}, w_norm},
+        {"out_proj.weight", 2, {2, 1}, w_out},
+    };
+    struct mc_model_desc desc = {
+        .family = MC_FAMILY_GDN, .dtype = MC_DTYPE_F64, .config = &cfg, .weights = ws, .n_weights = 9};
+    const struct mc_backend_ops *ops = mc_reference_gdn_ops();
+    struct mc_model *model = NULL;
+    struct mc_msg msg = {{0}};
+    assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
+    double y[4][2];
+    struct mc_forward_args a = {.batch = 1, .len = 4, .x = u, .mask = NULL, .y = y};
+    assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
+
+    /* The formulas of mixers.md §4.3-4.4, one scalar at a time. */
+    double prev[3] = {0, 0, 0}, s = 0.0, max_d = 0.0;
+    for (int t = 0; t < 4; t++) {
+        double p[3], c[3];
+        for (int r = 0; r < 3; r++)
+            p[r] = w_qkv[r][0] * u[t][0] + w_qkv[r][1] * u[t][1];
+        for (int r = 0; r < 3; r++) {
+            c[r] = silu_d(w_conv[r][0][0] * prev[r] + w_conv[r][0][1] * p[r]);
+            prev[r] = p[r];
+        }
+        const double z = w_z[0][0] * u[t][0] + w_z[0][1] * u[t][1];
+        const double b = w_b[0][0] * u[t][0] + w_b[0][1] * u[t][1];
+        const double av = w_a[0][0] * u[t][0] + w_a[0][1] * u[t][1];
+        const double q = c[0] / sqrt(c[0] * c[0] + 1e-6); /* dk^{-1/2} = 1 */
+        const double k = c[1] / sqrt(c[1] * c[1] + 1e-6);
+        const double beta = 1.0 / (1.0 + exp(-b));
+        const double g = -exp(a_log[0]) * softplus_d(av + dt_bias[0]);
+        s = s * exp(g);
+        s = s + k * beta * (c[2] - s * k);
+        const double o = s * q;
+        const double h = o / sqrt(o * o + eps) * w_norm[0] * silu_d(z);
+        for (int j = 0; j < 2; j++)
+            max_d = fmax(max_d, fabs(w_out[j][0] * h - y[t][j]));
+    }
+    print_message("hand case: max |dy| = %.3g\n", max_d);
+    assert_true(max_d <= 1e-14);
+    ops->model_destroy(model);
+}
+
+/* ---- an independent scalar oracle on general configurations ------------------------------------ */
+
+/* One row of T tokens from zero state, every formula of mixers.md §4.3-4.4 written out with scalar
+ * loops and no shared code: the layout's own projections (Qwen3-Next de-interleaved on the
+ * activations, as fix_query_key_value_ordering does), the conv window as explicit history indices,
+ * key head h / r, the closed-form state update S = e^g (I - β k̂k̂ᵀ) S + β k̂vᵀ, per-head norm then
+ * gate. y [T][D]. */
+static void oracle_forward(struct weight_set *ws, const struct mc_gdn_config *c, int64_t T, const double *u,
+                           double *y)
+{
+    const struct dims d = dims_of(c);
+    const int64_t D = d.D, Hv = d.Hv, dk = d.dk, dv = d.dv, K = d.K, r = d.r, kd = d.kd, vd = d.vd, C = d.C;
+    const double *w_conv = weight_find(ws, "conv1d.weight"), *dt_bias = weight_find(ws, "dt_bias");
+    const double *a_log = weight_find(ws, "A_log"), *w_norm = weight_find(ws, "norm.weight");
+    const double *w_out = weight_find(ws, "out_proj.weight");
+    double *mq = calloc((size_t)(T * C), sizeof *mq);  /* [T][C] mixed_qkv before the conv */
+    double *z = calloc((size_t)(T * vd), sizeof *z);   /* [T][Hv][dv] */
+    double *bb = calloc((size_t)(T * Hv), sizeof *bb); /* [T][Hv] */
+    double *aa = calloc((size_t)(T * Hv), sizeof *aa); /* [T][Hv] */
+    double *xc = calloc((size_t)C, sizeof *xc);
+    double *S = calloc((size_t)(Hv * dk * dv), sizeof *S);
+    double *Pm = calloc((size_t)(dk * dv), sizeof *Pm);
+    double *yy = calloc((size_t)vd, sizeof *yy);
+    double *raw = calloc((size_t)(C + vd + 2 * Hv), sizeof *raw);
+    assert_true(mq && z && bb && aa && xc && S && Pm && yy && raw);
+
+    for (int64_t t = 0; t < T; t++) {
+        const double *ut = u + t * D;
+        if (c->layout == MC_GDN_LAYOUT_QWEN3_5) {
+            const double *wqkv = weight_find(ws, "in_proj_qkv.weight"), *wz = weight_find(ws, "in_proj_z.weight");
+            const double *wb = weight_find(ws, "in_proj_b.weight"), *wa = weight_find(ws, "in_proj_a.weight");
+            for (int64_t o = 0; o < C; o++)
+                for (int64_t i = 0; i < D; i++)
+                    mq[t * C + o] += wqkv[o * D + i] * ut[i];
+            for (int64_t o = 0; o < vd; o++)
+                for (int64_t i = 0; i < D; i++)
+                    z[t * vd + o] += wz[o * D + i] * ut[i];
+            for (int64_t h = 0; h < Hv; h++)
+                for (int64_t i = 0; i < D; i++) {
+                    bb[t * Hv + h] += wb[h * D + i] * ut[i];
+                    aa[t * Hv + h] += wa[h * D + i] * ut[i];
+                }
+        } else {
+            const double *wqkvz = weight_find(ws, "in_proj_qkvz.weight"), *wba = weight_find(ws, "in_proj_ba.weight");
+            double *qkvz = raw, *ba = raw + C + vd; /* [Hk][2dk + 2r dv], [Hk][2r] */
+            for (int64_t o = 0; o < C + vd; o++) {
+                qkvz[o] = 0.0;
+                for (int64_t i = 0; i < D; i++)
+                    qkvz[o] += wqkvz[o * D + i] * ut[i];
+            }
+            for (int64_t o = 0; o < 2 * Hv; o++) {
+                ba[o] = 0.0;
+                for (int64_t i = 0; i < D; i++)
+                    ba[o] += wba[o * D + i] * ut[i];
+            }
+            const int64_t blk = 2 * dk + 2 * r * dv;
+            for (int64_t j = 0; j < d.Hk; j++) {
+                const double *hq = qkvz + j * blk;
+                for (int64_t e = 0; e < dk; e++) {
+                    mq[t * C + j * dk + e] = hq[e];
+                    mq[t * C + kd + j * dk + e] = hq[dk + e];
+                }
+                for (int64_t sidx = 0; sidx < r; sidx++) {
+                    const int64_t h = j * r + sidx;
+                    for (int64_t e = 0; e < dv; e++) {
+                        mq[t * C + 2 * kd + h * dv + e] = hq[2 * dk + sidx * dv + e];
+                        z[t * vd + h * dv + e] = hq[2 * dk + r * dv + sidx * dv + e];
+                    }
+                    bb[t * Hv + h] = ba[j * 2 * r + sidx];
+                    aa[t * Hv + h] = ba[j * 2 * r + r + sidx];
+                }
+            }
+        }
+    }
+
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t ch = 0; ch < C; ch++) { /* conv(x)[t] = sum_k w[k] x[t-(K-1)+k], zero before 0 */
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t tau = t - (K - 1) + k;
+                acc += w_conv[ch * K + k] * (tau >= 0 ? mq[tau * C + ch] : 0.0);
+            }
+            xc[ch] = silu_d(acc);
+        }
+        for (int64_t h = 0; h < Hv; h++) {
+            const int64_t j = h / r;
+            const double *q = xc + j * dk, *k = xc + kd + j * dk, *v = xc + 2 * kd + h * dv;
+            double nq = 0.0, nk = 0.0;
+            for (int64_t i = 0; i < dk; i++) {
+                nq += q[i] * q[i];
+                nk += k[i] * k[i];
+            }
+            nq = sqrt(nq + 1e-6);
+            nk = sqrt(nk + 1e-6);
+            const double beta = 1.0 / (1.0 + exp(-bb[t * Hv + h]));
+            const double g = -exp(a_log[h]) * softplus_d(aa[t * Hv + h] + dt_bias[h]);
+            double *Sh = S + h * dk * dv;
+            for (int64_t i = 0; i < dk * dv; i++)
+                Pm[i] = exp(g) * Sh[i];
+            for (int64_t jj = 0; jj < dv; jj++) {
+                double kP = 0.0; /* (k̂ᵀ P)[jj] */
+                for (int64_t l = 0; l < dk; l++)
+                    kP += k[l] / nk * Pm[l * dv + jj];
+                for (int64_t i = 0; i < dk; i++)
+                    Sh[i * dv + jj] = Pm[i * dv + jj] - beta * (k[i] / nk) * kP + beta * (k[i] / nk) * v[jj];
+            }
+            double ms = 0.0;
+            for (int64_t jj = 0; jj < dv; jj++) {
+                double o = 0.0;
+                for (int64_t i = 0; i < dk; i++)
+                    o += Sh[i * dv + jj] * (q[i] / nq / sqrt((double)dk));
+                yy[h * dv + jj] = o;
+                ms += o * o;
+            }
+            ms /= (double)dv;
+            for (int64_t jj = 0; jj < dv; jj++)
+                yy[h * dv + jj] = yy[h * dv + jj] / sqrt(ms + c->rms_norm_eps) * w_norm[jj] *
+                                  silu_d(z[t * vd + h * dv + jj]);
+        }
+        for (int64_t o = 0; o < D; o++) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < vd; i++)
+                acc += w_out[o * vd + i] * yy[i];
+            y[t * D + o] = acc;
+        }
+    }
+    free(raw);
+    free(yy);
+    free(Pm);
+    free(S);
+    free(xc);
+    free(aa);
+    free(bb);
+    free(z);
+    free(mq);
+}
+
+static void test_scalar_oracle(void **state)
+{
+    (void)state;
+    /* r = 2 with dk < dv, and r = 3 with one key head and dk > dv. */
+    struct mc_gdn_config cfgs[2] = {small_config(0), small_config(0)};
+    cfgs[1].num_key_heads = 1;
+    cfgs[1].num_value_heads = 3;
+    cfgs[1].key_head_dim = 4;
+    cfgs[1].value_head_dim = 2;
+    cfgs[1].conv_kernel = 3;
+    cfgs[1].rms_norm_eps = 1e-3;
+    for (size_t ci = 0; ci < 2; ci++) {
+        for (int li = 0; li < 2; li++) {
+            struct mc_gdn_config cfg = cfgs[ci];
+            cfg.layout = layouts[li];
+            struct weight_set ws;
+            struct mixer mx;
+            mixer_init(&mx, &cfg, MC_DTYPE_F64, 61 + ci, &ws);
+            const int64_t T = 12, D = mx.D;
+            double *x = random_x(T * D, 13);
+            double *y = malloc((size_t)(T * D) * sizeof *y), *y_or = malloc((size_t)(T * D) * sizeof *y_or);
+            assert_true(y && y_or);
+            forward_f64(&mx, NULL, 1, T, 0, T, x, NULL, y);
+            oracle_forward(&ws, &cfg, T, x, y_or);
+            double d = max_abs_diff(y, y_or, T * D);
+            print_message("scalar oracle (%s, Hk %lld Hv %lld dk %lld dv %lld): max |dy| = %.3g (max |y| = %.3g)\n",
+                          layout_name(cfg.layout), (long long)cfg.num_key_heads, (long long)cfg.num_value_heads,
+                          (long long)cfg.key_head_dim, (long long)cfg.value_head_dim, d, max_abs(y_or, T * D));
+            assert_true(max_abs(y_or, T * D) > 1e-2);
+            assert_true(d <= 1e-14);
+            free(y_or);
+            free(y);
+            free(x);
+            weight_set_free(&ws);
+            mixer_free(&mx);
+        }
+    }
+}
+
+/* ---- the two layouts agree on interleaved weights ---------------------------------------------- */
+
+static void test_layouts_agree(void **state)
+{
+    (void)state;
+    const struct mc_gdn_config c35 = small_config(MC_GDN_LAYOUT_QWEN3_5);
+    const struct mc_gdn_config cnext = small_config(MC_GDN_LAYOUT_QWEN3_NEXT);
+    struct weight_set w35, wnext;
+    struct mixer m35, mnext;
+    weight_set_random(&w35, &c35, 71);
+    weight_set_interleave(&wnext, &w35, &c35);
+    mixer_create(&m35, &c35, MC_DTYPE_F64, &w35);
+    mixer_create(&mnext, &cnext, MC_DTYPE_F64, &wnext);
+    const int64_t B = 2, T = 11, D = m35.D;
+    double *x = random_x(B * T * D, 17);
+    double *ya = malloc((size_t)(B * T * D) * sizeof *ya), *yb = malloc((size_t)(B * T * D) * sizeof *yb);
+    assert_true(ya && yb);
+    struct mc_cache *ca = cache_new(&m35, B), *cb = cache_new(&mnext, B);
+    static const int64_t pieces[] = {4, 1, 6};
+    for (int64_t i = 0, t0 = 0; i < 3; t0 += pieces[i++]) {
+        forward_f64(&m35, ca, B, T, t0, pieces[i], x, NULL, ya);
+        forward_f64(&mnext, cb, B, T, t0, pieces[i], x, NULL, yb);
+    }
+    double *sa = cache_get(&m35, ca, B), *sb = cache_get(&mnext, cb, B);
+    const double dy = max_abs_diff(ya, yb, B * T * D);
+    const double dc = max_abs_diff(sa, sb, B * (m35.C * m35.K + m35.state_row));
+    print_message("qwen3_5 vs interleaved qwen3_next: max |dy| = %.3g, max |dcache| = %.3g\n", dy, dc);
+    assert_true(dy <= 1e-15);
+    assert_true(dc <= 1e-15);
+
+    /* The Qwen3.5 rows merely concatenated (qkv | z, b | a) are not the Qwen3-Next layout: another
+     * model, so the layout is not ignored. */
+    struct weight_set wcat;
+    struct mixer m2;
+    weight_set_interleave(&wcat, &w35, &c35);
+    double *qkvz = weight_find(&wcat, "in_proj_qkvz.weight"), *ba = weight_find(&wcat, "in_proj_ba.weight");
+    const int64_t C = m35.C, vd = 4 * 5, Hv = 4;
+    memcpy(qkvz, weight_find(&w35, "in_proj_qkv.weight"), (size_t)(C * D) * sizeof(double));
+    memcpy(qkvz + C * D, weight_find(&w35, "in_proj_z.weight"), (size_t)(vd * D) * sizeof(double));
+    memcpy(ba, weight_find(&w35, "in_proj_b.weight"), (size_t)(Hv * D) * sizeof(double));
+    memcpy(ba + Hv * D, weight_find(&w35, "in_proj_a.weight"), (size_t)(Hv * D) * sizeof(double));
+    mixer_create(&m2, &cnext, MC_DTYPE_F64, &wcat);
+    forward_f64(&m2, NULL, B, T, 0, T, x, NULL, yb);
+    forward_f64(&m35, NULL, B, T, 0, T, x, NULL, ya);
+    assert_true(max_abs_diff(ya, yb, B * T * D) > 1e-6);
+
+    mixer_free(&m2);
+    weight_set_free(&wcat);
+    m35.ops->cache_free(m35.model, ca);
+    mnext.ops->cache_free(mnext.model, cb);
+    free(sb);
+    free(sa);
+    free(yb);
+    free(ya);
+    free(x);
+    mixer_free(&mnext);
+    mixer_free(&m35);
+    weight_set_free(&wnext);
+    weight_set_free(&w35);
+}
+
+/* ---- f32 against f64 --------------------------------------------------------------------------- */
+
+static void test_f32_matches_f64(void **state)
+{
+    (void)state;
+    for (int li = 0; li < 2; li++) {
+        const struct mc_gdn_config cfg = small_config(layouts[li]);
+        struct mixer m64, m32;
+        mixer_init(&m64, &cfg, MC_DTYPE_F64, 31, NULL);
+        mixer_init(&m32, &cfg, MC_DTYPE_F32, 31, NULL);
+        const int64_t B = 2, L = 11, D = m64.D;
+        const int64_t nw = B * m64.C * m64.K, ns = B * m64.state_row;
+        double *x = random_x(B * L * D, 3);
+        double *y64 = malloc((size_t)(B * L * D) * sizeof *y64);
+        float *x32 = malloc((size_t)(B * L * D) * sizeof *x32);
+        float *y32 = malloc((size_t)(B * L * D) * sizeof *y32);
+        float *c32 = malloc((size_t)(nw + ns) * sizeof *c32);
+        assert_true(y64 && x32 && y32 && c32);
+        for (int64_t i = 0; i < B * L * D; i++)
+            x32[i] = (float)x[i];
+        struct mc_cache *a = cache_new(&m64, B), *b = cache_new(&m32, B);
+        struct mc_msg msg = {{0}};
+        forward_f64(&m64, a, B, L, 0, L, x, NULL, y64);
+        struct mc_forward_args args = {.batch = B, .len = L, .x = x32, .mask = NULL, .y = y32};
+        assert_int_equal(m32.ops->forward(m32.model, b, &args, &msg), MC_BACKEND_OK);
+        double *c64 = cache_get(&m64, a, B);
+        assert_int_equal(m32.ops->cache_export(m32.model, b, c32, c32 + nw, &msg), MC_BACKEND_OK);
+        double dy = 0.0, dc = 0.0;
+        for (int64_t i = 0; i < B * L * D; i++)
+            dy = fmax(dy, fabs((double)y32[i] - y64[i]));
+        for (int64_t i = 0; i < nw + ns; i++)
+            dc = fmax(dc, fabs((double)c32[i] - c64[i]));
+        print_message("f32 vs f64 (%s): max |dy| = %.3g, max |dcache| = %.3g\n", layout_name(cfg.layout), dy, dc);
+        assert_true(dy < 1e-4);
+        assert_true(dc < 1e-4);
+        m64.ops->cache_free(m64.model, a);
+        m32.ops->cache_free(m32.model, b);
+        free(c64);
+        free(c32);
+        free(y32);
+        free(x32);
+        free(y64);
+        free(x);
+        mixer_free(&m32);
+        mixer_free(&m64);
+    }
+}
+
+/* ---- error paths and the cache round trip ------------------------------------------------------ */
+
+static enum mc_backend_status try_create(const struct mc_gdn_config *cfg, enum mc_family family, enum mc_dtype dtype,
+                                         struct mc_weight *w, int n, struct mc_msg *msg)
+{
+    const struct mc_backend_ops *ops = mc_reference_gdn_ops();
+    struct mc_model_desc desc = {.family = family, .dtype = dtype, .config = cfg, .weights = w, .n_weights = n};
+    struct mc_model *model = (struct mc_model *)&desc; /* must be overwritten */
+    memset(msg->text, 0, sizeof msg->text);
+    enum mc_backend_status st = ops->model_create(&desc, &model, msg);
+    if (st == MC_BACKEND_OK)
+        ops->model_destroy(model);
+    else
+        assert_null(model);
+    return st;
+}
+
+static void expect_msg(const struct mc_msg *msg, const char *a, const char *b)
+{
+    if (!strstr(msg->text, a) || (b && !strstr(msg->text, b)))
+        fail_msg("message '%s' lacks '%s' / '%s'", msg->text, a, b ? b : "");
+}
+
+/* Copies ws's entries without the one named `drop`; returns the count. */
+static int weights_without(const struct weight_set *ws, const char *drop, struct mc_weight *w)
+{
+    int n = 0;
+    for (int i = 0; i < ws->n; i++)
+        if (strcmp(ws->w[i].name, drop) != 0)
+            w[n++] = ws->w[i];
+    return n;
+}
+
+static void test_create_errors(void **state)
+{
+    (void)state;
+    struct mc_gdn_config cfg = small_config(MC_GDN_LAYOUT_QWEN3_5), cfgn = small_config(MC_GDN_LAYOUT_QWEN3_NEXT);
+    struct weight_set ws, wn;
+    struct mc_msg msg;
+    weight_set_random(&ws, &cfg, 3);
+    weight_set_pack(&ws, MC_DTYPE_F64);
+    weight_set_random(&wn, &cfgn, 4);
+    weight_set_pack(&wn, MC_DTYPE_F64);
+    const int n = ws.n;
+    struct mc_weight w[NW + 1]; /* room for a duplicate */
+
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_OK);
+    assert_int_equal(try_create(&cfgn, MC_FAMILY_GDN, MC_DTYPE_F64, wn.w, wn.n, &msg), MC_BACKEND_OK);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
+    expect_msg(&msg, "dtype", NULL);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_BF16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, (enum mc_dtype)9, ws.w, n, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "family", NULL);
+    assert_int_equal(try_create(NULL, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, NULL, n, &msg), MC_BACKEND_INVALID);
+
+    /* Missing weights, one per layout. C = 2*2*3 + 4*5 = 32, value_dim = 20. */
+    int m = weights_without(&ws, "in_proj_z.weight", w);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, m, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "missing weight 'in_proj_z.weight'", "[20, 8]");
+    m = weights_without(&wn, "in_proj_ba.weight", w);
+    assert_int_equal(try_create(&cfgn, MC_FAMILY_GDN, MC_DTYPE_F64, w, m, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "missing weight 'in_proj_ba.weight'", "[8, 8]");
+    m = weights_without(&ws, "A_log", w);
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, m, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "missing weight 'A_log'", "[4]");
+
+    /* Wrong shapes. */
+    memcpy(w, ws.w, sizeof ws.w);
+    w[weight_index(&ws, "in_proj_qkv.weight")].dims[1] = 9;
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "'in_proj_qkv.weight'", "expected shape [32, 8], got [32, 9]");
+    memcpy(w, wn.w, sizeof wn.w);
+    w[weight_index(&wn, "in_proj_qkvz.weight")].dims[0] = 51;
+    assert_int_equal(try_create(&cfgn, MC_FAMILY_GDN, MC_DTYPE_F64, w, wn.n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "'in_proj_qkvz.weight'", "expected shape [52, 8], got [51, 8]");
+    memcpy(w, ws.w, sizeof ws.w);
+    const int ic = weight_index(&ws, "conv1d.weight");
+    w[ic].ndim = 2; /* conv1d.weight as [C][K] */
+    w[ic].dims[1] = 4;
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "'conv1d.weight'", "expected shape [32, 1, 4], got [32, 4]");
+    memcpy(w, ws.w, sizeof ws.w);
+    w[weight_index(&ws, "norm.weight")].dims[0] = 20; /* value_dim instead of dv */
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "'norm.weight'", "expected shape [5], got [20]");
+
+    /* Weights of the other layout. */
+    assert_int_equal(try_create(&cfgn, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "'in_proj_qkv.weight'", "qwen3_next");
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, wn.w, wn.n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "'in_proj_qkvz.weight'", "qwen3_5");
+
+    /* Unknown, duplicated weights; a weight without data. */
+    memcpy(w, ws.w, sizeof ws.w);
+    w[n] = w[0];
+    w[n].name = "conv1d.bias";
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, n + 1, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "unknown weight 'conv1d.bias'", NULL);
+    memcpy(w, ws.w, sizeof ws.w);
+    w[n] = w[2];
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, n + 1, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "twice", NULL);
+    memcpy(w, ws.w, sizeof ws.w);
+    w[weight_index(&ws, "dt_bias")].data = NULL;
+    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "dt_bias", "no data");
+
+    /* Configuration. */
+    struct mc_gdn_config bad = cfg;
+    bad.layout = 3;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "layout", "got 3");
+    bad = cfg;
+    bad.layout = 0;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "layout", NULL);
+    bad = cfg;
+    bad.num_value_heads = 3;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "num_value_heads", "multiple of 'num_key_heads'");
+    bad = cfg;
+    bad.key_head_dim = 0;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "key_head_dim", NULL);
+    bad = cfg;
+    bad.chunk_size = -1;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "chunk_size", NULL);
+    bad = cfg;
+    bad.rms_norm_eps = 0.0;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "rms_norm_eps", NULL);
+    bad.rms_norm_eps = NAN;
+    assert_int_equal(try_create(&bad, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "rms_norm_eps", NULL);
+
+    weight_set_free(&wn);
+    weight_set_free(&ws);
+}
+
+static void test_forward_errors(void **state)
+{
+    (void)state;
+    const struct mc_gdn_config cfg = small_config(MC_GDN_LAYOUT_QWEN3_5);
+    struct mixer mx;
+    mixer_init(&mx, &cfg, MC_DTYPE_F64, 41, NULL);
+    const struct mc_backend_ops *ops = mx.ops;
+    double x[2 * 3 * 8] = {0}, y[2 * 3 * 8];
+    struct mc_msg msg = {{0}};
+    struct mc_cache *c1 = cache_new(&mx, 1), *c2 = cache_new(&mx, 2), *bad = NULL;
+
+    struct mc_forward_args a = {.batch = 2, .len = 3, .x = x, .mask = NULL, .y = y};
+    assert_int_equal(ops->forward(mx.model, c1, &a, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "cache batch 1", "batch 2");
+    a.len = 0;
+    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "len", NULL);
+    a.len = 3;
+    a.batch = 0;
+    assert_int_equal(ops->forward(mx.model, NULL, &a, &msg), MC_BACKEND_INVALID);
+    a.batch = 2;
+    a.x = NULL;
+    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "x", NULL);
+    a.x = x;
+    a.y = NULL;
+    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
+    a.y = y;
+    assert_int_equal(ops->forward(NULL, c2, &a, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(ops->forward(mx.model, c2, NULL, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_OK);
+
+    assert_int_equal(ops->cache_alloc(mx.model, 0, &bad, &msg), MC_BACKEND_INVALID);
+    assert_null(bad);
+    assert_int_equal(ops->cache_copy(mx.model, c1, c2, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "batch", NULL);
+    assert_int_equal(ops->cache_import(mx.model, c1, NULL, NULL, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(ops->cache_export(mx.model, NULL, NULL, NULL, &msg), MC_BACKEND_INVALID);
+
+    ops->cache_free(mx.model, c2);
+    ops->cache_free(mx.model, c1);
+    ops->cache_free(mx.model, NULL);
+    ops->model_destroy(NULL);
+    mixer_free(&mx);
+}
+
+/* Export -> import into a fresh cache -> continue: equals continuing the original; copy likewise.
+ * An imported cache is primed: its continuation is seeded from the import, not from zeros. */
+static void test_cache_round_trip(void **state)
+{
+    (void)state;
+    const struct mc_gdn_config cfg = small_config(MC_GDN_LAYOUT_QWEN3_NEXT);
+    struct mixer mx;
+    mixer_init(&mx, &cfg, MC_DTYPE_F64, 51, NULL);
+    const int64_t B = 2, T = 10, D = mx.D, t0 = 6;
+    double *x = random_x(B * T * D, 9);
+    double *y_a = malloc((size_t)(B * T * D) * sizeof *y_a);
+    double *y_b = malloc((size_t)(B * T * D) * sizeof *y_b);
+    double *y_c = malloc((size_t)(B * T * D) * sizeof *y_c);
+    assert_true(y_a && y_b && y_c);
+    struct mc_msg msg = {{0}};
+    struct mc_cache *a = cache_new(&mx, B), *b = cache_new(&mx, B), *c = cache_new(&mx, B);
+
+    forward_f64(&mx, a, B, T, 0, t0, x, NULL, y_a);
+    double *snap = cache_get(&mx, a, B);
+    assert_int_equal(mx.ops->cache_import(mx.model, b, snap, snap + B * mx.C * mx.K, &msg), MC_BACKEND_OK);
+    assert_int_equal(mx.ops->cache_copy(mx.model, c, a, &msg), MC_BACKEND_OK);
+    double *snap_b = cache_get(&mx, b, B);
+    assert_memory_equal(snap, snap_b, (size_t)(B * (mx.C * mx.K + mx.state_row)) * sizeof(double));
+
+    forward_f64(&mx, a, B, T, t0, T - t0, x, NULL, y_a);
+    forward_f64(&mx, b, B, T, t0, T - t0, x, NULL, y_b);
+    forward_f64(&mx, c, B, T, t0, T - t0, x, NULL, y_c);
+    assert_memory_equal(y_a + t0 * D, y_b + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
+    assert_memory_equal(y_a + (T + t0) * D, y_b + (T + t0) * D, (size_t)((T - t0) * D) * sizeof(double));
+    assert_memory_equal(y_a + t0 * D, y_c + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
+    double *end_a = cache_get(&mx, a, B), *end_b = cache_get(&mx, b, B);
+    assert_memory_equal(end_a, end_b, (size_t)(B * (mx.C * mx.K + mx.state_row)) * sizeof(double));
+
+    /* Imported into a never-used cache: seeded from the import, so it differs from a fresh prefill. */
+    struct mc_cache *d = cache_new(&mx, B);
+    assert_int_equal(mx.ops->cache_import(mx.model, d, snap, snap + B * mx.C * mx.K, &msg), MC_BACKEND_OK);
+    forward_f64(&mx, d, B, T, t0, T - t0, x, NULL, y_c);
+    forward_f64(&mx, NULL, B, T, t0, T - t0, x, NULL, y_b);
+    assert_true(max_abs_diff(y_c + t0 * D, y_b + t0 * D, (T - t0) * D) > 1e-6);
+
+    mx.ops->cache_free(mx.model, d);
+    mx.ops->cache_free(mx.model, c);
+    mx.ops->cache_free(mx.model, b);
+    mx.ops->cache_free(mx.model, a);
+    free(end_b);
+    free(end_a);
+    free(snap_b);
+    free(snap);
+    free(y_c);
+    free(y_b);
+    free(y_a);
+    free(x);
+    mixer_free(&mx);
+}
+
+static void test_ops_identity(void **state)
+{
+    (void)state;
+    const struct mc_backend_ops *ops = mc_reference_gdn_ops();
+    assert_int_equal(ops->abi_version, MIXCHECK_ABI_VERSION);
+    assert_int_equal(ops->struct_size, sizeof(struct mc_backend_ops));
+    assert_string_equal(ops->name, "reference");
+    assert_string_equal(ops->device, "cpu");
+    assert_int_equal(ops->family, MC_FAMILY_GDN);
+    assert_int_equal(ops->dtypes, MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64));
+    assert_int_equal(ops->caps, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ops_identity),
+        cmocka_unit_test(test_split_invariance_qwen3_5),
+        cmocka_unit_test(test_split_invariance_qwen3_next),
+        cmocka_unit_test(test_mask_semantics),
+        cmocka_unit_test(test_hand_case),
+        cmocka_unit_test(test_scalar_oracle),
+        cmocka_unit_test(test_layouts_agree),
+        cmocka_unit_test(test_f32_matches_f64),
+        cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_forward_errors),
+        cmocka_unit_test(test_cache_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
