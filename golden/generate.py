@@ -2,7 +2,8 @@
 """mixcheck golden-file generator: an independent float64 oracle for the recurrent sequence mixers.
 
 The expected values come from a plain token-by-token recurrence (no chunks) written from the math spec
-(shared/spec/mixers.md §2.3, §2.7, §11), never from the C code under test. Weights and inputs are drawn
+(shared/spec/mixers.md §2.3, §2.7 Mamba2; §3.3 Mamba1; §4.3-§4.4 Gated DeltaNet; §5.2 ShortConv; §11),
+never from the C code under test. Weights and inputs are drawn
 from numpy.random.default_rng(seed), quantized to a coarse float32 grid so the files compress, and the
 float64 computation uses exactly the stored (quantized) values. See golden/README.md for the file layout.
 
@@ -10,12 +11,13 @@ Commands (paths are relative to this script's directory, whatever the cwd):
   generate.py list                          names, families, file sizes
   generate.py regenerate [NAME ...]         recompute, write <file>.tmp, rename; print per-tensor changes
   generate.py check [--selftest] [NAME ...] recompute in memory, compare with the files (exit 0 / 1);
-                                            --selftest first cross-checks the oracle against the chunked
-                                            SSD formulation and split invariance
+                                            --selftest first cross-checks the oracle (chunked SSD / chunked
+                                            gated delta rule / closed-form scan, split invariance, padding)
+NAME is family/name (gdn/tiny), a family (gdn: all of it), or a bare mamba2 name (tiny = mamba2/tiny).
 Nothing is written unless `regenerate` is given.
 
 Families are pluggable: a family supplies make_golden(spec) (config attributes, weights, inputs and the
-expected tensors at every position 0..L) plus its own self-test. Only mamba2 exists so far.
+expected tensors at every position 0..L) plus its own self-test: mamba2, mamba1, gdn, shortconv.
 """
 
 import argparse
@@ -29,7 +31,7 @@ import h5py
 import numpy as np
 
 GENERATOR = "golden/generate.py"
-GENERATOR_VERSION = "1.0"
+GENERATOR_VERSION = "1.1"   # 1.1: mamba1, gdn, shortconv, mamba2/rightpad (Mamba2 numbers unchanged)
 FORMAT = "mixcheck-golden"
 FORMAT_VERSION = 1
 GOLDEN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -56,21 +58,23 @@ def to_bf16(v):
     return bits.view(np.float32)
 
 
-def quantize(v, scale=None):
-    """The stored float32 value of a draw: bf16, then (if scale is given) the power-of-two grid."""
+def quantize(v, scale=None, bits=GRID_BITS):
+    """The stored float32 value of a draw: bf16, then (if scale is given) the power-of-two grid with `bits`
+    bits below the scale's power-of-two ceiling (GRID_BITS everywhere except the large projection matrices
+    of the realistic-shape goldens, which use GoldenSpec.proj_grid_bits)."""
     q = to_bf16(v)
     if scale is not None:
-        step = 2.0 ** (int(np.ceil(np.log2(scale))) - GRID_BITS)
+        step = 2.0 ** (int(np.ceil(np.log2(scale))) - bits)
         q = (np.round(q.astype(np.float64) / step) * step).astype(np.float32)
         # Grid rounding of a bf16 value only ever clears low mantissa bits: still bf16-representable.
         assert not np.any(q.view(np.uint32) & np.uint32(0xFFFF))
     return q
 
 
-def uniform_init(rng, shape, fan_in):
+def uniform_init(rng, shape, fan_in, bits=GRID_BITS):
     """nn.Linear / nn.Conv1d default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), quantized to that bound."""
     bound = 1.0 / np.sqrt(fan_in)
-    return quantize(rng.uniform(-bound, bound, size=shape), scale=bound)
+    return quantize(rng.uniform(-bound, bound, size=shape), scale=bound, bits=bits)
 
 
 def softplus(x):
@@ -98,10 +102,29 @@ class GoldenSpec:
     positions: Optional[tuple] = None   # state positions to store; None = every position 0..L
     left_pad: Optional[tuple] = None    # per-row count of leading padding tokens (mask 0); None = no mask
     require_dt_clamps: bool = False     # fail unless both time_step_limit bounds bind on some token
+    right_pad: Optional[tuple] = None   # per-row count of trailing padding tokens (mask 0); None = no mask
+    proj_grid_bits: int = GRID_BITS     # grid bits of the projection matrices (*proj*.weight); README
+
+    @property
+    def key(self):
+        """The command-line name: family/name (mamba2 goldens also answer to their bare name)."""
+        return f"{self.family}/{self.name}"
 
     @property
     def path(self):
         return os.path.join(GOLDEN_DIR, self.family, self.name + ".h5")
+
+    def mask(self):
+        """attention_mask [B, L] int8 (0 = padding) or None when the golden has no padding."""
+        if self.left_pad is None and self.right_pad is None:
+            return None
+        t = np.arange(self.length)[None, :]
+        live = np.ones((self.batch, self.length), bool)
+        if self.left_pad is not None:
+            live &= t >= np.array(self.left_pad)[:, None]
+        if self.right_pad is not None:
+            live &= t < self.length - np.array(self.right_pad)[:, None]
+        return live.astype(np.int8)
 
 
 @dataclass
@@ -260,9 +283,7 @@ def mamba2_make_golden(spec):
     rng = np.random.default_rng(spec.seed)
     weights = mamba2_init(cfg, rng)
     hidden = quantize(rng.standard_normal((spec.batch, spec.length, d.D)), scale=1.0)
-    mask = None
-    if spec.left_pad is not None:
-        mask = (np.arange(spec.length)[None, :] >= np.array(spec.left_pad)[:, None]).astype(np.int8)
+    mask = spec.mask()
 
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
     out, windows, states, dt_free = mamba2_forward(cfg, w64, hidden.astype(np.float64), mask)
@@ -369,7 +390,7 @@ def mamba2_selftest():
         print(f"  {label:<38} max|diff|: {text}{'' if worst <= limit else '  FAIL (> %.0e)' % limit}")
 
     for name in ("tiny", "groups2", "ragged", "dtlimit"):
-        spec = SPECS[name]
+        spec = SPECS["mamba2/" + name]
         cfg = mamba2_config(spec.config)
         g = mamba2_make_golden(spec)
         w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
@@ -397,7 +418,7 @@ def mamba2_selftest():
 
     # left padding: a padded row's cache stays zero through its pads, then its real tokens (outputs and
     # caches) equal that row run alone, unpadded
-    spec = SPECS["leftpad"]
+    spec = SPECS["mamba2/leftpad"]
     cfg = mamba2_config(spec.config)
     g = mamba2_make_golden(spec)
     w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
@@ -414,13 +435,590 @@ def mamba2_selftest():
                                     g.tensors["expected/recurrent_state"][:, b])):
             diffs[key] = max(diffs[key], maxdiff(alone, padded))
     report(f"leftpad {spec.left_pad} vs rows alone", diffs, 1e-13)
+
+    # right padding: the generic padded-row check (README "Self-test"): caches frozen after the last real token
+    spec = SPECS["mamba2/rightpad"]
+    cfg = mamba2_config(spec.config)
+    padding_selftest(spec, mamba2_make_golden(spec), lambda w, u, **kw: mamba2_forward(cfg, w, u, **kw)[:3],
+                     report)
     return ok
 
 
-FAMILIES = {"mamba2": Family(make_golden=mamba2_make_golden, selftest=mamba2_selftest)}
+# ---------------------------------------------------------------------------------------------------
+# helpers shared by the families below (and by the Mamba2 right-padding check)
+# ---------------------------------------------------------------------------------------------------
 
-# name -> spec. Config keys are HF names; see the README table for the bug class each one guards.
-SPECS = {s.name: s for s in [
+class Reporter:
+    """Prints one self-test line (largest differences) and remembers whether every limit held."""
+
+    def __init__(self):
+        self.ok = True
+
+    def __call__(self, label, diffs, limit):
+        worst = max(diffs.values())
+        self.ok &= worst <= limit
+        text = ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
+        print(f"  {label:<38} max|diff|: {text}{'' if worst <= limit else '  FAIL (> %.0e)' % limit}")
+
+
+def roll_window(window, column, on):
+    """CONV-INV step of a [B, C, K] window: drop the oldest column and append `column` [B, C], only for the
+    rows where `on` [B] is true (a padding token never reaches the cache)."""
+    shifted = np.concatenate([window[:, :, 1:], column[:, :, None]], axis=2)
+    return np.where(on[:, None, None], shifted, window)
+
+
+def conv_over_cache(window, x, conv_w, conv_b=None):
+    """Case (b) of mixers.md §1.3, written independently of the token loop: the depthwise conv over
+    cat(cached window [B, C, K], segment x [B, L, C]), last L outputs, no activation. Returns the conv
+    output [B, L, C] and the new window (the last K columns)."""
+    K, L = window.shape[2], x.shape[1]
+    full = np.concatenate([window, np.moveaxis(x, 1, 2)], axis=2)             # [B, C, K + L]
+    conv = sum(conv_w[None, :, k, None] * full[:, :, k + 1:k + 1 + L] for k in range(K))
+    conv = np.moveaxis(conv, 1, 2)
+    if conv_b is not None:
+        conv = conv + conv_b
+    return conv, full[:, :, -K:]
+
+
+def split_selftest(label, fwd, w, u, splits, ref, report, limit=1e-13):
+    """Split invariance: run the segments between `splits` (0 < s1 < ... < L) successively, each continued
+    from the cache the previous one left; compare outputs and the caches at each split with the one-pass
+    run `ref` = (out, windows[L+1], states[L+1] or None)."""
+    out, windows, states = ref
+    bounds = (0,) + tuple(splits) + (u.shape[1],)
+    seg_out, win, st = [], None, None
+    d = {"output": 0.0, "conv_state": 0.0}
+    if states is not None:
+        d["recurrent_state"] = 0.0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        o, ws, ss = fwd(w, u[:, a:b], window=win, state=st)
+        seg_out.append(o)
+        win = ws[-1]
+        d["conv_state"] = max(d["conv_state"], maxdiff(win, windows[b]))
+        if states is not None:
+            st = ss[-1]
+            d["recurrent_state"] = max(d["recurrent_state"], maxdiff(st, states[b]))
+    d["output"] = maxdiff(np.concatenate(seg_out, axis=1), out)
+    report(f"{label} split invariance at {tuple(splits)}", d, limit)
+
+
+def padding_selftest(spec, g, fwd, report, limit=1e-13):
+    """Padded golden (left or right): for each row, its real tokens run alone (unpadded) give the same
+    outputs, and the golden's caches at every position p equal the alone-run caches after the real tokens
+    among 0..p-1 (frozen through padding, also after the last real token); pad outputs are out_proj.bias
+    (zero without bias)."""
+    w = float64_weights(g)
+    u = g.tensors["inputs/hidden_states"].astype(np.float64)
+    live = g.tensors["inputs/attention_mask"].astype(bool)
+    exp_out, exp_win = g.tensors["expected/output"], g.tensors["expected/conv_state"]
+    exp_st = g.tensors.get("expected/recurrent_state")
+    pad_out = w.get("out_proj.bias", np.zeros(u.shape[2]))
+    d = {"output": 0.0, "pad output": 0.0, "conv_state": 0.0}
+    if exp_st is not None:
+        d["recurrent_state"] = 0.0
+    for b in range(u.shape[0]):
+        idx = np.flatnonzero(live[b])
+        o, ws, ss = fwd(w, u[b:b + 1, idx])
+        consumed = np.concatenate([[0], np.cumsum(live[b])])        # real tokens among positions 0..p-1
+        d["output"] = max(d["output"], maxdiff(o[0], exp_out[b, idx]))
+        d["pad output"] = max(d["pad output"], maxdiff(exp_out[b, ~live[b]], pad_out))
+        d["conv_state"] = max(d["conv_state"], maxdiff(ws[consumed, 0], exp_win[:, b]))
+        if exp_st is not None:
+            d["recurrent_state"] = max(d["recurrent_state"], maxdiff(ss[consumed, 0], exp_st[:, b]))
+    pads = spec.left_pad if spec.left_pad is not None else spec.right_pad
+    report(f"{spec.name} {pads} vs rows alone", d, limit)
+
+
+def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/recurrent_state"):
+    """Draw the inputs (after the weights), run the oracle, assemble the Golden (every position 0..L)."""
+    hidden = quantize(rng.standard_normal((spec.batch, spec.length, cfg["hidden_size"])), scale=1.0)
+    mask = spec.mask()
+    w64 = {k: v.astype(np.float64) for k, v in weights.items()}
+    out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask)
+    tensors = {"weights/" + k: v for k, v in weights.items()}
+    tensors["inputs/hidden_states"] = hidden
+    if mask is not None:
+        tensors["inputs/attention_mask"] = mask
+    tensors["expected/output"] = out
+    tensors["expected/conv_state"] = windows
+    if states is not None:
+        tensors[state_key] = states
+    return Golden(config, tensors, [])
+
+
+def family_specs(family, names):
+    return [SPECS[f"{family}/{n}"] for n in names]
+
+
+def dt_bias_init(rng, n):
+    """dt log-uniform in [0.001, 0.1], floor 1e-4, stored as softplus^-1(dt) (the Mamba dt init)."""
+    dt = np.exp(rng.uniform(0.0, 1.0, n) * (np.log(0.1) - np.log(0.001)) + np.log(0.001))
+    dt = np.maximum(dt, 1e-4)
+    return quantize(dt + np.log(-np.expm1(-dt)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Mamba1 (mixers.md §3, with §A.1: the multi-token cached forward is defined by §1.3(b))
+# ---------------------------------------------------------------------------------------------------
+
+MAMBA1_DEFAULTS = dict(use_bias=0, use_conv_bias=1)
+MAMBA1_INT_ATTRS = ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank",
+                    "use_bias", "use_conv_bias")
+
+
+def mamba1_config(spec_config):
+    cfg = dict(MAMBA1_DEFAULTS)
+    cfg.update(spec_config)
+    return cfg
+
+
+def mamba1_dims(cfg):
+    return tuple(cfg[k] for k in ("hidden_size", "intermediate_size", "state_size", "conv_kernel",
+                                  "time_step_rank"))
+
+
+def mamba1_init(cfg, rng, bits):
+    """mixers.md §3.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
+    D, I, N, K, R = mamba1_dims(cfg)
+    w = {}
+    w["in_proj.weight"] = uniform_init(rng, (2 * I, D), D, bits)
+    if cfg["use_bias"]:
+        w["in_proj.bias"] = uniform_init(rng, (2 * I,), D)
+    w["conv1d.weight"] = uniform_init(rng, (I, 1, K), K)
+    if cfg["use_conv_bias"]:
+        w["conv1d.bias"] = uniform_init(rng, (I,), K)
+    w["x_proj.weight"] = uniform_init(rng, (R + 2 * N, I), I, bits)
+    w["dt_proj.weight"] = uniform_init(rng, (I, R), R, bits)      # "random": U(±R^-1/2·time_step_scale)
+    w["dt_proj.bias"] = dt_bias_init(rng, I)
+    # upstream: A_log[i][n] = log(n+1) for every channel; perturbed per entry so channel indexing errors show
+    w["A_log"] = quantize(np.log(np.arange(1, N + 1)[None, :] * rng.uniform(0.8, 1.25, (I, N))))
+    w["D"] = quantize(1.0 + 0.1 * rng.standard_normal(I))         # upstream ones, perturbed
+    w["out_proj.weight"] = uniform_init(rng, (D, I), I, bits)
+    if cfg["use_bias"]:
+        w["out_proj.bias"] = uniform_init(rng, (D,), I)
+    return w
+
+
+def mamba1_ssm_inputs(cfg, w, xc):
+    """x_proj and dt_proj for post-conv xc [..., I]: delta [..., I], Bm [..., N], Cm [..., N]."""
+    D, I, N, K, R = mamba1_dims(cfg)
+    ssm = xc @ w["x_proj.weight"].T
+    dt_low, Bm, Cm = ssm[..., :R], ssm[..., R:R + N], ssm[..., R + N:]
+    delta = softplus(dt_low @ w["dt_proj.weight"].T + w["dt_proj.bias"])
+    return delta, Bm, Cm
+
+
+def mamba1_out(cfg, w, y, z, live):
+    out = (y * silu(z)) @ w["out_proj.weight"].T
+    pad_out = w.get("out_proj.bias", np.zeros(cfg["hidden_size"]))
+    out = out + pad_out
+    return np.where(live[:, :, None], out, pad_out)
+
+
+def mamba1_forward(cfg, w, u, mask=None, window=None, state=None):
+    """THE ORACLE for Mamba1 (§3.3 / §3.4 / §11): sequential float64 recurrence over one segment from the
+    cache (window [B, I, K], state h [B, I, N]; zeros when None). Padding tokens are skipped.
+    Returns (out [B, L, D], windows [L+1, B, I, K], states [L+1, B, I, N])."""
+    D, I, N, K, R = mamba1_dims(cfg)
+    Bsz, L, _ = u.shape
+    live = np.ones((Bsz, L), bool) if mask is None else mask.astype(bool)
+    window = np.zeros((Bsz, I, K)) if window is None else window.copy()
+    state = np.zeros((Bsz, I, N)) if state is None else state.copy()
+    proj = u @ w["in_proj.weight"].T
+    if "in_proj.bias" in w:
+        proj = proj + w["in_proj.bias"]
+    xh, z = proj[..., :I], proj[..., I:]
+    conv_w = w["conv1d.weight"][:, 0, :]
+    conv_b = w.get("conv1d.bias", np.zeros(I))
+    A = -np.exp(w["A_log"])                                                   # [I, N]
+    windows, states = [window.copy()], [state.copy()]
+    y = np.zeros((Bsz, L, I))
+    for t in range(L):
+        on = live[:, t]
+        window = roll_window(window, xh[:, t], on)
+        xc = silu(conv_b + np.sum(conv_w * window, axis=2))                   # [B, I]
+        delta, Bm, Cm = mamba1_ssm_inputs(cfg, w, xc)                         # [B, I], [B, N], [B, N]
+        stepped = (np.exp(delta[:, :, None] * A) * state
+                   + delta[:, :, None] * Bm[:, None, :] * xc[:, :, None])
+        state = np.where(on[:, None, None], stepped, state)
+        y[:, t] = np.sum(state * Cm[:, None, :], axis=2) + w["D"] * xc
+        windows.append(window.copy())
+        states.append(state.copy())
+    return mamba1_out(cfg, w, y, z, live), np.stack(windows), np.stack(states)
+
+
+def mamba1_closed_form(cfg, w, u, window, state):
+    """Self-test formulation: conv over cat(window, segment) (case (b)), then the selective scan in closed
+    form h_t = exp(Σ_{r≤t} a_r)·h_0 + Σ_{s≤t} exp(Σ_{s<r≤t} a_r)·delta_s·B_s·x_s (a = delta·A) with the
+    stable segsum, all tokens at once. Returns out, final window, final state."""
+    D, I, N, K, R = mamba1_dims(cfg)
+    proj = u @ w["in_proj.weight"].T
+    if "in_proj.bias" in w:
+        proj = proj + w["in_proj.bias"]
+    xh, z = proj[..., :I], proj[..., I:]
+    conv, new_window = conv_over_cache(window, xh, w["conv1d.weight"][:, 0, :], w.get("conv1d.bias"))
+    xc = silu(conv)                                                           # [B, L, I]
+    delta, Bm, Cm = mamba1_ssm_inputs(cfg, w, xc)
+    a = np.moveaxis(delta[..., None] * -np.exp(w["A_log"]), 1, -1)           # [B, I, N, L]
+    decay = np.exp(segsum(a))                                                 # [B, I, N, L(t), L(s)]
+    from0 = np.exp(np.cumsum(a, axis=-1))                                     # [B, I, N, L]
+    u_in = delta * xc                                                         # [B, L, I]
+    y = (np.einsum("bints,bsi,bsn,btn->bti", decay, u_in, Bm, Cm, optimize=True)
+         + np.einsum("bint,bin,btn->bti", from0, state, Cm, optimize=True) + w["D"] * xc)
+    h_last = (np.einsum("bins,bsi,bsn->bin", decay[..., -1, :], u_in, Bm, optimize=True)
+              + from0[..., -1] * state)
+    live = np.ones(u.shape[:2], bool)
+    return mamba1_out(cfg, w, y, z, live), new_window, h_last
+
+
+def mamba1_make_golden(spec):
+    cfg = mamba1_config(spec.config)
+    rng = np.random.default_rng(spec.seed)
+    weights = mamba1_init(cfg, rng, spec.proj_grid_bits)
+    config = {k: np.int64(cfg[k]) for k in MAMBA1_INT_ATTRS}
+    return finish_golden(spec, cfg, rng, weights, mamba1_forward, config)
+
+
+def mamba1_selftest():
+    report = Reporter()
+    for spec in family_specs("mamba1", ("tiny", "odd")):
+        cfg = mamba1_config(spec.config)
+        g = mamba1_make_golden(spec)
+        w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
+        L = u.shape[1]
+        out, windows, states = mamba1_forward(cfg, w, u)
+        print(f"{spec.name}: L={L}, max|output| = {np.abs(out).max():.3g}, max|state| = {np.abs(states).max():.3g}")
+        for s in (0, 3, 11):
+            c_out, c_win, c_state = mamba1_closed_form(cfg, w, u[:, s:], windows[s], states[s])
+            report(f"closed-form scan from cache at {s:<2}",
+                   {"output": maxdiff(c_out, out[:, s:]), "conv_state": maxdiff(c_win, windows[L]),
+                    "recurrent_state": maxdiff(c_state, states[L])}, 1e-12)
+        split_selftest(spec.name, lambda w_, u_, **kw: mamba1_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
+                       (out, windows, states), report)
+    for spec in family_specs("mamba1", ("leftpad", "rightpad")):
+        cfg = mamba1_config(spec.config)
+        padding_selftest(spec, mamba1_make_golden(spec), lambda w_, u_, **kw: mamba1_forward(cfg, w_, u_, **kw),
+                         report)
+    return report.ok
+
+
+# ---------------------------------------------------------------------------------------------------
+# Gated DeltaNet (mixers.md §4: Qwen3-Next / Qwen3.5 projection layouts, recurrent form of §4.4)
+# ---------------------------------------------------------------------------------------------------
+
+GDN_DEFAULTS = dict(rms_norm_eps=1e-6, projection_layout="qwen3_5")
+GDN_INT_ATTRS = ("hidden_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                 "linear_value_head_dim", "linear_conv_kernel_dim", "chunk_size")
+GDN_L2NORM_EPS = 1e-6       # inside the rsqrt (§4.4), not a config value
+
+
+@dataclass(frozen=True)
+class GdnDims:
+    D: int; Hk: int; Hv: int; dk: int; dv: int; K: int; r: int; kd: int; vd: int; C: int; layout: str
+
+
+def gdn_dims(cfg):
+    D, Hk, Hv, dk, dv, K = (cfg[k] for k in ("hidden_size", "linear_num_key_heads", "linear_num_value_heads",
+                                              "linear_key_head_dim", "linear_value_head_dim",
+                                              "linear_conv_kernel_dim"))
+    assert Hv % Hk == 0 and cfg["projection_layout"] in ("qwen3_5", "qwen3_next"), "invalid gdn config"
+    return GdnDims(D, Hk, Hv, dk, dv, K, Hv // Hk, Hk * dk, Hv * dv, 2 * Hk * dk + Hv * dv,
+                   cfg["projection_layout"])
+
+
+def gdn_config(spec_config):
+    cfg = dict(GDN_DEFAULTS)
+    cfg.update(spec_config)
+    return cfg
+
+
+def gdn_init(cfg, rng, bits):
+    """mixers.md §4.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
+    d = gdn_dims(cfg)
+    w = {}
+    if d.layout == "qwen3_5":
+        w["in_proj_qkv.weight"] = uniform_init(rng, (d.C, d.D), d.D, bits)
+        w["in_proj_z.weight"] = uniform_init(rng, (d.vd, d.D), d.D, bits)
+        w["in_proj_b.weight"] = uniform_init(rng, (d.Hv, d.D), d.D, bits)
+        w["in_proj_a.weight"] = uniform_init(rng, (d.Hv, d.D), d.D, bits)
+    else:
+        w["in_proj_qkvz.weight"] = uniform_init(rng, (2 * d.kd + 2 * d.vd, d.D), d.D, bits)
+        w["in_proj_ba.weight"] = uniform_init(rng, (2 * d.Hv, d.D), d.D, bits)
+    w["conv1d.weight"] = uniform_init(rng, (d.C, 1, d.K), d.K)
+    w["dt_bias"] = quantize(1.0 + 0.1 * rng.standard_normal(d.Hv))            # upstream ones, perturbed
+    w["A_log"] = quantize(np.log(rng.uniform(0.01, 16.0, d.Hv)))
+    w["norm.weight"] = quantize(1.0 + 0.1 * rng.standard_normal(d.dv))         # upstream ones, perturbed
+    w["out_proj.weight"] = uniform_init(rng, (d.D, d.vd), d.vd, bits)
+    return w
+
+
+def gdn_front(cfg, w, u):
+    """Projections (§4.3 step 2): mixed_qkv [..., C] in [q|k|v] channel order, z [..., Hv, dv], b and a
+    [..., Hv]. qwen3_next: per key head j the rows are q_j (dk), k_j (dk), v_j (r·dv), z_j (r·dv) and b_j (r),
+    a_j (r); value head j·r + s."""
+    d = gdn_dims(cfg)
+    lead = u.shape[:-1]
+    if d.layout == "qwen3_5":
+        mixed = u @ w["in_proj_qkv.weight"].T
+        z = (u @ w["in_proj_z.weight"].T).reshape(lead + (d.Hv, d.dv))
+        b = u @ w["in_proj_b.weight"].T
+        a = u @ w["in_proj_a.weight"].T
+        return mixed, z, b, a
+    qkvz = (u @ w["in_proj_qkvz.weight"].T).reshape(lead + (d.Hk, 2 * d.dk + 2 * d.r * d.dv))
+    q, k = qkvz[..., :d.dk], qkvz[..., d.dk:2 * d.dk]
+    v = qkvz[..., 2 * d.dk:2 * d.dk + d.r * d.dv]
+    z = qkvz[..., 2 * d.dk + d.r * d.dv:]
+    ba = (u @ w["in_proj_ba.weight"].T).reshape(lead + (d.Hk, 2 * d.r))
+    b, a = ba[..., :d.r].reshape(lead + (d.Hv,)), ba[..., d.r:].reshape(lead + (d.Hv,))
+    mixed = np.concatenate([q.reshape(lead + (d.kd,)), k.reshape(lead + (d.kd,)), v.reshape(lead + (d.vd,))],
+                           axis=-1)
+    return mixed, z.reshape(lead + (d.Hv, d.dv)), b, a
+
+
+def gdn_gates(w, b, a):
+    """β = σ(b), g = −exp(A_log)·softplus(a + dt_bias) (≤ 0)."""
+    return 1.0 / (1.0 + np.exp(-b)), -np.exp(w["A_log"]) * softplus(a + w["dt_bias"])
+
+
+def gdn_heads(cfg, xc):
+    """Post-conv channels [..., C] -> q̂, k̂ expanded to value heads [..., Hv, dk] (value head h uses key head
+    h // r) and v [..., Hv, dv]; q̂ = l2norm(q)·dk^-1/2, k̂ = l2norm(k), l2norm(x) = x·rsqrt(Σx² + 1e-6)."""
+    d = gdn_dims(cfg)
+    lead = xc.shape[:-1]
+    q = xc[..., :d.kd].reshape(lead + (d.Hk, d.dk))
+    k = xc[..., d.kd:2 * d.kd].reshape(lead + (d.Hk, d.dk))
+    v = xc[..., 2 * d.kd:].reshape(lead + (d.Hv, d.dv))
+
+    def l2norm(x):
+        return x * (1.0 / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + GDN_L2NORM_EPS))
+
+    qh = np.repeat(l2norm(q) * d.dk ** -0.5, d.r, axis=-2)
+    kh = np.repeat(l2norm(k), d.r, axis=-2)
+    return qh, kh, v
+
+
+def gdn_back(cfg, w, o, z, live):
+    """Gated RMSNorm per head, NORM BEFORE GATE (§4.3 step 7), then out_proj; pads give 0 (no bias)."""
+    d = gdn_dims(cfg)
+    y = o * (1.0 / np.sqrt(np.mean(o * o, axis=-1, keepdims=True) + cfg["rms_norm_eps"])) * w["norm.weight"]
+    y = y * silu(z)
+    out = y.reshape(y.shape[:-2] + (d.vd,)) @ w["out_proj.weight"].T
+    return np.where(live[:, :, None], out, 0.0)
+
+
+def gdn_forward(cfg, w, u, mask=None, window=None, state=None):
+    """THE ORACLE for GDN: the recurrent form of §4.4 token by token, float64, S[b][h][dk][dv] (rows = key
+    dim). window [B, C, K] / state [B, Hv, dk, dv] (zeros when None). Padding tokens are skipped.
+    Returns (out [B, L, D], windows [L+1, B, C, K], states [L+1, B, Hv, dk, dv])."""
+    d = gdn_dims(cfg)
+    Bsz, L, _ = u.shape
+    live = np.ones((Bsz, L), bool) if mask is None else mask.astype(bool)
+    window = np.zeros((Bsz, d.C, d.K)) if window is None else window.copy()
+    state = np.zeros((Bsz, d.Hv, d.dk, d.dv)) if state is None else state.copy()
+    mixed, z, b, a = gdn_front(cfg, w, u)
+    beta, g = gdn_gates(w, b, a)                                              # [B, L, Hv]
+    conv_w = w["conv1d.weight"][:, 0, :]
+    windows, states = [window.copy()], [state.copy()]
+    o = np.zeros((Bsz, L, d.Hv, d.dv))
+    for t in range(L):
+        on = live[:, t]
+        window = roll_window(window, mixed[:, t], on)
+        qh, kh, v = gdn_heads(cfg, silu(np.sum(conv_w * window, axis=2)))    # no conv bias
+        S = state * np.exp(g[:, t])[:, :, None, None]                         # S ← S·exp(g)
+        m = np.einsum("bhij,bhi->bhj", S, kh)                                 # m = Sᵀ k̂
+        delta = beta[:, t, :, None] * (v - m)                                 # δ = β (v − m)
+        S = S + kh[:, :, :, None] * delta[:, :, None, :]                      # S += k̂ δᵀ
+        state = np.where(on[:, None, None, None], S, state)
+        o[:, t] = np.einsum("bhij,bhi->bhj", state, qh)                       # o = Sᵀ q̂ (updated state)
+        windows.append(window.copy())
+        states.append(state.copy())
+    return gdn_back(cfg, w, o, z, live), np.stack(windows), np.stack(states)
+
+
+def gdn_chunked_core(qh, kh, v, beta, g, S, Q):
+    """The chunked form of §4.4 (UT transform), float64: q̂, k̂ [B, L, H, dk], v [B, L, H, dv], β, g [B, L, H],
+    from state S [B, H, dk, dv], chunk length Q, last chunk zero-padded (g = 0, β = 0, k = 0 are neutral).
+    T = (I + Aut)^-1 by forward substitution. Returns o [B, L, H, dv] and the final state."""
+    Bsz, L, H, dk = qh.shape
+    pad = (-L) % Q
+
+    def heads_first(x):  # zero-pad time to a multiple of Q, then [B, H, L + pad, ...]
+        x = np.concatenate([x, np.zeros((Bsz, pad) + x.shape[2:])], axis=1)
+        return np.moveaxis(x, 1, 2)
+
+    qh, kh, v, beta, g = map(heads_first, (qh, kh, v, beta, g))
+    incl, strict = np.tril(np.ones((Q, Q), bool)), np.tril(np.ones((Q, Q), bool), -1)
+    eye = np.eye(Q)
+    outs = []
+    for c0 in range(0, L + pad, Q):
+        q_, k_, v_, b_, g_ = (x[:, :, c0:c0 + Q] for x in (qh, kh, v, beta, g))
+        gam = np.cumsum(g_, axis=-1)                                          # γ_i, [B, H, Q]
+        Dec = np.where(incl, np.exp(np.where(incl, gam[..., :, None] - gam[..., None, :], 0.0)), 0.0)
+        Kb, Vb = k_ * b_[..., None], v_ * b_[..., None]
+        Aut = np.where(strict, np.einsum("bhid,bhjd->bhij", Kb, k_) * Dec, 0.0)
+        T = np.zeros_like(Aut)
+        for i in range(Q):                                                    # T = (I + Aut)^-1
+            T[..., i, :] = eye[i] - np.einsum("bhj,bhjk->bhk", Aut[..., i, :i], T[..., :i, :])
+        U = T @ Vb                                                            # [B, H, Q, dv]
+        W = T @ (Kb * np.exp(gam)[..., None])                                 # [B, H, Q, dk]
+        Vn = U - W @ S
+        O = (q_ * np.exp(gam)[..., None]) @ S + (np.einsum("bhid,bhjd->bhij", q_, k_) * Dec) @ Vn
+        S = (S * np.exp(gam[..., -1])[..., None, None]
+             + np.swapaxes(k_ * np.exp(gam[..., -1:] - gam)[..., None], -1, -2) @ Vn)
+        outs.append(O)
+    o = np.moveaxis(np.concatenate(outs, axis=2), 2, 1)[:, :L]
+    return o, S
+
+
+def gdn_chunked_forward(cfg, w, u, window, state, Q):
+    """Self-test formulation: conv over cat(window, segment), chunked core from the cached state."""
+    mixed, z, b, a = gdn_front(cfg, w, u)
+    beta, g = gdn_gates(w, b, a)
+    conv, new_window = conv_over_cache(window, mixed, w["conv1d.weight"][:, 0, :])
+    qh, kh, v = gdn_heads(cfg, silu(conv))
+    o, S = gdn_chunked_core(qh, kh, v, beta, g, state, Q)
+    return gdn_back(cfg, w, o, z, np.ones(u.shape[:2], bool)), new_window, S
+
+
+def gdn_make_golden(spec):
+    cfg = gdn_config(spec.config)
+    rng = np.random.default_rng(spec.seed)
+    weights = gdn_init(cfg, rng, spec.proj_grid_bits)
+    config = {k: np.int64(cfg[k]) for k in GDN_INT_ATTRS}
+    config["rms_norm_eps"] = np.float64(cfg["rms_norm_eps"])
+    config["projection_layout"] = cfg["projection_layout"]
+    return finish_golden(spec, cfg, rng, weights, gdn_forward, config)
+
+
+def gdn_selftest():
+    report = Reporter()
+    for spec in family_specs("gdn", ("tiny", "odd", "next")):
+        cfg = gdn_config(spec.config)
+        g = gdn_make_golden(spec)
+        w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
+        L = u.shape[1]
+        out, windows, states = gdn_forward(cfg, w, u)
+        print(f"{spec.name}: L={L}, max|output| = {np.abs(out).max():.3g}, max|state| = {np.abs(states).max():.3g}")
+        for Q in (3, 8, L):
+            for s in (0, 3, 11):
+                c_out, c_win, c_state = gdn_chunked_forward(cfg, w, u[:, s:], windows[s], states[s], Q)
+                report(f"chunked Q={Q:<2} from cache at {s:<2}",
+                       {"output": maxdiff(c_out, out[:, s:]), "conv_state": maxdiff(c_win, windows[L]),
+                        "recurrent_state": maxdiff(c_state, states[L])}, 1e-12)
+        split_selftest(spec.name, lambda w_, u_, **kw: gdn_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
+                       (out, windows, states), report)
+    for spec in family_specs("gdn", ("leftpad", "rightpad")):
+        cfg = gdn_config(spec.config)
+        padding_selftest(spec, gdn_make_golden(spec), lambda w_, u_, **kw: gdn_forward(cfg, w_, u_, **kw), report)
+    return report.ok
+
+
+# ---------------------------------------------------------------------------------------------------
+# ShortConv (LFM2 Lfm2ShortConv, mixers.md §5): conv only, no recurrent state
+# ---------------------------------------------------------------------------------------------------
+
+SHORTCONV_DEFAULTS = dict(conv_bias=0)
+
+
+def shortconv_config(spec_config):
+    cfg = dict(SHORTCONV_DEFAULTS)
+    cfg.update(spec_config)
+    return cfg
+
+
+def shortconv_init(cfg, rng, bits):
+    """mixers.md §5.1 (nn.Linear / nn.Conv1d default init), quantized; draw order fixed (README)."""
+    D, K = cfg["hidden_size"], cfg["conv_L_cache"]
+    w = {}
+    w["in_proj.weight"] = uniform_init(rng, (3 * D, D), D, bits)
+    if cfg["conv_bias"]:
+        w["in_proj.bias"] = uniform_init(rng, (3 * D,), D)
+    w["conv.weight"] = uniform_init(rng, (D, 1, K), K)
+    if cfg["conv_bias"]:
+        w["conv.bias"] = uniform_init(rng, (D,), K)
+    w["out_proj.weight"] = uniform_init(rng, (D, D), D, bits)
+    if cfg["conv_bias"]:
+        w["out_proj.bias"] = uniform_init(rng, (D,), D)
+    return w
+
+
+def shortconv_front(cfg, w, u):
+    """in_proj, split B = [0, D), C = [D, 2D), x = [2D, 3D); returns C and the pre-conv input Bx = B ⊙ x."""
+    D = cfg["hidden_size"]
+    bcx = u @ w["in_proj.weight"].T
+    if "in_proj.bias" in w:
+        bcx = bcx + w["in_proj.bias"]
+    return bcx[..., D:2 * D], bcx[..., :D] * bcx[..., 2 * D:]
+
+
+def shortconv_back(cfg, w, cg, co, live):
+    out = (cg * co) @ w["out_proj.weight"].T
+    pad_out = w.get("out_proj.bias", np.zeros(cfg["hidden_size"]))
+    return np.where(live[:, :, None], out + pad_out, pad_out)
+
+
+def shortconv_forward(cfg, w, u, mask=None, window=None, state=None):
+    """THE ORACLE for ShortConv: per token, window ← shift(window, Bx_t), co = conv.bias + Σ_k w[k]·window[k]
+    (no activation), y = C ⊙ co, out_proj. Padding tokens are skipped. `state` is accepted and ignored
+    (no recurrent state). Returns (out [B, L, D], windows [L+1, B, D, K], None)."""
+    D, K = cfg["hidden_size"], cfg["conv_L_cache"]
+    Bsz, L, _ = u.shape
+    live = np.ones((Bsz, L), bool) if mask is None else mask.astype(bool)
+    window = np.zeros((Bsz, D, K)) if window is None else window.copy()
+    cg, bx = shortconv_front(cfg, w, u)
+    conv_w = w["conv.weight"][:, 0, :]
+    conv_b = w.get("conv.bias", np.zeros(D))
+    windows, co = [window.copy()], np.zeros((Bsz, L, D))
+    for t in range(L):
+        window = roll_window(window, bx[:, t], live[:, t])
+        co[:, t] = conv_b + np.sum(conv_w * window, axis=2)
+        windows.append(window.copy())
+    return shortconv_back(cfg, w, cg, co, live), np.stack(windows), None
+
+
+def shortconv_make_golden(spec):
+    cfg = shortconv_config(spec.config)
+    rng = np.random.default_rng(spec.seed)
+    weights = shortconv_init(cfg, rng, spec.proj_grid_bits)
+    config = {k: np.int64(cfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
+    return finish_golden(spec, cfg, rng, weights, shortconv_forward, config)
+
+
+def shortconv_selftest():
+    report = Reporter()
+    for spec in family_specs("shortconv", ("tiny", "odd", "k4")):
+        cfg = shortconv_config(spec.config)
+        g = shortconv_make_golden(spec)
+        w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
+        L = u.shape[1]
+        out, windows, _ = shortconv_forward(cfg, w, u)
+        print(f"{spec.name}: L={L}, max|output| = {np.abs(out).max():.3g}")
+        for s in (0, 1, 3, 11):
+            cg, bx = shortconv_front(cfg, w, u[:, s:])
+            co, c_win = conv_over_cache(windows[s], bx, w["conv.weight"][:, 0, :], w.get("conv.bias"))
+            c_out = shortconv_back(cfg, w, cg, co, np.ones(cg.shape[:2], bool))
+            report(f"conv over cat(cache, segment) at {s:<2}",
+                   {"output": maxdiff(c_out, out[:, s:]), "conv_state": maxdiff(c_win, windows[L])}, 1e-12)
+        split_selftest(spec.name, lambda w_, u_, **kw: shortconv_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
+                       (out, windows, None), report)
+    for spec in family_specs("shortconv", ("leftpad", "rightpad")):
+        cfg = shortconv_config(spec.config)
+        padding_selftest(spec, shortconv_make_golden(spec),
+                         lambda w_, u_, **kw: shortconv_forward(cfg, w_, u_, **kw), report)
+    return report.ok
+
+
+FAMILIES = {"mamba2": Family(make_golden=mamba2_make_golden, selftest=mamba2_selftest),
+            "mamba1": Family(make_golden=mamba1_make_golden, selftest=mamba1_selftest),
+            "gdn": Family(make_golden=gdn_make_golden, selftest=gdn_selftest),
+            "shortconv": Family(make_golden=shortconv_make_golden, selftest=shortconv_selftest)}
+
+# Grid bits of the projection matrices of the three realistic-shape goldens (README "Quantization").
+BIG_PROJ_GRID_BITS = 4
+
+# family/name -> spec. Config keys are HF names; see the README table for the bug class each one guards.
+SPECS = {s.key: s for s in [
     GoldenSpec("tiny", "mamba2",
                "baseline: prefill/decode/chunked equivalence, conv window and state layout (G=1, full-row norm)",
                dict(hidden_size=32, num_heads=4, head_dim=16, state_size=8, chunk_size=8),
@@ -448,6 +1046,104 @@ SPECS = {s.name: s for s in [
                dict(hidden_size=768, num_heads=24, head_dim=64, state_size=128, chunk_size=256,
                     norm_group_size=1536),
                batch=1, length=32, seed=6, positions=(0, 16, 32)),
+    GoldenSpec("rightpad", "mamba2",
+               "right padding with garbage at pads: conv window and state frozen at each row's last real token "
+               "(8.5), pads never reach the cache (8.4, 8.6)",
+               dict(hidden_size=32, num_heads=4, head_dim=16, state_size=8, n_groups=2, chunk_size=8),
+               batch=3, length=20, seed=7, right_pad=(0, 5, 12)),
+
+    # Mamba1
+    GoldenSpec("tiny", "mamba1",
+               "baseline: prefill/decode/multi-token cached forward (8.1-8.3, 8.7), per-channel state [I][N], "
+               "x_proj split dt|B|C, dt_proj bias added once",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=2, length=20, seed=11),
+    GoldenSpec("odd", "mamba1",
+               "odd sizes (D 19, I 38, N 5, R 3, K 3) with in/out_proj bias: stride and split-offset errors, "
+               "K=3 conv window (8.3, 8.9)",
+               dict(hidden_size=19, intermediate_size=38, state_size=5, conv_kernel=3, time_step_rank=3,
+                    use_bias=1),
+               batch=2, length=17, seed=12),
+    GoldenSpec("leftpad", "mamba1",
+               "left padding with garbage at pads: pads must never reach conv window or state (8.4, 8.6)",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=3, length=20, seed=13, left_pad=(0, 4, 11)),
+    GoldenSpec("rightpad", "mamba1",
+               "right padding with garbage at pads: conv window and state frozen at each row's last real token "
+               "(8.5)",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=3, length=20, seed=14, right_pad=(0, 5, 12)),
+    GoldenSpec("falcon", "mamba1",
+               "falcon-mamba-like layer shape (D 768, I 1536, N 16, R 48, K 4): realistic sizes and magnitudes",
+               dict(hidden_size=768, intermediate_size=1536, state_size=16, conv_kernel=4, time_step_rank=48),
+               batch=1, length=32, seed=15, positions=(0, 16, 32), proj_grid_bits=BIG_PROJ_GRID_BITS),
+
+    # Gated DeltaNet
+    GoldenSpec("tiny", "gdn",
+               "baseline (qwen3_5 layout): prefill/decode/chunked equivalence and first-token causality (8.1-8.3, "
+               "8.8), state S[dk][dv], value head -> key head h // r with r=2 (8.13), norm before gate (8.11)",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=8),
+               batch=2, length=20, seed=21),
+    GoldenSpec("odd", "gdn",
+               "dk 5 != dv 19 (a transposed state or swapped head dims shows), r=1, K 3, L 19 not a multiple "
+               "of chunk 8 (8.12)",
+               dict(hidden_size=21, linear_num_key_heads=3, linear_num_value_heads=3, linear_key_head_dim=5,
+                    linear_value_head_dim=19, linear_conv_kernel_dim=3, chunk_size=8),
+               batch=2, length=19, seed=22),
+    GoldenSpec("next", "gdn",
+               "qwen3_next per-key-head interleaved in_proj_qkvz / in_proj_ba read as contiguous (8.13), r=2, K 2",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+                    linear_value_head_dim=16, linear_conv_kernel_dim=2, chunk_size=8,
+                    projection_layout="qwen3_next"),
+               batch=2, length=18, seed=23),
+    GoldenSpec("leftpad", "gdn",
+               "left padding with garbage at pads: pads must never reach conv window or state (8.4, 8.6)",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=8),
+               batch=3, length=20, seed=24, left_pad=(0, 3, 9)),
+    GoldenSpec("rightpad", "gdn",
+               "right padding with garbage at pads: cache frozen at each row's last real token; pads after real "
+               "tokens would write into the state (8.5)",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=8),
+               batch=3, length=20, seed=25, right_pad=(0, 5, 12)),
+    # The real Qwen3-Next / Qwen3.5 linear attention has Hk 16, Hv 32 and hidden 2048; one float64 state of
+    # 32 heads is 4.2 MB (3.6 MB compressed), which with falcon and lfm2 does not fit the size budget even
+    # with ternary weights (README "Sizes"). Heads never interact, so the real per-head shape is kept
+    # (dk = dv = 128, r = Hv/Hk = 2, K 4, chunk 64) with 2 key / 4 value heads and hidden 128.
+    GoldenSpec("qwen3next", "gdn",
+               "Qwen3-Next / Qwen3.5 linear-attention head shape (dk = dv = 128, r 2, K 4, chunk 64; 2/4 of the "
+               "16/32 heads, hidden 128): realistic per-head sizes and magnitudes, one partial chunk",
+               dict(hidden_size=128, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=128,
+                    linear_value_head_dim=128, linear_conv_kernel_dim=4, chunk_size=64),
+               batch=1, length=16, seed=26, positions=(0, 16), proj_grid_bits=BIG_PROJ_GRID_BITS),
+
+    # ShortConv (LFM2)
+    GoldenSpec("tiny", "shortconv",
+               "baseline: conv window of the pre-conv B*x (not post-conv) (8.3), B|C|x split order, no activation",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=2, length=16, seed=31),
+    GoldenSpec("odd", "shortconv",
+               "conv_bias=1 (in_proj, conv and out_proj biases), K 2 (one column of history), D 19",
+               dict(hidden_size=19, conv_L_cache=2, conv_bias=1),
+               batch=2, length=13, seed=32),
+    GoldenSpec("k4", "shortconv",
+               "K 4: short-prefill conv-cache misplacement (8.9) and window slicing off-by-one (8.3)",
+               dict(hidden_size=24, conv_L_cache=4),
+               batch=2, length=15, seed=33),
+    GoldenSpec("leftpad", "shortconv",
+               "left padding with garbage at pads: pads must never reach the conv window (8.4, 8.6)",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=3, length=16, seed=34, left_pad=(0, 2, 7)),
+    GoldenSpec("rightpad", "shortconv",
+               "right padding with garbage at pads: conv window frozen at each row's last real token (8.5)",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=3, length=16, seed=35, right_pad=(0, 4, 9)),
+    GoldenSpec("lfm2", "shortconv",
+               "LFM2-like layer shape (D 1024, K 3): realistic sizes and magnitudes",
+               dict(hidden_size=1024, conv_L_cache=3),
+               batch=1, length=32, seed=36, proj_grid_bits=BIG_PROJ_GRID_BITS),
 ]}
 
 
@@ -462,7 +1158,8 @@ def build(spec):
     assert np.all(np.diff(positions) > 0) and positions[0] >= 0 and positions[-1] <= spec.length
     g.tensors["expected/state_positions"] = positions.astype(np.int64)
     for key in ("expected/conv_state", "expected/recurrent_state"):
-        g.tensors[key] = g.tensors[key][positions]
+        if key in g.tensors:      # shortconv has no recurrent state
+            g.tensors[key] = g.tensors[key][positions]
     for key, v in g.tensors.items():
         assert np.all(np.isfinite(v)), f"{spec.name}: non-finite values in {key}"
     return g
@@ -527,12 +1224,31 @@ def attr_differences(new, old, keys=None):
             if k not in new or k not in old or not np.array_equal(np.asarray(new[k]), np.asarray(old[k]))]
 
 
+def resolve(name):
+    """Specs a command-line name stands for: `family/name`; a bare mamba2 name (`tiny` = `mamba2/tiny`,
+    kept from before there were other families); or a family name (`gdn`: all its goldens)."""
+    if name in SPECS:
+        return [SPECS[name]]
+    if "mamba2/" + name in SPECS:
+        return [SPECS["mamba2/" + name]]
+    if name in FAMILIES:
+        return [s for s in SPECS.values() if s.family == name]
+    return None
+
+
 def select(names):
-    unknown = [n for n in names if n not in SPECS]
+    unknown = [n for n in names if resolve(n) is None]
     if unknown:
-        print(f"unknown golden(s): {' '.join(unknown)} (known: {' '.join(SPECS)})", file=sys.stderr)
+        print(f"unknown golden(s): {' '.join(unknown)} (known: {' '.join(SPECS)}, a family name, or a bare "
+              f"mamba2 name)", file=sys.stderr)
         sys.exit(2)
-    return [SPECS[n] for n in (names or SPECS)]
+    if not names:
+        return list(SPECS.values())
+    picked = {}
+    for n in names:
+        for spec in resolve(n):
+            picked.setdefault(spec.key, spec)
+    return list(picked.values())
 
 
 def cmd_list(args):
@@ -541,7 +1257,7 @@ def cmd_list(args):
         size = os.path.getsize(spec.path) if os.path.exists(spec.path) else None
         total += size or 0
         shape = ", ".join(f"{k}={v}" for k, v in spec.config.items())
-        print(f"{spec.name:<8} {spec.family:<7} {('%d' % size) if size is not None else 'missing':>9} bytes  "
+        print(f"{spec.key:<20} {('%d' % size) if size is not None else 'missing':>9} bytes  "
               f"B={spec.batch} L={spec.length} {shape}")
     print(f"total {total} bytes")
 
@@ -549,7 +1265,7 @@ def cmd_list(args):
 def cmd_regenerate(args):
     for spec in select(args.names):
         g = build(spec)
-        print(f"{spec.name} -> {os.path.relpath(spec.path, os.path.dirname(GOLDEN_DIR))}")
+        print(f"{spec.key} -> {os.path.relpath(spec.path, os.path.dirname(GOLDEN_DIR))}")
         for note in g.notes:
             print(f"  {note}")
         old = read_file(spec.path) if os.path.exists(spec.path) else (None, {}, {})
@@ -569,13 +1285,14 @@ def cmd_regenerate(args):
 def cmd_check(args):
     specs = select(args.names)
     ok = True
-    if args.selftest:
+    if args.selftest:   # the families of the selected goldens (all when none are named)
         for fam_name, fam in FAMILIES.items():
-            print(f"selftest {fam_name}:")
-            ok &= fam.selftest()
+            if any(spec.family == fam_name for spec in specs):
+                print(f"selftest {fam_name}:")
+                ok &= fam.selftest()
     for spec in specs:
         if not os.path.exists(spec.path):
-            print(f"{spec.name}: MISSING {spec.path}")
+            print(f"{spec.key}: MISSING {spec.path}")
             ok = False
             continue
         g = build(spec)
@@ -585,7 +1302,7 @@ def cmd_check(args):
         changed = (["config/" + k for k in attr_differences(g.config, stored_config)]
                    + attr_differences(identity, stored_root, keys=sorted(identity)))
         same = all(match for _, _, match in rows) and not changed
-        print(f"{spec.name}: {'ok' if same else 'DIFFERS'}")
+        print(f"{spec.key}: {'ok' if same else 'DIFFERS'}")
         for note in g.notes:
             print(f"  {note}")
         if not same:

@@ -80,6 +80,8 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
         return;
     if (res->message[0])
         fprintf(con->out, "      %s\n", res->message);
+    if (res->status == MC_CHECK_SKIPPED || res->status == MC_CHECK_UNSUPPORTED)
+        return;
     for (int i = 0; i < res->n_tensors; i++)
         if (!mc_compare_passed(&res->tensors[i].stats))
             print_tensor_diagnosis(con, &res->tensors[i]);
@@ -103,4 +105,8 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, rep->duration_s,
             exit_code);
+    if (rep->n_not_applicable > 0)
+        fprintf(con->out, "(%d selected combination(s) not applicable: a dtype the backend does not take, or "
+                          "chunk_size_invariance without an internal chunk length)\n",
+                rep->n_not_applicable);
 }

@@ -77,6 +77,43 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
     fputc('}', w->f);
 }
 
+/* 1 for the backends a kill matrix is about: deliberately broken variants ("mutant.*") and variants
+ * that must not be flagged ("nonbug.*"). */
+static int is_variant(const char *backend)
+{
+    return strncmp(backend, "mutant.", 7) == 0 || strncmp(backend, "nonbug.", 7) == 0;
+}
+
+/* "kill_matrix": one record per (variant, scenario) that ran; caught = some check of it failed. */
+static void write_kill_matrix(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    int any = 0;
+    for (int i = 0; i < rep->n_checks; i++) {
+        const struct mc_check_result *r = &rep->checks[i];
+        if (!is_variant(r->backend))
+            continue;
+        int seen_before = 0;
+        for (int j = 0; j < i && !seen_before; j++)
+            seen_before = rep->checks[j].scenario == r->scenario && strcmp(rep->checks[j].backend, r->backend) == 0;
+        if (seen_before)
+            continue;
+        int caught = 0;
+        for (int j = i; j < rep->n_checks; j++) {
+            const struct mc_check_result *o = &rep->checks[j];
+            if (o->scenario == r->scenario && strcmp(o->backend, r->backend) == 0)
+                caught |= o->status == MC_CHECK_FAIL || o->status == MC_CHECK_ERROR;
+        }
+        fputs(any ? ",\n    {" : ",\n  \"kill_matrix\": [\n    {", w->f);
+        any = 1;
+        kv_str(w, "mutant", r->backend, 0);
+        kv_str(w, "family", mc_family_name(r->family), 1);
+        kv_str(w, "scenario", mc_scenario_name(r->scenario), 1);
+        fprintf(w->f, ", \"caught\": %s}", caught ? "true" : "false");
+    }
+    if (any)
+        fputs("\n  ]", w->f);
+}
+
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err)
 {
@@ -111,6 +148,8 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
             write_record(&w, r, r->n_tensors ? &r->tensors[k] : NULL);
         }
     }
-    fputs(first ? "]\n}\n" : "\n  ]\n}\n", w.f);
+    fputs(first ? "]" : "\n  ]", w.f);
+    write_kill_matrix(&w, rep);
+    fputs("\n}\n", w.f);
     return mc_writer_commit(&w, err);
 }

@@ -57,7 +57,16 @@ static void usage(FILE *out, const char *argv0)
 
 static int register_builtins(struct mc_registry *reg, struct mc_error *err)
 {
-    return mc_registry_add(reg, mc_reference_mamba2_ops(), "built-in", err) == MC_ERR_NONE ? 0 : -1;
+    const struct mc_backend_ops *const builtins[] = {
+        mc_reference_mamba2_ops(),
+        mc_reference_mamba1_ops(),
+        mc_reference_gdn_ops(),
+        mc_reference_shortconv_ops(),
+    };
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (mc_registry_add(reg, builtins[i], "built-in", err) != MC_ERR_NONE)
+            return -1;
+    return 0;
 }
 
 struct cli {
@@ -327,7 +336,7 @@ static int cmd_list(struct cli *cli, const struct mc_registry *reg)
         printf("  (%s)\n", reg->entries[i].origin);
     }
     if (cli->coverage) {
-        printf("\ncoverage (cases per family x scenario; '-' = none):\n%-10s", "");
+        printf("\ncoverage (cases per family x scenario; '-' = none, 'n/a' = does not apply):\n%-10s", "");
         for (int s = 0; s < MC_SCENARIO_COUNT; s++)
             printf(" %s", mc_scenario_name((enum mc_scenario_kind)s));
         printf("\n");
@@ -335,10 +344,12 @@ static int cmd_list(struct cli *cli, const struct mc_registry *reg)
             printf("%-10s", mc_family_name((enum mc_family)f));
             for (int s = 0; s < MC_SCENARIO_COUNT; s++) {
                 int w = (int)strlen(mc_scenario_name((enum mc_scenario_kind)s));
+                /* only the chunked families have an internal chunk length to vary */
+                int applies = s != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || f == MC_FAMILY_MAMBA2 || f == MC_FAMILY_GDN;
                 if (cover[f][s])
                     printf(" %*d", w, cover[f][s]);
                 else
-                    printf(" %*s", w, "-");
+                    printf(" %*s", w, applies ? "-" : "n/a");
             }
             printf("\n");
         }

@@ -19,6 +19,7 @@
  * chunk sizes and decode steps above MC_CASE_MAX_TOKENS are refused as absurd. */
 #define MC_CASE_MAX_FILE_BYTES (1024L * 1024L)
 #define MC_CASE_MAX_TOKENS 1000000
+#define MC_CASE_MAX_DTYPES 4 /* f64, f32, f16, bf16: each at most once */
 
 enum mc_scenario_kind {
     MC_SCENARIO_PREFILL,
@@ -42,6 +43,11 @@ enum mc_tensor_kind {
     MC_TENSOR_CONV_STATE,
     MC_TENSOR_RECURRENT_STATE,
     MC_TENSOR_CONSISTENCY, /* one implementation against itself along two paths (first token, batch rows) */
+    /* f16/bf16 only: against the reference run in f64 on the same rounded weights and inputs, which
+     * isolates the backend's own error from the rounding of its inputs */
+    MC_TENSOR_REF_OUTPUT,
+    MC_TENSOR_REF_CONV_STATE,
+    MC_TENSOR_REF_RECURRENT_STATE,
     MC_TENSOR_COUNT
 };
 
@@ -101,7 +107,7 @@ struct mc_case {
     char *golden_path;           /* resolved against the case file's directory */
     char **backends;
     int n_backends;
-    enum mc_dtype dtypes[4];
+    enum mc_dtype dtypes[MC_CASE_MAX_DTYPES];
     int n_dtypes;
     struct mc_scenario_spec *scenarios;
     int n_scenarios;

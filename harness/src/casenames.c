@@ -20,6 +20,9 @@ const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {
     [MC_TENSOR_CONV_STATE] = "conv_state",
     [MC_TENSOR_RECURRENT_STATE] = "recurrent_state",
     [MC_TENSOR_CONSISTENCY] = "consistency",
+    [MC_TENSOR_REF_OUTPUT] = "ref_output",
+    [MC_TENSOR_REF_CONV_STATE] = "ref_conv_state",
+    [MC_TENSOR_REF_RECURRENT_STATE] = "ref_recurrent_state",
     [MC_TENSOR_COUNT] = "default",
 };
 

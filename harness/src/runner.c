@@ -194,6 +194,13 @@ static int prepare_case(const char *path, struct mc_case *c, struct mc_golden *g
     return -1;
 }
 
+int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind, enum mc_dtype dtype)
+{
+    if (!(ops->dtypes & MC_DTYPE_BIT(dtype)))
+        return 0;
+    return kind != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || (ops->caps & MC_CAP_CHUNK_SIZE);
+}
+
 /* 1 when a scenario draws parameters from its seed (split points, distractors). */
 static int randomised(const struct mc_scenario_spec *sp)
 {
@@ -282,6 +289,8 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                      struct mc_error *err)
 {
     int cap = (c->n_backends + 1) * c->n_scenarios * c->n_dtypes, n = 0;
+    struct mc_refrun refs[MC_CASE_MAX_DTYPES] = {{0}};
+    int have_ref[MC_CASE_MAX_DTYPES] = {0};
     const char **names = calloc((size_t)c->n_backends + 1, sizeof *names);
     struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
     if (names == NULL || jobs == NULL) {
@@ -289,6 +298,21 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         goto out;
     }
     int n_names = case_backends(c, reg, opt, names);
+    /* one reference run per reduced dtype of the case, shared by its checks (refrun.h) */
+    const struct mc_backend_ops *ref_ops = mc_registry_find(reg, "reference", c->family);
+    for (int di = 0; di < c->n_dtypes && ref_ops != NULL; di++) {
+        enum mc_dtype dt = c->dtypes[di];
+        if ((dt != MC_DTYPE_F16 && dt != MC_DTYPE_BF16) || !(ref_ops->dtypes & MC_DTYPE_BIT(MC_DTYPE_F64)))
+            continue;
+        char why[512];
+        if (mc_refrun_build(g, ref_ops, dt, &refs[di], why, sizeof why) != 0) {
+            struct mc_error e = {0};
+            mc_error_set(&e, MC_ERR_INPUT, "%s: %s", c->path, why);
+            add_problem(rep, c->path, &e, cb, err);
+            goto out;
+        }
+        have_ref[di] = 1;
+    }
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
         const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
         if (ops == NULL) {
@@ -303,13 +327,19 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             for (int di = 0; di < c->n_dtypes; di++) {
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, names[bi], c->dtypes[di]))
                     continue;
+                if (!mc_run_applies(ops, sp->kind, c->dtypes[di])) {
+                    rep->n_not_applicable++;
+                    continue;
+                }
                 struct mc_scenario_ctx ctx = {.c = c,
                                               .spec = sp,
                                               .g = g,
                                               .ops = ops,
                                               .dtype = c->dtypes[di],
                                               .seed_offset = opt->seed_offset,
-                                              .threads = opt->threads};
+                                              .threads = opt->threads,
+                                              .ref_ops = ref_ops,
+                                              .ref = have_ref[di] ? &refs[di] : NULL};
                 jobs[n++].ctx = ctx;
             }
         }
@@ -332,6 +362,9 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             cb->on_check(res, cb->user);
     }
 out:
+    for (int di = 0; di < MC_CASE_MAX_DTYPES; di++)
+        if (have_ref[di])
+            mc_refrun_free(&refs[di]);
     free(names);
     free(jobs);
 }
@@ -372,7 +405,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     }
     mc_run_files_free(files, n_files);
     rep->duration_s = now_s() - t0;
-    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0)
+    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0 && rep->n_not_applicable == 0)
         return mc_error_set(err, MC_ERR_USAGE, "no check matches the filters");
     return err->code;
 }

@@ -45,6 +45,7 @@ struct mc_run_report {
     struct mc_run_problem *problems;
     int n_problems, cap_problems;
     int n_cases;
+    int n_not_applicable; /* selected combinations a backend does not do (dtype, internal chunks) */
     int counts[MC_CHECK_SKIPPED + 1]; /* per enum mc_check_status */
     double duration_s;
     int64_t started_unix;
@@ -66,6 +67,10 @@ void mc_run_files_free(char **files, int n_files);
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
                         enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype);
 
+/* 1 when a backend can run a scenario at a dtype: it declares the dtype, and for
+ * chunk_size_invariance it has an internal chunk length. Other combinations are not scheduled. */
+int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind, enum mc_dtype dtype);
+
 /* Runs everything; returns an error only for usage problems or memory (input problems of single
  * cases are in report->problems). */
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
@@ -74,7 +79,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
 void mc_run_report_free(struct mc_run_report *report);
 
 /* 2 when a case had an input problem, 1 when a check failed or errored, 125 when nothing could be
- * tested (a backend missing, every check unsupported) and nothing failed, else 0. */
+ * tested (a backend missing, nothing applicable, every check unsupported) and nothing failed, else 0. */
 int mc_run_exit_code(const struct mc_run_report *report);
 
 #endif

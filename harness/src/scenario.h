@@ -14,6 +14,7 @@
 #include "error.h"
 #include "golden.h"
 #include "mixcheck/backend.h"
+#include "refrun.h"
 
 enum mc_check_status {
     MC_CHECK_PASS,
@@ -25,7 +26,7 @@ enum mc_check_status {
 
 const char *mc_check_status_name(enum mc_check_status status);
 
-#define MC_CHECK_MAX_TENSORS 6
+#define MC_CHECK_MAX_TENSORS 8
 #define MC_TENSOR_NAME_LEN 32
 
 struct mc_tensor_result {
@@ -59,6 +60,8 @@ struct mc_scenario_ctx {
     enum mc_dtype dtype;
     uint64_t seed_offset;          /* added to every scenario seed (seed sweeps) */
     int32_t threads;               /* mc_model_desc.threads (0 = the backend's default) */
+    const struct mc_backend_ops *ref_ops; /* the family's reference backend, if registered */
+    const struct mc_refrun *ref;   /* f16/bf16: the reference run on the same rounded inputs (refrun.h) */
 };
 
 /* Checks that a scenario's parameters fit the golden (lengths, batch, mask); MC_ERR_INPUT naming the

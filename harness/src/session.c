@@ -121,6 +121,9 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
         s->broken = 1;
         return MC_ERR_NONE;
     }
+    /* reduced precision: also against the reference on the same rounded weights and inputs */
+    if (ctx->ref != NULL && ctx->ops != ctx->ref_ops)
+        s->ref = ctx->ref;
     return mc_session_model(s, 0);
 }
 
@@ -360,7 +363,9 @@ void mc_session_output_view(const struct mc_session *s, const struct mc_slice *s
 }
 
 /* Compares y [nrows][len][D] with the golden output of the slice; padding is only checked finite. */
-int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, const double *y)
+/* Compares y with the [B][L][D] tensor `all` (the golden's output or the reference run's) on the slice. */
+static int compare_output(struct mc_session *s, const struct mc_slice *sl, const double *y, const double *all,
+                          const char *name, enum mc_tensor_kind kind)
 {
     const struct mc_golden *g = s->g;
     int64_t D = s->shape.hidden;
@@ -373,16 +378,24 @@ int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, con
         return -1;
     }
     for (int64_t b = 0; b < sl->nrows; b++) {
-        memcpy(exp + b * sl->len * D, g->output.data + ((sl->r0 + b) * g->len + sl->t0) * D,
-               (size_t)(sl->len * D) * sizeof *exp);
+        memcpy(exp + b * sl->len * D, all + ((sl->r0 + b) * g->len + sl->t0) * D, (size_t)(sl->len * D) * sizeof *exp);
         if (valid)
             memcpy(valid + b * sl->len, g->mask + (sl->r0 + b) * g->len + sl->t0, (size_t)sl->len);
     }
     struct mc_compare_view v;
     mc_session_output_view(s, sl, valid, &v);
-    mc_session_compare(s, "output", MC_TENSOR_OUTPUT, 0, y, exp, &v);
+    mc_session_compare(s, name, kind, 0, y, exp, &v);
     free(exp);
     free(valid);
+    return 0;
+}
+
+int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, const double *y)
+{
+    if (compare_output(s, sl, y, s->g->output.data, "output", MC_TENSOR_OUTPUT) != 0)
+        return -1;
+    if (s->ref != NULL && sl->x == NULL)
+        return compare_output(s, sl, y, s->ref->output, "ref_output", MC_TENSOR_REF_OUTPUT);
     return 0;
 }
 
@@ -434,13 +447,18 @@ int mc_session_check_states(struct mc_session *s, const struct mc_session_cache 
     if (mc_session_cache_read(s, c, conv, state) != 0)
         goto out;
     struct mc_compare_view v;
+    int64_t conv_at = (ti * g->batch + r0) * nconv_row, state_at = (ti * g->batch + r0) * nstate_row;
     mc_session_conv_view(s, r0, c->batch, pos, &v);
-    mc_session_compare(s, "conv_state", MC_TENSOR_CONV_STATE, 0, conv,
-                 g->conv_state.data + (ti * g->batch + r0) * nconv_row, &v);
+    mc_session_compare(s, "conv_state", MC_TENSOR_CONV_STATE, 0, conv, g->conv_state.data + conv_at, &v);
+    if (s->ref != NULL)
+        mc_session_compare(s, "ref_conv_state", MC_TENSOR_REF_CONV_STATE, 0, conv, s->ref->conv_state + conv_at, &v);
     if (state != NULL) {
         mc_session_state_view(s, r0, c->batch, pos, &v);
         mc_session_compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, 0, state,
-                     g->recurrent_state.data + (ti * g->batch + r0) * nstate_row, &v);
+                           g->recurrent_state.data + state_at, &v);
+        if (s->ref != NULL)
+            mc_session_compare(s, "ref_recurrent_state", MC_TENSOR_REF_RECURRENT_STATE, 0, state,
+                               s->ref->recurrent_state + state_at, &v);
     }
     rc = 0;
 out:

@@ -13,6 +13,7 @@
 
 #include "compare.h"
 #include "family.h"
+#include "refrun.h"
 #include "scenario.h"
 
 struct mc_session {
@@ -26,6 +27,7 @@ struct mc_session {
     size_t esz;        /* bytes per element of the model dtype */
     int broken;        /* the backend failed; stop driving it */
     struct mc_error *err;
+    const struct mc_refrun *ref; /* f16/bf16: the reference run on the same rounded inputs, or NULL */
 };
 
 /* A cache and the batch it was allocated for. */

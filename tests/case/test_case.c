@@ -429,7 +429,7 @@ static const struct bad_fixture BAD[] = {
      "tol_bad_dtype.yaml:5:5: in 'devices.cpu': unknown key 'fp8' (valid keys: f64, f32, f16, bf16)", NULL},
     {"tol_bad_tensor.yaml", 1, MC_ERR_INPUT,
      "tol_bad_tensor.yaml:6:7: in 'devices.cpu.f64': unknown key 'hidden' (valid keys: output, conv_state, "
-     "recurrent_state, consistency, default)",
+     "recurrent_state, consistency, ref_output, ref_conv_state, ref_recurrent_state, default)",
      NULL},
     {"tol_dup_device.yaml", 1, MC_ERR_INPUT,
      "tol_dup_device.yaml:7:3: in 'devices': duplicate key 'cpu' (first at 4:3)", NULL},
