@@ -1,0 +1,45 @@
+/*
+ * gdn_internal.h — what the files of the cpu Gated DeltaNet share (gdn.c: model, weights, cache;
+ * gdn_forward.c: the forward): the model and cache structs and the tiling constants. Not a public
+ * header; see gdn.c for the layout of a forward.
+ */
+#ifndef MC_KERNELS_CPU_GDN_INTERNAL_H
+#define MC_KERNELS_CPU_GDN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixcheck/backend.h"
+
+#define GDN_MAX_DIM 65536      /* dimensions above this are refused, as in the reference */
+#define GDN_DEFAULT_CHUNK 64   /* §4.4 and FLA's default */
+#define GDN_CONV_BLOCK 256     /* channels per conv task */
+#define GDN_TILE 512           /* rows and outputs per projection task */
+#define GDN_ROW_BLOCK 64       /* tokens per elementwise task */
+
+struct mc_model {
+    enum mc_dtype dtype; /* storage of weights, x, y */
+    size_t elem_bytes;
+    struct mc_gdn_config cfg;
+    int64_t D, Hk, Hv, dk, dv, K, r, kd, vd, C, proj, chunk;
+    int threads;
+    float *w_proj;  /* [proj][D]: q | k | v | z | b | a */
+    float *w_conv;  /* channel-blocked: block at c0 holds [K][w] at offset c0*K, w = its width */
+    float *a_neg;   /* [Hv] −exp(A_log) */
+    float *dt_bias; /* [Hv] */
+    float *w_norm;  /* [dv] */
+    float *w_out;   /* [D][Hv*dv] */
+};
+
+struct mc_cache {
+    int64_t batch;
+    int primed;
+    float *window; /* [B][C*K] channel-blocked like w_conv; the last K pre-conv inputs, oldest first */
+    float *state;  /* [B][Hv][dk][dv] */
+};
+
+/* The forward of the ops struct (mixcheck/backend.h), in gdn_forward.c. */
+enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cache *cache,
+                                          const struct mc_forward_args *args, struct mc_msg *msg);
+
+#endif

@@ -1,0 +1,530 @@
+/*
+ * mamba1.c — the optimized CPU Mamba1 mixer (backend "cpu", device "cpu"): HF `MambaMixer` with
+ * mixcheck's semantics of mixers.md §A — a multi-token forward on a primed cache convolves with the
+ * cached K-column window and starts the scan from the cached state (§A.1, §3.5) — computed as the
+ * selective scan of §3.3. Validated against the reference in tests/cpu/test_cpu_mamba1.c.
+ *
+ * Variants (all in this file):
+ *   - m1c_scan_task    the selective scan of one (batch row, block of M1C_CHAN_BLOCK channels) over the
+ *                      row's real tokens: per token and channel, delta, delta·u and the gate are
+ *                      computed once (hoisted out of the N loop); the N loop is split into
+ *                      e[n] = exp(delta·A[i][n]) (the only per-element exp: A varies with n), the state
+ *                      update s = e·s + du·B (vectorizes), and the C dot product in M1C_LANES
+ *                      independent partial sums (vectorizes; a fixed order, so no thread dependence).
+ * Front and back end as the reference: in_proj, x_proj, dt_proj and out_proj on sgemm over all B·L
+ * tokens; fused causal conv + SiLU over the cached window (common.h); delta = softplus(dt_proj(dt_low)
+ * + dt_proj.bias) (the bias added once); y = (h·C + D·u)·silu(z).
+ *
+ * Masks: a padding token never reaches the window or the state, and its output row is out_proj.bias
+ * (zeros without use_bias). Threads: mc_cpu_parallel_for over batch rows (conv) and (batch, channel
+ * block) pairs (scan), each task owning its outputs: bitwise identical for any thread count.
+ * Dtypes: weights, x and y as f32, bf16 or f16; compute, cache and cache_export in f32.
+ *
+ * Dimension letters: B batch, L tokens, D hidden, I intermediate (= conv channels; named `inner`:
+ * <cblas.h> defines I), N state, K conv width, R time_step_rank, xdim = R + 2N x_proj rows.
+ */
+#include "cpu.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define M1C_MAX_DIM 65536
+#define M1C_CHAN_BLOCK 16 /* channels per scan task */
+#define M1C_LANES 8       /* partial sums of the C dot product */
+#define M1C_ROW_BLOCK 64  /* token rows per elementwise task */
+
+enum m1c_slot {
+    M1C_IN_PROJ,
+    M1C_IN_PROJ_BIAS,
+    M1C_CONV,
+    M1C_CONV_BIAS,
+    M1C_X_PROJ,
+    M1C_DT_PROJ,
+    M1C_DT_PROJ_BIAS,
+    M1C_A_LOG,
+    M1C_D,
+    M1C_OUT_PROJ,
+    M1C_OUT_PROJ_BIAS,
+    M1C_COUNT,
+};
+
+struct mc_model {
+    enum mc_dtype dtype; /* storage of x and y */
+    struct mc_mamba1_config cfg;
+    int64_t D, inner, N, K, R, xdim;
+    int threads;
+    float *w[M1C_COUNT]; /* f32 copies; NULL when absent */
+    float *conv_kc;      /* [K][I] conv1d.weight transposed */
+    float *a_neg;        /* [I][N] A = -exp(A_log) */
+};
+
+struct mc_cache {
+    int64_t batch;
+    int primed;
+    float *window; /* [B][K][I] the last K pre-conv inputs, oldest row first */
+    float *state;  /* [B][I][N] */
+};
+
+/* ---- model ------------------------------------------------------------------------------------- */
+
+static enum mc_backend_status m1c_check_dim(const char *name, int64_t v, struct mc_msg *msg)
+{
+    if (v < 1 || v > M1C_MAX_DIM)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu config: '%s' must be in [1, %d] (got %lld)", name,
+                           M1C_MAX_DIM, (long long)v);
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status m1c_config_validate(const struct mc_mamba1_config *c, struct mc_msg *msg)
+{
+    enum mc_backend_status st;
+    if ((st = m1c_check_dim("hidden_size", c->hidden_size, msg)) ||
+        (st = m1c_check_dim("intermediate_size", c->intermediate_size, msg)) ||
+        (st = m1c_check_dim("state_size", c->state_size, msg)) ||
+        (st = m1c_check_dim("conv_kernel", c->conv_kernel, msg)) ||
+        (st = m1c_check_dim("time_step_rank", c->time_step_rank, msg)))
+        return st;
+    if ((c->use_bias != 0 && c->use_bias != 1) || (c->use_conv_bias != 0 && c->use_conv_bias != 1))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba1 cpu config: 'use_bias' and 'use_conv_bias' must be 0 or 1 (got %d, %d)",
+                           (int)c->use_bias, (int)c->use_conv_bias);
+    if (c->conv_kernel > MC_CPU_CONV_MAX_K)
+        return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED, "mamba1 cpu: conv_kernel %lld is not supported (at most %d)",
+                           (long long)c->conv_kernel, MC_CPU_CONV_MAX_K);
+    return MC_BACKEND_OK;
+}
+
+static void m1c_model_destroy(struct mc_model *model)
+{
+    if (!model)
+        return;
+    for (int s = 0; s < M1C_COUNT; s++)
+        free(model->w[s]);
+    free(model->conv_kc);
+    free(model->a_neg);
+    free(model);
+}
+
+static enum mc_backend_status m1c_model_create(const struct mc_model_desc *desc, struct mc_model **model,
+                                               struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    struct mc_model *m = NULL;
+
+    if (!desc || !model) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: model_create needs a descriptor and an output handle");
+        goto fail;
+    }
+    *model = NULL;
+    if (desc->family != MC_FAMILY_MAMBA1) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: descriptor family is %d, expected mamba1 (%d)",
+                         (int)desc->family, (int)MC_FAMILY_MAMBA1);
+        goto fail;
+    }
+    if (mc_cpu_dtype_bytes(desc->dtype) == 0) {
+        const int known = desc->dtype == MC_DTYPE_F64;
+        st = mc_cpu_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
+                         "mamba1 cpu: dtype %d %s (supported: f32, bf16, f16)", (int)desc->dtype,
+                         known ? "is not supported" : "is not a known dtype");
+        goto fail;
+    }
+    if (!desc->config) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: descriptor has no configuration");
+        goto fail;
+    }
+    if ((st = m1c_config_validate(desc->config, msg)) != MC_BACKEND_OK)
+        goto fail;
+    if (desc->threads < 0) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: threads must be >= 0 (got %d)", (int)desc->threads);
+        goto fail;
+    }
+
+    m = calloc(1, sizeof *m);
+    if (!m) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu: out of memory for the model");
+        goto fail;
+    }
+    m->dtype = desc->dtype;
+    m->cfg = *(const struct mc_mamba1_config *)desc->config;
+    m->D = m->cfg.hidden_size;
+    m->inner = m->cfg.intermediate_size;
+    m->N = m->cfg.state_size;
+    m->K = m->cfg.conv_kernel;
+    m->R = m->cfg.time_step_rank;
+    m->xdim = m->R + 2 * m->N;
+    m->threads = mc_cpu_threads_resolve(desc->threads);
+
+    const struct mc_cpu_weight_spec spec[M1C_COUNT] = {
+        [M1C_IN_PROJ] = {"in_proj.weight", 1, 2, {2 * m->inner, m->D, 0}},
+        [M1C_IN_PROJ_BIAS] = {"in_proj.bias", m->cfg.use_bias, 1, {2 * m->inner, 0, 0}},
+        [M1C_CONV] = {"conv1d.weight", 1, 3, {m->inner, 1, m->K}},
+        [M1C_CONV_BIAS] = {"conv1d.bias", m->cfg.use_conv_bias, 1, {m->inner, 0, 0}},
+        [M1C_X_PROJ] = {"x_proj.weight", 1, 2, {m->xdim, m->inner, 0}},
+        [M1C_DT_PROJ] = {"dt_proj.weight", 1, 2, {m->inner, m->R, 0}},
+        [M1C_DT_PROJ_BIAS] = {"dt_proj.bias", 1, 1, {m->inner, 0, 0}},
+        [M1C_A_LOG] = {"A_log", 1, 2, {m->inner, m->N, 0}},
+        [M1C_D] = {"D", 1, 1, {m->inner, 0, 0}},
+        [M1C_OUT_PROJ] = {"out_proj.weight", 1, 2, {m->D, m->inner, 0}},
+        [M1C_OUT_PROJ_BIAS] = {"out_proj.bias", m->cfg.use_bias, 1, {m->D, 0, 0}},
+    };
+    if ((st = mc_cpu_weights_load(desc, spec, M1C_COUNT, m->w, "mamba1 cpu", msg)) != MC_BACKEND_OK)
+        goto fail;
+    m->conv_kc = malloc((size_t)(m->K * m->inner) * sizeof *m->conv_kc);
+    m->a_neg = malloc((size_t)(m->inner * m->N) * sizeof *m->a_neg);
+    if (!m->conv_kc || !m->a_neg) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu: out of memory for the model");
+        goto fail;
+    }
+    mc_cpu_conv_weight_kc(m->inner, m->K, m->w[M1C_CONV], m->conv_kc);
+    for (int64_t k = 0; k < m->inner * m->N; k++)
+        m->a_neg[k] = -expf(m->w[M1C_A_LOG][k]);
+    *model = m;
+    return MC_BACKEND_OK;
+
+fail:
+    m1c_model_destroy(m);
+    return st;
+}
+/* ---- cache ------------------------------------------------------------------------------------- */
+
+static size_t m1c_window_elems(const struct mc_model *m)
+{
+    return (size_t)(m->inner * m->K);
+}
+static size_t m1c_state_elems(const struct mc_model *m)
+{
+    return (size_t)(m->inner * m->N);
+}
+
+static void m1c_cache_free(struct mc_model *model, struct mc_cache *cache)
+{
+    (void)model;
+    if (!cache)
+        return;
+    free(cache->state);
+    free(cache->window);
+    free(cache);
+}
+
+static enum mc_backend_status m1c_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
+                                              struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    struct mc_cache *c = NULL;
+    if (!model || !cache) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_alloc needs a model and an output handle");
+        goto fail;
+    }
+    *cache = NULL;
+    if (batch < 1 || batch > INT_MAX) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache batch must be in [1, %d] (got %lld)", INT_MAX,
+                         (long long)batch);
+        goto fail;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu: out of memory for a cache");
+        goto fail;
+    }
+    c->batch = batch;
+    c->window = calloc((size_t)batch * m1c_window_elems(model), sizeof(float));
+    c->state = calloc((size_t)batch * m1c_state_elems(model), sizeof(float));
+    if (!c->window || !c->state) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu: out of memory for a cache of batch %lld",
+                         (long long)batch);
+        goto fail;
+    }
+    *cache = c;
+    return MC_BACKEND_OK;
+
+fail:
+    m1c_cache_free(model, c);
+    return st;
+}
+
+static enum mc_backend_status m1c_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
+                                             struct mc_msg *msg)
+{
+    if (!model || !dst || !src)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_copy needs a model, a destination and a source");
+    if (dst->batch != src->batch)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba1 cpu: cache_copy batch mismatch (destination %lld, source %lld)",
+                           (long long)dst->batch, (long long)src->batch);
+    if (dst == src)
+        return MC_BACKEND_OK;
+    memcpy(dst->window, src->window, (size_t)src->batch * m1c_window_elems(model) * sizeof(float));
+    memcpy(dst->state, src->state, (size_t)src->batch * m1c_state_elems(model) * sizeof(float));
+    dst->primed = src->primed;
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status m1c_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
+                                               void *recurrent_state, struct mc_msg *msg)
+{
+    if (!model || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_export needs a model and a cache");
+    /* f32 for every storage dtype; a NULL output is skipped */
+    if (conv_state) {
+        for (int64_t b = 0; b < cache->batch; b++)
+            mc_cpu_window_to_ck(model->inner, model->K, cache->window + (size_t)b * m1c_window_elems(model),
+                                (float *)conv_state + (size_t)b * m1c_window_elems(model));
+    }
+    if (recurrent_state)
+        memcpy(recurrent_state, cache->state, (size_t)cache->batch * m1c_state_elems(model) * sizeof(float));
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status m1c_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
+                                               const void *recurrent_state, struct mc_msg *msg)
+{
+    if (!model || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_import needs a model and a cache");
+    if (!conv_state || !recurrent_state)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba1 cpu: cache_import needs conv_state [B][C][K] and recurrent_state [B][I][N] (f32)");
+    for (int64_t b = 0; b < cache->batch; b++)
+        mc_cpu_window_from_ck(model->inner, model->K, (const float *)conv_state + (size_t)b * m1c_window_elems(model),
+                              cache->window + (size_t)b * m1c_window_elems(model));
+    memcpy(cache->state, recurrent_state, (size_t)cache->batch * m1c_state_elems(model) * sizeof(float));
+    cache->primed = 1;
+    return MC_BACKEND_OK;
+}
+
+
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+/* Everything a forward's parallel tasks read, and where they write. */
+struct m1c_run {
+    const struct mc_model *m;
+    int64_t batch, len;
+    const uint8_t *mask; /* [B][L] or NULL */
+    float *xz;           /* [B][L][2I]    in_proj output: xh | z */
+    float *xc;           /* [B][L][I]     after conv + SiLU (0 on padding rows) */
+    float *dbc;          /* [B][L][xdim]  x_proj output: dt_low | B | C */
+    float *delta;        /* [B][L][I]     dt_proj(dt_low), then softplus(· + dt_proj.bias) */
+    float *yg;           /* [B][L][I]     gated scan output */
+    float *window;       /* [B][K][I] */
+    float *state;        /* [B][I][N] */
+    float *scratch;      /* [workers][N] */
+};
+
+static void m1c_conv_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct m1c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t L = r->len, inner = m->inner;
+    mc_cpu_conv_row(L, inner, m->K, r->xz + b * L * 2 * inner, 2 * inner, r->mask ? r->mask + b * L : NULL,
+                    r->window + (size_t)b * m1c_window_elems(m), m->conv_kc, m->w[M1C_CONV_BIAS], 1,
+                    r->xc + b * L * inner, inner);
+}
+
+/* delta = softplus(dt_proj(dt_low) + dt_proj.bias), once per (token, channel), over a row block. */
+static void m1c_delta_task(void *ctx, int64_t blk, int worker)
+{
+    (void)worker;
+    const struct m1c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t M = r->batch * r->len, r0 = blk * M1C_ROW_BLOCK;
+    const int64_t r1 = r0 + M1C_ROW_BLOCK < M ? r0 + M1C_ROW_BLOCK : M;
+    const float *b_dt = m->w[M1C_DT_PROJ_BIAS];
+    for (int64_t t = r0; t < r1; t++) {
+        float *d = r->delta + t * m->inner;
+        for (int64_t i = 0; i < m->inner; i++)
+            d[i] = mc_cpu_softplus(d[i] + b_dt[i]);
+    }
+}
+
+/* Selective scan of one (row b, channel block) over the row's real tokens (variants block above). */
+static void m1c_scan_task(void *ctx, int64_t task, int worker)
+{
+    const struct m1c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t inner = m->inner, N = m->N, xdim = m->xdim, L = r->len;
+    const int64_t n_blocks = (inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
+    const int64_t b = task / n_blocks, i0 = (task % n_blocks) * M1C_CHAN_BLOCK;
+    const int64_t i1 = i0 + M1C_CHAN_BLOCK < inner ? i0 + M1C_CHAN_BLOCK : inner;
+    const float *d_skip = m->w[M1C_D];
+    float *restrict e = r->scratch + (size_t)worker * (size_t)N; /* [N] exp(delta·A) */
+    for (int64_t t = 0; t < L; t++) {
+        const int64_t row = b * L + t;
+        float *yo = r->yg + row * inner;
+        if (r->mask && !r->mask[row]) {
+            for (int64_t i = i0; i < i1; i++)
+                yo[i] = 0.0f;
+            continue;
+        }
+        const float *restrict bm = r->dbc + row * xdim + m->R;
+        const float *restrict cm = bm + N;
+        for (int64_t i = i0; i < i1; i++) {
+            const float d = r->delta[row * inner + i], u = r->xc[row * inner + i];
+            const float du = d * u;
+            const float *restrict a = m->a_neg + i * N;
+            float *restrict s = r->state + ((size_t)b * (size_t)inner + (size_t)i) * (size_t)N;
+            for (int64_t n = 0; n < N; n++)
+                e[n] = expf(d * a[n]);
+            for (int64_t n = 0; n < N; n++)
+                s[n] = e[n] * s[n] + du * bm[n];
+            float lane[M1C_LANES] = {0};
+            int64_t n = 0;
+            for (; n + M1C_LANES <= N; n += M1C_LANES)
+                for (int k = 0; k < M1C_LANES; k++)
+                    lane[k] += s[n + k] * cm[n + k];
+            for (int k = 0; n < N; n++, k++)
+                lane[k] += s[n] * cm[n];
+            float acc = 0.0f;
+            for (int k = 0; k < M1C_LANES; k++)
+                acc += lane[k];
+            const float zv = r->xz[row * 2 * inner + inner + i];
+            yo[i] = (acc + d_skip[i] * u) * mc_cpu_silu(zv);
+        }
+    }
+}
+
+static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cache *cache,
+                                          const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *tmp_window = NULL, *tmp_state = NULL;
+    float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
+
+    if (!model || !args) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: forward needs a model and arguments");
+        goto cleanup;
+    }
+    if (args->batch < 1 || args->len < 1) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
+                         (long long)args->batch, (long long)args->len);
+        goto cleanup;
+    }
+    if (args->batch > INT_MAX / args->len) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: B*L = %lld*%lld exceeds the BLAS limit %d",
+                         (long long)args->batch, (long long)args->len, INT_MAX);
+        goto cleanup;
+    }
+    if (!args->x || !args->y) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: forward needs x [B][L][D] and y [B][L][D]");
+        goto cleanup;
+    }
+    if (cache && cache->batch != args->batch) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache batch %lld does not match forward batch %lld",
+                         (long long)cache->batch, (long long)args->batch);
+        goto cleanup;
+    }
+
+    const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, inner = m->inner;
+    const int64_t n_blocks = (inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
+    const int workers = (int)(m->threads < Bsz * n_blocks ? m->threads : Bsz * n_blocks);
+
+    /* every allocation before the cache is touched, so a failure leaves it unchanged */
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(M * m->D) * sizeof *xf);
+        yf = malloc((size_t)(M * m->D) * sizeof *yf);
+    }
+    xz = malloc((size_t)(M * 2 * inner) * sizeof *xz);
+    xc = malloc((size_t)(M * inner) * sizeof *xc);
+    dbc = malloc((size_t)(M * m->xdim) * sizeof *dbc);
+    delta = malloc((size_t)(M * inner) * sizeof *delta);
+    yg = malloc((size_t)(M * inner) * sizeof *yg);
+    scratch = malloc((size_t)workers * (size_t)m->N * sizeof *scratch);
+    if (!cache) {
+        tmp_window = calloc((size_t)Bsz * m1c_window_elems(m), sizeof(float));
+        tmp_state = calloc((size_t)Bsz * m1c_state_elems(m), sizeof(float));
+    }
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !xz || !xc || !dbc || !delta || !yg || !scratch ||
+        (!cache && (!tmp_window || !tmp_state))) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward: out of memory for B=%lld L=%lld scratch",
+                         (long long)Bsz, (long long)L);
+        goto cleanup;
+    }
+    if (cache && !cache->primed) { /* case (a) with a cache: start from zeros, fill it */
+        memset(cache->window, 0, (size_t)Bsz * m1c_window_elems(m) * sizeof(float));
+        memset(cache->state, 0, (size_t)Bsz * m1c_state_elems(m) * sizeof(float));
+    }
+
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * m->D));
+        x = xf;
+        y = yf;
+    }
+    struct m1c_run run = {
+        .m = m,
+        .batch = Bsz,
+        .len = L,
+        .mask = args->mask,
+        .xz = xz,
+        .xc = xc,
+        .dbc = dbc,
+        .delta = delta,
+        .yg = yg,
+        .window = cache ? cache->window : tmp_window,
+        .state = cache ? cache->state : tmp_state,
+        .scratch = scratch,
+    };
+
+    mc_cpu_linear(M, 2 * inner, m->D, x, m->D, m->w[M1C_IN_PROJ], m->w[M1C_IN_PROJ_BIAS], xz, 2 * inner);
+    mc_cpu_parallel_for(Bsz, m1c_conv_task, &run, m->threads);
+    mc_cpu_sgemm(0, 1, M, m->xdim, inner, 1.0f, xc, inner, m->w[M1C_X_PROJ], inner, 0.0f, dbc, m->xdim);
+    mc_cpu_sgemm(0, 1, M, inner, m->R, 1.0f, dbc, m->xdim, m->w[M1C_DT_PROJ], m->R, 0.0f, delta, inner);
+    mc_cpu_parallel_for((M + M1C_ROW_BLOCK - 1) / M1C_ROW_BLOCK, m1c_delta_task, &run, m->threads);
+    mc_cpu_parallel_for(Bsz * n_blocks, m1c_scan_task, &run, workers);
+    mc_cpu_sgemm(0, 1, M, m->D, inner, 1.0f, yg, inner, m->w[M1C_OUT_PROJ], inner, 0.0f, y, m->D);
+    const float *b_out = m->w[M1C_OUT_PROJ_BIAS];
+    for (int64_t t = 0; t < M; t++) {
+        const int real_token = !args->mask || args->mask[t];
+        float *yr = y + t * m->D;
+        for (int64_t j = 0; j < m->D; j++) {
+            const float bias = b_out ? b_out[j] : 0.0f;
+            yr[j] = real_token ? yr[j] + bias : bias;
+        }
+    }
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
+    if (cache)
+        cache->primed = 1;
+
+cleanup:
+    free(tmp_state);
+    free(tmp_window);
+    free(scratch);
+    free(yg);
+    free(delta);
+    free(dbc);
+    free(xc);
+    free(xz);
+    free(yf);
+    free(xf);
+    return st;
+}
+
+static const struct mc_backend_ops m1c_ops = {
+    .abi_version = MIXCHECK_ABI_VERSION,
+    .struct_size = sizeof(struct mc_backend_ops),
+    .name = "cpu",
+    .device = "cpu",
+    .family = MC_FAMILY_MAMBA1,
+    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
+    .caps = MC_CAP_THREADS,
+    .model_create = m1c_model_create,
+    .model_destroy = m1c_model_destroy,
+    .cache_alloc = m1c_cache_alloc,
+    .cache_copy = m1c_cache_copy,
+    .cache_free = m1c_cache_free,
+    .cache_export = m1c_cache_export,
+    .cache_import = m1c_cache_import,
+    .forward = m1c_forward,
+};
+
+const struct mc_backend_ops *mc_cpu_mamba1_ops(void)
+{
+    return &m1c_ops;
+}

@@ -1,0 +1,375 @@
+/*
+ * shortconv.c — the optimized CPU LFM2 ShortConv mixer (backend "cpu", device "cpu"): HF
+ * `Lfm2ShortConv` with mixcheck's semantics of mixers.md §A, §5. Validated against the reference in
+ * tests/cpu/test_cpu_shortconv.c.
+ *
+ * Variants (all in this file):
+ *   - sc_row_task   one batch row, fused: Bx = B ⊙ x (the pre-conv input the cache stores), the
+ *                   causal conv over the cached window + conv bias, no activation (common.h), then
+ *                   y = C ⊙ conv, all vectorized over channels.
+ * in_proj and out_proj on sgemm over all B·L tokens. Masks: a padding token never reaches the window
+ * and its output row is out_proj.bias (zeros without conv_bias). Threads: mc_cpu_parallel_for over
+ * batch rows, each owning its outputs: bitwise identical for any thread count. Dtypes: weights, x and
+ * y as f32, bf16 or f16; compute, cache and cache_export in f32. No recurrent state.
+ *
+ * Dimension letters: B batch, L tokens, D hidden (= conv channels), K conv width (conv_L_cache).
+ */
+#include "cpu.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define SCC_MAX_DIM 65536
+
+enum scc_slot {
+    SCC_IN_PROJ,
+    SCC_IN_PROJ_BIAS,
+    SCC_CONV,
+    SCC_CONV_BIAS,
+    SCC_OUT_PROJ,
+    SCC_OUT_PROJ_BIAS,
+    SCC_COUNT,
+};
+
+struct mc_model {
+    enum mc_dtype dtype;
+    struct mc_shortconv_config cfg;
+    int64_t D, K;
+    int threads;
+    float *w[SCC_COUNT]; /* f32 copies; NULL when absent */
+    float *conv_kc;      /* [K][D] conv.weight transposed */
+};
+
+struct mc_cache {
+    int64_t batch;
+    int primed;
+    float *window; /* [B][K][D] the last K pre-conv inputs Bx, oldest row first */
+};
+
+static void scc_model_destroy(struct mc_model *model)
+{
+    if (!model)
+        return;
+    for (int s = 0; s < SCC_COUNT; s++)
+        free(model->w[s]);
+    free(model->conv_kc);
+    free(model);
+}
+
+static enum mc_backend_status scc_model_create(const struct mc_model_desc *desc, struct mc_model **model,
+                                               struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    struct mc_model *m = NULL;
+    if (!desc || !model) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: model_create needs a descriptor and an output handle");
+        goto fail;
+    }
+    *model = NULL;
+    if (desc->family != MC_FAMILY_SHORTCONV) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: descriptor family is %d, expected shortconv (%d)",
+                         (int)desc->family, (int)MC_FAMILY_SHORTCONV);
+        goto fail;
+    }
+    if (mc_cpu_dtype_bytes(desc->dtype) == 0) {
+        const int known = desc->dtype == MC_DTYPE_F64;
+        st = mc_cpu_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
+                         "shortconv cpu: dtype %d %s (supported: f32, bf16, f16)", (int)desc->dtype,
+                         known ? "is not supported" : "is not a known dtype");
+        goto fail;
+    }
+    if (!desc->config) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: descriptor has no configuration");
+        goto fail;
+    }
+    const struct mc_shortconv_config *c = desc->config;
+    if (c->hidden_size < 1 || c->hidden_size > SCC_MAX_DIM || c->conv_kernel < 1 || c->conv_kernel > SCC_MAX_DIM) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                         "shortconv cpu config: 'hidden_size' and 'conv_L_cache' must be in [1, %d] (got %lld, %lld)",
+                         SCC_MAX_DIM, (long long)c->hidden_size, (long long)c->conv_kernel);
+        goto fail;
+    }
+    if (c->conv_bias != 0 && c->conv_bias != 1) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu config: 'conv_bias' must be 0 or 1 (got %d)",
+                         (int)c->conv_bias);
+        goto fail;
+    }
+    if (c->conv_kernel > MC_CPU_CONV_MAX_K) {
+        st = mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED, "shortconv cpu: conv_L_cache %lld is not supported (at most %d)",
+                         (long long)c->conv_kernel, MC_CPU_CONV_MAX_K);
+        goto fail;
+    }
+    if (desc->threads < 0) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: threads must be >= 0 (got %d)", (int)desc->threads);
+        goto fail;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for the model");
+        goto fail;
+    }
+    m->dtype = desc->dtype;
+    m->cfg = *c;
+    m->D = c->hidden_size;
+    m->K = c->conv_kernel;
+    m->threads = mc_cpu_threads_resolve(desc->threads);
+    const struct mc_cpu_weight_spec spec[SCC_COUNT] = {
+        [SCC_IN_PROJ] = {"in_proj.weight", 1, 2, {3 * m->D, m->D, 0}},
+        [SCC_IN_PROJ_BIAS] = {"in_proj.bias", c->conv_bias, 1, {3 * m->D, 0, 0}},
+        [SCC_CONV] = {"conv.weight", 1, 3, {m->D, 1, m->K}},
+        [SCC_CONV_BIAS] = {"conv.bias", c->conv_bias, 1, {m->D, 0, 0}},
+        [SCC_OUT_PROJ] = {"out_proj.weight", 1, 2, {m->D, m->D, 0}},
+        [SCC_OUT_PROJ_BIAS] = {"out_proj.bias", c->conv_bias, 1, {m->D, 0, 0}},
+    };
+    if ((st = mc_cpu_weights_load(desc, spec, SCC_COUNT, m->w, "shortconv cpu", msg)) != MC_BACKEND_OK)
+        goto fail;
+    m->conv_kc = malloc((size_t)(m->K * m->D) * sizeof *m->conv_kc);
+    if (!m->conv_kc) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for the model");
+        goto fail;
+    }
+    mc_cpu_conv_weight_kc(m->D, m->K, m->w[SCC_CONV], m->conv_kc);
+    *model = m;
+    return MC_BACKEND_OK;
+
+fail:
+    scc_model_destroy(m);
+    return st;
+}
+
+/* ---- cache ------------------------------------------------------------------------------------- */
+
+static size_t scc_window_elems(const struct mc_model *m)
+{
+    return (size_t)(m->D * m->K);
+}
+
+static void scc_cache_free(struct mc_model *model, struct mc_cache *cache)
+{
+    (void)model;
+    if (!cache)
+        return;
+    free(cache->window);
+    free(cache);
+}
+
+static enum mc_backend_status scc_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
+                                              struct mc_msg *msg)
+{
+    if (!model || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_alloc needs a model and an output handle");
+    *cache = NULL;
+    if (batch < 1 || batch > INT_MAX)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache batch must be in [1, %d] (got %lld)",
+                           INT_MAX, (long long)batch);
+    struct mc_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for a cache");
+    c->batch = batch;
+    c->window = calloc((size_t)batch * scc_window_elems(model), sizeof(float));
+    if (!c->window) {
+        free(c);
+        return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for a cache of batch %lld",
+                           (long long)batch);
+    }
+    *cache = c;
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status scc_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
+                                             struct mc_msg *msg)
+{
+    if (!model || !dst || !src)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "shortconv cpu: cache_copy needs a model, a destination and a source");
+    if (dst->batch != src->batch)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "shortconv cpu: cache_copy batch mismatch (destination %lld, source %lld)",
+                           (long long)dst->batch, (long long)src->batch);
+    if (dst != src) {
+        memcpy(dst->window, src->window, (size_t)src->batch * scc_window_elems(model) * sizeof(float));
+        dst->primed = src->primed;
+    }
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status scc_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
+                                               void *recurrent_state, struct mc_msg *msg)
+{
+    (void)recurrent_state; /* no recurrent state */
+    if (!model || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_export needs a model and a cache");
+    if (conv_state) {
+        for (int64_t b = 0; b < cache->batch; b++)
+            mc_cpu_window_to_ck(model->D, model->K, cache->window + (size_t)b * scc_window_elems(model),
+                                (float *)conv_state + (size_t)b * scc_window_elems(model));
+    }
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status scc_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
+                                               const void *recurrent_state, struct mc_msg *msg)
+{
+    (void)recurrent_state;
+    if (!model || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_import needs a model and a cache");
+    if (!conv_state)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_import needs conv_state [B][D][K] (f32)");
+    for (int64_t b = 0; b < cache->batch; b++)
+        mc_cpu_window_from_ck(model->D, model->K, (const float *)conv_state + (size_t)b * scc_window_elems(model),
+                              cache->window + (size_t)b * scc_window_elems(model));
+    cache->primed = 1;
+    return MC_BACKEND_OK;
+}
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+struct scc_run {
+    const struct mc_model *m;
+    int64_t len;
+    const uint8_t *mask; /* [B][L] or NULL */
+    float *bcx;          /* [B][L][3D] in_proj output: B | C | x */
+    float *bx;           /* [B][L][D]  B ⊙ x, then C ⊙ conv */
+    float *co;           /* [B][L][D]  conv output */
+    float *window;       /* [B][K][D] */
+};
+
+static void scc_row_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct scc_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t L = r->len, D = m->D;
+    const uint8_t *mask = r->mask ? r->mask + b * L : NULL;
+    for (int64_t t = 0; t < L; t++) {
+        const float *restrict row = r->bcx + (b * L + t) * 3 * D;
+        float *restrict bx = r->bx + (b * L + t) * D;
+        for (int64_t j = 0; j < D; j++)
+            bx[j] = row[j] * row[2 * D + j];
+    }
+    mc_cpu_conv_row(L, D, m->K, r->bx + b * L * D, D, mask, r->window + (size_t)b * scc_window_elems(m), m->conv_kc,
+                    m->w[SCC_CONV_BIAS], 0, r->co + b * L * D, D);
+    for (int64_t t = 0; t < L; t++) {
+        const float *restrict cg = r->bcx + (b * L + t) * 3 * D + D;
+        const float *restrict co = r->co + (b * L + t) * D;
+        float *restrict out = r->bx + (b * L + t) * D;
+        if (mask && !mask[t]) {
+            memset(out, 0, (size_t)D * sizeof *out);
+            continue;
+        }
+        for (int64_t j = 0; j < D; j++)
+            out[j] = cg[j] * co[j];
+    }
+}
+
+static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cache *cache,
+                                          const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *tmp_window = NULL, *xf = NULL, *yf = NULL, *bcx = NULL, *bx = NULL, *co = NULL;
+
+    if (!model || !args) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: forward needs a model and arguments");
+        goto cleanup;
+    }
+    if (args->batch < 1 || args->len < 1) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                         "shortconv cpu: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
+                         (long long)args->batch, (long long)args->len);
+        goto cleanup;
+    }
+    if (args->batch > INT_MAX / args->len) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: B*L = %lld*%lld exceeds the BLAS limit %d",
+                         (long long)args->batch, (long long)args->len, INT_MAX);
+        goto cleanup;
+    }
+    if (!args->x || !args->y) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: forward needs x [B][L][D] and y [B][L][D]");
+        goto cleanup;
+    }
+    if (cache && cache->batch != args->batch) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache batch %lld does not match forward batch %lld",
+                         (long long)cache->batch, (long long)args->batch);
+        goto cleanup;
+    }
+    const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, D = m->D;
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(M * D) * sizeof *xf);
+        yf = malloc((size_t)(M * D) * sizeof *yf);
+    }
+    bcx = malloc((size_t)(M * 3 * D) * sizeof *bcx);
+    bx = malloc((size_t)(M * D) * sizeof *bx);
+    co = malloc((size_t)(M * D) * sizeof *co);
+    if (!cache)
+        tmp_window = calloc((size_t)Bsz * scc_window_elems(m), sizeof(float));
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !bcx || !bx || !co || (!cache && !tmp_window)) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu forward: out of memory for B=%lld L=%lld scratch",
+                         (long long)Bsz, (long long)L);
+        goto cleanup;
+    }
+    if (cache && !cache->primed)
+        memset(cache->window, 0, (size_t)Bsz * scc_window_elems(m) * sizeof(float));
+
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * D));
+        x = xf;
+        y = yf;
+    }
+    struct scc_run run = {.m = m, .len = L, .mask = args->mask, .bcx = bcx, .bx = bx, .co = co,
+                          .window = cache ? cache->window : tmp_window};
+    mc_cpu_linear(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D);
+    mc_cpu_parallel_for(Bsz, scc_row_task, &run, m->threads);
+    mc_cpu_sgemm(0, 1, M, D, D, 1.0f, bx, D, m->w[SCC_OUT_PROJ], D, 0.0f, y, D);
+    const float *b_out = m->w[SCC_OUT_PROJ_BIAS];
+    for (int64_t t = 0; t < M; t++) {
+        const int real_token = !args->mask || args->mask[t];
+        float *yr = y + t * D;
+        for (int64_t j = 0; j < D; j++) {
+            const float bias = b_out ? b_out[j] : 0.0f;
+            yr[j] = real_token ? yr[j] + bias : bias;
+        }
+    }
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * D));
+    if (cache)
+        cache->primed = 1;
+
+cleanup:
+    free(tmp_window);
+    free(co);
+    free(bx);
+    free(bcx);
+    free(yf);
+    free(xf);
+    return st;
+}
+
+static const struct mc_backend_ops scc_ops = {
+    .abi_version = MIXCHECK_ABI_VERSION,
+    .struct_size = sizeof(struct mc_backend_ops),
+    .name = "cpu",
+    .device = "cpu",
+    .family = MC_FAMILY_SHORTCONV,
+    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
+    .caps = MC_CAP_THREADS,
+    .model_create = scc_model_create,
+    .model_destroy = scc_model_destroy,
+    .cache_alloc = scc_cache_alloc,
+    .cache_copy = scc_cache_copy,
+    .cache_free = scc_cache_free,
+    .cache_export = scc_cache_export,
+    .cache_import = scc_cache_import,
+    .forward = scc_forward,
+};
+
+const struct mc_backend_ops *mc_cpu_shortconv_ops(void)
+{
+    return &scc_ops;
+}

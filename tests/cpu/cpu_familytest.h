@@ -1,0 +1,29 @@
+/*
+ * cpu_familytest.h — the checks every cpu family shares, written once and run by test_cpu_mamba1.c
+ * and test_cpu_shortconv.c on their own configurations: cpu (f32, bf16, f16) against the reference
+ * in f64 over prefill, primed multi-token and L == 1 forwards with left / right / middle padding,
+ * split invariance, bitwise thread-count invariance, the cache round trip and common error paths.
+ */
+#ifndef MC_TESTS_CPU_FAMILYTEST_H
+#define MC_TESTS_CPU_FAMILYTEST_H
+
+#include "cpu_testutil.h"
+
+struct ft_family {
+    const char *name;
+    enum mc_family family;
+    const struct mc_backend_ops *cpu, *ref;
+    const void *config;
+    struct tu_weights *ws; /* f32-exact values */
+    int64_t D, conv_elems, state_elems;
+    /* tolerances: f32 against f64; half storage output rtol/atol per dtype */
+    double f32_atol, f32_rtol, bf16_atol, bf16_rtol, f16_atol, f16_rtol;
+};
+
+void ft_vs_reference(const struct ft_family *f);
+void ft_thread_invariance(const struct ft_family *f);
+void ft_half_storage(const struct ft_family *f);
+void ft_cache_roundtrip(const struct ft_family *f);
+void ft_errors(const struct ft_family *f);
+
+#endif
