@@ -106,7 +106,7 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, rep->duration_s,
             exit_code);
     if (rep->n_not_applicable > 0)
-        fprintf(con->out, "(%d selected combination(s) not applicable: a dtype the backend does not take, or "
-                          "chunk_size_invariance without an internal chunk length)\n",
+        fprintf(con->out, "(%d backend/dtype/scenario combination(s) not scheduled: dtypes a backend does not "
+                          "declare, chunk_size_invariance without an internal chunk length)\n",
                 rep->n_not_applicable);
 }

@@ -46,7 +46,7 @@ static void usage(FILE *out, const char *argv0)
             "  --seeds N       run randomised scenarios (random splits, distractors) over N seeds;\n"
             "                  the worst headroom over the seeds is reported\n"
             "  --threads N     worker threads for backends that take them (default: theirs)\n"
-            "  -j, --jobs N    run N checks at a time (each in its own process)\n"
+            "  -j, --jobs N    run N checks at a time, each in its own process (default: the CPU count)\n"
             "  --timeout S     a check that runs longer than S seconds is killed and fails (default %d)\n"
             "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
@@ -154,7 +154,8 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct mc_error *e
     optind = 2; /* argv[1] is the command */
     int c;
     cli->opt.isolate = 1;
-    cli->opt.jobs = 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cli->opt.jobs = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus; /* results are the same for any -j */
     cli->opt.timeout_s = MC_DEFAULT_TIMEOUT_S;
     int timeout = 0;
     while ((c = getopt_long(argc, argv, "k:qj:", longopts, NULL)) != -1) {

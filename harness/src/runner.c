@@ -291,6 +291,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
     int cap = (c->n_backends + 1) * c->n_scenarios * c->n_dtypes, n = 0;
     struct mc_refrun refs[MC_CASE_MAX_DTYPES] = {{0}};
     int have_ref[MC_CASE_MAX_DTYPES] = {0};
+    struct mc_weightset wsets[MC_CASE_MAX_DTYPES] = {{0}};
     const char **names = calloc((size_t)c->n_backends + 1, sizeof *names);
     struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
     if (names == NULL || jobs == NULL) {
@@ -298,6 +299,10 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         goto out;
     }
     int n_names = case_backends(c, reg, opt, names);
+    /* the weights in each dtype, converted once for all checks of the case */
+    for (int di = 0; di < c->n_dtypes; di++)
+        if (mc_weightset_build(g, c->dtypes[di], &wsets[di], err) != MC_ERR_NONE)
+            goto out;
     /* one reference run per reduced dtype of the case, shared by its checks (refrun.h) */
     const struct mc_backend_ops *ref_ops = mc_registry_find(reg, "reference", c->family);
     for (int di = 0; di < c->n_dtypes && ref_ops != NULL; di++) {
@@ -339,7 +344,8 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                               .seed_offset = opt->seed_offset,
                                               .threads = opt->threads,
                                               .ref_ops = ref_ops,
-                                              .ref = have_ref[di] ? &refs[di] : NULL};
+                                              .ref = have_ref[di] ? &refs[di] : NULL,
+                                              .weights = &wsets[di]};
                 jobs[n++].ctx = ctx;
             }
         }
@@ -362,9 +368,11 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             cb->on_check(res, cb->user);
     }
 out:
-    for (int di = 0; di < MC_CASE_MAX_DTYPES; di++)
+    for (int di = 0; di < MC_CASE_MAX_DTYPES; di++) {
         if (have_ref[di])
             mc_refrun_free(&refs[di]);
+        mc_weightset_free(&wsets[di]);
+    }
     free(names);
     free(jobs);
 }

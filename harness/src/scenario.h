@@ -15,6 +15,7 @@
 #include "golden.h"
 #include "mixcheck/backend.h"
 #include "refrun.h"
+#include "weightset.h"
 
 enum mc_check_status {
     MC_CHECK_PASS,
@@ -62,6 +63,7 @@ struct mc_scenario_ctx {
     int32_t threads;               /* mc_model_desc.threads (0 = the backend's default) */
     const struct mc_backend_ops *ref_ops; /* the family's reference backend, if registered */
     const struct mc_refrun *ref;   /* f16/bf16: the reference run on the same rounded inputs (refrun.h) */
+    const struct mc_weightset *weights; /* the golden's weights in `dtype`, or NULL (converted per check) */
 };
 
 /* Checks that a scenario's parameters fit the golden (lengths, batch, mask); MC_ERR_INPUT naming the

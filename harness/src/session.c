@@ -8,6 +8,7 @@
 
 #include "dtype.h"
 #include "guard.h"
+#include "weightset.h"
 
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s)
 {
@@ -132,26 +133,34 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
     enum mc_err_code rc = MC_ERR_NONE;
     const struct mc_golden *g = s->g;
     const struct mc_scenario_ctx *ctx = s->ctx;
+    struct mc_weightset own = {0};
+    const struct mc_weightset *ws = ctx->weights;
     if (s->model != NULL)
         s->ops->model_destroy(s->model);
     s->model = NULL;
     if (s->broken)
         return MC_ERR_NONE;
+    if (ws == NULL) {
+        if (mc_weightset_build(g, ctx->dtype, &own, s->err) != MC_ERR_NONE)
+            return s->err->code;
+        ws = &own;
+    }
     struct mc_weight *w = mc_session_calloc((size_t)g->n_weights, sizeof *w, s);
     void **bufs = mc_session_calloc((size_t)g->n_weights, sizeof *bufs, s);
     if (w == NULL || bufs == NULL) {
         rc = MC_ERR_NOMEM;
         goto out;
     }
+    /* the backend gets its own copy; the weightset stays pristine to check it against */
     for (int i = 0; i < g->n_weights; i++) {
         const struct mc_array *a = &g->weights[i].value;
-        size_t n = (size_t)mc_array_elems(a);
-        bufs[i] = mc_session_calloc(n, s->esz, s);
+        size_t bytes = (size_t)mc_array_elems(a) * s->esz;
+        bufs[i] = mc_session_calloc(bytes, 1, s);
         if (bufs[i] == NULL) {
             rc = MC_ERR_NOMEM;
             goto out;
         }
-        mc_dtype_from_f64(ctx->dtype, a->data, bufs[i], n);
+        memcpy(bufs[i], ws->data[i], bytes);
         w[i].name = g->weights[i].name;
         w[i].ndim = a->ndim;
         memcpy(w[i].dims, a->dims, sizeof w[i].dims);
@@ -176,23 +185,16 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
         goto out;
     }
     /* the weights are inputs too: a backend must not write them */
-    for (int i = 0; i < g->n_weights && !s->broken; i++) {
-        size_t n = (size_t)mc_array_elems(&g->weights[i].value);
-        void *fresh = mc_session_calloc(n, s->esz, s);
-        if (fresh == NULL) {
-            rc = MC_ERR_NOMEM;
-            goto out;
-        }
-        mc_dtype_from_f64(ctx->dtype, g->weights[i].value.data, fresh, n);
-        input_unchanged(s, "model_create", g->weights[i].name, bufs[i], fresh, n * s->esz, s->esz);
-        free(fresh);
-    }
+    for (int i = 0; i < g->n_weights && !s->broken; i++)
+        input_unchanged(s, "model_create", g->weights[i].name, bufs[i], ws->data[i],
+                        (size_t)mc_array_elems(&g->weights[i].value) * s->esz, s->esz);
 out:
     if (bufs != NULL)
         for (int i = 0; i < g->n_weights; i++)
             free(bufs[i]);
     free(bufs);
     free(w);
+    mc_weightset_free(&own);
     return rc;
 }
 
