@@ -84,7 +84,9 @@ static int is_variant(const char *backend)
     return strncmp(backend, "mutant.", 7) == 0 || strncmp(backend, "nonbug.", 7) == 0;
 }
 
-/* "kill_matrix": one record per (variant, scenario) that ran; caught = some check of it failed. */
+/* "kill_matrix": one record per (variant, scenario) that ran; caught = some check of it failed, and
+ * failing_tensors names the tensors that did (e.g. a variant that survives the first-token probe but
+ * not the golden comparison of the same scenario shows "output" without "consistency"). */
 static void write_kill_matrix(struct mc_writer *w, const struct mc_run_report *rep)
 {
     int any = 0;
@@ -97,18 +99,34 @@ static void write_kill_matrix(struct mc_writer *w, const struct mc_run_report *r
             seen_before = rep->checks[j].scenario == r->scenario && strcmp(rep->checks[j].backend, r->backend) == 0;
         if (seen_before)
             continue;
-        int caught = 0;
+        int caught = 0, n_names = 0;
+        const char *names[MC_CHECK_MAX_TENSORS * 2];
         for (int j = i; j < rep->n_checks; j++) {
             const struct mc_check_result *o = &rep->checks[j];
-            if (o->scenario == r->scenario && strcmp(o->backend, r->backend) == 0)
-                caught |= o->status == MC_CHECK_FAIL || o->status == MC_CHECK_ERROR;
+            if (o->scenario != r->scenario || strcmp(o->backend, r->backend) != 0)
+                continue;
+            caught |= o->status == MC_CHECK_FAIL || o->status == MC_CHECK_ERROR;
+            for (int t = 0; t < o->n_tensors; t++) {
+                if (mc_compare_passed(&o->tensors[t].stats))
+                    continue;
+                int known = 0;
+                for (int k = 0; k < n_names; k++)
+                    known |= strcmp(names[k], o->tensors[t].name) == 0;
+                if (!known && n_names < (int)(sizeof names / sizeof names[0]))
+                    names[n_names++] = o->tensors[t].name;
+            }
         }
         fputs(any ? ",\n    {" : ",\n  \"kill_matrix\": [\n    {", w->f);
         any = 1;
         kv_str(w, "mutant", r->backend, 0);
         kv_str(w, "family", mc_family_name(r->family), 1);
         kv_str(w, "scenario", mc_scenario_name(r->scenario), 1);
-        fprintf(w->f, ", \"caught\": %s}", caught ? "true" : "false");
+        fprintf(w->f, ", \"caught\": %s, \"failing_tensors\": [", caught ? "true" : "false");
+        for (int k = 0; k < n_names; k++) {
+            fputs(k ? ", " : "", w->f);
+            mc_writer_json_string(w, names[k]);
+        }
+        fputs("]}", w->f);
     }
     if (any)
         fputs("\n  ]", w->f);

@@ -1,0 +1,286 @@
+/*
+ * test_mutants.c — the kill matrix: every mutant of the mutant library (mutants.c) runs through the CLI
+ * on every bundled case of its family,
+ *     mixcheck run cases/<family>/ --plugin libmc_mutants.so --backend mutant.<id> --dtype f32 --json r.json
+ * and must be caught (exit 1) by the scenario meant to catch it, with the diagnosis on the right tensor
+ * (and, where the bug leaves them right, the other tensors passing). The non-bug must pass every bf16
+ * case of cases/mamba2/ (exit 0); the library's correct control and the real reference must pass
+ * every bundled case of their family (sanity). Results are read from the JSON report's `results`
+ * (flattened by /usr/bin/python3), one line per (case, scenario, tensor). Each mutant's row of the
+ * matrix (scenario: cases caught / cases run) is printed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#define MAX_TENSORS 4
+#define MAX_CHECKS 4
+
+/* In case `case_id`, scenario `scenario`: the tensors that must fail and those that must pass. */
+struct check {
+    const char *case_id;
+    const char *scenario;
+    const char *fail[MAX_TENSORS];
+    const char *pass[MAX_TENSORS];
+};
+
+struct mutant {
+    const char *family;
+    const char *backend;
+    struct check checks[MAX_CHECKS];
+};
+
+static const struct mutant mutants[] = {
+    {"mamba2", "mutant.8.1a-dt-first-token",
+     {{"mamba2-tiny", "chunked", {"output", "recurrent_state"}, {"conv_state"}},
+      {"mamba2-tiny", "first_token_causality", {"recurrent_state"}, {"consistency", "distractor"}},
+      {"mamba2-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.1b-cache-advance-one",
+     {{"mamba2-tiny", "chunked", {"conv_state", "recurrent_state"}, {0}},
+      /* outputs right, cache as if one token was consumed */
+      {"mamba2-tiny", "first_token_causality", {"conv_state", "recurrent_state"}, {"output", "consistency"}},
+      {"mamba2-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.1c-no-chaining",
+     {/* row 0 is right: the upstream first-token test passes it; only the chunked equivalence catches it */
+      {"mamba2-tiny", "first_token_causality", {0}, {"consistency", "distractor"}},
+      {"mamba2-tiny", "chunked", {"output", "recurrent_state"}, {0}}}},
+    {"mamba2", "mutant.8.2a-zero-conv-context",
+     {{"mamba2-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"mamba2-tiny", "chunked", {"output"}, {0}},
+      {"mamba2-tiny", "decode", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"gdn", "mutant.8.2a-zero-conv-context",
+     {{"gdn-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"gdn-tiny", "chunked", {"output"}, {0}},
+      {"gdn-tiny", "decode", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.2b-state-reset",
+     {{"mamba2-tiny", "chunked", {"recurrent_state", "output"}, {"conv_state"}},
+      {"mamba2-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"mamba2-tiny", "decode", {0}, {"output", "recurrent_state"}}}},
+    {"gdn", "mutant.8.2b-state-reset",
+     {{"gdn-tiny", "chunked", {"recurrent_state", "output"}, {"conv_state"}},
+      {"gdn-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"gdn-tiny", "decode", {0}, {"output", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.3a-conv-first-l",
+     {{"mamba2-tiny", "first_token_causality", {"consistency"}, {0}},
+      {"mamba2-tiny", "chunked", {"output"}, {"conv_state"}},
+      {"mamba2-tiny", "prefill", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.3b-conv-off-by-one",
+     {{"mamba2-tiny", "first_token_causality", {"consistency"}, {0}},
+      {"mamba2-tiny", "chunked", {"output"}, {"conv_state"}},
+      {"mamba2-tiny", "prefill", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.3c-cache-post-act",
+     {{"mamba2-tiny", "prefill", {"conv_state"}, {"output", "recurrent_state"}},
+      {"mamba2-tiny", "decode", {"output", "conv_state"}, {0}}}},
+    {"mamba2", "mutant.8.4-pad-unmasked-continued",
+     {{"mamba2-leftpad", "left_padded_batch", {"recurrent_state", "output"}, {0}},
+      {"mamba2-leftpad", "prefill", {0}, {"output", "conv_state", "recurrent_state"}},
+      {"mamba2-tiny", "chunked", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.5-rightpad-leak",
+     {{"mamba2-rightpad", "right_padded_batch", {"conv_state", "recurrent_state"}, {0}},
+      {"mamba2-tiny", "chunked", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.6-mask-skipped-batch1",
+     {{"mamba2-leftpad", "left_padded_batch", {"recurrent_state", "conv_state"}, {0}},
+      {"mamba2-leftpad", "prefill", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"shortconv", "mutant.8.9-short-prefill-roll",
+     {{"shortconv-k4", "decode", {"conv_state", "output"}, {0}},
+      {"shortconv-k4", "prefill", {0}, {"output", "conv_state"}}}},
+    {"mamba2", "mutant.8.10-no-dt-clamp-decode",
+     {{"mamba2-dtlimit", "decode", {"output", "recurrent_state"}, {"conv_state"}},
+      {"mamba2-dtlimit", "prefill", {0}, {"output", "recurrent_state"}},
+      {"mamba2-tiny", "decode", {0}, {"output", "recurrent_state"}}}},
+    {"mamba2", "mutant.8.11-norm-group-swap",
+     {{"mamba2-groups2", "prefill", {"output"}, {"conv_state", "recurrent_state"}},
+      {"mamba2-tiny", "prefill", {0}, {"output"}}}},
+    {"mamba2", "mutant.8.12-chunk-pad-decay",
+     {{"mamba2-ragged", "prefill", {"recurrent_state"}, {"output", "conv_state"}},
+      {"mamba2-ragged", "chunk_size_invariance", {"recurrent_state"}, {"output"}},
+      {"mamba2-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"gdn", "mutant.8.12-chunk-pad-write",
+     {{"gdn-tiny", "prefill", {"recurrent_state"}, {"output", "conv_state"}},
+      {"gdn-tiny", "chunk_size_invariance", {"recurrent_state"}, {"output"}}}},
+    {"mamba2", "mutant.8.13-group-mod",
+     {{"mamba2-groups2", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
+      {"mamba2-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"gdn", "mutant.8.13-key-head-mod",
+     {{"gdn-tiny", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
+      {"gdn-odd", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"mamba2", "mutant.future-leak", {{"mamba2-tiny", "first_token_causality", {"distractor"}, {0}}}},
+};
+
+static char dir[] = "/tmp/mixcheck-mutants-XXXXXX";
+static char out[1 << 20];
+
+/* Runs cmd (stderr folded in), output in `out`; returns the exit status or -1. */
+static int run(const char *cmd)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs the CLI on `path` with backend/dtype; the JSON results, one "case\tscenario\ttensor\tstatus"
+ * line each, are left in `out`. Returns the CLI's exit status. */
+static int run_cli(const char *path, const char *backend, const char *dtype)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             MC_BINARY_DIR "/mixcheck run %s --plugin " MC_MUTANTS_PLUGIN " --backend %s --dtype %s -j 2 -q "
+                           "--color never --json %s/r.json",
+             path, backend, dtype, dir);
+    int rc = run(cmd);
+    if (rc != 0 && rc != 1)
+        fail_msg("%s: exit %d:\n%s", cmd, rc, out);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import json, sys\n"
+             "for x in json.load(open(sys.argv[1]))[\"results\"]:\n"
+             "    print(x[\"case\"], x[\"scenario\"], x[\"tensor\"] or \"-\", x[\"status\"], sep=\"\\t\")' %s/r.json",
+             dir);
+    if (run(cmd) != 0)
+        fail_msg("cannot read the JSON report of %s on %s:\n%s", backend, path, out);
+    return rc;
+}
+
+/* Status of one tensor of (case, scenario) in the flattened results, or NULL when absent. */
+static const char *status_of(const char *case_id, const char *scenario, const char *tensor)
+{
+    static char st[32];
+    char key[256];
+    snprintf(key, sizeof key, "%s\t%s\t%s\t", case_id, scenario, tensor);
+    for (const char *p = out; p != NULL && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, strlen(key)) != 0)
+            continue;
+        const char *s = p + strlen(key);
+        size_t n = strcspn(s, "\n");
+        snprintf(st, sizeof st, "%.*s", (int)(n < sizeof st ? n : sizeof st - 1), s);
+        return st;
+    }
+    return NULL;
+}
+
+/* Prints the mutant's row of the kill matrix: per scenario, cases where some tensor failed / cases run. */
+static void print_row(const char *backend)
+{
+    const char *scen[] = {"prefill", "decode", "chunked", "first_token_causality", "speculative_verify",
+                          "left_padded_batch", "right_padded_batch", "chunk_size_invariance", "batch_invariance"};
+    char line[1024];
+    int used = snprintf(line, sizeof line, "%-36s", backend);
+    for (size_t i = 0; i < sizeof scen / sizeof scen[0]; i++) {
+        int ran = 0, caught = 0;
+        char last[256] = "";
+        int last_failed = 0;
+        for (const char *p = out; p != NULL && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+            char c[128], s[64], t[64], st[32];
+            if (sscanf(p, "%127[^\t]\t%63[^\t]\t%63[^\t]\t%31[^\n]", c, s, t, st) != 4 || strcmp(s, scen[i]) != 0)
+                continue;
+            if (strcmp(c, last) != 0) {
+                caught += last_failed;
+                last_failed = 0;
+                ran++;
+                snprintf(last, sizeof last, "%s", c);
+            }
+            last_failed |= strcmp(st, "pass") != 0;
+        }
+        caught += last_failed;
+        if (ran > 0 && used < (int)sizeof line)
+            used += snprintf(line + used, sizeof line - (size_t)used, " %s %d/%d", scen[i], caught, ran);
+    }
+    printf("%s\n", line);
+}
+
+static void test_mutant(void **state)
+{
+    const struct mutant *m = *state;
+    char path[256];
+    snprintf(path, sizeof path, "cases/%s/", m->family);
+    int rc = run_cli(path, m->backend, "f32");
+    print_row(m->backend);
+    if (rc != 1)
+        fail_msg("%s (%s) was not caught: exit %d", m->backend, m->family, rc);
+    for (int i = 0; i < MAX_CHECKS && m->checks[i].case_id != NULL; i++) {
+        const struct check *c = &m->checks[i];
+        for (int k = 0; k < MAX_TENSORS; k++) {
+            const char *want[2] = {c->fail[k], c->pass[k]};
+            for (int w = 0; w < 2; w++) {
+                if (want[w] == NULL)
+                    continue;
+                const char *st = status_of(c->case_id, c->scenario, want[w]);
+                const char *expect = w == 0 ? "fail" : "pass";
+                if (st == NULL || strcmp(st, expect) != 0)
+                    fail_msg("%s (%s): %s %s: tensor '%s' should %s, got %s", m->backend, m->family, c->case_id,
+                             c->scenario, want[w], expect, st ? st : "no record");
+            }
+        }
+    }
+}
+
+/* The non-bug passes every bundled Mamba2 case at bf16 (mixers.md §A.8), and so do the fused ones. */
+static void test_nonbug_passes(void **state)
+{
+    (void)state;
+    const char *backends[] = {"nonbug.unfused-conv-act", "control.correct", "cpu"};
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        int rc = run_cli("cases/mamba2/", backends[i], "bf16");
+        print_row(backends[i]);
+        if (rc != 0)
+            fail_msg("%s at bf16 on cases/mamba2/: exit %d", backends[i], rc);
+    }
+}
+
+/* The real reference and the library's own correct code pass every bundled case of each family. */
+static void test_controls_pass(void **state)
+{
+    (void)state;
+    const char *families[] = {"mamba2", "gdn", "shortconv"};
+    const char *backends[] = {"reference", "control.correct"};
+    for (size_t f = 0; f < 3; f++) {
+        for (size_t b = 0; b < 2; b++) {
+            char path[64];
+            snprintf(path, sizeof path, "cases/%s/", families[f]);
+            int rc = run_cli(path, backends[b], "f32");
+            if (rc != 0)
+                fail_msg("%s on %s at f32: exit %d", backends[b], path, rc);
+        }
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    enum { N = sizeof mutants / sizeof mutants[0] };
+    struct CMUnitTest tests[N + 2];
+    static char names[N][128];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "%s (%s)", mutants[i].backend, mutants[i].family);
+        tests[i] = (struct CMUnitTest){names[i], test_mutant, NULL, NULL, (void *)&mutants[i]};
+    }
+    tests[N] = (struct CMUnitTest)cmocka_unit_test(test_nonbug_passes);
+    tests[N + 1] = (struct CMUnitTest)cmocka_unit_test(test_controls_pass);
+    return _cmocka_run_group_tests("mutants", tests, N + 2, setup, teardown);
+}
