@@ -27,16 +27,13 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv.h"
-
-/* Sizes above this are refused (the harness applies the same bound to every dimension). */
-#define GDN_MAX_DIM 65536
+#include "ref_common.h"
 
 /* eps of the q/k l2norm, inside the rsqrt (mixers.md §4.4); fixed upstream, not a config value. */
 #define GDN_L2NORM_EPS 1e-6
@@ -70,13 +67,6 @@ static const char *const gdn_weight_names[GDN_W_COUNT] = {
     [GDN_W_OUT_PROJ] = "out_proj.weight",
 };
 
-/* What one weight slot should hold for a configuration. */
-struct gdn_weight_spec {
-    int present; /* implied by the configuration's layout */
-    int ndim;
-    int64_t dims[3];
-};
-
 /* The parameters the forward reads, owned copies in the model dtype. */
 enum gdn_param {
     GDN_P_PROJ, /* [proj][D]: rows q | k | v | z | b | a (Qwen3.5 order, §4.3) */
@@ -89,34 +79,14 @@ enum gdn_param {
 };
 
 struct mc_model {
-    enum mc_dtype dtype; /* F32 or F64: storage and math */
-    size_t elem_bytes;
+    struct mc_ref_model ref; /* first: dtype, window [C][K] and state [Hv][dk][dv] per row, w[GDN_P_COUNT] */
     struct mc_gdn_config cfg;
     /* r = Hv/Hk; key_dim = Hk*dk; value_dim = Hv*dv; C = conv channels; proj = combined rows */
     int64_t D, Hk, Hv, dk, dv, K, r, key_dim, value_dim, C, proj;
-    void *p[GDN_P_COUNT];
 };
 
-struct mc_cache {
-    int64_t batch;
-    int primed;   /* a forward or an import has written it */
-    void *window; /* [B][C][K] model dtype, the last K pre-conv inputs (mixed_qkv), oldest first */
-    void *state;  /* [B][Hv][dk][dv] model dtype */
-};
-
-static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-{
-    if (msg) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+_Static_assert(offsetof(struct mc_model, ref) == 0, "struct mc_ref_model must come first");
+_Static_assert(GDN_P_COUNT <= MC_REF_MAX_WEIGHTS, "too many parameters");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
@@ -155,77 +125,69 @@ static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_statu
 #undef R_GEMM
 #undef R_CONV
 
+static const struct mc_ref_family gdn_family = {
+    .name = "gdn",
+    .family = MC_FAMILY_GDN,
+    .n_weights = GDN_W_COUNT,
+    .weight_names = gdn_weight_names,
+    .unknown_note = " (GDN has no biases)",
+    .window_shape = "[B][C][K]",
+    .state_shape = "[B][Hv][dk][dv]",
+    .forward_f32 = gdn_forward_f32,
+    .forward_f64 = gdn_forward_f64,
+};
+
 /* ---- model ------------------------------------------------------------------------------------- */
-
-static const char *gdn_layout_name(int32_t layout)
-{
-    return layout == MC_GDN_LAYOUT_QWEN3_5 ? "qwen3_5" : layout == MC_GDN_LAYOUT_QWEN3_NEXT ? "qwen3_next" : "?";
-}
-
-static void gdn_format_shape(char *buf, size_t len, int ndim, const int64_t *dims)
-{
-    size_t used = 0;
-    int n = snprintf(buf, len, "[");
-    used = n > 0 ? (size_t)n : 0;
-    for (int i = 0; i < ndim && used < len; i++) {
-        n = snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)dims[i]);
-        used += n > 0 ? (size_t)n : 0;
-    }
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
-static enum mc_backend_status gdn_check_dim(const char *name, int64_t v, struct mc_msg *msg)
-{
-    if (v < 1 || v > GDN_MAX_DIM)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn config: '%s' must be in [1, %d] (got %lld)", name, GDN_MAX_DIM,
-                        (long long)v);
-    return MC_BACKEND_OK;
-}
 
 static enum mc_backend_status gdn_config_validate(const struct mc_gdn_config *c, struct mc_msg *msg)
 {
     enum mc_backend_status st;
-    if ((st = gdn_check_dim("hidden_size", c->hidden_size, msg)) ||
-        (st = gdn_check_dim("num_key_heads", c->num_key_heads, msg)) ||
-        (st = gdn_check_dim("num_value_heads", c->num_value_heads, msg)) ||
-        (st = gdn_check_dim("key_head_dim", c->key_head_dim, msg)) ||
-        (st = gdn_check_dim("value_head_dim", c->value_head_dim, msg)) ||
-        (st = gdn_check_dim("conv_kernel", c->conv_kernel, msg)))
+    if ((st = mc_ref_check_dim("gdn", "hidden_size", c->hidden_size, msg)) ||
+        (st = mc_ref_check_dim("gdn", "num_key_heads", c->num_key_heads, msg)) ||
+        (st = mc_ref_check_dim("gdn", "num_value_heads", c->num_value_heads, msg)) ||
+        (st = mc_ref_check_dim("gdn", "key_head_dim", c->key_head_dim, msg)) ||
+        (st = mc_ref_check_dim("gdn", "value_head_dim", c->value_head_dim, msg)) ||
+        (st = mc_ref_check_dim("gdn", "conv_kernel", c->conv_kernel, msg)))
         return st;
     if (c->chunk_size < 0)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn config: 'chunk_size' must be >= 0 (got %lld)",
-                        (long long)c->chunk_size);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "gdn config: 'chunk_size' must be >= 0 (got %lld)",
+                           (long long)c->chunk_size);
     if (c->num_value_heads % c->num_key_heads != 0)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
-                        "gdn config: 'num_value_heads' (%lld) must be a multiple of 'num_key_heads' (%lld)",
-                        (long long)c->num_value_heads, (long long)c->num_key_heads);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "gdn config: 'num_value_heads' (%lld) must be a multiple of 'num_key_heads' (%lld)",
+                           (long long)c->num_value_heads, (long long)c->num_key_heads);
     if (c->layout != MC_GDN_LAYOUT_QWEN3_5 && c->layout != MC_GDN_LAYOUT_QWEN3_NEXT)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
-                        "gdn config: 'layout' must be qwen3_5 (%d) or qwen3_next (%d) (got %d)",
-                        (int)MC_GDN_LAYOUT_QWEN3_5, (int)MC_GDN_LAYOUT_QWEN3_NEXT, (int)c->layout);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "gdn config: 'layout' must be qwen3_5 (%d) or qwen3_next (%d) (got %d)",
+                           (int)MC_GDN_LAYOUT_QWEN3_5, (int)MC_GDN_LAYOUT_QWEN3_NEXT, (int)c->layout);
     const int64_t value_dim = c->num_value_heads * c->value_head_dim;
     const int64_t proj = 2 * c->num_key_heads * c->key_head_dim + 2 * value_dim + 2 * c->num_value_heads;
     if (proj > INT_MAX)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn config: in_proj rows %lld exceed the BLAS limit %d",
-                        (long long)proj, INT_MAX);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "gdn config: in_proj rows %lld exceed the BLAS limit %d",
+                           (long long)proj, INT_MAX);
     const int64_t state_elems = c->num_value_heads * c->key_head_dim * c->value_head_dim;
     if (state_elems > INT_MAX)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
-                        "gdn config: recurrent state of %lld elements per batch row exceeds the limit %d",
-                        (long long)state_elems, INT_MAX);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "gdn config: recurrent state of %lld elements per batch row exceeds the limit %d",
+                           (long long)state_elems, INT_MAX);
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn config: 'rms_norm_eps' must be finite and > 0 (got %g)",
-                        c->rms_norm_eps);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "gdn config: 'rms_norm_eps' must be finite and > 0 (got %g)",
+                           c->rms_norm_eps);
     return MC_BACKEND_OK;
 }
 
-static void gdn_weight_specs(const struct mc_model *m, struct gdn_weight_spec spec[GDN_W_COUNT])
+/* The slots of the configuration's layout; *missing_note names that layout for the messages. */
+static void gdn_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec spec[GDN_W_COUNT],
+                             const char **missing_note)
 {
     const int q35 = m->cfg.layout == MC_GDN_LAYOUT_QWEN3_5;
-    memset(spec, 0, sizeof(struct gdn_weight_spec) * GDN_W_COUNT);
+    const char *other = q35 ? "belongs to the qwen3_next layout, the configuration's layout is qwen3_5"
+                            : "belongs to the qwen3_5 layout, the configuration's layout is qwen3_next";
+    *missing_note = q35 ? ", qwen3_5 layout" : ", qwen3_next layout";
+    memset(spec, 0, sizeof(struct mc_ref_weight_spec) * GDN_W_COUNT);
 #define GDN_SPEC(slot, on, nd, d0, d1, d2)                                                                             \
-    (spec[slot] = (struct gdn_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), (d2)}})
+    (spec[slot] =                                                                                                      \
+         (struct mc_ref_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), (d2)}, .absent_why = other})
     GDN_SPEC(GDN_W_IN_PROJ_QKV, q35, 2, m->C, m->D, 0);
     GDN_SPEC(GDN_W_IN_PROJ_Z, q35, 2, m->value_dim, m->D, 0);
     GDN_SPEC(GDN_W_IN_PROJ_B, q35, 2, m->Hv, m->D, 0);
@@ -240,78 +202,15 @@ static void gdn_weight_specs(const struct mc_model *m, struct gdn_weight_spec sp
 #undef GDN_SPEC
 }
 
-static int64_t gdn_spec_elems(const struct gdn_weight_spec *s)
-{
-    int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++)
-        n *= s->dims[i];
-    return n;
-}
-
-/* Checks desc->weights against the configuration; on success found[slot] is the weight in each slot
- * the configuration implies. */
-static enum mc_backend_status gdn_weights_match(const struct mc_model_desc *desc, int32_t layout,
-                                                const struct gdn_weight_spec spec[GDN_W_COUNT],
-                                                const struct mc_weight *found[GDN_W_COUNT], struct mc_msg *msg)
-{
-    char want[96], got[96];
-    if (desc->n_weights < 0 || (desc->n_weights > 0 && !desc->weights))
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: %d weights but no weight array", (int)desc->n_weights);
-    for (int32_t i = 0; i < desc->n_weights; i++) {
-        const struct mc_weight *w = &desc->weights[i];
-        if (!w->name)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: weight %d has no name", (int)i);
-        int slot = -1;
-        for (int s = 0; s < GDN_W_COUNT; s++)
-            if (strcmp(w->name, gdn_weight_names[s]) == 0)
-                slot = s;
-        if (slot < 0)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: unknown weight '%s' (GDN has no biases)",
-                            w->name);
-        if (!spec[slot].present)
-            return gdn_fail(msg, MC_BACKEND_INVALID,
-                            "gdn reference: weight '%s' belongs to the %s layout, the configuration's layout is %s",
-                            w->name, gdn_layout_name(layout == MC_GDN_LAYOUT_QWEN3_5 ? MC_GDN_LAYOUT_QWEN3_NEXT
-                                                                                     : MC_GDN_LAYOUT_QWEN3_5),
-                            gdn_layout_name(layout));
-        if (found[slot])
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: weight '%s' given twice", w->name);
-        gdn_format_shape(want, sizeof want, spec[slot].ndim, spec[slot].dims);
-        int same = w->ndim == spec[slot].ndim;
-        for (int d = 0; same && d < spec[slot].ndim; d++)
-            same = w->dims[d] == spec[slot].dims[d];
-        if (!same) {
-            if (w->ndim < 0 || w->ndim > MC_MAX_DIMS)
-                snprintf(got, sizeof got, "ndim %d", (int)w->ndim);
-            else
-                gdn_format_shape(got, sizeof got, w->ndim, w->dims);
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: weight '%s': expected shape %s, got %s", w->name,
-                            want, got);
-        }
-        if (!w->data)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: weight '%s' %s has no data", w->name, want);
-        found[slot] = w;
-    }
-    for (int s = 0; s < GDN_W_COUNT; s++) {
-        if (spec[s].present && !found[s]) {
-            gdn_format_shape(want, sizeof want, spec[s].ndim, spec[s].dims);
-            return gdn_fail(msg, MC_BACKEND_INVALID,
-                            "gdn reference: missing weight '%s' (expected shape %s, %s layout)", gdn_weight_names[s],
-                            want, gdn_layout_name(layout));
-        }
-    }
-    return MC_BACKEND_OK;
-}
-
 /* Copies `rows` rows of D elements from src row s0 to dst row d0. */
 static void gdn_rows_copy(const struct mc_model *m, void *dst, int64_t d0, const void *src, int64_t s0, int64_t rows)
 {
-    const size_t row_bytes = (size_t)m->D * m->elem_bytes;
+    const size_t row_bytes = (size_t)m->D * m->ref.elem_bytes;
     memcpy((char *)dst + (size_t)d0 * row_bytes, (const char *)src + (size_t)s0 * row_bytes, (size_t)rows * row_bytes);
 }
 
 /* Fills the combined projection [proj][D] in the order q | k | v | z | b | a from either layout. */
-static void gdn_proj_build(const struct mc_model *m, const struct mc_weight *found[GDN_W_COUNT], void *proj)
+static void gdn_proj_build(const struct mc_model *m, const struct mc_weight **found, void *proj)
 {
     const int64_t C = m->C, vd = m->value_dim, Hv = m->Hv;
     if (m->cfg.layout == MC_GDN_LAYOUT_QWEN3_5) {
@@ -337,54 +236,21 @@ static void gdn_proj_build(const struct mc_model *m, const struct mc_weight *fou
     }
 }
 
-static void gdn_model_destroy(struct mc_model *model)
-{
-    if (!model)
-        return;
-    for (int p = 0; p < GDN_P_COUNT; p++)
-        free(model->p[p]);
-    free(model);
-}
-
 static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc, struct mc_model **model,
                                                struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
+    enum mc_backend_status st;
     struct mc_model *m = NULL;
-    struct gdn_weight_spec spec[GDN_W_COUNT];
+    struct mc_ref_weight_spec spec[GDN_W_COUNT];
     const struct mc_weight *found[GDN_W_COUNT] = {0};
+    const char *missing_note;
 
-    if (!desc || !model) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: model_create needs a descriptor and an output handle");
+    if ((st = mc_ref_desc_check(&gdn_family, desc, model, msg)) != MC_BACKEND_OK ||
+        (st = gdn_config_validate(desc->config, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
-    *model = NULL;
-    if (desc->family != MC_FAMILY_GDN) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: descriptor family is %d, expected gdn (%d)",
-                      (int)desc->family, (int)MC_FAMILY_GDN);
+    m = mc_ref_model_alloc(&gdn_family, sizeof *m, desc->dtype, &st, msg);
+    if (!m)
         goto fail;
-    }
-    if (desc->dtype != MC_DTYPE_F32 && desc->dtype != MC_DTYPE_F64) {
-        const int known = desc->dtype == MC_DTYPE_F16 || desc->dtype == MC_DTYPE_BF16;
-        st = gdn_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
-                      "gdn reference: dtype %d %s (supported: f32, f64)", (int)desc->dtype,
-                      known ? "is not supported" : "is not a known dtype");
-        goto fail;
-    }
-    if (!desc->config) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: descriptor has no configuration");
-        goto fail;
-    }
-    if ((st = gdn_config_validate(desc->config, msg)) != MC_BACKEND_OK)
-        goto fail;
-
-    m = calloc(1, sizeof *m);
-    if (!m) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory for the model");
-        goto fail;
-    }
-    m->dtype = desc->dtype;
-    m->elem_bytes = desc->dtype == MC_DTYPE_F64 ? sizeof(double) : sizeof(float);
     m->cfg = *(const struct mc_gdn_config *)desc->config;
     m->D = m->cfg.hidden_size;
     m->Hk = m->cfg.num_key_heads;
@@ -397,9 +263,11 @@ static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc,
     m->value_dim = m->Hv * m->dv;
     m->C = 2 * m->key_dim + m->value_dim;
     m->proj = m->C + m->value_dim + 2 * m->Hv;
+    m->ref.window_elems = m->C * m->K;
+    m->ref.state_elems = m->Hv * m->dk * m->dv;
 
-    gdn_weight_specs(m, spec);
-    if ((st = gdn_weights_match(desc, m->cfg.layout, spec, found, msg)) != MC_BACKEND_OK)
+    gdn_weight_specs(m, spec, &missing_note);
+    if ((st = mc_ref_weights_match(&gdn_family, desc, spec, missing_note, found, msg)) != MC_BACKEND_OK)
         goto fail;
 
     /* Owned copies: the combined projection, then the weights the forward reads as given. */
@@ -407,203 +275,62 @@ static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc,
         enum gdn_param param;
         enum gdn_weight_slot slot;
     } direct[] = {
-        {GDN_P_CONV, GDN_W_CONV},   {GDN_P_DT_BIAS, GDN_W_DT_BIAS}, {GDN_P_A_LOG, GDN_W_A_LOG},
-        {GDN_P_NORM, GDN_W_NORM},   {GDN_P_OUT_PROJ, GDN_W_OUT_PROJ},
+        {GDN_P_CONV, GDN_W_CONV}, {GDN_P_DT_BIAS, GDN_W_DT_BIAS},   {GDN_P_A_LOG, GDN_W_A_LOG},
+        {GDN_P_NORM, GDN_W_NORM}, {GDN_P_OUT_PROJ, GDN_W_OUT_PROJ},
     };
-    const size_t proj_bytes = (size_t)m->proj * (size_t)m->D * m->elem_bytes;
-    m->p[GDN_P_PROJ] = malloc(proj_bytes);
-    if (!m->p[GDN_P_PROJ]) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory for the input projection (%zu bytes)",
-                      proj_bytes);
+    const size_t proj_bytes = (size_t)m->proj * (size_t)m->D * m->ref.elem_bytes;
+    m->ref.w[GDN_P_PROJ] = malloc(proj_bytes);
+    if (!m->ref.w[GDN_P_PROJ]) {
+        st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory for the input projection (%zu bytes)",
+                         proj_bytes);
         goto fail;
     }
-    gdn_proj_build(m, found, m->p[GDN_P_PROJ]);
+    gdn_proj_build(m, found, m->ref.w[GDN_P_PROJ]);
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++) {
         const enum gdn_weight_slot s = direct[i].slot;
-        const size_t bytes = (size_t)gdn_spec_elems(&spec[s]) * m->elem_bytes;
-        m->p[direct[i].param] = malloc(bytes);
-        if (!m->p[direct[i].param]) {
-            st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory copying weight '%s' (%zu bytes)",
-                          gdn_weight_names[s], bytes);
+        st = mc_ref_weight_copy(&gdn_family, m, gdn_weight_names[s], &spec[s], found[s]->data,
+                                &m->ref.w[direct[i].param], msg);
+        if (st != MC_BACKEND_OK)
             goto fail;
-        }
-        memcpy(m->p[direct[i].param], found[s]->data, bytes);
     }
     *model = m;
     return MC_BACKEND_OK;
 
 fail:
-    gdn_model_destroy(m);
+    mc_ref_model_destroy(m);
     return st;
 }
 
-/* ---- cache ------------------------------------------------------------------------------------- */
-
-static int64_t gdn_window_elems(const struct mc_model *m)
-{
-    return m->C * m->K;
-}
-static int64_t gdn_state_elems(const struct mc_model *m)
-{
-    return m->Hv * m->dk * m->dv;
-}
-
-static void gdn_cache_free(struct mc_model *model, struct mc_cache *cache)
-{
-    (void)model;
-    if (!cache)
-        return;
-    free(cache->state);
-    free(cache->window);
-    free(cache);
-}
+/* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
 static enum mc_backend_status gdn_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
                                               struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
-    struct mc_cache *c = NULL;
-    if (!model || !cache) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: cache_alloc needs a model and an output handle");
-        goto fail;
-    }
-    *cache = NULL;
-    if (batch < 1 || batch > INT_MAX) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: cache batch must be in [1, %d] (got %lld)", INT_MAX,
-                      (long long)batch);
-        goto fail;
-    }
-    c = calloc(1, sizeof *c);
-    if (!c) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory for a cache");
-        goto fail;
-    }
-    c->batch = batch;
-    c->window = calloc((size_t)batch * (size_t)gdn_window_elems(model), model->elem_bytes);
-    c->state = calloc((size_t)batch * (size_t)gdn_state_elems(model), model->elem_bytes);
-    if (!c->window || !c->state) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory for a cache of batch %lld",
-                      (long long)batch);
-        goto fail;
-    }
-    *cache = c;
-    return MC_BACKEND_OK;
-
-fail:
-    gdn_cache_free(model, c);
-    return st;
+    return mc_ref_cache_alloc(&gdn_family, model, batch, cache, msg);
 }
 
 static enum mc_backend_status gdn_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
                                              struct mc_msg *msg)
 {
-    if (!model || !dst || !src)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: cache_copy needs a model, a destination and a source");
-    if (dst->batch != src->batch)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
-                        "gdn reference: cache_copy batch mismatch (destination %lld, source %lld)",
-                        (long long)dst->batch, (long long)src->batch);
-    if (dst == src)
-        return MC_BACKEND_OK;
-    memcpy(dst->window, src->window, (size_t)src->batch * (size_t)gdn_window_elems(model) * model->elem_bytes);
-    memcpy(dst->state, src->state, (size_t)src->batch * (size_t)gdn_state_elems(model) * model->elem_bytes);
-    dst->primed = src->primed;
-    return MC_BACKEND_OK;
+    return mc_ref_cache_copy(&gdn_family, model, dst, src, msg);
 }
 
 static enum mc_backend_status gdn_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
                                                void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: cache_export needs a model and a cache");
-    /* The export dtype (f64 for an f64 model, else f32) is the model dtype here. A NULL output is
-     * skipped, so a caller may fetch only the window or only the state. */
-    if (conv_state)
-        memcpy(conv_state, cache->window, (size_t)cache->batch * (size_t)gdn_window_elems(model) * model->elem_bytes);
-    if (recurrent_state)
-        memcpy(recurrent_state, cache->state,
-               (size_t)cache->batch * (size_t)gdn_state_elems(model) * model->elem_bytes);
-    return MC_BACKEND_OK;
+    return mc_ref_cache_export(&gdn_family, model, cache, conv_state, recurrent_state, msg);
 }
 
 static enum mc_backend_status gdn_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
                                                const void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: cache_import needs a model and a cache");
-    if (!conv_state || !recurrent_state)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
-                        "gdn reference: cache_import needs conv_state [B][C][K] and recurrent_state [B][Hv][dk][dv]");
-    memcpy(cache->window, conv_state, (size_t)cache->batch * (size_t)gdn_window_elems(model) * model->elem_bytes);
-    memcpy(cache->state, recurrent_state, (size_t)cache->batch * (size_t)gdn_state_elems(model) * model->elem_bytes);
-    cache->primed = 1;
-    return MC_BACKEND_OK;
+    return mc_ref_cache_import(&gdn_family, model, cache, conv_state, recurrent_state, msg);
 }
-
-/* ---- forward ----------------------------------------------------------------------------------- */
 
 static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cache *cache,
                                           const struct mc_forward_args *args, struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
-    void *tmp_window = NULL; /* [B][C][K] when there is no cache */
-    void *tmp_state = NULL;  /* [B][Hv][dk][dv] when there is no cache */
-    void *window, *state;
-
-    if (!model || !args) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: forward needs a model and arguments");
-        goto cleanup;
-    }
-    if (args->batch < 1 || args->len < 1) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
-                      (long long)args->batch, (long long)args->len);
-        goto cleanup;
-    }
-    if (args->batch > INT_MAX / args->len) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: B*L = %lld*%lld exceeds the BLAS limit %d",
-                      (long long)args->batch, (long long)args->len, INT_MAX);
-        goto cleanup;
-    }
-    if (!args->x || !args->y) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: forward needs x [B][L][D] and y [B][L][D]");
-        goto cleanup;
-    }
-    if (cache && cache->batch != args->batch) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn reference: cache batch %lld does not match forward batch %lld",
-                      (long long)cache->batch, (long long)args->batch);
-        goto cleanup;
-    }
-
-    if (cache) {
-        if (!cache->primed) { /* case (a) with a cache: start from zeros, fill it */
-            memset(cache->window, 0, (size_t)cache->batch * (size_t)gdn_window_elems(model) * model->elem_bytes);
-            memset(cache->state, 0, (size_t)cache->batch * (size_t)gdn_state_elems(model) * model->elem_bytes);
-        }
-        window = cache->window;
-        state = cache->state;
-    } else {
-        tmp_window = calloc((size_t)args->batch * (size_t)gdn_window_elems(model), model->elem_bytes);
-        tmp_state = calloc((size_t)args->batch * (size_t)gdn_state_elems(model), model->elem_bytes);
-        if (!tmp_window || !tmp_state) {
-            st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn reference: out of memory for a zero window and state of batch %lld",
-                          (long long)args->batch);
-            goto cleanup;
-        }
-        window = tmp_window;
-        state = tmp_state;
-    }
-
-    if (model->dtype == MC_DTYPE_F64)
-        st = gdn_forward_f64(model, window, state, args, msg);
-    else
-        st = gdn_forward_f32(model, window, state, args, msg);
-    if (st == MC_BACKEND_OK && cache)
-        cache->primed = 1;
-
-cleanup:
-    free(tmp_state);
-    free(tmp_window);
-    return st;
+    return mc_ref_forward(&gdn_family, model, cache, args, msg);
 }
 
 static const struct mc_backend_ops gdn_ops = {
@@ -615,10 +342,10 @@ static const struct mc_backend_ops gdn_ops = {
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
     .caps = 0,
     .model_create = gdn_model_create,
-    .model_destroy = gdn_model_destroy,
+    .model_destroy = mc_ref_model_destroy,
     .cache_alloc = gdn_cache_alloc,
     .cache_copy = gdn_cache_copy,
-    .cache_free = gdn_cache_free,
+    .cache_free = mc_ref_cache_free,
     .cache_export = gdn_cache_export,
     .cache_import = gdn_cache_import,
     .forward = gdn_forward,

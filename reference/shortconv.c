@@ -18,17 +18,12 @@
 #include "reference.h"
 
 #include <cblas.h>
-#include <limits.h>
-#include <stdarg.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv.h"
-
-/* Sizes above this are refused: no realistic layer comes near, and size products stay far from
- * overflow (the harness applies the same bound). */
-#define SC_MAX_DIM 65536
+#include "ref_common.h"
 
 enum sc_weight_slot {
     SC_W_IN_PROJ,
@@ -41,48 +36,18 @@ enum sc_weight_slot {
 };
 
 static const char *const sc_weight_names[SC_W_COUNT] = {
-    [SC_W_IN_PROJ] = "in_proj.weight",
-    [SC_W_IN_PROJ_BIAS] = "in_proj.bias",
-    [SC_W_CONV] = "conv.weight",
-    [SC_W_CONV_BIAS] = "conv.bias",
-    [SC_W_OUT_PROJ] = "out_proj.weight",
-    [SC_W_OUT_PROJ_BIAS] = "out_proj.bias",
-};
-
-/* What one weight slot should hold for a configuration. */
-struct sc_weight_spec {
-    int present; /* implied by the configuration */
-    int ndim;
-    int64_t dims[3];
+    [SC_W_IN_PROJ] = "in_proj.weight", [SC_W_IN_PROJ_BIAS] = "in_proj.bias", [SC_W_CONV] = "conv.weight",
+    [SC_W_CONV_BIAS] = "conv.bias",    [SC_W_OUT_PROJ] = "out_proj.weight",  [SC_W_OUT_PROJ_BIAS] = "out_proj.bias",
 };
 
 struct mc_model {
-    enum mc_dtype dtype; /* F32 or F64: storage and math */
-    size_t elem_bytes;
+    struct mc_ref_model ref; /* first: dtype, window [D][K] per row (Bx), no state, w[SC_W_COUNT] */
     struct mc_shortconv_config cfg;
     int64_t D, K;
-    void *w[SC_W_COUNT]; /* owned copies in the model dtype; NULL when absent */
 };
 
-struct mc_cache {
-    int64_t batch;
-    int primed;   /* a forward or an import has written it */
-    void *window; /* [B][D][K] model dtype, the last K pre-conv inputs Bx, oldest first */
-};
-
-static enum mc_backend_status sc_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum mc_backend_status sc_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-{
-    if (msg) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+_Static_assert(offsetof(struct mc_model, ref) == 0, "struct mc_ref_model must come first");
+_Static_assert(SC_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
@@ -109,343 +74,110 @@ static enum mc_backend_status sc_fail(struct mc_msg *msg, enum mc_backend_status
 #undef R_GEMM
 #undef R_CONV
 
+static const struct mc_ref_family sc_family = {
+    .name = "shortconv",
+    .family = MC_FAMILY_SHORTCONV,
+    .n_weights = SC_W_COUNT,
+    .weight_names = sc_weight_names,
+    .unknown_note = "",
+    .window_shape = "[B][D][K]",
+    .state_shape = NULL,
+    .forward_f32 = sc_forward_f32,
+    .forward_f64 = sc_forward_f64,
+};
+
 /* ---- model ------------------------------------------------------------------------------------- */
-
-static void sc_format_shape(char *buf, size_t len, int ndim, const int64_t *dims)
-{
-    size_t used = 0;
-    int n = snprintf(buf, len, "[");
-    used = n > 0 ? (size_t)n : 0;
-    for (int i = 0; i < ndim && used < len; i++) {
-        n = snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)dims[i]);
-        used += n > 0 ? (size_t)n : 0;
-    }
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
-static enum mc_backend_status sc_check_dim(const char *name, int64_t v, struct mc_msg *msg)
-{
-    if (v < 1 || v > SC_MAX_DIM)
-        return sc_fail(msg, MC_BACKEND_INVALID, "shortconv config: '%s' must be in [1, %d] (got %lld)", name,
-                       SC_MAX_DIM, (long long)v);
-    return MC_BACKEND_OK;
-}
 
 static enum mc_backend_status sc_config_validate(const struct mc_shortconv_config *c, struct mc_msg *msg)
 {
     enum mc_backend_status st;
-    if ((st = sc_check_dim("hidden_size", c->hidden_size, msg)) ||
-        (st = sc_check_dim("conv_L_cache", c->conv_kernel, msg)))
+    if ((st = mc_ref_check_dim("shortconv", "hidden_size", c->hidden_size, msg)) ||
+        (st = mc_ref_check_dim("shortconv", "conv_L_cache", c->conv_kernel, msg)))
         return st;
     if (c->conv_bias != 0 && c->conv_bias != 1)
-        return sc_fail(msg, MC_BACKEND_INVALID, "shortconv config: 'conv_bias' must be 0 or 1 (got %d)",
-                       (int)c->conv_bias);
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "shortconv config: 'conv_bias' must be 0 or 1 (got %d)",
+                           (int)c->conv_bias);
     return MC_BACKEND_OK;
 }
 
-static void sc_weight_specs(const struct mc_model *m, struct sc_weight_spec spec[SC_W_COUNT])
+static void sc_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec spec[SC_W_COUNT])
 {
-    memset(spec, 0, sizeof(struct sc_weight_spec) * SC_W_COUNT);
-#define SC_SPEC(slot, on, nd, d0, d1, d2)                                                                              \
-    (spec[slot] = (struct sc_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), (d2)}})
-    SC_SPEC(SC_W_IN_PROJ, 1, 2, 3 * m->D, m->D, 0);
-    SC_SPEC(SC_W_IN_PROJ_BIAS, m->cfg.conv_bias, 1, 3 * m->D, 0, 0);
-    SC_SPEC(SC_W_CONV, 1, 3, m->D, 1, m->K);
-    SC_SPEC(SC_W_CONV_BIAS, m->cfg.conv_bias, 1, m->D, 0, 0);
-    SC_SPEC(SC_W_OUT_PROJ, 1, 2, m->D, m->D, 0);
-    SC_SPEC(SC_W_OUT_PROJ_BIAS, m->cfg.conv_bias, 1, m->D, 0, 0);
+    static const char no_bias[] = "given but the configuration has conv_bias = 0";
+    memset(spec, 0, sizeof(struct mc_ref_weight_spec) * SC_W_COUNT);
+#define SC_SPEC(slot, on, why, nd, d0, d1, d2)                                                                         \
+    (spec[slot] =                                                                                                      \
+         (struct mc_ref_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), (d2)}, .absent_why = (why)})
+    SC_SPEC(SC_W_IN_PROJ, 1, NULL, 2, 3 * m->D, m->D, 0);
+    SC_SPEC(SC_W_IN_PROJ_BIAS, m->cfg.conv_bias, no_bias, 1, 3 * m->D, 0, 0);
+    SC_SPEC(SC_W_CONV, 1, NULL, 3, m->D, 1, m->K);
+    SC_SPEC(SC_W_CONV_BIAS, m->cfg.conv_bias, no_bias, 1, m->D, 0, 0);
+    SC_SPEC(SC_W_OUT_PROJ, 1, NULL, 2, m->D, m->D, 0);
+    SC_SPEC(SC_W_OUT_PROJ_BIAS, m->cfg.conv_bias, no_bias, 1, m->D, 0, 0);
 #undef SC_SPEC
-}
-
-static int64_t sc_spec_elems(const struct sc_weight_spec *s)
-{
-    int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++)
-        n *= s->dims[i];
-    return n;
-}
-
-/* Checks desc->weights against the configuration; on success found[slot] is the weight in each slot
- * the configuration implies. */
-static enum mc_backend_status sc_weights_match(const struct mc_model_desc *desc,
-                                               const struct sc_weight_spec spec[SC_W_COUNT],
-                                               const struct mc_weight *found[SC_W_COUNT], struct mc_msg *msg)
-{
-    char want[96], got[96];
-    if (desc->n_weights < 0 || (desc->n_weights > 0 && !desc->weights))
-        return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: %d weights but no weight array",
-                       (int)desc->n_weights);
-    for (int32_t i = 0; i < desc->n_weights; i++) {
-        const struct mc_weight *w = &desc->weights[i];
-        if (!w->name)
-            return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: weight %d has no name", (int)i);
-        int slot = -1;
-        for (int s = 0; s < SC_W_COUNT; s++)
-            if (strcmp(w->name, sc_weight_names[s]) == 0)
-                slot = s;
-        if (slot < 0)
-            return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: unknown weight '%s'", w->name);
-        if (!spec[slot].present)
-            return sc_fail(msg, MC_BACKEND_INVALID,
-                           "shortconv reference: weight '%s' given but the configuration has conv_bias = 0",
-                           w->name);
-        if (found[slot])
-            return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: weight '%s' given twice", w->name);
-        sc_format_shape(want, sizeof want, spec[slot].ndim, spec[slot].dims);
-        int same = w->ndim == spec[slot].ndim;
-        for (int d = 0; same && d < spec[slot].ndim; d++)
-            same = w->dims[d] == spec[slot].dims[d];
-        if (!same) {
-            if (w->ndim < 0 || w->ndim > MC_MAX_DIMS)
-                snprintf(got, sizeof got, "ndim %d", (int)w->ndim);
-            else
-                sc_format_shape(got, sizeof got, w->ndim, w->dims);
-            return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: weight '%s': expected shape %s, got %s",
-                           w->name, want, got);
-        }
-        if (!w->data)
-            return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: weight '%s' %s has no data", w->name, want);
-        found[slot] = w;
-    }
-    for (int s = 0; s < SC_W_COUNT; s++) {
-        if (spec[s].present && !found[s]) {
-            sc_format_shape(want, sizeof want, spec[s].ndim, spec[s].dims);
-            return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: missing weight '%s' (expected shape %s)",
-                           sc_weight_names[s], want);
-        }
-    }
-    return MC_BACKEND_OK;
-}
-
-static void sc_model_destroy(struct mc_model *model)
-{
-    if (!model)
-        return;
-    for (int s = 0; s < SC_W_COUNT; s++)
-        free(model->w[s]);
-    free(model);
 }
 
 static enum mc_backend_status sc_model_create(const struct mc_model_desc *desc, struct mc_model **model,
                                               struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
+    enum mc_backend_status st;
     struct mc_model *m = NULL;
-    struct sc_weight_spec spec[SC_W_COUNT];
+    struct mc_ref_weight_spec spec[SC_W_COUNT];
     const struct mc_weight *found[SC_W_COUNT] = {0};
 
-    if (!desc || !model) {
-        st = sc_fail(msg, MC_BACKEND_INVALID,
-                     "shortconv reference: model_create needs a descriptor and an output handle");
+    if ((st = mc_ref_desc_check(&sc_family, desc, model, msg)) != MC_BACKEND_OK ||
+        (st = sc_config_validate(desc->config, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
-    *model = NULL;
-    if (desc->family != MC_FAMILY_SHORTCONV) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: descriptor family is %d, expected shortconv (%d)",
-                     (int)desc->family, (int)MC_FAMILY_SHORTCONV);
+    m = mc_ref_model_alloc(&sc_family, sizeof *m, desc->dtype, &st, msg);
+    if (!m)
         goto fail;
-    }
-    if (desc->dtype != MC_DTYPE_F32 && desc->dtype != MC_DTYPE_F64) {
-        const int known = desc->dtype == MC_DTYPE_F16 || desc->dtype == MC_DTYPE_BF16;
-        st = sc_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
-                     "shortconv reference: dtype %d %s (supported: f32, f64)", (int)desc->dtype,
-                     known ? "is not supported" : "is not a known dtype");
-        goto fail;
-    }
-    if (!desc->config) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: descriptor has no configuration");
-        goto fail;
-    }
-    if ((st = sc_config_validate(desc->config, msg)) != MC_BACKEND_OK)
-        goto fail;
-
-    m = calloc(1, sizeof *m);
-    if (!m) {
-        st = sc_fail(msg, MC_BACKEND_NOMEM, "shortconv reference: out of memory for the model");
-        goto fail;
-    }
-    m->dtype = desc->dtype;
-    m->elem_bytes = desc->dtype == MC_DTYPE_F64 ? sizeof(double) : sizeof(float);
     m->cfg = *(const struct mc_shortconv_config *)desc->config;
     m->D = m->cfg.hidden_size;
     m->K = m->cfg.conv_kernel;
+    m->ref.window_elems = m->D * m->K;
+    m->ref.state_elems = 0;
 
     sc_weight_specs(m, spec);
-    if ((st = sc_weights_match(desc, spec, found, msg)) != MC_BACKEND_OK)
+    if ((st = mc_ref_weights_match(&sc_family, desc, spec, "", found, msg)) != MC_BACKEND_OK ||
+        (st = mc_ref_weights_copy(&sc_family, m, spec, found, msg)) != MC_BACKEND_OK)
         goto fail;
-    for (int s = 0; s < SC_W_COUNT; s++) {
-        if (!found[s])
-            continue;
-        const size_t bytes = (size_t)sc_spec_elems(&spec[s]) * m->elem_bytes;
-        m->w[s] = malloc(bytes);
-        if (!m->w[s]) {
-            st = sc_fail(msg, MC_BACKEND_NOMEM, "shortconv reference: out of memory copying weight '%s' (%zu bytes)",
-                         sc_weight_names[s], bytes);
-            goto fail;
-        }
-        memcpy(m->w[s], found[s]->data, bytes);
-    }
     *model = m;
     return MC_BACKEND_OK;
 
 fail:
-    sc_model_destroy(m);
+    mc_ref_model_destroy(m);
     return st;
 }
 
-/* ---- cache ------------------------------------------------------------------------------------- */
-
-static int64_t sc_window_elems(const struct mc_model *m)
-{
-    return m->D * m->K;
-}
-
-static void sc_cache_free(struct mc_model *model, struct mc_cache *cache)
-{
-    (void)model;
-    if (!cache)
-        return;
-    free(cache->window);
-    free(cache);
-}
+/* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
 static enum mc_backend_status sc_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
                                              struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
-    struct mc_cache *c = NULL;
-    if (!model || !cache) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: cache_alloc needs a model and an output handle");
-        goto fail;
-    }
-    *cache = NULL;
-    if (batch < 1 || batch > INT_MAX) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: cache batch must be in [1, %d] (got %lld)", INT_MAX,
-                     (long long)batch);
-        goto fail;
-    }
-    c = calloc(1, sizeof *c);
-    if (!c) {
-        st = sc_fail(msg, MC_BACKEND_NOMEM, "shortconv reference: out of memory for a cache");
-        goto fail;
-    }
-    c->batch = batch;
-    c->window = calloc((size_t)batch * (size_t)sc_window_elems(model), model->elem_bytes);
-    if (!c->window) {
-        st = sc_fail(msg, MC_BACKEND_NOMEM, "shortconv reference: out of memory for a cache of batch %lld",
-                     (long long)batch);
-        goto fail;
-    }
-    *cache = c;
-    return MC_BACKEND_OK;
-
-fail:
-    sc_cache_free(model, c);
-    return st;
+    return mc_ref_cache_alloc(&sc_family, model, batch, cache, msg);
 }
 
 static enum mc_backend_status sc_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
                                             struct mc_msg *msg)
 {
-    if (!model || !dst || !src)
-        return sc_fail(msg, MC_BACKEND_INVALID,
-                       "shortconv reference: cache_copy needs a model, a destination and a source");
-    if (dst->batch != src->batch)
-        return sc_fail(msg, MC_BACKEND_INVALID,
-                       "shortconv reference: cache_copy batch mismatch (destination %lld, source %lld)",
-                       (long long)dst->batch, (long long)src->batch);
-    if (dst == src)
-        return MC_BACKEND_OK;
-    memcpy(dst->window, src->window, (size_t)src->batch * (size_t)sc_window_elems(model) * model->elem_bytes);
-    dst->primed = src->primed;
-    return MC_BACKEND_OK;
+    return mc_ref_cache_copy(&sc_family, model, dst, src, msg);
 }
 
 static enum mc_backend_status sc_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
                                               void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: cache_export needs a model and a cache");
-    /* The export dtype (f64 for an f64 model, else f32) is the model dtype here. A NULL conv_state
-     * is skipped; recurrent_state is never written (ShortConv has none), so it may be NULL. */
-    (void)recurrent_state;
-    if (conv_state)
-        memcpy(conv_state, cache->window, (size_t)cache->batch * (size_t)sc_window_elems(model) * model->elem_bytes);
-    return MC_BACKEND_OK;
+    return mc_ref_cache_export(&sc_family, model, cache, conv_state, recurrent_state, msg);
 }
 
 static enum mc_backend_status sc_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
                                               const void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: cache_import needs a model and a cache");
-    (void)recurrent_state; /* ShortConv has no recurrent state: ignored, NULL accepted */
-    if (!conv_state)
-        return sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: cache_import needs conv_state [B][D][K]");
-    memcpy(cache->window, conv_state, (size_t)cache->batch * (size_t)sc_window_elems(model) * model->elem_bytes);
-    cache->primed = 1;
-    return MC_BACKEND_OK;
+    return mc_ref_cache_import(&sc_family, model, cache, conv_state, recurrent_state, msg);
 }
-
-/* ---- forward ----------------------------------------------------------------------------------- */
 
 static enum mc_backend_status sc_forward(struct mc_model *model, struct mc_cache *cache,
                                          const struct mc_forward_args *args, struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
-    void *tmp_window = NULL; /* [B][D][K] when there is no cache */
-    void *window;
-
-    if (!model || !args) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: forward needs a model and arguments");
-        goto cleanup;
-    }
-    if (args->batch < 1 || args->len < 1) {
-        st = sc_fail(msg, MC_BACKEND_INVALID,
-                     "shortconv reference: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
-                     (long long)args->batch, (long long)args->len);
-        goto cleanup;
-    }
-    if (args->batch > INT_MAX / args->len) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: B*L = %lld*%lld exceeds the BLAS limit %d",
-                     (long long)args->batch, (long long)args->len, INT_MAX);
-        goto cleanup;
-    }
-    if (!args->x || !args->y) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: forward needs x [B][L][D] and y [B][L][D]");
-        goto cleanup;
-    }
-    if (cache && cache->batch != args->batch) {
-        st = sc_fail(msg, MC_BACKEND_INVALID, "shortconv reference: cache batch %lld does not match forward batch %lld",
-                     (long long)cache->batch, (long long)args->batch);
-        goto cleanup;
-    }
-
-    if (cache) {
-        if (!cache->primed) /* case (a) with a cache: start from zeros, fill it */
-            memset(cache->window, 0, (size_t)cache->batch * (size_t)sc_window_elems(model) * model->elem_bytes);
-        window = cache->window;
-    } else {
-        tmp_window = calloc((size_t)args->batch * (size_t)sc_window_elems(model), model->elem_bytes);
-        if (!tmp_window) {
-            st = sc_fail(msg, MC_BACKEND_NOMEM, "shortconv reference: out of memory for a zero window of batch %lld",
-                         (long long)args->batch);
-            goto cleanup;
-        }
-        window = tmp_window;
-    }
-
-    if (model->dtype == MC_DTYPE_F64)
-        st = sc_forward_f64(model, window, args, msg);
-    else
-        st = sc_forward_f32(model, window, args, msg);
-    if (st == MC_BACKEND_OK && cache)
-        cache->primed = 1;
-
-cleanup:
-    free(tmp_window);
-    return st;
+    return mc_ref_forward(&sc_family, model, cache, args, msg);
 }
 
 static const struct mc_backend_ops sc_ops = {
@@ -457,10 +189,10 @@ static const struct mc_backend_ops sc_ops = {
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
     .caps = 0,
     .model_create = sc_model_create,
-    .model_destroy = sc_model_destroy,
+    .model_destroy = mc_ref_model_destroy,
     .cache_alloc = sc_cache_alloc,
     .cache_copy = sc_cache_copy,
-    .cache_free = sc_cache_free,
+    .cache_free = mc_ref_cache_free,
     .cache_export = sc_cache_export,
     .cache_import = sc_cache_import,
     .forward = sc_forward,

@@ -1,0 +1,371 @@
+/*
+ * ref_common.c — the parts every reference mixer shares (ref_common.h): messages, descriptor and
+ * weight table checks, owned weight copies, the cache and the family-independent half of forward.
+ */
+#include "ref_common.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A family's struct mc_model starts with struct mc_ref_model (ref_common.h). */
+static struct mc_ref_model *ref_base(struct mc_model *model)
+{
+    return (struct mc_ref_model *)(void *)model;
+}
+
+/* Bytes of a [batch][elems] buffer in the model dtype. */
+static size_t ref_bytes(const struct mc_ref_model *m, int64_t batch, int64_t elems)
+{
+    return (size_t)batch * (size_t)elems * m->elem_bytes;
+}
+
+enum mc_backend_status mc_ref_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
+{
+    if (msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+enum mc_backend_status mc_ref_check_dim(const char *family, const char *name, int64_t v, struct mc_msg *msg)
+{
+    if (v < 1 || v > MC_REF_MAX_DIM)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s config: '%s' must be in [1, %d] (got %lld)", family, name,
+                           MC_REF_MAX_DIM, (long long)v);
+    return MC_BACKEND_OK;
+}
+
+int64_t mc_ref_spec_elems(const struct mc_ref_weight_spec *spec)
+{
+    int64_t n = 1;
+    for (int i = 0; i < spec->ndim; i++)
+        n *= spec->dims[i];
+    return n;
+}
+
+/* "[d0, d1, ...]" into buf [len], truncated when it does not fit. */
+static void ref_format_shape(char *buf, size_t len, int ndim, const int64_t *dims)
+{
+    size_t used = 0;
+    int n = snprintf(buf, len, "[");
+    used = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < ndim && used < len; i++) {
+        n = snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)dims[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
+
+/* ---- model ------------------------------------------------------------------------------------- */
+
+enum mc_backend_status mc_ref_desc_check(const struct mc_ref_family *fam, const struct mc_model_desc *desc,
+                                         struct mc_model **model, struct mc_msg *msg)
+{
+    const char *fn = fam->name;
+    if (!desc || !model)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: model_create needs a descriptor and an output handle", fn);
+    *model = NULL;
+    if (desc->family != fam->family)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: descriptor family is %d, expected %s (%d)", fn,
+                           (int)desc->family, fn, (int)fam->family);
+    if (desc->dtype != MC_DTYPE_F32 && desc->dtype != MC_DTYPE_F64) {
+        const int known = desc->dtype == MC_DTYPE_F16 || desc->dtype == MC_DTYPE_BF16;
+        return mc_ref_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
+                           "%s reference: dtype %d %s (supported: f32, f64)", fn, (int)desc->dtype,
+                           known ? "is not supported" : "is not a known dtype");
+    }
+    if (!desc->config)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: descriptor has no configuration", fn);
+    return MC_BACKEND_OK;
+}
+
+struct mc_model *mc_ref_model_alloc(const struct mc_ref_family *fam, size_t model_bytes, enum mc_dtype dtype,
+                                    enum mc_backend_status *st, struct mc_msg *msg)
+{
+    struct mc_model *model = calloc(1, model_bytes);
+    if (!model) {
+        *st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "%s reference: out of memory for the model", fam->name);
+        return NULL;
+    }
+    struct mc_ref_model *m = ref_base(model);
+    m->dtype = dtype;
+    m->elem_bytes = dtype == MC_DTYPE_F64 ? sizeof(double) : sizeof(float);
+    *st = MC_BACKEND_OK;
+    return model;
+}
+
+enum mc_backend_status mc_ref_weights_match(const struct mc_ref_family *fam, const struct mc_model_desc *desc,
+                                            const struct mc_ref_weight_spec *spec, const char *missing_note,
+                                            const struct mc_weight **found, struct mc_msg *msg)
+{
+    const char *fn = fam->name;
+    char want[96], got[96];
+    if (desc->n_weights < 0 || (desc->n_weights > 0 && !desc->weights))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: %d weights but no weight array", fn,
+                           (int)desc->n_weights);
+    for (int32_t i = 0; i < desc->n_weights; i++) {
+        const struct mc_weight *w = &desc->weights[i];
+        if (!w->name)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: weight %d has no name", fn, (int)i);
+        int slot = -1;
+        for (int s = 0; s < fam->n_weights; s++)
+            if (strcmp(w->name, fam->weight_names[s]) == 0)
+                slot = s;
+        if (slot < 0)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: unknown weight '%s'%s", fn, w->name,
+                               fam->unknown_note);
+        if (!spec[slot].present)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: weight '%s' %s", fn, w->name,
+                               spec[slot].absent_why);
+        if (found[slot])
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: weight '%s' given twice", fn, w->name);
+        ref_format_shape(want, sizeof want, spec[slot].ndim, spec[slot].dims);
+        int same = w->ndim == spec[slot].ndim;
+        for (int d = 0; same && d < spec[slot].ndim; d++)
+            same = w->dims[d] == spec[slot].dims[d];
+        if (!same) {
+            if (w->ndim < 0 || w->ndim > MC_MAX_DIMS)
+                snprintf(got, sizeof got, "ndim %d", (int)w->ndim);
+            else
+                ref_format_shape(got, sizeof got, w->ndim, w->dims);
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: weight '%s': expected shape %s, got %s", fn,
+                               w->name, want, got);
+        }
+        if (!w->data)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: weight '%s' %s has no data", fn, w->name, want);
+        found[slot] = w;
+    }
+    for (int s = 0; s < fam->n_weights; s++) {
+        if (spec[s].present && !found[s]) {
+            ref_format_shape(want, sizeof want, spec[s].ndim, spec[s].dims);
+            return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: missing weight '%s' (expected shape %s%s)", fn,
+                               fam->weight_names[s], want, missing_note);
+        }
+    }
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_ref_weight_copy(const struct mc_ref_family *fam, const struct mc_model *model,
+                                          const char *name, const struct mc_ref_weight_spec *spec, const void *data,
+                                          void **dst, struct mc_msg *msg)
+{
+    const struct mc_ref_model *m = (const struct mc_ref_model *)(const void *)model;
+    const size_t bytes = (size_t)mc_ref_spec_elems(spec) * m->elem_bytes;
+    *dst = malloc(bytes);
+    if (!*dst)
+        return mc_ref_fail(msg, MC_BACKEND_NOMEM, "%s reference: out of memory copying weight '%s' (%zu bytes)",
+                           fam->name, name, bytes);
+    memcpy(*dst, data, bytes);
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_ref_weights_copy(const struct mc_ref_family *fam, struct mc_model *model,
+                                           const struct mc_ref_weight_spec *spec, const struct mc_weight **found,
+                                           struct mc_msg *msg)
+{
+    struct mc_ref_model *m = ref_base(model);
+    enum mc_backend_status st;
+    for (int s = 0; s < fam->n_weights; s++) {
+        if (!found[s])
+            continue;
+        st = mc_ref_weight_copy(fam, model, fam->weight_names[s], &spec[s], found[s]->data, &m->w[s], msg);
+        if (st != MC_BACKEND_OK)
+            return st;
+    }
+    return MC_BACKEND_OK;
+}
+
+void mc_ref_model_destroy(struct mc_model *model)
+{
+    if (!model)
+        return;
+    struct mc_ref_model *m = ref_base(model);
+    for (int s = 0; s < MC_REF_MAX_WEIGHTS; s++)
+        free(m->w[s]);
+    free(model);
+}
+
+/* ---- cache ------------------------------------------------------------------------------------- */
+
+void mc_ref_cache_free(struct mc_model *model, struct mc_cache *cache)
+{
+    (void)model;
+    if (!cache)
+        return;
+    free(cache->state);
+    free(cache->window);
+    free(cache);
+}
+
+enum mc_backend_status mc_ref_cache_alloc(const struct mc_ref_family *fam, struct mc_model *model, int64_t batch,
+                                          struct mc_cache **cache, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_ref_model *m = ref_base(model);
+    struct mc_cache *c = NULL;
+    if (!model || !cache) {
+        st = mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: cache_alloc needs a model and an output handle",
+                         fam->name);
+        goto fail;
+    }
+    *cache = NULL;
+    if (batch < 1 || batch > INT_MAX) {
+        st = mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: cache batch must be in [1, %d] (got %lld)", fam->name,
+                         INT_MAX, (long long)batch);
+        goto fail;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "%s reference: out of memory for a cache", fam->name);
+        goto fail;
+    }
+    c->batch = batch;
+    c->window = calloc((size_t)batch * (size_t)m->window_elems, m->elem_bytes);
+    if (m->state_elems > 0)
+        c->state = calloc((size_t)batch * (size_t)m->state_elems, m->elem_bytes);
+    if (!c->window || (m->state_elems > 0 && !c->state)) {
+        st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "%s reference: out of memory for a cache of batch %lld", fam->name,
+                         (long long)batch);
+        goto fail;
+    }
+    *cache = c;
+    return MC_BACKEND_OK;
+
+fail:
+    mc_ref_cache_free(model, c);
+    return st;
+}
+
+enum mc_backend_status mc_ref_cache_copy(const struct mc_ref_family *fam, struct mc_model *model, struct mc_cache *dst,
+                                         const struct mc_cache *src, struct mc_msg *msg)
+{
+    if (!model || !dst || !src)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: cache_copy needs a model, a destination and a source", fam->name);
+    if (dst->batch != src->batch)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: cache_copy batch mismatch (destination %lld, source %lld)", fam->name,
+                           (long long)dst->batch, (long long)src->batch);
+    if (dst == src)
+        return MC_BACKEND_OK;
+    const struct mc_ref_model *m = ref_base(model);
+    memcpy(dst->window, src->window, ref_bytes(m, src->batch, m->window_elems));
+    if (m->state_elems > 0)
+        memcpy(dst->state, src->state, ref_bytes(m, src->batch, m->state_elems));
+    dst->primed = src->primed;
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_ref_cache_export(const struct mc_ref_family *fam, struct mc_model *model,
+                                           const struct mc_cache *cache, void *conv_state, void *recurrent_state,
+                                           struct mc_msg *msg)
+{
+    if (!model || !cache)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: cache_export needs a model and a cache", fam->name);
+    const struct mc_ref_model *m = ref_base(model);
+    if (conv_state)
+        memcpy(conv_state, cache->window, ref_bytes(m, cache->batch, m->window_elems));
+    if (recurrent_state && m->state_elems > 0)
+        memcpy(recurrent_state, cache->state, ref_bytes(m, cache->batch, m->state_elems));
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_ref_cache_import(const struct mc_ref_family *fam, struct mc_model *model,
+                                           struct mc_cache *cache, const void *conv_state, const void *recurrent_state,
+                                           struct mc_msg *msg)
+{
+    if (!model || !cache)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: cache_import needs a model and a cache", fam->name);
+    const struct mc_ref_model *m = ref_base(model);
+    if (m->state_elems > 0 && (!conv_state || !recurrent_state))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: cache_import needs conv_state %s and recurrent_state %s", fam->name,
+                           fam->window_shape, fam->state_shape);
+    if (!conv_state)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: cache_import needs conv_state %s", fam->name,
+                           fam->window_shape);
+    memcpy(cache->window, conv_state, ref_bytes(m, cache->batch, m->window_elems));
+    if (m->state_elems > 0)
+        memcpy(cache->state, recurrent_state, ref_bytes(m, cache->batch, m->state_elems));
+    cache->primed = 1;
+    return MC_BACKEND_OK;
+}
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+/* The argument checks of forward, in the order every family makes them. */
+static enum mc_backend_status ref_forward_check(const struct mc_ref_family *fam, const struct mc_model *model,
+                                                const struct mc_cache *cache, const struct mc_forward_args *args,
+                                                struct mc_msg *msg)
+{
+    const char *fn = fam->name;
+    if (!model || !args)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: forward needs a model and arguments", fn);
+    if (args->batch < 1 || args->len < 1)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)", fn,
+                           (long long)args->batch, (long long)args->len);
+    if (args->batch > INT_MAX / args->len)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: B*L = %lld*%lld exceeds the BLAS limit %d", fn,
+                           (long long)args->batch, (long long)args->len, INT_MAX);
+    if (!args->x || !args->y)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: forward needs x [B][L][D] and y [B][L][D]", fn);
+    if (cache && cache->batch != args->batch)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: cache batch %lld does not match forward batch %lld",
+                           fn, (long long)cache->batch, (long long)args->batch);
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_ref_forward(const struct mc_ref_family *fam, struct mc_model *model, struct mc_cache *cache,
+                                      const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st;
+    const struct mc_ref_model *m = ref_base(model);
+    void *tmp_window = NULL; /* [B][C][K] when there is no cache */
+    void *tmp_state = NULL;  /* [B][state_elems] when there is no cache */
+    void *window, *state;
+
+    if ((st = ref_forward_check(fam, model, cache, args, msg)) != MC_BACKEND_OK)
+        goto cleanup;
+    const int has_state = m->state_elems > 0;
+    if (cache) {
+        if (!cache->primed) { /* case (a) with a cache: start from zeros, fill it */
+            memset(cache->window, 0, ref_bytes(m, cache->batch, m->window_elems));
+            if (has_state)
+                memset(cache->state, 0, ref_bytes(m, cache->batch, m->state_elems));
+        }
+        window = cache->window;
+        state = cache->state;
+    } else {
+        tmp_window = calloc((size_t)args->batch * (size_t)m->window_elems, m->elem_bytes);
+        if (has_state)
+            tmp_state = calloc((size_t)args->batch * (size_t)m->state_elems, m->elem_bytes);
+        if (!tmp_window || (has_state && !tmp_state)) {
+            st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "%s reference: out of memory for a zero window%s of batch %lld",
+                             fam->name, has_state ? " and state" : "", (long long)args->batch);
+            goto cleanup;
+        }
+        window = tmp_window;
+        state = tmp_state;
+    }
+
+    if (m->dtype == MC_DTYPE_F64)
+        st = fam->forward_f64(model, window, state, args, msg);
+    else
+        st = fam->forward_f32(model, window, state, args, msg);
+    if (st == MC_BACKEND_OK && cache)
+        cache->primed = 1;
+
+cleanup:
+    free(tmp_state);
+    free(tmp_window);
+    return st;
+}

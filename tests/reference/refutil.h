@@ -1,0 +1,104 @@
+/*
+ * refutil.h — test support shared by the tests of the reference mixers (tests/reference): a
+ * fixed-seed LCG, weight sets in HF names and shapes (f64 values, packed in the model dtype), a
+ * mixer driven only through its ops struct, segment forwards, exported caches, comparisons and
+ * the error-path helpers. cmocka asserts: call from inside a cmocka test.
+ */
+#ifndef MC_TESTS_REFUTIL_H
+#define MC_TESTS_REFUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixcheck/backend.h"
+
+#define WS_MAX 12 /* most weights a weight set holds (Mamba1: 11) */
+
+struct lcg {
+    uint64_t s;
+};
+
+/* Uniform in [-1, 1). */
+double lcg_next(struct lcg *g);
+
+/* A set of weights in HF names and shapes, values kept in double and handed over in the model dtype. */
+struct weight_set {
+    int n;
+    struct mc_weight w[WS_MAX];
+    double *val[WS_MAX]; /* f64 values */
+    void *data[WS_MAX];  /* in the model dtype */
+};
+
+int64_t shape_elems(int ndim, const int64_t *dims);
+void weight_set_free(struct weight_set *ws);
+/* Adds one weight, zero-filled; returns its values. */
+double *weight_new(struct weight_set *ws, const char *name, int ndim, int64_t d0, int64_t d1, int64_t d2);
+/* Adds one weight filled with base + scale*U[-1,1). */
+void weight_add(struct weight_set *ws, const char *name, int ndim, int64_t d0, int64_t d1, int64_t d2, double base,
+                double scale, struct lcg *g);
+/* Index of the weight called name, -1 when absent. */
+int weight_index(const struct weight_set *ws, const char *name);
+/* Its f64 values, NULL when absent. */
+double *weight_find(struct weight_set *ws, const char *name);
+/* Converts the f64 values to the model dtype and points the mc_weight entries at them. */
+void weight_set_pack(struct weight_set *ws, enum mc_dtype dtype);
+
+/* n values U[-1,1) from seed. */
+double *random_x(int64_t n, uint64_t seed);
+/* max |a - b| over n (INFINITY when a difference is NaN). */
+double max_abs_diff(const double *a, const double *b, int64_t n);
+double max_abs(const double *a, int64_t n);
+
+/* A model behind its ops struct, with the exported cache layout: window [B][C][K] then state
+ * [B][state_row] (state_row 0: no recurrent state, exported as NULL). */
+struct mixer {
+    const struct mc_backend_ops *ops;
+    struct mc_model *model;
+    enum mc_dtype dtype;
+    int64_t D, C, K, state_row;
+};
+
+/* Creates the model behind mx->ops from ws (packed here in dtype), then poisons ws's packed data
+ * (the model must have copied it); ws->val stays intact for oracles. ws then goes to *keep when
+ * keep is given (it may be ws itself), else is freed. mx->ops, D, C, K, state_row must be set. */
+void mixer_build(struct mixer *mx, enum mc_family family, const void *cfg, enum mc_dtype dtype, struct weight_set *ws,
+                 struct weight_set *keep);
+void mixer_free(struct mixer *mx);
+struct mc_cache *cache_new(struct mixer *mx, int64_t batch);
+/* Exported cache of an f64 model, window [B][C][K] then state [B][state_row], in one buffer. */
+double *cache_get(struct mixer *mx, struct mc_cache *c, int64_t batch);
+/* x [B][L][D] of an f64 model, rows of L tokens read from a [B][T][D] array at token offset t0;
+ * y likewise written. */
+void forward_f64(struct mixer *mx, struct mc_cache *c, int64_t B, int64_t T, int64_t t0, int64_t L, const double *x,
+                 const uint8_t *mask, double *y);
+
+/* Worst differences seen by check_split_invariance, and the size of what it compared. */
+struct split_result {
+    double dy, dcache; /* over the splits: outputs, exported caches */
+    double dstep;      /* L == 1 continuation: outputs */
+    double y_max;      /* max |y| of the full forward */
+    double state_max;  /* max |state| of its exported recurrent state (0 without one) */
+};
+
+/* On an f64 mixer and x [B][T][D] from x_seed: a cached forward over all T tokens equals the
+ * cache-less one exactly, and every split of it into successive cached forwards (pieces of 1 and
+ * shorter than K included) within 1e-12, outputs and exported caches; then prefilling t0 tokens
+ * and one L == 1 step gives the full forward's row t0 within 1e-12, for every t0. T must be 13. */
+struct split_result check_split_invariance(struct mixer *mx, int64_t B, int64_t T, uint64_t x_seed);
+
+/* Mask semantics (mixers.md §A.4) on an f64 mixer (B = 3, 9 real tokens, 5 padding tokens carrying
+ * NaN and 1e30): left, middle and right padding in one batch, each row alone (B = 1) and token by
+ * token (L == 1) give the unpadded outputs at the real tokens and exactly pad_row [D] (NULL: zeros)
+ * at the padding ones, and every row's final cache equals the unpadded one; a padding token on a
+ * primed cache leaves it bit-identical and outputs pad_row. Returns the worst difference. */
+double check_mask_semantics(struct mixer *mx, const double *pad_row);
+
+/* model_create through ops; on success the model is destroyed, on failure the handle must be NULL. */
+enum mc_backend_status try_create_ops(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
+                                      enum mc_dtype dtype, struct mc_weight *w, int n, struct mc_msg *msg);
+/* Fails unless msg contains a (and b, when not NULL). */
+void expect_msg(const struct mc_msg *msg, const char *a, const char *b);
+/* The fields every reference ops struct has: ABI, name "reference", device "cpu", f32 | f64, no caps. */
+void check_ops_identity(const struct mc_backend_ops *ops, enum mc_family family);
+
+#endif
