@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# bootstrap.sh [BUILD_DIR] [CMAKE_ARGS...] — installs the Debian packages mixcheck needs (when
-# missing; needs root), then configures and builds into BUILD_DIR (default: build).
+# bootstrap.sh [BUILD_DIR] [CMAKE_ARGS...] [--target T...] — installs the Debian packages mixcheck
+# needs (when missing; needs root), then configures and builds into BUILD_DIR (default: build); the
+# arguments after --target name the targets to build (default: all). clang and libclang-rt-14-dev
+# (libFuzzer) are for the fuzz build of .ci/run (-DMIXCHECK_FUZZ=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libhdf5-dev libyaml-dev libcmocka-dev libopenblas-dev
-          python3-numpy python3-h5py hdf5-tools)
+          python3-numpy python3-h5py hdf5-tools clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,5 +19,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 build=${1:-build}
 shift || true
-cmake -S . -B "$build" "$@" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+cmake_args=() targets=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = --target ]; then shift; targets=("$@"); break; fi
+  cmake_args+=("$1"); shift
+done
+cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)" ${targets[@]:+--target "${targets[@]}"}

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "case.h"
 #include "cpu.h"
 #include "family.h"
@@ -30,6 +31,8 @@ static void usage(FILE *out, const char *argv0)
     fprintf(out,
             "usage: %s run [PATH...] [options]     run cases (default path: %s/)\n"
             "       %s list [PATH...] [--coverage] list cases, backends and scenario coverage\n"
+            "       %s bench [--family F] [--backend B] [--len L] [--batch B] [--dtype T] [--core] [--json FILE]\n"
+            "                                      time a backend after its cases pass (see bench --help)\n"
             "\n"
             "run options:\n"
             "  --family F      only cases of family F (mamba2, mamba1, gdn, shortconv)\n"
@@ -53,7 +56,7 @@ static void usage(FILE *out, const char *argv0)
             "  -q, --quiet     print only failures and the summary\n"
             "\n"
             "exit: 0 all passed, 1 a check failed, 2 usage or input error, 125 could not test\n",
-            argv0, MC_DEFAULT_CASES, argv0, MC_DEFAULT_TIMEOUT_S);
+            argv0, MC_DEFAULT_CASES, argv0, argv0, MC_DEFAULT_TIMEOUT_S);
 }
 
 static int register_builtins(struct mc_registry *reg, struct mc_error *err)
@@ -378,9 +381,11 @@ int main(int argc, char **argv)
         printf("mixcheck %s (backend ABI %u)\n", MC_VERSION, MIXCHECK_ABI_VERSION);
         return 0;
     }
+    if (strcmp(argv[1], "bench") == 0)
+        return mc_cli_bench(argc, argv, register_builtins);
     int is_run = strcmp(argv[1], "run") == 0, is_list = strcmp(argv[1], "list") == 0;
     if (!is_run && !is_list) {
-        fprintf(stderr, "mixcheck: unknown command '%s' (run, list; see --help)\n", argv[1]);
+        fprintf(stderr, "mixcheck: unknown command '%s' (run, list, bench; see --help)\n", argv[1]);
         return 2;
     }
     struct cli cli;

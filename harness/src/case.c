@@ -368,10 +368,14 @@ static enum mc_err_code ld_case(struct mc_yaml_doc *ld, yaml_node_t *root, struc
         mc_yaml_names_join(valid, sizeof valid, FAMILY_NAMES, COUNT(FAMILY_NAMES));
         return mc_yaml_fail(ld, v[CK_FAMILY]->start_mark, "family", "unknown family; valid: %s (got %s)", valid, got);
     }
+    c->family_line = (int)v[CK_FAMILY]->start_mark.line + 1;
+    c->family_column = (int)v[CK_FAMILY]->start_mark.column + 1;
     if ((rc = mc_yaml_string(ld, v[CK_GOLDEN], "golden", &s)) != MC_ERR_NONE)
         return rc;
     if ((c->golden_path = path_resolve(ld->path, s)) == NULL)
         return mc_yaml_nomem(ld);
+    c->golden_line = (int)v[CK_GOLDEN]->start_mark.line + 1;
+    c->golden_column = (int)v[CK_GOLDEN]->start_mark.column + 1;
     if ((rc = ld_backends(ld, v[CK_BACKENDS], c)) != MC_ERR_NONE ||
         (rc = ld_dtypes(ld, v[CK_DTYPES], c)) != MC_ERR_NONE ||
         (rc = ld_scenarios(ld, v[CK_SCENARIOS], c)) != MC_ERR_NONE)
@@ -387,11 +391,12 @@ static enum mc_err_code ld_case(struct mc_yaml_doc *ld, yaml_node_t *root, struc
     return rc;
 }
 
-enum mc_err_code mc_case_load(const char *path, struct mc_case *c, struct mc_error *err)
+static enum mc_err_code case_load(const char *path, const void *data, size_t len, struct mc_case *c,
+                                  struct mc_error *err)
 {
     enum mc_err_code rc;
     struct mc_case tmp = {0};
-    struct mc_yaml_doc ld = {.path = path, .err = err};
+    struct mc_yaml_doc ld = {.path = path, .err = err, .mem = data, .mem_len = len};
     yaml_node_t *root = NULL;
 
     memset(c, 0, sizeof *c);
@@ -409,6 +414,18 @@ done:
     else
         mc_case_free(&tmp);
     return rc;
+}
+
+enum mc_err_code mc_case_load(const char *path, struct mc_case *c, struct mc_error *err)
+{
+    return case_load(path, NULL, 0, c, err);
+}
+
+enum mc_err_code mc_case_load_buffer(const char *path, const void *data, size_t len, struct mc_case *c,
+                                     struct mc_error *err)
+{
+    static const char empty[1] = "";
+    return case_load(path, len > 0 ? data : empty, len, c, err);
 }
 
 void mc_case_free(struct mc_case *c)

@@ -104,7 +104,9 @@ struct mc_case {
     char *id;
     char *why;
     enum mc_family family;
+    int family_line, family_column; /* of the `family:` value, for messages about it */
     char *golden_path;           /* resolved against the case file's directory */
+    int golden_line, golden_column; /* of the `golden:` value */
     char **backends;
     int n_backends;
     enum mc_dtype dtypes[MC_CASE_MAX_DTYPES];
@@ -118,7 +120,16 @@ struct mc_case {
 enum mc_err_code mc_case_load(const char *path, struct mc_case *c, struct mc_error *err);
 void mc_case_free(struct mc_case *c);
 
+/* As mc_case_load, with the case file's content given in memory (len bytes); path names it in
+ * messages, and its directory is still where `golden:` and `tolerance:` are resolved from (the
+ * profile is read from disk). For the fuzzers (tests/fuzz). */
+enum mc_err_code mc_case_load_buffer(const char *path, const void *data, size_t len, struct mc_case *c,
+                                     struct mc_error *err);
+
 enum mc_err_code mc_tolerance_load(const char *path, struct mc_tolerance_profile *p, struct mc_error *err);
+/* As mc_tolerance_load, from memory (see mc_case_load_buffer). */
+enum mc_err_code mc_tolerance_load_buffer(const char *path, const void *data, size_t len,
+                                          struct mc_tolerance_profile *p, struct mc_error *err);
 void mc_tolerance_free(struct mc_tolerance_profile *p);
 
 /* The tolerance for (device, dtype, tensor): the tensor's own entry, else the dtype's `default`.

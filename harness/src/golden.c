@@ -12,9 +12,17 @@
 
 #include "alloc.h"
 #include "h5read.h"
+#include "sha256.h"
 
 #define GOLDEN_MAX_BATCH 4096
 #define GOLDEN_MAX_LEN 1000000
+
+/* The links each group may hold: anything else is refused, so that the content checksum (over every
+ * dataset of the file) covers exactly what is read. */
+static const char *const ROOT_LINKS[] = {"config", "weights", "inputs", "expected"};
+static const char *const INPUT_LINKS[] = {"hidden_states", "attention_mask"};
+static const char *const EXPECTED_LINKS[] = {"output", "state_positions", "conv_state", "recurrent_state"};
+#define LAYOUT_MSG "not part of the golden layout (golden/README.md)"
 
 int64_t mc_array_elems(const struct mc_array *a)
 {
@@ -178,13 +186,18 @@ static enum mc_err_code read_inputs(struct mc_h5_reader *r, struct mc_golden *g,
                                   .max = {GOLDEN_MAX_BATCH, GOLDEN_MAX_LEN},
                                   .names = {"B", "L"},
                                   .source = "the configuration"};
+    int e = mc_h5_link_exists(r, "/inputs");
+    if (e <= 0)
+        return e < 0 ? r->err.code : mc_h5_fail(r, MC_ERR_INPUT, "/inputs", "missing group");
+    if (mc_h5_group_check_links(r, "/inputs", INPUT_LINKS, 2, LAYOUT_MSG))
+        return r->err.code;
     if (array_read(r, "/inputs/hidden_states", MC_H5_WANT_FLOAT, &hs, &g->hidden_states))
         return r->err.code;
     g->batch = g->hidden_states.dims[0];
     g->len = g->hidden_states.dims[1];
 
     const char *name = "/inputs/attention_mask";
-    int e = mc_h5_link_exists(r, name);
+    e = mc_h5_link_exists(r, name);
     if (e <= 0)
         return r->err.code;
     struct mc_h5_shape_rule mr = {.ndim = 2, .dims = {g->batch, g->len}, .source = "/inputs/hidden_states"};
@@ -235,6 +248,11 @@ static enum mc_err_code read_positions(struct mc_h5_reader *r, struct mc_golden 
 static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *g, const struct mc_family_shape *sh)
 {
     struct mc_h5_shape_rule out = {.ndim = 3, .dims = {g->batch, g->len, sh->hidden}, .source = "the inputs"};
+    int e = mc_h5_link_exists(r, "/expected");
+    if (e <= 0)
+        return e < 0 ? r->err.code : mc_h5_fail(r, MC_ERR_INPUT, "/expected", "missing group");
+    if (mc_h5_group_check_links(r, "/expected", EXPECTED_LINKS, 4, LAYOUT_MSG))
+        return r->err.code;
     if (array_read(r, "/expected/output", MC_H5_WANT_F64, &out, &g->output) || read_positions(r, g))
         return r->err.code;
     struct mc_h5_shape_rule conv = {.ndim = 4,
@@ -244,7 +262,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *
         return r->err.code;
     const char *name = "/expected/recurrent_state";
     if (sh->state_ndim == 0) {
-        int e = mc_h5_link_exists(r, name);
+        e = mc_h5_link_exists(r, name);
         if (e > 0)
             mc_h5_fail(r, MC_ERR_INPUT, name, "present, but family %s has no recurrent state",
                        mc_family_name(g->config.family));
@@ -258,7 +276,171 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *
     return array_read(r, name, MC_H5_WANT_F64, &st, &g->recurrent_state);
 }
 
-enum mc_err_code mc_golden_load(const char *path, struct mc_golden *g, struct mc_error *err)
+
+/* ---- the content checksum (golden/README.md "Content checksum") ------------------------------- */
+
+/* One dataset as it enters the canonical serialization. */
+struct digest_item {
+    const char *path; /* without the leading '/' */
+    int is_int;
+    int ndim;
+    const int64_t *dims;
+    const double *f64;   /* float datasets */
+    const int64_t *i64;  /* integer datasets (state_positions) */
+    const uint8_t *u8;   /* integer datasets held as bytes (attention_mask) */
+};
+
+static void put_u64le(struct mc_sha256 *s, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    mc_sha256_update(s, b, 8);
+}
+
+static int digest_item_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct digest_item *)a)->path, ((const struct digest_item *)b)->path);
+}
+
+static void digest_item_add(struct mc_sha256 *s, const struct digest_item *it)
+{
+    size_t len = strlen(it->path);
+    int64_t n = 1;
+    put_u64le(s, (uint64_t)len);
+    mc_sha256_update(s, it->path, len);
+    mc_sha256_update(s, it->is_int ? "i" : "f", 1);
+    put_u64le(s, (uint64_t)it->ndim);
+    for (int i = 0; i < it->ndim; i++) {
+        put_u64le(s, (uint64_t)it->dims[i]);
+        n *= it->dims[i];
+    }
+    uint8_t buf[8 * 512];
+    size_t used = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t v;
+        if (it->f64 != NULL)
+            memcpy(&v, &it->f64[i], 8);
+        else if (it->i64 != NULL)
+            v = (uint64_t)it->i64[i];
+        else
+            v = (uint64_t)(int64_t)it->u8[i];
+        for (int k = 0; k < 8; k++)
+            buf[used++] = (uint8_t)(v >> (8 * k));
+        if (used == sizeof buf) {
+            mc_sha256_update(s, buf, used);
+            used = 0;
+        }
+    }
+    mc_sha256_update(s, buf, used);
+}
+
+static struct digest_item item_f64(const char *path, const struct mc_array *a)
+{
+    return (struct digest_item){.path = path, .ndim = a->ndim, .dims = a->dims, .f64 = a->data};
+}
+
+void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_LEN + 1])
+{
+    struct digest_item items[MC_FAMILY_MAX_WEIGHTS + 8];
+    char names[MC_FAMILY_MAX_WEIGHTS][256];
+    int n = 0;
+    int64_t mask_dims[2] = {g->batch, g->len}, pos_dims[1] = {g->n_positions};
+    for (int i = 0; i < g->n_weights && i < MC_FAMILY_MAX_WEIGHTS; i++) {
+        snprintf(names[i], sizeof names[i], "weights/%s", g->weights[i].name);
+        items[n++] = item_f64(names[i], &g->weights[i].value);
+    }
+    items[n++] = item_f64("inputs/hidden_states", &g->hidden_states);
+    if (g->mask != NULL)
+        items[n++] = (struct digest_item){
+            .path = "inputs/attention_mask", .is_int = 1, .ndim = 2, .dims = mask_dims, .u8 = g->mask};
+    items[n++] = item_f64("expected/output", &g->output);
+    items[n++] = (struct digest_item){
+        .path = "expected/state_positions", .is_int = 1, .ndim = 1, .dims = pos_dims, .i64 = g->state_positions};
+    items[n++] = item_f64("expected/conv_state", &g->conv_state);
+    if (g->recurrent_state.ndim > 0)
+        items[n++] = item_f64("expected/recurrent_state", &g->recurrent_state);
+    qsort(items, (size_t)n, sizeof items[0], digest_item_cmp);
+    struct mc_sha256 s;
+    uint8_t d[MC_SHA256_DIGEST_BYTES];
+    mc_sha256_init(&s);
+    for (int i = 0; i < n; i++)
+        digest_item_add(&s, &items[i]);
+    mc_sha256_final(&s, d);
+    mc_sha256_hex(d, out);
+}
+
+/* "family/name" for the regenerate hint: the family and the root attribute `name` the generator
+ * records, else the file name without ".h5"; anything but [A-Za-z0-9._-] becomes '?'. */
+static void golden_name(struct mc_h5_reader *r, const struct mc_golden *g, char *out, size_t cap)
+{
+    char *attr = NULL;
+    const char *base = strrchr(g->path, '/');
+    base = base ? base + 1 : g->path;
+    size_t len = strlen(base);
+    if (len > 3 && strcmp(base + len - 3, ".h5") == 0)
+        len -= 3;
+    if (mc_h5_attr_exists(r, "/", "name") == 1) {
+        struct mc_h5_reader probe = *r; /* a bad `name` is no error: fall back to the file name */
+        mc_error_clear(&probe.err);
+        if (mc_h5_attr_read_string(&probe, "/", "name", &attr) == MC_ERR_NONE && attr[0] != '\0') {
+            base = attr;
+            len = strlen(attr);
+        } else if (probe.err.code == MC_ERR_NOMEM) {
+            mc_error_set(&r->err, MC_ERR_NOMEM, "%s", probe.err.msg);
+        }
+    }
+    int n = snprintf(out, cap, "%s/%.*s", mc_family_name(g->config.family), (int)(len < 100 ? len : 100), base);
+    for (char *q = out + strlen(mc_family_name(g->config.family)) + 1; n > 0 && *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '.' ||
+              *q == '_' || *q == '-'))
+            *q = '?';
+    free(attr);
+}
+
+/* The recorded /content_sha256 must equal the digest of what was read. */
+static enum mc_err_code verify_checksum(struct mc_h5_reader *r, const struct mc_golden *g)
+{
+    char *recorded = NULL, computed[MC_SHA256_HEX_LEN + 1], name[256];
+    golden_name(r, g, name, sizeof name);
+    if (r->err.code != MC_ERR_NONE)
+        return r->err.code;
+    int e = mc_h5_attr_exists(r, "/", "content_sha256");
+    if (e < 0)
+        return r->err.code;
+    if (e == 0)
+        return mc_h5_fail(r, MC_ERR_INPUT, "/content_sha256",
+                          "missing attribute: goldens of format version %d record the checksum of their content; "
+                          "regenerate it with golden/generate.py regenerate %s",
+                          MC_GOLDEN_FORMAT_VERSION, name);
+    if (mc_h5_attr_read_string(r, "/", "content_sha256", &recorded))
+        goto done;
+    size_t len = strlen(recorded);
+    int ok = len == MC_SHA256_HEX_LEN;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = (recorded[i] >= '0' && recorded[i] <= '9') || (recorded[i] >= 'a' && recorded[i] <= 'f');
+    if (!ok) {
+        char ex[80];
+        snprintf(ex, sizeof ex, "%.70s%s", recorded, len > 70 ? "..." : "");
+        for (char *q = ex; *q; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f)
+                *q = '?';
+        mc_h5_fail(r, MC_ERR_INPUT, "/content_sha256", "must be %d lower-case hex digits (got '%s')",
+                   MC_SHA256_HEX_LEN, ex);
+        goto done;
+    }
+    mc_golden_content_sha256(g, computed);
+    if (strcmp(recorded, computed) != 0)
+        mc_h5_fail(r, MC_ERR_INPUT, NULL,
+                   "content checksum mismatch (recorded %s, computed %s): the golden was modified after "
+                   "generation; regenerate it with golden/generate.py regenerate %s",
+                   recorded, computed, name);
+done:
+    free(recorded);
+    return r->err.code;
+}
+
+static enum mc_err_code golden_load(const char *path, struct mc_golden *g, int verify, struct mc_error *err)
 {
     struct mc_h5_reader r;
     memset(g, 0, sizeof *g);
@@ -269,11 +451,13 @@ enum mc_err_code mc_golden_load(const char *path, struct mc_golden *g, struct mc
         mc_h5_fail_nomem(&r, NULL);
         goto done;
     }
-    if (read_header(&r, g) || read_config(&r, g) || read_weights(&r, g))
+    if (read_header(&r, g) || read_config(&r, g) ||
+        mc_h5_group_check_links(&r, "/", ROOT_LINKS, 4, LAYOUT_MSG) ||
+        read_weights(&r, g))
         goto done;
     struct mc_family_shape shape;
     mc_family_shape(&g->config, &shape);
-    if (read_inputs(&r, g, &shape) || read_expected(&r, g, &shape))
+    if (read_inputs(&r, g, &shape) || read_expected(&r, g, &shape) || (verify && verify_checksum(&r, g)))
         goto done;
 done:
     mc_h5_close(&r);
@@ -282,6 +466,23 @@ done:
         return mc_error_set(err, r.err.code, "%s", r.err.msg);
     }
     return MC_ERR_NONE;
+}
+
+enum mc_err_code mc_golden_load(const char *path, struct mc_golden *g, struct mc_error *err)
+{
+    return golden_load(path, g, 1, err);
+}
+
+enum mc_err_code mc_golden_file_content_sha256(const char *path, char out[MC_SHA256_HEX_LEN + 1],
+                                               struct mc_error *err)
+{
+    struct mc_golden g;
+    out[0] = '\0';
+    enum mc_err_code rc = golden_load(path, &g, 0, err);
+    if (rc == MC_ERR_NONE)
+        mc_golden_content_sha256(&g, out);
+    mc_golden_free(&g);
+    return rc;
 }
 
 void mc_golden_free(struct mc_golden *g)

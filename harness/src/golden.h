@@ -5,7 +5,10 @@
  * weights (/weights/<HF name>), inputs (/inputs/hidden_states, optional /inputs/attention_mask) and
  * the float64 expected values of the plain sequential recurrence (/expected/...). The reader checks
  * every rank, shape and type against the configuration before reading, refuses NaN/Inf anywhere,
- * and reports problems as MC_ERR_INPUT with the file and the dataset or attribute path.
+ * and reports problems as MC_ERR_INPUT with the file and the dataset or attribute path. A link
+ * outside the layout is refused, and the root attribute `content_sha256` (golden/README.md "Content
+ * checksum") must equal the SHA-256 of the canonical serialization of what was read: a golden edited
+ * after generation is refused, and so is one without the attribute.
  */
 #ifndef MC_GOLDEN_H
 #define MC_GOLDEN_H
@@ -14,6 +17,7 @@
 
 #include "error.h"
 #include "family.h"
+#include "sha256.h"
 
 #define MC_GOLDEN_FORMAT "mixcheck-golden"
 #define MC_GOLDEN_FORMAT_VERSION 1
@@ -55,6 +59,15 @@ struct mc_golden {
 /* Loads and validates a golden; on failure g is left empty (safe to free) and err says why. */
 enum mc_err_code mc_golden_load(const char *path, struct mc_golden *g, struct mc_error *err);
 void mc_golden_free(struct mc_golden *g);
+
+/* The content checksum of a loaded golden (golden/README.md "Content checksum"): 64 lower-case hex
+ * digits and a NUL. Tests use it to re-stamp a golden they modify on purpose. */
+void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_LEN + 1]);
+
+/* The content checksum of the golden at path, which must pass every check but the checksum's own:
+ * what a test that edits a golden on purpose records as its new /content_sha256. */
+enum mc_err_code mc_golden_file_content_sha256(const char *path, char out[MC_SHA256_HEX_LEN + 1],
+                                               struct mc_error *err);
 
 /* Index of `position` in state_positions, or -1 when the golden holds no state there. */
 int64_t mc_golden_position_index(const struct mc_golden *g, int64_t position);

@@ -245,6 +245,18 @@ void mc_h5_attr_label(char *buf, size_t cap, const char *obj, const char *name)
     snprintf(buf, cap, "%s/%s", strcmp(obj, "/") == 0 ? "" : obj, name);
 }
 
+int mc_h5_attr_exists(struct mc_h5_reader *r, const char *obj, const char *name)
+{
+    char label[512];
+    htri_t exists = H5Aexists_by_name(r->file, obj, name, H5P_DEFAULT);
+    if (exists < 0) {
+        mc_h5_attr_label(label, sizeof label, obj, name);
+        fail_h5(r, label, "cannot look up the attribute");
+        return -1;
+    }
+    return exists > 0;
+}
+
 /* Opens attribute obj/name, refusing a missing one. */
 static enum mc_err_code attr_open(struct mc_h5_reader *r, const char *label, const char *obj, const char *name,
                                   hid_t *attr)

@@ -75,6 +75,9 @@ void mc_h5_index_format(char *buf, size_t cap, int ndim, const int64_t *dims, in
 /* "obj/name", the label of an attribute in messages ("/name" for the root). */
 void mc_h5_attr_label(char *buf, size_t cap, const char *obj, const char *name);
 
+/* 1 when obj has attribute `name`, 0 when not, -1 on error (recorded). */
+int mc_h5_attr_exists(struct mc_h5_reader *r, const char *obj, const char *name);
+
 /* Reads a numeric attribute of obj holding exactly n values (a scalar, or a 1-D array of n) into
  * out: n doubles, or n int64_t for MC_H5_WANT_INT. A missing attribute is an error. */
 enum mc_err_code mc_h5_attr_read_numbers(struct mc_h5_reader *r, const char *obj, const char *name,

@@ -173,17 +173,33 @@ static struct mc_check_result *next_check(struct mc_run_report *rep, struct mc_e
 
 /* ---- running ------------------------------------------------------------------------------------------ */
 
-/* Loads a case and its golden and validates every scenario; on failure records a problem. */
-static int prepare_case(const char *path, struct mc_case *c, struct mc_golden *g, struct mc_run_report *rep,
+static int case_backends(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
+                         const char **names);
+
+/* Loads a case and, when the filters select it, its golden, and validates every scenario. Returns 0
+ * when the case is ready to run, 1 when the filters leave nothing of it (its golden is not even
+ * read), -1 after recording a problem. */
+static int prepare_case(const char *path, const struct mc_registry *reg, const struct mc_run_options *opt,
+                        struct mc_case *c, struct mc_golden *g, struct mc_run_report *rep,
                         const struct mc_run_callbacks *cb, struct mc_error *err)
 {
     struct mc_error e = {0};
-    if (mc_case_load(path, c, &e) == MC_ERR_NONE && mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
-        if (g->config.family != c->family)
-            mc_error_set(&e, MC_ERR_INPUT, "%s: family '%s' but golden %s holds '%s'", path,
-                         mc_family_name(c->family), c->golden_path, mc_family_name(g->config.family));
-        for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
-            mc_scenario_validate(c, &c->scenarios[i], g, &e);
+    if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
+        const char *one[1];
+        if (opt->filter.family && strcmp(opt->filter.family, mc_family_name(c->family)) != 0)
+            return 1;
+        if (opt->filter.backend && case_backends(c, reg, opt, one) == 0)
+            return 1;
+        if (mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
+            if (g->config.family != c->family)
+                mc_error_set(&e, MC_ERR_INPUT, "%s:%d:%d: in 'family': '%s' but golden %s holds '%s'", path,
+                             c->family_line, c->family_column, mc_family_name(c->family), c->golden_path,
+                             mc_family_name(g->config.family));
+            for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
+                mc_scenario_validate(c, &c->scenarios[i], g, &e);
+        } else if (e.code != MC_ERR_NOMEM) {
+            mc_error_prefix(&e, "%s:%d:%d: in 'golden'", path, c->golden_line, c->golden_column);
+        }
     }
     if (e.code == MC_ERR_NONE)
         return 0;
@@ -402,11 +418,9 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
         struct mc_case c = {0};
         struct mc_golden g = {0};
-        if (prepare_case(files[i], &c, &g, rep, cb, err) == 0) {
-            if (!opt->filter.family || strcmp(opt->filter.family, mc_family_name(c.family)) == 0) {
-                rep->n_cases++;
-                run_case(&c, &g, reg, opt, cb, rep, err);
-            }
+        if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0) {
+            rep->n_cases++;
+            run_case(&c, &g, reg, opt, cb, rep, err);
         }
         mc_golden_free(&g);
         mc_case_free(&c);

@@ -476,9 +476,6 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
                                       const struct mc_golden *g, struct mc_error *err)
 {
     int64_t L = g->len;
-    if (g->config.family != c->family)
-        return mc_error_set(err, MC_ERR_INPUT, "%s: family '%s' but golden %s holds '%s'", c->path,
-                            mc_family_name(c->family), c->golden_path, mc_family_name(g->config.family));
     if (mc_golden_position_index(g, L) < 0)
         return mc_error_set(err, MC_ERR_INPUT, "%s: golden %s holds no state at the final position %lld", c->path,
                             c->golden_path, (long long)L);

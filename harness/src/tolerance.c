@@ -137,12 +137,12 @@ static enum mc_err_code ld_tolerance(struct mc_yaml_doc *ld, yaml_node_t *root, 
     return MC_ERR_NONE;
 }
 
-enum mc_err_code mc_tolerance_load_ref(const char *path, const struct mc_yaml_ref *ref, struct mc_tolerance_profile *p,
-                                       struct mc_error *err)
+static enum mc_err_code tolerance_load(const char *path, const void *data, size_t len, const struct mc_yaml_ref *ref,
+                                       struct mc_tolerance_profile *p, struct mc_error *err)
 {
     enum mc_err_code rc;
     struct mc_tolerance_profile tmp = {0};
-    struct mc_yaml_doc ld = {.path = path, .err = err};
+    struct mc_yaml_doc ld = {.path = path, .err = err, .mem = data, .mem_len = len};
     yaml_node_t *root = NULL;
 
     memset(p, 0, sizeof *p);
@@ -160,6 +160,19 @@ done:
     else
         mc_tolerance_free(&tmp);
     return rc;
+}
+
+enum mc_err_code mc_tolerance_load_ref(const char *path, const struct mc_yaml_ref *ref, struct mc_tolerance_profile *p,
+                                       struct mc_error *err)
+{
+    return tolerance_load(path, NULL, 0, ref, p, err);
+}
+
+enum mc_err_code mc_tolerance_load_buffer(const char *path, const void *data, size_t len,
+                                          struct mc_tolerance_profile *p, struct mc_error *err)
+{
+    static const char empty[1] = "";
+    return tolerance_load(path, len > 0 ? data : empty, len, NULL, p, err);
 }
 
 enum mc_err_code mc_tolerance_load(const char *path, struct mc_tolerance_profile *p, struct mc_error *err)

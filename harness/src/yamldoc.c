@@ -108,6 +108,22 @@ yaml_node_t *mc_yaml_node(struct mc_yaml_doc *ld, int index)
 
 /* ---- gates 1-3: read, byte scan, event pass, compose ------------------------------------------ */
 
+/* The in-memory variant of ld_read: the same cap, the same copy with a NUL after it. */
+static enum mc_err_code ld_read_mem(struct mc_yaml_doc *ld)
+{
+    if (ld->mem_len > MC_YAML_MAX_FILE_BYTES)
+        return mc_error_set(ld->err, MC_ERR_INPUT,
+                            "%s: file is larger than the 1 MiB limit for YAML inputs (got %zu bytes)", ld->path,
+                            ld->mem_len);
+    ld->buf = mc_calloc(ld->mem_len + 2, 1);
+    if (ld->buf == NULL)
+        return mc_yaml_nomem(ld);
+    if (ld->mem_len > 0)
+        memcpy(ld->buf, ld->mem, ld->mem_len);
+    ld->len = ld->mem_len;
+    return MC_ERR_NONE;
+}
+
 static enum mc_err_code ld_read(struct mc_yaml_doc *ld, const struct mc_yaml_ref *ref)
 {
     enum mc_err_code rc = MC_ERR_NONE;
@@ -115,6 +131,8 @@ static enum mc_err_code ld_read(struct mc_yaml_doc *ld, const struct mc_yaml_ref
     int e = 0;
     struct stat st;
 
+    if (ld->mem != NULL)
+        return ld_read_mem(ld);
     memset(&st, 0, sizeof st);
     f = fopen(ld->path, "rb");
     if (f == NULL) {

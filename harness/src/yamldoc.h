@@ -35,11 +35,13 @@ struct mc_yaml_ref {
     const char *key;
 };
 
-/* One file being loaded (`ld` in callers). Set path and err, zero the rest; mc_yaml_close releases
- * it. */
+/* One file being loaded (`ld` in callers). Set path and err (and mem, mem_len to load from memory),
+ * zero the rest; mc_yaml_close releases it. */
 struct mc_yaml_doc {
     const char *path;
     struct mc_error *err;
+    const void *mem;    /* when not NULL: the file's content (mem_len bytes), path only names it */
+    size_t mem_len;
     unsigned char *buf; /* the whole file */
     size_t len;
     yaml_document_t doc;

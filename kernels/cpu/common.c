@@ -317,6 +317,35 @@ void mc_cpu_linear(int64_t m, int64_t out, int64_t in, const float *x, int64_t l
     }
 }
 
+struct mc_cpu_linear_job {
+    int64_t m, out, in, ldx, ldy, col_tiles;
+    const float *x, *w, *bias;
+    float *y;
+};
+
+static void mc_cpu_linear_tile_task(void *ctx, int64_t task, int worker)
+{
+    (void)worker;
+    const struct mc_cpu_linear_job *j = ctx;
+    const int64_t r0 = task / j->col_tiles * MC_CPU_LINEAR_TILE, c0 = task % j->col_tiles * MC_CPU_LINEAR_TILE;
+    const int64_t mr = j->m - r0 < MC_CPU_LINEAR_TILE ? j->m - r0 : MC_CPU_LINEAR_TILE;
+    const int64_t nc = j->out - c0 < MC_CPU_LINEAR_TILE ? j->out - c0 : MC_CPU_LINEAR_TILE;
+    mc_cpu_linear(mr, nc, j->in, j->x + r0 * j->ldx, j->ldx, j->w + c0 * j->in, j->bias ? j->bias + c0 : NULL,
+                  j->y + r0 * j->ldy + c0, j->ldy);
+}
+
+void mc_cpu_linear_tiled(int64_t m, int64_t out, int64_t in, const float *x, int64_t ldx, const float *w,
+                         const float *bias, float *y, int64_t ldy, int n_threads)
+{
+    if (m <= 0 || out <= 0)
+        return;
+    struct mc_cpu_linear_job j = {.m = m, .out = out, .in = in, .ldx = ldx, .ldy = ldy, .x = x, .w = w,
+                                  .bias = bias, .y = y};
+    j.col_tiles = (out + MC_CPU_LINEAR_TILE - 1) / MC_CPU_LINEAR_TILE;
+    const int64_t row_tiles = (m + MC_CPU_LINEAR_TILE - 1) / MC_CPU_LINEAR_TILE;
+    mc_cpu_parallel_for(row_tiles * j.col_tiles, mc_cpu_linear_tile_task, &j, n_threads);
+}
+
 /* ---- errors and weights ------------------------------------------------------------------------ */
 
 enum mc_backend_status mc_cpu_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)

@@ -12,9 +12,10 @@
  *   - mc_cpu_sgemm, mc_cpu_linear      thin wrappers over OpenBLAS cblas_sgemm
  *
  * Threads: OpenBLAS keeps its own thread pool; openblas_set_num_threads() is process-global, so the
- * kernels never call it. CI runs with OPENBLAS_NUM_THREADS=1 and the bench sets it explicitly; the
- * kernels' own parallelism is mc_cpu_parallel_for over independent (batch, head) tasks, each task
- * owning its outputs, so results do not depend on the thread count.
+ * kernels never call it. CI runs with OPENBLAS_NUM_THREADS=1 and the bench sets it to 1 for backend
+ * runs; the kernels' own parallelism is mc_cpu_parallel_for over independent tasks ((batch, head)
+ * pairs, fixed GEMM tiles: mc_cpu_linear_tiled), each task owning its outputs, so results do not
+ * depend on the thread count.
  *
  * Dimension letters: L tokens, C channels, K conv width, M/N/Kd GEMM sizes.
  */
@@ -157,5 +158,13 @@ void mc_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t kd, fl
  * ldx / ldy are the row strides of x and y in elements. */
 void mc_cpu_linear(int64_t m, int64_t out, int64_t in, const float *x, int64_t ldx, const float *w,
                    const float *bias, float *y, int64_t ldy);
+
+/* mc_cpu_linear split into fixed MC_CPU_LINEAR_TILE × MC_CPU_LINEAR_TILE output tiles run by
+ * mc_cpu_parallel_for on n_threads threads, each tile one single sgemm: the kernels' GEMMs scale with
+ * their own threads while OpenBLAS runs single-threaded (see "Threads" above). The tiling does not
+ * depend on n_threads, so neither do the bits. */
+#define MC_CPU_LINEAR_TILE 512
+void mc_cpu_linear_tiled(int64_t m, int64_t out, int64_t in, const float *x, int64_t ldx, const float *w,
+                         const float *bias, float *y, int64_t ldy, int n_threads);
 
 #endif

@@ -304,7 +304,7 @@ struct m1c_run {
     const struct mc_model *m;
     int64_t batch, len;
     const uint8_t *mask; /* [B][L] or NULL */
-    float *xz;           /* [B][L][2I]    in_proj output: xh | z */
+    float *xz;           /* [B][L][2I]    in_proj output: xh | z; NULL = no z gate (the core alone) */
     float *xc;           /* [B][L][I]     after conv + SiLU (0 on padding rows) */
     float *dbc;          /* [B][L][xdim]  x_proj output: dt_low | B | C */
     float *delta;        /* [B][L][I]     dt_proj(dt_low), then softplus(· + dt_proj.bias) */
@@ -381,8 +381,8 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
             float acc = 0.0f;
             for (int k = 0; k < M1C_LANES; k++)
                 acc += lane[k];
-            const float zv = r->xz[row * 2 * inner + inner + i];
-            yo[i] = (acc + d_skip[i] * u) * mc_cpu_silu(zv);
+            const float yv = acc + d_skip[i] * u;
+            yo[i] = r->xz ? yv * mc_cpu_silu(r->xz[row * 2 * inner + inner + i]) : yv; /* no xz: core alone */
         }
     }
 }
@@ -471,13 +471,14 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         .scratch = scratch,
     };
 
-    mc_cpu_linear(M, 2 * inner, m->D, x, m->D, m->w[M1C_IN_PROJ], m->w[M1C_IN_PROJ_BIAS], xz, 2 * inner);
+    mc_cpu_linear_tiled(M, 2 * inner, m->D, x, m->D, m->w[M1C_IN_PROJ], m->w[M1C_IN_PROJ_BIAS], xz, 2 * inner,
+                        m->threads);
     mc_cpu_parallel_for(Bsz, m1c_conv_task, &run, m->threads);
-    mc_cpu_sgemm(0, 1, M, m->xdim, inner, 1.0f, xc, inner, m->w[M1C_X_PROJ], inner, 0.0f, dbc, m->xdim);
-    mc_cpu_sgemm(0, 1, M, inner, m->R, 1.0f, dbc, m->xdim, m->w[M1C_DT_PROJ], m->R, 0.0f, delta, inner);
+    mc_cpu_linear_tiled(M, m->xdim, inner, xc, inner, m->w[M1C_X_PROJ], NULL, dbc, m->xdim, m->threads);
+    mc_cpu_linear_tiled(M, inner, m->R, dbc, m->xdim, m->w[M1C_DT_PROJ], NULL, delta, inner, m->threads);
     mc_cpu_parallel_for((M + M1C_ROW_BLOCK - 1) / M1C_ROW_BLOCK, m1c_delta_task, &run, m->threads);
     mc_cpu_parallel_for(Bsz * n_blocks, m1c_scan_task, &run, workers);
-    mc_cpu_sgemm(0, 1, M, m->D, inner, 1.0f, yg, inner, m->w[M1C_OUT_PROJ], inner, 0.0f, y, m->D);
+    mc_cpu_linear_tiled(M, m->D, inner, yg, inner, m->w[M1C_OUT_PROJ], NULL, y, m->D, m->threads);
     const float *b_out = m->w[M1C_OUT_PROJ_BIAS];
     for (int64_t t = 0; t < M; t++) {
         const int real_token = !args->mask || args->mask[t];
@@ -503,6 +504,89 @@ cleanup:
     free(xz);
     free(yf);
     free(xf);
+    return st;
+}
+
+/* ---- the core alone (cpu.h: mc_cpu_mamba1_core) ----------------------------------------------- */
+
+struct m1c_core_conv {
+    const struct mc_cpu_mamba1_core_args *a;
+    const float *conv_kc;
+    float *window, *xc;
+};
+
+static void m1c_core_conv_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct m1c_core_conv *cc = ctx;
+    const int64_t L = cc->a->len, I = cc->a->channels, K = cc->a->conv_kernel;
+    mc_cpu_conv_row(L, I, K, cc->a->x + b * L * I, I, NULL, cc->window + b * K * I, cc->conv_kc, NULL, 1,
+                    cc->xc + b * L * I, I);
+}
+
+enum mc_backend_status mc_cpu_mamba1_core(const struct mc_cpu_mamba1_core_args *a, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    float *conv_kc = NULL, *window = NULL, *xc = NULL, *dskip = NULL, *scratch = NULL;
+    if (!a || !a->x || !a->delta || !a->a || !a->bc || !a->state || !a->y)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu core: needs x, delta, a, bc, state and y");
+    if (a->batch < 1 || a->len < 1 || a->channels < 1 || a->channels > M1C_MAX_DIM || a->state_size < 1 ||
+        a->state_size > M1C_MAX_DIM || a->conv_kernel < 1 || a->conv_kernel > MC_CPU_CONV_MAX_K ||
+        a->batch > INT_MAX / a->len)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu core: bad shape B=%lld L=%lld I=%lld N=%lld K=%lld",
+                           (long long)a->batch, (long long)a->len, (long long)a->channels,
+                           (long long)a->state_size, (long long)a->conv_kernel);
+    struct mc_model m = {0};
+    m.inner = a->channels;
+    m.N = a->state_size;
+    m.K = a->conv_kernel;
+    m.R = 0;
+    m.xdim = 2 * m.N;
+    m.threads = mc_cpu_threads_resolve(a->threads);
+    const int64_t Bsz = a->batch, L = a->len, M = Bsz * L;
+    const int64_t n_blocks = (m.inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
+    const int workers = (int)(m.threads < Bsz * n_blocks ? m.threads : Bsz * n_blocks);
+    dskip = calloc((size_t)m.inner, sizeof *dskip);
+    scratch = malloc((size_t)workers * (size_t)m.N * sizeof *scratch);
+    if (a->conv_weight) {
+        conv_kc = malloc((size_t)(m.K * m.inner) * sizeof *conv_kc);
+        xc = malloc((size_t)(M * m.inner) * sizeof *xc);
+        window = a->window ? a->window : calloc((size_t)(Bsz * m.K * m.inner), sizeof *window);
+    }
+    if (!dskip || !scratch || (a->conv_weight && (!conv_kc || !xc || !window))) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu core: out of memory for B=%lld L=%lld", (long long)Bsz,
+                         (long long)L);
+        goto cleanup;
+    }
+    if (a->d)
+        memcpy(dskip, a->d, (size_t)m.inner * sizeof *dskip);
+    m.w[M1C_D] = dskip;
+    m.a_neg = (float *)(uintptr_t)a->a; /* read only */
+    if (a->conv_weight) {
+        mc_cpu_conv_weight_kc(m.inner, m.K, a->conv_weight, conv_kc);
+        struct m1c_core_conv cc = {.a = a, .conv_kc = conv_kc, .window = window, .xc = xc};
+        mc_cpu_parallel_for(Bsz, m1c_core_conv_task, &cc, m.threads);
+    }
+    struct m1c_run run = {
+        .m = &m,
+        .batch = Bsz,
+        .len = L,
+        .xc = a->conv_weight ? xc : (float *)(uintptr_t)a->x,   /* read only */
+        .dbc = (float *)(uintptr_t)a->bc,                        /* read only */
+        .delta = (float *)(uintptr_t)a->delta,                   /* read only */
+        .yg = a->y,
+        .state = a->state,
+        .scratch = scratch,
+    };
+    mc_cpu_parallel_for(Bsz * n_blocks, m1c_scan_task, &run, workers);
+
+cleanup:
+    if (window != a->window)
+        free(window);
+    free(xc);
+    free(conv_kc);
+    free(scratch);
+    free(dskip);
     return st;
 }
 

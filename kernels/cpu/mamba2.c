@@ -17,6 +17,7 @@
  *                        S        = exp(Acum[q-1])·S + Xdᵀ·(exp(E[q-1][·]) ⊙ Bc)   (sgemm, beta = decay:
  *                                   the inter-chunk recurrence as a loop over chunks)
  *                        y        = Y + D·x
+ *                      Q = mc_model_desc.chunk_size, else the configuration's chunk_size.
  *   - m2c_step         the direct recurrent step for a row with one real token (decode).
  * Front and back end as the reference: in_proj sgemm over all B·L tokens; fused causal conv over the
  * cached window (common.h), SiLU; dt = clamp(softplus(dt_raw + dt_bias), time_step_limit) in every
@@ -442,6 +443,7 @@ static void m2c_step(const struct m2c_run *r, int64_t b, int64_t h, int64_t t, f
     }
 }
 
+
 /* Chunked SSD of one (row b, head h) over the row's real tokens idx[0..n) (variants block above). */
 static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float *s, float *scratch)
 {
@@ -721,14 +723,15 @@ static enum mc_backend_status m2c_forward(struct mc_model *model, struct mc_cach
     };
     const int64_t row_blocks = (M + M2C_ROW_BLOCK - 1) / M2C_ROW_BLOCK;
 
-    mc_cpu_linear(M, m->proj, m->D, x, m->D, m->w[M2C_IN_PROJ], m->w[M2C_IN_PROJ_BIAS], zx, m->proj);
+    mc_cpu_linear_tiled(M, m->proj, m->D, x, m->D, m->w[M2C_IN_PROJ], m->w[M2C_IN_PROJ_BIAS], zx, m->proj,
+                        m->threads);
     mc_cpu_parallel_for(Bsz, m2c_conv_task, &run, m->threads);
     mc_cpu_parallel_for(row_blocks, m2c_silu_dt_task, &run, m->threads);
     if (gram)
         mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
     mc_cpu_parallel_for(Bsz * m->H, m2c_core_task, &run, workers);
     mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
-    mc_cpu_sgemm(0, 1, M, m->D, m->inner, 1.0f, hn, m->inner, m->w[M2C_OUT_PROJ], m->inner, 0.0f, y, m->D);
+    mc_cpu_linear_tiled(M, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
     const float *b_out = m->w[M2C_OUT_PROJ_BIAS];
     for (int64_t t = 0; t < M; t++) {
         const int real_token = !args->mask || args->mask[t];
@@ -757,6 +760,131 @@ cleanup:
     free(zx);
     free(yf);
     free(xf);
+    return st;
+}
+
+/* ---- the core alone (cpu.h: mc_cpu_mamba2_core) ----------------------------------------------- */
+
+/* Conv + SiLU of one batch row of the core-only entry (the forward's conv task reads in_proj rows). */
+struct m2c_core_conv {
+    const struct mc_cpu_mamba2_core_args *a;
+    int64_t C;
+    const float *conv_kc;
+    float *window; /* [B][K][C] */
+    float *xbc;    /* [B][L][C] */
+};
+
+static void m2c_core_conv_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct m2c_core_conv *cc = ctx;
+    const int64_t L = cc->a->len, C = cc->C, K = cc->a->conv_kernel;
+    mc_cpu_conv_row(L, C, K, cc->a->xbc + b * L * C, C, NULL, cc->window + b * K * C, cc->conv_kc, NULL, 1,
+                    cc->xbc + b * L * C, C);
+}
+
+enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *a, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    float *conv_kc = NULL, *window = NULL, *xbc = NULL, *a_neg = NULL, *dskip = NULL, *scratch = NULL, *gram = NULL;
+    int64_t *idx = NULL, *n_real = NULL, *gram_off = NULL;
+    if (!a || !a->xbc || !a->dt || !a->a || !a->state || !a->y)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba2 cpu core: needs xbc, dt, a, state and y");
+    if (a->batch < 1 || a->len < 1 || a->heads < 1 || a->head_dim < 1 || a->state_size < 1 || a->groups < 1 ||
+        a->conv_kernel < 1 || a->conv_kernel > MC_CPU_CONV_MAX_K || a->chunk < 0 || a->heads % a->groups != 0 ||
+        a->heads > M2C_MAX_DIM || a->head_dim > M2C_MAX_DIM || a->state_size > M2C_MAX_DIM ||
+        a->batch > INT_MAX / a->len)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba2 cpu core: bad shape B=%lld L=%lld H=%lld P=%lld N=%lld G=%lld K=%lld chunk=%lld",
+                           (long long)a->batch, (long long)a->len, (long long)a->heads, (long long)a->head_dim,
+                           (long long)a->state_size, (long long)a->groups, (long long)a->conv_kernel,
+                           (long long)a->chunk);
+    struct mc_model m = {0};
+    m.H = a->heads;
+    m.P = a->head_dim;
+    m.N = a->state_size;
+    m.G = a->groups;
+    m.K = a->conv_kernel;
+    m.inner = m.H * m.P;
+    m.GN = m.G * m.N;
+    m.C = m.inner + 2 * m.GN;
+    m.R = m.H / m.G;
+    m.chunk = a->chunk > 0 ? a->chunk : M2C_DEFAULT_CHUNK;
+    m.threads = mc_cpu_threads_resolve(a->threads);
+    const int64_t Bsz = a->batch, L = a->len, M = Bsz * L, Q = m.chunk < L ? m.chunk : L;
+    const int workers = (int)(m.threads < Bsz * m.H ? m.threads : Bsz * m.H);
+    const size_t scratch_elems = m2c_scratch_elems(&m, Q);
+
+    a_neg = malloc((size_t)m.H * sizeof *a_neg);
+    dskip = calloc((size_t)m.H, sizeof *dskip);
+    idx = malloc((size_t)M * sizeof *idx);
+    n_real = malloc((size_t)Bsz * sizeof *n_real);
+    gram_off = malloc((size_t)Bsz * sizeof *gram_off);
+    scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
+    if (a->conv_weight) {
+        conv_kc = malloc((size_t)(m.K * m.C) * sizeof *conv_kc);
+        xbc = malloc((size_t)(M * m.C) * sizeof *xbc);
+        window = a->window ? a->window : calloc((size_t)(Bsz * m.K * m.C), sizeof *window);
+    }
+    if (!a_neg || !dskip || !idx || !n_real || !gram_off || !scratch || (a->conv_weight && (!conv_kc || !xbc || !window))) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu core: out of memory for B=%lld L=%lld", (long long)Bsz,
+                         (long long)L);
+        goto cleanup;
+    }
+    memcpy(a_neg, a->a, (size_t)m.H * sizeof *a_neg);
+    if (a->d)
+        memcpy(dskip, a->d, (size_t)m.H * sizeof *dskip);
+    m.a_neg = a_neg;
+    m.w[M2C_D] = dskip;
+    for (int64_t b = 0; b < Bsz; b++) {
+        for (int64_t t = 0; t < L; t++)
+            idx[b * L + t] = t;
+        n_real[b] = L;
+        gram_off[b] = 0;
+    }
+    if (a->conv_weight) {
+        mc_cpu_conv_weight_kc(m.C, m.K, a->conv_weight, conv_kc);
+        struct m2c_core_conv cc = {.a = a, .C = m.C, .conv_kc = conv_kc, .window = window, .xbc = xbc};
+        mc_cpu_parallel_for(Bsz, m2c_core_conv_task, &cc, m.threads);
+    }
+    /* the shared C·Bᵀ per (row, group, chunk), as in the forward; per head when it does not fit */
+    const int64_t nch = L > 1 ? (L + Q - 1) / Q : 0, n_gram = Bsz * m.G * nch;
+    for (int64_t b = 0; b < Bsz; b++)
+        gram_off[b] = b * m.G * nch * Q * Q;
+    if (m.R > 1 && n_gram > 0 && (size_t)(n_gram * Q * Q) <= M2C_GRAM_MAX_BYTES / sizeof(float))
+        gram = malloc((size_t)(n_gram * Q * Q) * sizeof *gram);
+    struct m2c_run run = {
+        .m = &m,
+        .batch = Bsz,
+        .len = L,
+        .Q = Q,
+        .xbc = a->conv_weight ? xbc : (float *)(uintptr_t)a->xbc, /* read only */
+        .dt = (float *)(uintptr_t)a->dt,                          /* read only */
+        .hn = a->y,
+        .state = a->state,
+        .idx = idx,
+        .n_real = n_real,
+        .gram = gram,
+        .gram_off = gram_off,
+        .scratch = scratch,
+        .scratch_elems = scratch_elems,
+    };
+    if (gram)
+        mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
+    mc_cpu_parallel_for(Bsz * m.H, m2c_core_task, &run, workers);
+
+cleanup:
+    if (window != a->window)
+        free(window);
+    free(xbc);
+    free(conv_kc);
+    free(gram);
+    free(scratch);
+    free(gram_off);
+    free(n_real);
+    free(idx);
+    free(dskip);
+    free(a_neg);
     return st;
 }
 

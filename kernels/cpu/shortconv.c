@@ -324,9 +324,9 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
     }
     struct scc_run run = {.m = m, .len = L, .mask = args->mask, .bcx = bcx, .bx = bx, .co = co,
                           .window = cache ? cache->window : tmp_window};
-    mc_cpu_linear(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D);
+    mc_cpu_linear_tiled(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
     mc_cpu_parallel_for(Bsz, scc_row_task, &run, m->threads);
-    mc_cpu_sgemm(0, 1, M, D, D, 1.0f, bx, D, m->w[SCC_OUT_PROJ], D, 0.0f, y, D);
+    mc_cpu_linear_tiled(M, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
     const float *b_out = m->w[SCC_OUT_PROJ_BIAS];
     for (int64_t t = 0; t < M; t++) {
         const int real_token = !args->mask || args->mask[t];
@@ -348,6 +348,45 @@ cleanup:
     free(bcx);
     free(yf);
     free(xf);
+    return st;
+}
+
+/* ---- the core alone (cpu.h: mc_cpu_shortconv_core) -------------------------------------------- */
+
+enum mc_backend_status mc_cpu_shortconv_core(const struct mc_cpu_shortconv_core_args *a, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    float *conv_kc = NULL, *window = NULL, *co = NULL;
+    if (!a || !a->bcx || !a->conv_weight || !a->y)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu core: needs bcx, conv_weight and y");
+    if (a->batch < 1 || a->len < 1 || a->hidden < 1 || a->hidden > SCC_MAX_DIM || a->conv_kernel < 1 ||
+        a->conv_kernel > MC_CPU_CONV_MAX_K || a->batch > INT_MAX / a->len)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu core: bad shape B=%lld L=%lld D=%lld K=%lld",
+                           (long long)a->batch, (long long)a->len, (long long)a->hidden, (long long)a->conv_kernel);
+    struct mc_model m = {0};
+    m.D = a->hidden;
+    m.K = a->conv_kernel;
+    m.threads = mc_cpu_threads_resolve(a->threads);
+    const int64_t Bsz = a->batch, L = a->len;
+    conv_kc = malloc((size_t)(m.K * m.D) * sizeof *conv_kc);
+    co = malloc((size_t)(Bsz * L * m.D) * sizeof *co);
+    window = a->window ? a->window : calloc((size_t)(Bsz * m.K * m.D), sizeof *window);
+    if (!conv_kc || !co || !window) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu core: out of memory for B=%lld L=%lld", (long long)Bsz,
+                         (long long)L);
+        goto cleanup;
+    }
+    mc_cpu_conv_weight_kc(m.D, m.K, a->conv_weight, conv_kc);
+    m.conv_kc = conv_kc;
+    struct scc_run run = {.m = &m, .len = L, .bcx = (float *)(uintptr_t)a->bcx, /* read only */
+                          .bx = a->y, .co = co, .window = window};
+    mc_cpu_parallel_for(Bsz, scc_row_task, &run, m.threads);
+
+cleanup:
+    if (window != a->window)
+        free(window);
+    free(co);
+    free(conv_kc);
     return st;
 }
 

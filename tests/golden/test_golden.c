@@ -2,8 +2,8 @@
  * test_golden.c — the golden reader (harness/src/golden.c).
  *
  * A writer here builds a small valid Mamba2 golden with the HDF5 C API (mixed float32/float64,
- * chunked+shuffle+gzip datasets, fixed and variable-length strings); the round trip checks every
- * value and attribute exactly. Each malformed variant is that golden with one defect applied by a
+ * chunked+shuffle+gzip datasets, fixed and variable-length strings) and stamps its content_sha256
+ * (stamp(), from the values it wrote); the round trip checks every value and attribute exactly. Each malformed variant is that golden with one defect applied by a
  * mutator, and must be refused with MC_ERR_INPUT, a message naming the file and the dataset or
  * attribute, the golden struct left zeroed and no HDF5 object left open. Goldens checked in under
  * golden/<family>/ must all load.
@@ -216,6 +216,8 @@ static void dataset_write(hid_t file, const char *name, hid_t ftype, hid_t mtype
     H5Sclose(space);
 }
 
+static void stamp(const char *path, const struct model *m, int with_mask);
+
 static void golden_write(const char *path, const struct model *m)
 {
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -276,6 +278,44 @@ static void golden_write(const char *path, const struct model *m)
         dataset_write(f, "/expected/recurrent_state", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2 + m->sh.state_ndim, rd,
                       m->rec, 1);
     }
+    assert_true(H5Fclose(f) >= 0);
+    stamp(path, m, 1);
+}
+
+/* Records /content_sha256 for the model's values (with or without its attention mask), computed from
+ * a golden struct that points at them, as the generator would. */
+static void stamp(const char *path, const struct model *m, int with_mask)
+{
+    struct mc_golden g;
+    struct mc_golden_weight w[MC_FAMILY_MAX_WEIGHTS];
+    memset(&g, 0, sizeof g);
+    int64_t D = m->sh.hidden, C = m->sh.conv_channels, K = m->sh.conv_kernel;
+    for (int i = 0; i < m->n_specs; i++) {
+        w[i].name = (char *)m->specs[i].name;
+        w[i].value.ndim = m->specs[i].ndim;
+        memcpy(w[i].value.dims, m->specs[i].dims, sizeof w[i].value.dims);
+        w[i].value.data = m->weights[i];
+    }
+    g.weights = w;
+    g.n_weights = m->n_specs;
+    g.batch = TB;
+    g.len = TL;
+    g.hidden_states = (struct mc_array){3, {TB, TL, D}, m->hidden};
+    g.mask = with_mask ? (uint8_t *)m->mask : NULL;
+    g.output = (struct mc_array){3, {TB, TL, D}, m->output};
+    g.state_positions = (int64_t *)m->positions;
+    g.n_positions = TT;
+    g.conv_state = (struct mc_array){4, {TT, TB, C, K}, m->conv};
+    if (m->sh.state_ndim > 0) {
+        g.recurrent_state = (struct mc_array){2 + m->sh.state_ndim, {TT, TB}, m->rec};
+        for (int i = 0; i < m->sh.state_ndim; i++)
+            g.recurrent_state.dims[2 + i] = m->sh.state_dims[i];
+    }
+    char hex[MC_SHA256_HEX_LEN + 1];
+    mc_golden_content_sha256(&g, hex);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    attr_write_str(f, "/", "content_sha256", hex, 1);
     assert_true(H5Fclose(f) >= 0);
 }
 
@@ -620,6 +660,36 @@ static void mut_shortconv_with_state(const char *p, const struct model *m)
     close_rw(f);
 }
 
+static void mut_checksum_mismatch(const char *p, const struct model *m)
+{
+    poke(p, "/expected/output", 7, m->output[7] + 1e-9); /* still finite, still the right shape */
+}
+
+static void mut_checksum_missing(const char *p, const struct model *m)
+{
+    delete_attr(p, "/", "content_sha256");
+}
+
+static void mut_checksum_malformed(const char *p, const struct model *m)
+{
+    set_attr_str(p, "/", "content_sha256", "ABC\x01");
+}
+
+static void mut_checksum_mask_removed(const char *p, const struct model *m)
+{
+    delete_link(p, "/inputs/attention_mask");
+}
+
+static void mut_extra_root_link(const char *p, const struct model *m)
+{
+    replace(p, "/extra", H5T_IEEE_F64LE, 1, (int64_t[]){3}, 1);
+}
+
+static void mut_extra_expected(const char *p, const struct model *m)
+{
+    replace(p, "/expected/outputs", H5T_IEEE_F64LE, 1, (int64_t[]){3}, 1);
+}
+
 struct bad_case {
     const char *name;
     void (*mutate)(const char *path, const struct model *m);
@@ -677,6 +747,16 @@ static const struct bad_case bad_cases[] = {
     {"int_as_float", mut_int_float, "/config/hidden_size: must be an integer (got float64)"},
     {"pair_nan", mut_pair_nan, "/config/time_step_limit: is NaN"},
     {"pair_scalar", mut_pair_scalar, "/config/time_step_limit: must be an array of 2 values (got 1)"},
+    {"checksum_mismatch", mut_checksum_mismatch,
+     "content checksum mismatch (recorded "},
+    {"checksum_missing", mut_checksum_missing,
+     "/content_sha256: missing attribute: goldens of format version 1 record the checksum of their content; "
+     "regenerate it with golden/generate.py regenerate mamba2/tiny"},
+    {"checksum_malformed", mut_checksum_malformed, "/content_sha256: must be 64 lower-case hex digits (got 'ABC?')"},
+    {"checksum_mask_removed", mut_checksum_mask_removed,
+     "the golden was modified after generation; regenerate it with golden/generate.py regenerate mamba2/tiny"},
+    {"extra_root_link", mut_extra_root_link, "/extra: not part of the golden layout (golden/README.md)"},
+    {"extra_expected", mut_extra_expected, "/expected/outputs: not part of the golden layout"},
     {"state_without_recurrence", mut_shortconv_with_state,
      "/expected/recurrent_state: present, but family shortconv has no recurrent state"},
 };
@@ -860,6 +940,7 @@ static void test_variants(void **state)
     attr_write_str(f, "/", "format", MC_GOLDEN_FORMAT, 0);
     attr_write_str(f, "/", "generator", "gen", 1);
     close_rw(f);
+    stamp(fx->path, &fx->m, 0); /* the mask left the content */
     struct mc_golden g;
     load_ok(fx->path, &g);
     assert_null(g.mask);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "fault_backend.h"
+#include "golden.h"
 #include "reference.h"
 #include "registry.h"
 #include "runner.h"
@@ -73,7 +74,28 @@ static void copy_file(const char *from, const char *to)
     fclose(out);
 }
 
-/* Adds delta to one element of a float64 dataset of an HDF5 file. */
+/* Records the golden's new content checksum, as a test that edits a golden on purpose must
+ * (golden/README.md "Content checksum"); without it the golden is refused (exit 2), not compared. */
+static void restamp(const char *file)
+{
+    char hex[MC_SHA256_HEX_LEN + 1];
+    struct mc_error err = {0};
+    assert_int_equal(mc_golden_file_content_sha256(file, hex, &err), MC_ERR_NONE);
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_true(H5Adelete_by_name(f, "/", "content_sha256", H5P_DEFAULT) >= 0);
+    hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR);
+    assert_true(H5Tset_size(t, H5T_VARIABLE) >= 0);
+    const char *p = hex;
+    hid_t a = H5Acreate_by_name(f, "/", "content_sha256", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0 && H5Awrite(a, t, &p) >= 0);
+    H5Aclose(a);
+    H5Sclose(space);
+    H5Tclose(t);
+    assert_true(H5Fclose(f) >= 0);
+}
+
+/* Adds delta to one element of a float64 dataset of an HDF5 file (and re-stamps its checksum). */
 static void perturb(const char *file, const char *dataset, const hsize_t *index, int rank, double delta)
 {
     hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -93,6 +115,7 @@ static void perturb(const char *file, const char *dataset, const hsize_t *index,
     H5Sclose(space);
     H5Dclose(d);
     H5Fclose(f);
+    restamp(file);
 }
 
 /* ---- tests -------------------------------------------------------------------------------------------- */
