@@ -6,12 +6,15 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cache.h"
 
 /* ---- storage conversion ------------------------------------------------------------------------ */
 
@@ -293,6 +296,18 @@ void mc_cpu_window_from_ck(int64_t channels, int64_t kernel, const float *in_ck,
     mc_cpu_conv_weight_kc(channels, kernel, in_ck, win_kc);
 }
 
+void mc_cpu_out_bias(int64_t rows, int64_t width, const uint8_t *mask, const float *bias, float *y)
+{
+    for (int64_t t = 0; t < rows; t++) {
+        const int real_token = !mask || mask[t];
+        float *yr = y + t * width;
+        for (int64_t j = 0; j < width; j++) {
+            const float b = bias ? bias[j] : 0.0f;
+            yr[j] = real_token ? yr[j] + b : b;
+        }
+    }
+}
+
 /* ---- BLAS ---------------------------------------------------------------------------------------- */
 
 void mc_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t kd, float alpha, const float *a,
@@ -357,6 +372,71 @@ enum mc_backend_status mc_cpu_fail(struct mc_msg *msg, enum mc_backend_status st
         va_end(ap);
     }
     return st;
+}
+
+enum mc_backend_status mc_cpu_model_desc_check(const struct mc_model_desc *desc, struct mc_model **model,
+                                               enum mc_family family, const char *family_name, const char *who,
+                                               struct mc_msg *msg)
+{
+    if (!desc || !model)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: model_create needs a descriptor and an output handle", who);
+    *model = NULL;
+    if (desc->family != family)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: descriptor family is %d, expected %s (%d)", who,
+                           (int)desc->family, family_name, (int)family);
+    if (mc_cpu_dtype_bytes(desc->dtype) == 0) {
+        const int known = desc->dtype == MC_DTYPE_F64;
+        return mc_cpu_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
+                           "%s: dtype %d %s (supported: f32, bf16, f16)", who, (int)desc->dtype,
+                           known ? "is not supported" : "is not a known dtype");
+    }
+    if (!desc->config)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: descriptor has no configuration", who);
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_cpu_check_dim(const char *who, const char *name, int64_t v, int max_dim,
+                                        struct mc_msg *msg)
+{
+    if (v < 1 || v > max_dim)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s config: '%s' must be in [1, %d] (got %lld)", who, name, max_dim,
+                           (long long)v);
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_cpu_threads_check(const struct mc_model_desc *desc, const char *who, struct mc_msg *msg)
+{
+    if (desc->threads < 0)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: threads must be >= 0 (got %d)", who, (int)desc->threads);
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_cpu_forward_check(const struct mc_model *model, const struct mc_cache *cache,
+                                            const struct mc_forward_args *args, const char *who,
+                                            struct mc_msg *msg)
+{
+    if (!model || !args)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward needs a model and arguments", who);
+    if (args->batch < 1 || args->len < 1)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
+                           who, (long long)args->batch, (long long)args->len);
+    if (args->batch > INT_MAX / args->len)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: B*L = %lld*%lld exceeds the BLAS limit %d", who,
+                           (long long)args->batch, (long long)args->len, INT_MAX);
+    if (!args->x || !args->y)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward needs x [B][L][D] and y [B][L][D]", who);
+    if (cache && cache->batch != args->batch)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache batch %lld does not match forward batch %lld", who,
+                           (long long)cache->batch, (long long)args->batch);
+    return MC_BACKEND_OK;
+}
+
+void mc_cpu_weights_free(float **out, int n_slots)
+{
+    for (int s = 0; s < n_slots; s++) {
+        free(out[s]);
+        out[s] = NULL;
+    }
 }
 
 static void cpu_format_shape(char *buf, size_t len, int ndim, const int64_t *dims)
@@ -460,10 +540,7 @@ enum mc_backend_status mc_cpu_weights_load(const struct mc_model_desc *desc, con
     return MC_BACKEND_OK;
 
 fail:
-    for (int s = 0; s < n_slots; s++) {
-        free(out[s]);
-        out[s] = NULL;
-    }
+    mc_cpu_weights_free(out, n_slots);
     free(found);
     return st;
 }

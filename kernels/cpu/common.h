@@ -10,6 +10,10 @@
  *   - mc_cpu_conv_row                  depthwise causal conv1d, token-major, vectorized over channels
  *   - mc_cpu_softplus, mc_cpu_silu     the torch definitions (softplus threshold 20)
  *   - mc_cpu_sgemm, mc_cpu_linear      thin wrappers over OpenBLAS cblas_sgemm
+ *   - mc_cpu_model_desc_check, mc_cpu_forward_check, mc_cpu_check_dim   the argument checks every
+ *                                      family opens with (one message format for all)
+ *   - mc_cpu_out_bias                  the out_proj bias / padding-row epilogue of a forward
+ * The cache every family shares (window + state + primed flag, export / import) is in cache.h.
  *
  * Threads: OpenBLAS keeps its own thread pool; openblas_set_num_threads() is process-global, so the
  * kernels never call it. CI runs with OPENBLAS_NUM_THREADS=1 and the bench sets it to 1 for backend
@@ -55,6 +59,30 @@ struct mc_cpu_weight_spec {
  * MC_BACKEND_NOMEM. On failure every out[slot] is NULL again. */
 enum mc_backend_status mc_cpu_weights_load(const struct mc_model_desc *desc, const struct mc_cpu_weight_spec *spec,
                                            int n_slots, float **out, const char *who, struct mc_msg *msg);
+
+/* Frees out[0..n_slots) of mc_cpu_weights_load and sets them to NULL. */
+void mc_cpu_weights_free(float **out, int n_slots);
+
+/* The checks every family's model_create opens with, in this order: desc and model non-NULL (then
+ * *model = NULL), desc->family == family, desc->dtype one of f32/bf16/f16 (f64: UNSUPPORTED, others:
+ * INVALID), desc->config non-NULL. Messages start with `who` (e.g. "mamba2 cpu"); `family_name`
+ * names the expected family ("mamba2"). */
+enum mc_backend_status mc_cpu_model_desc_check(const struct mc_model_desc *desc, struct mc_model **model,
+                                               enum mc_family family, const char *family_name, const char *who,
+                                               struct mc_msg *msg);
+
+/* 1 <= v <= max_dim, else INVALID "<who> config: '<name>' must be in [1, max_dim] (got v)". */
+enum mc_backend_status mc_cpu_check_dim(const char *who, const char *name, int64_t v, int max_dim,
+                                        struct mc_msg *msg);
+
+/* desc->threads >= 0, else INVALID naming `who`. */
+enum mc_backend_status mc_cpu_threads_check(const struct mc_model_desc *desc, const char *who, struct mc_msg *msg);
+
+/* The checks every family's forward opens with, in this order: model and args non-NULL, batch and len
+ * >= 1, B*L within int (BLAS), x and y present, cache (when not NULL) of the forward's batch. */
+enum mc_backend_status mc_cpu_forward_check(const struct mc_model *model, const struct mc_cache *cache,
+                                            const struct mc_forward_args *args, const char *who,
+                                            struct mc_msg *msg);
 
 /* ---- storage conversion ------------------------------------------------------------------------ */
 
@@ -131,6 +159,10 @@ void mc_cpu_conv_weight_kc(int64_t channels, int64_t kernel, const float *weight
  * and back. */
 void mc_cpu_window_to_ck(int64_t channels, int64_t kernel, const float *win_kc, float *out_ck);
 void mc_cpu_window_from_ck(int64_t channels, int64_t kernel, const float *in_ck, float *win_kc);
+
+/* The output bias of a forward over `rows` token rows y[rows][width]: y[t][j] += bias[j] on a real token,
+ * y[t][j] = bias[j] on padding (mask[t] == 0; mask NULL: every token real); bias NULL counts as 0. */
+void mc_cpu_out_bias(int64_t rows, int64_t width, const uint8_t *mask, const float *bias, float *y);
 
 /* ---- math helpers ------------------------------------------------------------------------------ */
 

@@ -35,11 +35,11 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "common.h"
 #include "gdn_internal.h"
 
@@ -62,64 +62,42 @@ struct gdn_weight_spec {
     int64_t dims[3];
 };
 
-static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-{
-    if (msg) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 /* ---- configuration and weights ----------------------------------------------------------------- */
-
-static enum mc_backend_status gdn_check_dim(const char *name, int64_t v, struct mc_msg *msg)
-{
-    if (v < 1 || v > GDN_MAX_DIM)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: '%s' must be in [1, %d] (got %lld)", name,
-                        GDN_MAX_DIM, (long long)v);
-    return MC_BACKEND_OK;
-}
 
 static enum mc_backend_status gdn_config_validate(const struct mc_gdn_config *c, struct mc_msg *msg)
 {
     enum mc_backend_status st;
-    if ((st = gdn_check_dim("hidden_size", c->hidden_size, msg)) ||
-        (st = gdn_check_dim("num_key_heads", c->num_key_heads, msg)) ||
-        (st = gdn_check_dim("num_value_heads", c->num_value_heads, msg)) ||
-        (st = gdn_check_dim("key_head_dim", c->key_head_dim, msg)) ||
-        (st = gdn_check_dim("value_head_dim", c->value_head_dim, msg)) ||
-        (st = gdn_check_dim("conv_kernel", c->conv_kernel, msg)))
+    if ((st = mc_cpu_check_dim(GDN_WHO, "hidden_size", c->hidden_size, GDN_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(GDN_WHO, "num_key_heads", c->num_key_heads, GDN_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(GDN_WHO, "num_value_heads", c->num_value_heads, GDN_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(GDN_WHO, "key_head_dim", c->key_head_dim, GDN_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(GDN_WHO, "value_head_dim", c->value_head_dim, GDN_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(GDN_WHO, "conv_kernel", c->conv_kernel, GDN_MAX_DIM, msg)))
         return st;
     if (c->conv_kernel > MC_CPU_CONV_MAX_K)
-        return gdn_fail(msg, MC_BACKEND_UNSUPPORTED, "gdn cpu: conv_kernel %lld is wider than the supported %d",
+        return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED, "gdn cpu: conv_kernel %lld is wider than the supported %d",
                         (long long)c->conv_kernel, MC_CPU_CONV_MAX_K);
     if (c->chunk_size < 0 || c->chunk_size > GDN_MAX_DIM)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: 'chunk_size' must be in [0, %d] (got %lld)",
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: 'chunk_size' must be in [0, %d] (got %lld)",
                         GDN_MAX_DIM, (long long)c->chunk_size);
     if (c->num_value_heads % c->num_key_heads != 0)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                         "gdn cpu config: 'num_value_heads' (%lld) must be a multiple of 'num_key_heads' (%lld)",
                         (long long)c->num_value_heads, (long long)c->num_key_heads);
     if (c->layout != MC_GDN_LAYOUT_QWEN3_5 && c->layout != MC_GDN_LAYOUT_QWEN3_NEXT)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                         "gdn cpu config: 'layout' must be qwen3_5 (%d) or qwen3_next (%d) (got %d)",
                         (int)MC_GDN_LAYOUT_QWEN3_5, (int)MC_GDN_LAYOUT_QWEN3_NEXT, (int)c->layout);
     const int64_t vd = c->num_value_heads * c->value_head_dim;
     const int64_t proj = 2 * c->num_key_heads * c->key_head_dim + 2 * vd + 2 * c->num_value_heads;
     if (proj > INT_MAX)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: in_proj rows %lld exceed the BLAS limit %d",
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: in_proj rows %lld exceed the BLAS limit %d",
                         (long long)proj, INT_MAX);
     if (c->num_value_heads * c->key_head_dim * c->value_head_dim > INT_MAX)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: recurrent state per batch row exceeds %d elements",
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: recurrent state per batch row exceeds %d elements",
                         INT_MAX);
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: 'rms_norm_eps' must be finite and > 0 (got %g)",
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: 'rms_norm_eps' must be finite and > 0 (got %g)",
                         c->rms_norm_eps);
     return MC_BACKEND_OK;
 }
@@ -164,7 +142,7 @@ static enum mc_backend_status gdn_weights_match(const struct mc_model_desc *desc
 {
     char want[96], got[96];
     if (desc->n_weights < 0 || (desc->n_weights > 0 && !desc->weights))
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: %d weights but no weight array", (int)desc->n_weights);
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: %d weights but no weight array", (int)desc->n_weights);
     for (int32_t i = 0; i < desc->n_weights; i++) {
         const struct mc_weight *w = &desc->weights[i];
         int slot = -1;
@@ -172,14 +150,14 @@ static enum mc_backend_status gdn_weights_match(const struct mc_model_desc *desc
             if (strcmp(w->name, gdn_weight_names[s]) == 0)
                 slot = s;
         if (!w->name)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight %d has no name", (int)i);
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight %d has no name", (int)i);
         if (slot < 0)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: unknown weight '%s' (GDN has no biases)", w->name);
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: unknown weight '%s' (GDN has no biases)", w->name);
         if (!spec[slot].present)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s' does not belong to the %s layout",
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s' does not belong to the %s layout",
                             w->name, gdn_layout_name(m->cfg.layout));
         if (found[slot])
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s' given twice", w->name);
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s' given twice", w->name);
         int same = w->ndim == spec[slot].ndim;
         for (int d = 0; same && d < spec[slot].ndim; d++)
             same = w->dims[d] == spec[slot].dims[d];
@@ -189,17 +167,17 @@ static enum mc_backend_status gdn_weights_match(const struct mc_model_desc *desc
                 snprintf(got, sizeof got, "ndim %d", (int)w->ndim);
             else
                 gdn_shape_format(got, sizeof got, w->ndim, w->dims);
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s': expected shape %s, got %s", w->name,
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s': expected shape %s, got %s", w->name,
                             want, got);
         }
         if (!w->data)
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s' %s has no data", w->name, want);
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: weight '%s' %s has no data", w->name, want);
         found[slot] = w;
     }
     for (int s = 0; s < GDN_W_COUNT; s++) {
         if (spec[s].present && !found[s]) {
             gdn_shape_format(want, sizeof want, spec[s].ndim, spec[s].dims);
-            return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: missing weight '%s' (expected shape %s, %s layout)",
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: missing weight '%s' (expected shape %s, %s layout)",
                             gdn_weight_names[s], want, gdn_layout_name(m->cfg.layout));
         }
     }
@@ -281,42 +259,21 @@ static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc,
     struct gdn_weight_spec spec[GDN_W_COUNT];
     const struct mc_weight *found[GDN_W_COUNT] = {0};
 
-    if (!desc || !model) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: model_create needs a descriptor and an output handle");
+    if ((st = mc_cpu_model_desc_check(desc, model, MC_FAMILY_GDN, "gdn", GDN_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
-    *model = NULL;
-    if (desc->family != MC_FAMILY_GDN) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: descriptor family is %d, expected gdn (%d)",
-                      (int)desc->family, (int)MC_FAMILY_GDN);
-        goto fail;
-    }
-    if (mc_cpu_dtype_bytes(desc->dtype) == 0) {
-        const int known = desc->dtype == MC_DTYPE_F64;
-        st = gdn_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
-                      "gdn cpu: dtype %d %s (supported: f32, bf16, f16)", (int)desc->dtype,
-                      known ? "is not supported" : "is not a known dtype");
-        goto fail;
-    }
-    if (!desc->config) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: descriptor has no configuration");
-        goto fail;
-    }
     if ((st = gdn_config_validate(desc->config, msg)) != MC_BACKEND_OK)
         goto fail;
     if (desc->chunk_size < 0 || desc->chunk_size > GDN_MAX_DIM) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: chunk_size must be in [0, %d] (got %lld)", GDN_MAX_DIM,
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu: chunk_size must be in [0, %d] (got %lld)", GDN_MAX_DIM,
                       (long long)desc->chunk_size);
         goto fail;
     }
-    if (desc->threads < 0) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: threads must be >= 0 (got %d)", (int)desc->threads);
+    if ((st = mc_cpu_threads_check(desc, GDN_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
 
     m = calloc(1, sizeof *m);
     if (!m) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the model");
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the model");
         goto fail;
     }
     m->dtype = desc->dtype;
@@ -335,6 +292,14 @@ static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc,
     m->proj = m->C + m->vd + 2 * m->Hv;
     m->chunk = desc->chunk_size ? desc->chunk_size : m->cfg.chunk_size ? m->cfg.chunk_size : GDN_DEFAULT_CHUNK;
     m->threads = mc_cpu_threads_resolve(desc->threads);
+    m->cache_shape = (struct mc_cpu_cache_shape){
+        .channels = m->C,
+        .kernel = m->K,
+        .state_elems = (size_t)(m->Hv * m->dk * m->dv),
+        .to_ck = gdn_blocked_to_ck,
+        .from_ck = gdn_blocked_from_ck,
+        .import_needs = "conv_state [B][C][K] and recurrent_state [B][Hv][dk][dv] (f32)",
+    };
 
     gdn_weight_specs(m, spec);
     if ((st = gdn_weights_match(desc, m, spec, found, msg)) != MC_BACKEND_OK)
@@ -349,7 +314,7 @@ static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc,
     conv_ck = malloc((size_t)(m->C * m->K) * sizeof(float));
     a_log = malloc((size_t)m->Hv * sizeof(float));
     if (!m->w_proj || !m->w_conv || !m->a_neg || !m->dt_bias || !m->w_norm || !m->w_out || !conv_ck || !a_log) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the f32 weights (D=%lld, proj=%lld)",
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the f32 weights (D=%lld, proj=%lld)",
                       (long long)m->D, (long long)m->proj);
         goto fail;
     }
@@ -376,105 +341,34 @@ fail:
 
 /* ---- cache ------------------------------------------------------------------------------------- */
 
-static size_t gdn_window_floats(const struct mc_model *m)
-{
-    return (size_t)(m->C * m->K);
-}
-
-static size_t gdn_state_floats(const struct mc_model *m)
-{
-    return (size_t)(m->Hv * m->dk * m->dv);
-}
-
 static void gdn_cache_free(struct mc_model *model, struct mc_cache *cache)
 {
     (void)model;
-    if (!cache)
-        return;
-    free(cache->window);
-    free(cache->state);
-    free(cache);
+    mc_cpu_cache_free(cache);
 }
 
 static enum mc_backend_status gdn_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
                                               struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
-    struct mc_cache *c = NULL;
-    if (!model || !cache) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache_alloc needs a model and an output handle");
-        goto fail;
-    }
-    *cache = NULL;
-    if (batch < 1 || batch > INT_MAX) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache batch must be in [1, %d] (got %lld)", INT_MAX,
-                      (long long)batch);
-        goto fail;
-    }
-    c = calloc(1, sizeof *c);
-    if (!c) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for a cache");
-        goto fail;
-    }
-    c->batch = batch;
-    c->window = calloc((size_t)batch * gdn_window_floats(model), sizeof(float));
-    c->state = calloc((size_t)batch * gdn_state_floats(model), sizeof(float));
-    if (!c->window || !c->state) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for a cache of batch %lld", (long long)batch);
-        goto fail;
-    }
-    *cache = c;
-    return MC_BACKEND_OK;
-
-fail:
-    gdn_cache_free(model, c);
-    return st;
+    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, GDN_WHO, batch, cache, msg);
 }
 
 static enum mc_backend_status gdn_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
                                              struct mc_msg *msg)
 {
-    if (!model || !dst || !src)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache_copy needs a model, a destination and a source");
-    if (dst->batch != src->batch)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache_copy batch mismatch (destination %lld, source %lld)",
-                        (long long)dst->batch, (long long)src->batch);
-    if (dst == src)
-        return MC_BACKEND_OK;
-    memcpy(dst->window, src->window, (size_t)src->batch * gdn_window_floats(model) * sizeof(float));
-    memcpy(dst->state, src->state, (size_t)src->batch * gdn_state_floats(model) * sizeof(float));
-    dst->primed = src->primed;
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, GDN_WHO, dst, src, msg);
 }
 
 static enum mc_backend_status gdn_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
                                                void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache_export needs a model and a cache");
-    /* f32 for every storage dtype; a NULL output is skipped. */
-    for (int64_t b = 0; conv_state && b < cache->batch; b++)
-        gdn_blocked_to_ck(model->C, model->K, cache->window + (size_t)b * gdn_window_floats(model),
-                          (float *)conv_state + (size_t)b * gdn_window_floats(model));
-    if (recurrent_state)
-        memcpy(recurrent_state, cache->state, (size_t)cache->batch * gdn_state_floats(model) * sizeof(float));
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, GDN_WHO, cache, conv_state, recurrent_state, msg);
 }
 
 static enum mc_backend_status gdn_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
                                                const void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache_import needs a model and a cache");
-    if (!conv_state || !recurrent_state)
-        return gdn_fail(msg, MC_BACKEND_INVALID,
-                        "gdn cpu: cache_import needs conv_state [B][C][K] and recurrent_state [B][Hv][dk][dv] (f32)");
-    for (int64_t b = 0; b < cache->batch; b++)
-        gdn_blocked_from_ck(model->C, model->K, (const float *)conv_state + (size_t)b * gdn_window_floats(model),
-                            cache->window + (size_t)b * gdn_window_floats(model));
-    memcpy(cache->state, recurrent_state, (size_t)cache->batch * gdn_state_floats(model) * sizeof(float));
-    cache->primed = 1;
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, GDN_WHO, cache, conv_state, recurrent_state, msg);
 }
 
 /* ---- forward ----------------------------------------------------------------------------------- */

@@ -9,8 +9,6 @@
  */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,20 +41,6 @@ struct gdn_fwd {
     float *lin_y;
     int64_t lin_in, lin_out;
 };
-
-static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum mc_backend_status gdn_fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
-{
-    if (msg) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static int64_t gdn_ceil_div(int64_t a, int64_t b)
 {
@@ -229,30 +213,9 @@ enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cach
     float *tmp_window = NULL, *tmp_state = NULL;
     int64_t *index = NULL;
 
-    if (!model || !args) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: forward needs a model and arguments");
+    if ((st = mc_cpu_forward_check(model, cache, args, GDN_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
-    }
     const struct mc_model *m = model;
-    if (args->batch < 1 || args->len < 1) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
-                      (long long)args->batch, (long long)args->len);
-        goto cleanup;
-    }
-    if (args->batch > INT_MAX / args->len) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: B*L = %lld*%lld exceeds the BLAS limit %d",
-                      (long long)args->batch, (long long)args->len, INT_MAX);
-        goto cleanup;
-    }
-    if (!args->x || !args->y) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: forward needs x [B][L][D] and y [B][L][D]");
-        goto cleanup;
-    }
-    if (cache && cache->batch != args->batch) {
-        st = gdn_fail(msg, MC_BACKEND_INVALID, "gdn cpu: cache batch %lld does not match forward batch %lld",
-                      (long long)cache->batch, (long long)args->batch);
-        goto cleanup;
-    }
 
     f.m = m;
     f.B = args->batch;
@@ -262,7 +225,7 @@ enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cach
     const int64_t B = f.B, L = f.L;
     index = malloc((size_t)(2 * B + 2 * B * L) * sizeof *index);
     if (!index) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the token index of B=%lld L=%lld",
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the token index of B=%lld L=%lld",
                       (long long)B, (long long)L);
         goto cleanup;
     }
@@ -314,7 +277,7 @@ enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cach
         ok = ok && tmp_window && tmp_state;
     }
     if (!ok) {
-        st = gdn_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the scratch of B=%lld L=%lld (%lld real tokens)",
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "gdn cpu: out of memory for the scratch of B=%lld L=%lld (%lld real tokens)",
                       (long long)B, (long long)L, (long long)M);
         goto cleanup;
     }

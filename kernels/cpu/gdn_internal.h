@@ -11,6 +11,9 @@
 
 #include "mixcheck/backend.h"
 
+#include "cache.h"
+
+#define GDN_WHO "gdn cpu"     /* prefix of every message */
 #define GDN_MAX_DIM 65536      /* dimensions above this are refused, as in the reference */
 #define GDN_DEFAULT_CHUNK 64   /* §4.4 and FLA's default */
 #define GDN_CONV_BLOCK 256     /* channels per conv task */
@@ -29,13 +32,7 @@ struct mc_model {
     float *dt_bias; /* [Hv] */
     float *w_norm;  /* [dv] */
     float *w_out;   /* [D][Hv*dv] */
-};
-
-struct mc_cache {
-    int64_t batch;
-    int primed;
-    float *window; /* [B][C*K] channel-blocked like w_conv; the last K pre-conv inputs, oldest first */
-    float *state;  /* [B][Hv][dk][dv] */
+    struct mc_cpu_cache_shape cache_shape; /* window channel-blocked like w_conv, state [B][Hv][dk][dv] */
 };
 
 /* The forward of the ops struct (mixcheck/backend.h), in gdn_forward.c. */

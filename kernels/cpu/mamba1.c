@@ -30,8 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "common.h"
 
+#define M1C_WHO "mamba1 cpu"
 #define M1C_MAX_DIM 65536
 #define M1C_CHAN_BLOCK 16 /* channels per scan task */
 #define M1C_LANES 8       /* partial sums of the C dot product */
@@ -60,33 +62,19 @@ struct mc_model {
     float *w[M1C_COUNT]; /* f32 copies; NULL when absent */
     float *conv_kc;      /* [K][I] conv1d.weight transposed */
     float *a_neg;        /* [I][N] A = -exp(A_log) */
-};
-
-struct mc_cache {
-    int64_t batch;
-    int primed;
-    float *window; /* [B][K][I] the last K pre-conv inputs, oldest row first */
-    float *state;  /* [B][I][N] */
+    struct mc_cpu_cache_shape cache_shape; /* window [B][K][I], state [B][I][N] */
 };
 
 /* ---- model ------------------------------------------------------------------------------------- */
 
-static enum mc_backend_status m1c_check_dim(const char *name, int64_t v, struct mc_msg *msg)
-{
-    if (v < 1 || v > M1C_MAX_DIM)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu config: '%s' must be in [1, %d] (got %lld)", name,
-                           M1C_MAX_DIM, (long long)v);
-    return MC_BACKEND_OK;
-}
-
 static enum mc_backend_status m1c_config_validate(const struct mc_mamba1_config *c, struct mc_msg *msg)
 {
     enum mc_backend_status st;
-    if ((st = m1c_check_dim("hidden_size", c->hidden_size, msg)) ||
-        (st = m1c_check_dim("intermediate_size", c->intermediate_size, msg)) ||
-        (st = m1c_check_dim("state_size", c->state_size, msg)) ||
-        (st = m1c_check_dim("conv_kernel", c->conv_kernel, msg)) ||
-        (st = m1c_check_dim("time_step_rank", c->time_step_rank, msg)))
+    if ((st = mc_cpu_check_dim(M1C_WHO, "hidden_size", c->hidden_size, M1C_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(M1C_WHO, "intermediate_size", c->intermediate_size, M1C_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(M1C_WHO, "state_size", c->state_size, M1C_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(M1C_WHO, "conv_kernel", c->conv_kernel, M1C_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(M1C_WHO, "time_step_rank", c->time_step_rank, M1C_MAX_DIM, msg)))
         return st;
     if ((c->use_bias != 0 && c->use_bias != 1) || (c->use_conv_bias != 0 && c->use_conv_bias != 1))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
@@ -102,8 +90,7 @@ static void m1c_model_destroy(struct mc_model *model)
 {
     if (!model)
         return;
-    for (int s = 0; s < M1C_COUNT; s++)
-        free(model->w[s]);
+    mc_cpu_weights_free(model->w, M1C_COUNT);
     free(model->conv_kc);
     free(model->a_neg);
     free(model);
@@ -115,33 +102,12 @@ static enum mc_backend_status m1c_model_create(const struct mc_model_desc *desc,
     enum mc_backend_status st = MC_BACKEND_OK;
     struct mc_model *m = NULL;
 
-    if (!desc || !model) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: model_create needs a descriptor and an output handle");
+    if ((st = mc_cpu_model_desc_check(desc, model, MC_FAMILY_MAMBA1, "mamba1", M1C_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
-    *model = NULL;
-    if (desc->family != MC_FAMILY_MAMBA1) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: descriptor family is %d, expected mamba1 (%d)",
-                         (int)desc->family, (int)MC_FAMILY_MAMBA1);
-        goto fail;
-    }
-    if (mc_cpu_dtype_bytes(desc->dtype) == 0) {
-        const int known = desc->dtype == MC_DTYPE_F64;
-        st = mc_cpu_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
-                         "mamba1 cpu: dtype %d %s (supported: f32, bf16, f16)", (int)desc->dtype,
-                         known ? "is not supported" : "is not a known dtype");
-        goto fail;
-    }
-    if (!desc->config) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: descriptor has no configuration");
-        goto fail;
-    }
     if ((st = m1c_config_validate(desc->config, msg)) != MC_BACKEND_OK)
         goto fail;
-    if (desc->threads < 0) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: threads must be >= 0 (got %d)", (int)desc->threads);
+    if ((st = mc_cpu_threads_check(desc, M1C_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
 
     m = calloc(1, sizeof *m);
     if (!m) {
@@ -157,6 +123,8 @@ static enum mc_backend_status m1c_model_create(const struct mc_model_desc *desc,
     m->R = m->cfg.time_step_rank;
     m->xdim = m->R + 2 * m->N;
     m->threads = mc_cpu_threads_resolve(desc->threads);
+    m->cache_shape = mc_cpu_cache_shape_kc(m->inner, m->K, (size_t)(m->inner * m->N),
+                                           "conv_state [B][C][K] and recurrent_state [B][I][N] (f32)");
 
     const struct mc_cpu_weight_spec spec[M1C_COUNT] = {
         [M1C_IN_PROJ] = {"in_proj.weight", 1, 2, {2 * m->inner, m->D, 0}},
@@ -203,99 +171,32 @@ static size_t m1c_state_elems(const struct mc_model *m)
 static void m1c_cache_free(struct mc_model *model, struct mc_cache *cache)
 {
     (void)model;
-    if (!cache)
-        return;
-    free(cache->state);
-    free(cache->window);
-    free(cache);
+    mc_cpu_cache_free(cache);
 }
 
 static enum mc_backend_status m1c_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
                                               struct mc_msg *msg)
 {
-    enum mc_backend_status st = MC_BACKEND_OK;
-    struct mc_cache *c = NULL;
-    if (!model || !cache) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_alloc needs a model and an output handle");
-        goto fail;
-    }
-    *cache = NULL;
-    if (batch < 1 || batch > INT_MAX) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache batch must be in [1, %d] (got %lld)", INT_MAX,
-                         (long long)batch);
-        goto fail;
-    }
-    c = calloc(1, sizeof *c);
-    if (!c) {
-        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu: out of memory for a cache");
-        goto fail;
-    }
-    c->batch = batch;
-    c->window = calloc((size_t)batch * m1c_window_elems(model), sizeof(float));
-    c->state = calloc((size_t)batch * m1c_state_elems(model), sizeof(float));
-    if (!c->window || !c->state) {
-        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu: out of memory for a cache of batch %lld",
-                         (long long)batch);
-        goto fail;
-    }
-    *cache = c;
-    return MC_BACKEND_OK;
-
-fail:
-    m1c_cache_free(model, c);
-    return st;
+    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, M1C_WHO, batch, cache, msg);
 }
 
 static enum mc_backend_status m1c_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
                                              struct mc_msg *msg)
 {
-    if (!model || !dst || !src)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_copy needs a model, a destination and a source");
-    if (dst->batch != src->batch)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
-                           "mamba1 cpu: cache_copy batch mismatch (destination %lld, source %lld)",
-                           (long long)dst->batch, (long long)src->batch);
-    if (dst == src)
-        return MC_BACKEND_OK;
-    memcpy(dst->window, src->window, (size_t)src->batch * m1c_window_elems(model) * sizeof(float));
-    memcpy(dst->state, src->state, (size_t)src->batch * m1c_state_elems(model) * sizeof(float));
-    dst->primed = src->primed;
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, M1C_WHO, dst, src, msg);
 }
 
 static enum mc_backend_status m1c_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
                                                void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_export needs a model and a cache");
-    /* f32 for every storage dtype; a NULL output is skipped */
-    if (conv_state) {
-        for (int64_t b = 0; b < cache->batch; b++)
-            mc_cpu_window_to_ck(model->inner, model->K, cache->window + (size_t)b * m1c_window_elems(model),
-                                (float *)conv_state + (size_t)b * m1c_window_elems(model));
-    }
-    if (recurrent_state)
-        memcpy(recurrent_state, cache->state, (size_t)cache->batch * m1c_state_elems(model) * sizeof(float));
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, M1C_WHO, cache, conv_state, recurrent_state, msg);
 }
 
 static enum mc_backend_status m1c_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
                                                const void *recurrent_state, struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache_import needs a model and a cache");
-    if (!conv_state || !recurrent_state)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
-                           "mamba1 cpu: cache_import needs conv_state [B][C][K] and recurrent_state [B][I][N] (f32)");
-    for (int64_t b = 0; b < cache->batch; b++)
-        mc_cpu_window_from_ck(model->inner, model->K, (const float *)conv_state + (size_t)b * m1c_window_elems(model),
-                              cache->window + (size_t)b * m1c_window_elems(model));
-    memcpy(cache->state, recurrent_state, (size_t)cache->batch * m1c_state_elems(model) * sizeof(float));
-    cache->primed = 1;
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, M1C_WHO, cache, conv_state, recurrent_state, msg);
 }
-
-
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
@@ -395,29 +296,8 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     float *tmp_window = NULL, *tmp_state = NULL;
     float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
 
-    if (!model || !args) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: forward needs a model and arguments");
+    if ((st = mc_cpu_forward_check(model, cache, args, M1C_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
-    }
-    if (args->batch < 1 || args->len < 1) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
-                         (long long)args->batch, (long long)args->len);
-        goto cleanup;
-    }
-    if (args->batch > INT_MAX / args->len) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: B*L = %lld*%lld exceeds the BLAS limit %d",
-                         (long long)args->batch, (long long)args->len, INT_MAX);
-        goto cleanup;
-    }
-    if (!args->x || !args->y) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: forward needs x [B][L][D] and y [B][L][D]");
-        goto cleanup;
-    }
-    if (cache && cache->batch != args->batch) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba1 cpu: cache batch %lld does not match forward batch %lld",
-                         (long long)cache->batch, (long long)args->batch);
-        goto cleanup;
-    }
 
     const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, inner = m->inner;
     const int64_t n_blocks = (inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
@@ -479,15 +359,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     mc_cpu_parallel_for((M + M1C_ROW_BLOCK - 1) / M1C_ROW_BLOCK, m1c_delta_task, &run, m->threads);
     mc_cpu_parallel_for(Bsz * n_blocks, m1c_scan_task, &run, workers);
     mc_cpu_linear_tiled(M, m->D, inner, yg, inner, m->w[M1C_OUT_PROJ], NULL, y, m->D, m->threads);
-    const float *b_out = m->w[M1C_OUT_PROJ_BIAS];
-    for (int64_t t = 0; t < M; t++) {
-        const int real_token = !args->mask || args->mask[t];
-        float *yr = y + t * m->D;
-        for (int64_t j = 0; j < m->D; j++) {
-            const float bias = b_out ? b_out[j] : 0.0f;
-            yr[j] = real_token ? yr[j] + bias : bias;
-        }
-    }
+    mc_cpu_out_bias(M, m->D, args->mask, m->w[M1C_OUT_PROJ_BIAS], y);
     if (m->dtype != MC_DTYPE_F32)
         mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
     if (cache)

@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "common.h"
 
+#define SCC_WHO "shortconv cpu"
 #define SCC_MAX_DIM 65536
 
 enum scc_slot {
@@ -42,20 +44,14 @@ struct mc_model {
     int threads;
     float *w[SCC_COUNT]; /* f32 copies; NULL when absent */
     float *conv_kc;      /* [K][D] conv.weight transposed */
-};
-
-struct mc_cache {
-    int64_t batch;
-    int primed;
-    float *window; /* [B][K][D] the last K pre-conv inputs Bx, oldest row first */
+    struct mc_cpu_cache_shape cache_shape; /* window [B][K][D], no state */
 };
 
 static void scc_model_destroy(struct mc_model *model)
 {
     if (!model)
         return;
-    for (int s = 0; s < SCC_COUNT; s++)
-        free(model->w[s]);
+    mc_cpu_weights_free(model->w, SCC_COUNT);
     free(model->conv_kc);
     free(model);
 }
@@ -65,27 +61,8 @@ static enum mc_backend_status scc_model_create(const struct mc_model_desc *desc,
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     struct mc_model *m = NULL;
-    if (!desc || !model) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: model_create needs a descriptor and an output handle");
+    if ((st = mc_cpu_model_desc_check(desc, model, MC_FAMILY_SHORTCONV, "shortconv", SCC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
-    *model = NULL;
-    if (desc->family != MC_FAMILY_SHORTCONV) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: descriptor family is %d, expected shortconv (%d)",
-                         (int)desc->family, (int)MC_FAMILY_SHORTCONV);
-        goto fail;
-    }
-    if (mc_cpu_dtype_bytes(desc->dtype) == 0) {
-        const int known = desc->dtype == MC_DTYPE_F64;
-        st = mc_cpu_fail(msg, known ? MC_BACKEND_UNSUPPORTED : MC_BACKEND_INVALID,
-                         "shortconv cpu: dtype %d %s (supported: f32, bf16, f16)", (int)desc->dtype,
-                         known ? "is not supported" : "is not a known dtype");
-        goto fail;
-    }
-    if (!desc->config) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: descriptor has no configuration");
-        goto fail;
-    }
     const struct mc_shortconv_config *c = desc->config;
     if (c->hidden_size < 1 || c->hidden_size > SCC_MAX_DIM || c->conv_kernel < 1 || c->conv_kernel > SCC_MAX_DIM) {
         st = mc_cpu_fail(msg, MC_BACKEND_INVALID,
@@ -103,10 +80,8 @@ static enum mc_backend_status scc_model_create(const struct mc_model_desc *desc,
                          (long long)c->conv_kernel, MC_CPU_CONV_MAX_K);
         goto fail;
     }
-    if (desc->threads < 0) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: threads must be >= 0 (got %d)", (int)desc->threads);
+    if ((st = mc_cpu_threads_check(desc, SCC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
-    }
     m = calloc(1, sizeof *m);
     if (!m) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for the model");
@@ -117,6 +92,7 @@ static enum mc_backend_status scc_model_create(const struct mc_model_desc *desc,
     m->D = c->hidden_size;
     m->K = c->conv_kernel;
     m->threads = mc_cpu_threads_resolve(desc->threads);
+    m->cache_shape = mc_cpu_cache_shape_kc(m->D, m->K, 0, "conv_state [B][D][K] (f32)");
     const struct mc_cpu_weight_spec spec[SCC_COUNT] = {
         [SCC_IN_PROJ] = {"in_proj.weight", 1, 2, {3 * m->D, m->D, 0}},
         [SCC_IN_PROJ_BIAS] = {"in_proj.bias", c->conv_bias, 1, {3 * m->D, 0, 0}},
@@ -151,79 +127,31 @@ static size_t scc_window_elems(const struct mc_model *m)
 static void scc_cache_free(struct mc_model *model, struct mc_cache *cache)
 {
     (void)model;
-    if (!cache)
-        return;
-    free(cache->window);
-    free(cache);
+    mc_cpu_cache_free(cache);
 }
 
 static enum mc_backend_status scc_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
                                               struct mc_msg *msg)
 {
-    if (!model || !cache)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_alloc needs a model and an output handle");
-    *cache = NULL;
-    if (batch < 1 || batch > INT_MAX)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache batch must be in [1, %d] (got %lld)",
-                           INT_MAX, (long long)batch);
-    struct mc_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for a cache");
-    c->batch = batch;
-    c->window = calloc((size_t)batch * scc_window_elems(model), sizeof(float));
-    if (!c->window) {
-        free(c);
-        return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu: out of memory for a cache of batch %lld",
-                           (long long)batch);
-    }
-    *cache = c;
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, SCC_WHO, batch, cache, msg);
 }
 
 static enum mc_backend_status scc_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
                                              struct mc_msg *msg)
 {
-    if (!model || !dst || !src)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
-                           "shortconv cpu: cache_copy needs a model, a destination and a source");
-    if (dst->batch != src->batch)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
-                           "shortconv cpu: cache_copy batch mismatch (destination %lld, source %lld)",
-                           (long long)dst->batch, (long long)src->batch);
-    if (dst != src) {
-        memcpy(dst->window, src->window, (size_t)src->batch * scc_window_elems(model) * sizeof(float));
-        dst->primed = src->primed;
-    }
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, SCC_WHO, dst, src, msg);
 }
 
 static enum mc_backend_status scc_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
                                                void *recurrent_state, struct mc_msg *msg)
 {
-    (void)recurrent_state; /* no recurrent state */
-    if (!model || !cache)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_export needs a model and a cache");
-    if (conv_state) {
-        for (int64_t b = 0; b < cache->batch; b++)
-            mc_cpu_window_to_ck(model->D, model->K, cache->window + (size_t)b * scc_window_elems(model),
-                                (float *)conv_state + (size_t)b * scc_window_elems(model));
-    }
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, SCC_WHO, cache, conv_state, recurrent_state, msg);
 }
 
 static enum mc_backend_status scc_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
                                                const void *recurrent_state, struct mc_msg *msg)
 {
-    (void)recurrent_state;
-    if (!model || !cache)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_import needs a model and a cache");
-    if (!conv_state)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache_import needs conv_state [B][D][K] (f32)");
-    for (int64_t b = 0; b < cache->batch; b++)
-        mc_cpu_window_from_ck(model->D, model->K, (const float *)conv_state + (size_t)b * scc_window_elems(model),
-                              cache->window + (size_t)b * scc_window_elems(model));
-    cache->primed = 1;
-    return MC_BACKEND_OK;
+    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, SCC_WHO, cache, conv_state, recurrent_state, msg);
 }
 
 /* ---- forward ----------------------------------------------------------------------------------- */
@@ -273,30 +201,8 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
     const struct mc_model *m = model;
     float *tmp_window = NULL, *xf = NULL, *yf = NULL, *bcx = NULL, *bx = NULL, *co = NULL;
 
-    if (!model || !args) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: forward needs a model and arguments");
+    if ((st = mc_cpu_forward_check(model, cache, args, SCC_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
-    }
-    if (args->batch < 1 || args->len < 1) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID,
-                         "shortconv cpu: forward needs batch >= 1 and len >= 1 (got B=%lld L=%lld)",
-                         (long long)args->batch, (long long)args->len);
-        goto cleanup;
-    }
-    if (args->batch > INT_MAX / args->len) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: B*L = %lld*%lld exceeds the BLAS limit %d",
-                         (long long)args->batch, (long long)args->len, INT_MAX);
-        goto cleanup;
-    }
-    if (!args->x || !args->y) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: forward needs x [B][L][D] and y [B][L][D]");
-        goto cleanup;
-    }
-    if (cache && cache->batch != args->batch) {
-        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "shortconv cpu: cache batch %lld does not match forward batch %lld",
-                         (long long)cache->batch, (long long)args->batch);
-        goto cleanup;
-    }
     const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, D = m->D;
     if (m->dtype != MC_DTYPE_F32) {
         xf = malloc((size_t)(M * D) * sizeof *xf);
@@ -327,15 +233,7 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
     mc_cpu_linear_tiled(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
     mc_cpu_parallel_for(Bsz, scc_row_task, &run, m->threads);
     mc_cpu_linear_tiled(M, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
-    const float *b_out = m->w[SCC_OUT_PROJ_BIAS];
-    for (int64_t t = 0; t < M; t++) {
-        const int real_token = !args->mask || args->mask[t];
-        float *yr = y + t * D;
-        for (int64_t j = 0; j < D; j++) {
-            const float bias = b_out ? b_out[j] : 0.0f;
-            yr[j] = real_token ? yr[j] + bias : bias;
-        }
-    }
+    mc_cpu_out_bias(M, D, args->mask, m->w[SCC_OUT_PROJ_BIAS], y);
     if (m->dtype != MC_DTYPE_F32)
         mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * D));
     if (cache)

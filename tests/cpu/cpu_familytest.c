@@ -132,28 +132,12 @@ void ft_thread_invariance(const struct ft_family *f)
     ft_mask(mask);
     for (int dt = 0; dt < 2; dt++) {
         const enum mc_dtype dtype = dt ? MC_DTYPE_F16 : MC_DTYPE_F32;
-        const size_t ny = (size_t)(FT_B * FT_L * f->D) * (dt ? 2 : 4);
-        const size_t nc = (size_t)(FT_B * f->conv_elems) * 4, ns = (size_t)(FT_B * (f->state_elems + 1)) * 4;
-        void *y1 = tu_calloc(ny, 1), *c1 = tu_calloc(nc, 1), *s1 = tu_calloc(ns, 1);
-        void *yn = tu_calloc(ny, 1), *cn = tu_calloc(nc, 1), *sn = tu_calloc(ns, 1);
-        for (int th = 1; th <= 3; th++) {
-            struct tu_model cpu;
-            ft_model(f, &cpu, f->cpu, dtype, th);
-            tu_run_raw(&cpu, FT_B, FT_L, x, mask, splits, 3, th == 1 ? y1 : yn, th == 1 ? c1 : cn,
-                       th == 1 ? s1 : sn);
-            tu_model_destroy(&cpu);
-            if (th > 1) {
-                assert_memory_equal(y1, yn, ny);
-                assert_memory_equal(c1, cn, nc);
-                assert_memory_equal(s1, sn, ns);
-            }
-        }
-        free(y1);
-        free(c1);
-        free(s1);
-        free(yn);
-        free(cn);
-        free(sn);
+        struct tu_model cpu[3];
+        for (int th = 1; th <= 3; th++)
+            ft_model(f, &cpu[th - 1], f->cpu, dtype, th);
+        tu_assert_same_bits(cpu, 3, FT_B, FT_L, x, mask, splits, 3);
+        for (int th = 1; th <= 3; th++)
+            tu_model_destroy(&cpu[th - 1]);
     }
     free(x);
 }
@@ -291,4 +275,76 @@ void ft_errors(const struct ft_family *f)
     ops->model_destroy(NULL);
     free(x);
     free(y);
+}
+
+/* ---- the suite ----------------------------------------------------------------------------------- */
+
+static struct ft_family *ft_suite_fam;
+static int (*ft_suite_setup)(int which);
+
+static int setup0(void **state)
+{
+    (void)state;
+    return ft_suite_setup(0);
+}
+
+static int setup1(void **state)
+{
+    (void)state;
+    return ft_suite_setup(1);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_weights_free(ft_suite_fam->ws);
+    return 0;
+}
+
+static void test_vs_reference(void **state)
+{
+    (void)state;
+    ft_vs_reference(ft_suite_fam);
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    ft_thread_invariance(ft_suite_fam);
+}
+
+static void test_half(void **state)
+{
+    (void)state;
+    ft_half_storage(ft_suite_fam);
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    ft_cache_roundtrip(ft_suite_fam);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    ft_errors(ft_suite_fam);
+    assert_false(ft_suite_fam->cpu->caps & MC_CAP_CHUNK_SIZE);
+}
+
+int ft_run_suite(struct ft_family *f, int (*setup)(int which))
+{
+    ft_suite_fam = f;
+    ft_suite_setup = setup;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_vs_reference, setup0, teardown),
+        cmocka_unit_test_setup_teardown(test_vs_reference, setup1, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup0, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup1, teardown),
+        cmocka_unit_test_setup_teardown(test_half, setup0, teardown),
+        cmocka_unit_test_setup_teardown(test_half, setup1, teardown),
+        cmocka_unit_test_setup_teardown(test_roundtrip, setup1, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup0, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,4 +26,10 @@ void ft_half_storage(const struct ft_family *f);
 void ft_cache_roundtrip(const struct ft_family *f);
 void ft_errors(const struct ft_family *f);
 
+/* The whole shared suite as a cmocka group, for a test program's main: ft_vs_reference,
+ * ft_thread_invariance and ft_half_storage on configurations 0 and 1, ft_cache_roundtrip on 1,
+ * ft_errors (plus "no MC_CAP_CHUNK_SIZE") on 0. setup(which) fills *f for configuration `which` and
+ * returns 0; each test's teardown frees f->ws. Returns cmocka's exit status. */
+int ft_run_suite(struct ft_family *f, int (*setup)(int which));
+
 #endif

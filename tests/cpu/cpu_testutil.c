@@ -226,6 +226,29 @@ void tu_run_raw(struct tu_model *tm, int64_t B, int64_t L, const double *x, cons
     tu_run_core(tm, B, L, x, mask, splits, n_splits, 1, NULL, y_bytes, conv_bytes, state_bytes, NULL);
 }
 
+void tu_assert_same_bits(struct tu_model *tm, int n_models, int64_t B, int64_t L, const double *x,
+                         const uint8_t *mask, const int64_t *splits, int n_splits)
+{
+    const size_t ed = mc_dtype_size(tu_export_dtype(tm[0].dtype));
+    const size_t ny = (size_t)(B * L * tm[0].D) * mc_dtype_size(tm[0].dtype);
+    const size_t nc = (size_t)(B * tm[0].conv_elems) * ed, ns = (size_t)(B * (tm[0].state_elems + 1)) * ed;
+    void *y1 = tu_calloc(ny, 1), *c1 = tu_calloc(nc, 1), *s1 = tu_calloc(ns, 1);
+    void *yn = tu_calloc(ny, 1), *cn = tu_calloc(nc, 1), *sn = tu_calloc(ns, 1);
+    tu_run_raw(&tm[0], B, L, x, mask, splits, n_splits, y1, c1, s1);
+    for (int i = 1; i < n_models; i++) {
+        tu_run_raw(&tm[i], B, L, x, mask, splits, n_splits, yn, cn, sn);
+        assert_memory_equal(y1, yn, ny);
+        assert_memory_equal(c1, cn, nc);
+        assert_memory_equal(s1, sn, ns);
+    }
+    free(y1);
+    free(c1);
+    free(s1);
+    free(yn);
+    free(cn);
+    free(sn);
+}
+
 struct tu_cmp tu_compare(const char *what, const double *a, const double *b, size_t n, int64_t row,
                          const uint8_t *skip_mask, double atol, double rtol)
 {

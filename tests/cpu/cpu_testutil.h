@@ -76,6 +76,11 @@ void tu_run(struct tu_model *tm, int64_t B, int64_t L, const double *x, const ui
 void tu_run_raw(struct tu_model *tm, int64_t B, int64_t L, const double *x, const uint8_t *mask, const int64_t *splits,
                 int n_splits, void *y_bytes, void *conv_bytes, void *state_bytes);
 
+/* Runs x through each of tm[0..n_models) with tu_run_raw (same mask and splits; the models differ
+ * only in their thread count) and asserts y and the exported cache are bitwise those of tm[0]. */
+void tu_assert_same_bits(struct tu_model *tm, int n_models, int64_t B, int64_t L, const double *x,
+                         const uint8_t *mask, const int64_t *splits, int n_splits);
+
 /* What a comparison measured. */
 struct tu_cmp {
     double max_abs, max_rel, headroom; /* headroom = max |a-b|/(atol + rtol|b|) */

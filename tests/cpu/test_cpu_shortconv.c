@@ -7,15 +7,11 @@
  * trip, error paths.
  */
 #include <math.h>
-#include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cmocka.h>
 
 #include "cpu.h"
 #include "cpu_familytest.h"
@@ -60,67 +56,7 @@ static int setup(int which)
     return 0;
 }
 
-static int setup0(void **state)
-{
-    (void)state;
-    return setup(0);
-}
-
-static int setup1(void **state)
-{
-    (void)state;
-    return setup(1);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_weights_free(&ws);
-    return 0;
-}
-
-static void test_vs_reference(void **state)
-{
-    (void)state;
-    ft_vs_reference(&fam);
-}
-
-static void test_threads(void **state)
-{
-    (void)state;
-    ft_thread_invariance(&fam);
-}
-
-static void test_half(void **state)
-{
-    (void)state;
-    ft_half_storage(&fam);
-}
-
-static void test_roundtrip(void **state)
-{
-    (void)state;
-    ft_cache_roundtrip(&fam);
-}
-
-static void test_errors(void **state)
-{
-    (void)state;
-    ft_errors(&fam);
-    assert_false(fam.cpu->caps & MC_CAP_CHUNK_SIZE);
-}
-
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_vs_reference, setup0, teardown),
-        cmocka_unit_test_setup_teardown(test_vs_reference, setup1, teardown),
-        cmocka_unit_test_setup_teardown(test_threads, setup0, teardown),
-        cmocka_unit_test_setup_teardown(test_threads, setup1, teardown),
-        cmocka_unit_test_setup_teardown(test_half, setup0, teardown),
-        cmocka_unit_test_setup_teardown(test_half, setup1, teardown),
-        cmocka_unit_test_setup_teardown(test_roundtrip, setup1, teardown),
-        cmocka_unit_test_setup_teardown(test_errors, setup0, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ft_run_suite(&fam, setup);
 }

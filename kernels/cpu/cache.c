@@ -1,0 +1,120 @@
+/*
+ * cache.c — the shared cpu cache (see cache.h): allocation, copy, free, export and import of the
+ * f32 window + state of every family.
+ */
+#include "cache.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+struct mc_cpu_cache_shape mc_cpu_cache_shape_kc(int64_t channels, int64_t kernel, size_t state_elems,
+                                                const char *import_needs)
+{
+    struct mc_cpu_cache_shape s = {
+        .channels = channels,
+        .kernel = kernel,
+        .state_elems = state_elems,
+        .to_ck = mc_cpu_window_to_ck,
+        .from_ck = mc_cpu_window_from_ck,
+        .import_needs = import_needs,
+    };
+    return s;
+}
+
+void mc_cpu_cache_free(struct mc_cache *cache)
+{
+    if (!cache)
+        return;
+    free(cache->state);
+    free(cache->window);
+    free(cache);
+}
+
+enum mc_backend_status mc_cpu_cache_alloc(const struct mc_cpu_cache_shape *shape, const char *who, int64_t batch,
+                                          struct mc_cache **cache, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    struct mc_cache *c = NULL;
+    if (!shape || !cache) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache_alloc needs a model and an output handle", who);
+        goto fail;
+    }
+    *cache = NULL;
+    if (batch < 1 || batch > INT_MAX) {
+        st = mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache batch must be in [1, %d] (got %lld)", who, INT_MAX,
+                         (long long)batch);
+        goto fail;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "%s: out of memory for a cache", who);
+        goto fail;
+    }
+    c->batch = batch;
+    c->window = calloc((size_t)batch * mc_cpu_cache_window_elems(shape), sizeof(float));
+    if (shape->state_elems)
+        c->state = calloc((size_t)batch * shape->state_elems, sizeof(float));
+    if (!c->window || (shape->state_elems && !c->state)) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "%s: out of memory for a cache of batch %lld", who, (long long)batch);
+        goto fail;
+    }
+    *cache = c;
+    return MC_BACKEND_OK;
+
+fail:
+    mc_cpu_cache_free(c);
+    return st;
+}
+
+enum mc_backend_status mc_cpu_cache_copy(const struct mc_cpu_cache_shape *shape, const char *who,
+                                         struct mc_cache *dst, const struct mc_cache *src, struct mc_msg *msg)
+{
+    if (!shape || !dst || !src)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache_copy needs a model, a destination and a source", who);
+    if (dst->batch != src->batch)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache_copy batch mismatch (destination %lld, source %lld)",
+                           who, (long long)dst->batch, (long long)src->batch);
+    if (dst == src)
+        return MC_BACKEND_OK;
+    memcpy(dst->window, src->window, (size_t)src->batch * mc_cpu_cache_window_elems(shape) * sizeof(float));
+    if (shape->state_elems)
+        memcpy(dst->state, src->state, (size_t)src->batch * shape->state_elems * sizeof(float));
+    dst->primed = src->primed;
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_cpu_cache_export(const struct mc_cpu_cache_shape *shape, const char *who,
+                                           const struct mc_cache *cache, void *conv_state, void *recurrent_state,
+                                           struct mc_msg *msg)
+{
+    if (!shape || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache_export needs a model and a cache", who);
+    const size_t win = mc_cpu_cache_window_elems(shape);
+    for (int64_t b = 0; conv_state && b < cache->batch; b++)
+        shape->to_ck(shape->channels, shape->kernel, cache->window + (size_t)b * win,
+                     (float *)conv_state + (size_t)b * win);
+    if (recurrent_state && shape->state_elems)
+        memcpy(recurrent_state, cache->state, (size_t)cache->batch * shape->state_elems * sizeof(float));
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_cpu_cache_import(const struct mc_cpu_cache_shape *shape, const char *who,
+                                           struct mc_cache *cache, const void *conv_state,
+                                           const void *recurrent_state, struct mc_msg *msg)
+{
+    if (!shape || !cache)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache_import needs a model and a cache", who);
+    if (!conv_state || (shape->state_elems && !recurrent_state))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: cache_import needs %s", who, shape->import_needs);
+    const size_t win = mc_cpu_cache_window_elems(shape);
+    for (int64_t b = 0; b < cache->batch; b++)
+        shape->from_ck(shape->channels, shape->kernel, (const float *)conv_state + (size_t)b * win,
+                       cache->window + (size_t)b * win);
+    if (shape->state_elems)
+        memcpy(cache->state, recurrent_state, (size_t)cache->batch * shape->state_elems * sizeof(float));
+    cache->primed = 1;
+    return MC_BACKEND_OK;
+}

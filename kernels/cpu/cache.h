@@ -1,0 +1,65 @@
+/*
+ * cache.h — the cache of every cpu family (kernels/cpu/<family>.c): per batch row a conv window of
+ * the last K pre-conv inputs and a recurrent state, both f32, plus the primed flag; and the five
+ * cache entries of the ops struct (mixcheck/backend.h) over it. A family describes its geometry once
+ * in a struct mc_cpu_cache_shape kept in its model and forwards its ops to the functions here, so the
+ * messages, the order of checks and the export/import layouts are the same for every family.
+ *
+ * Exported layout (CONV-INV): conv_state [B][C][K], recurrent_state [B][state_elems], both f32 for
+ * every storage dtype. The window in memory is the family's own layout ([K][C] for the mamba families
+ * and shortconv, channel-blocked for gdn), converted by the shape's to_ck / from_ck per batch row.
+ */
+#ifndef MC_KERNELS_CPU_CACHE_H
+#define MC_KERNELS_CPU_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixcheck/backend.h"
+
+struct mc_cache {
+    int64_t batch;
+    int primed;
+    float *window; /* [B][window_elems] the last K pre-conv inputs, oldest first, family layout */
+    float *state;  /* [B][state_elems]; NULL when the family has no recurrent state */
+};
+
+/* One batch row's window between the family layout (win) and [C][K] (ck). */
+typedef void (*mc_cpu_window_conv_fn)(int64_t channels, int64_t kernel, const float *src, float *dst);
+
+/* A family's cache geometry, filled at model_create. */
+struct mc_cpu_cache_shape {
+    int64_t channels, kernel;         /* window_elems = channels * kernel per batch row */
+    size_t state_elems;               /* per batch row; 0: no recurrent state (import needs none) */
+    mc_cpu_window_conv_fn to_ck;      /* family layout -> [C][K] (export) */
+    mc_cpu_window_conv_fn from_ck;    /* [C][K] -> family layout (import) */
+    const char *import_needs;         /* the import message's tail, e.g. "conv_state [B][C][K] (f32)" */
+};
+
+/* The [K][C] window of common.h (mc_cpu_window_to_ck / _from_ck) as a shape; state_elems and
+ * import_needs as given. */
+struct mc_cpu_cache_shape mc_cpu_cache_shape_kc(int64_t channels, int64_t kernel, size_t state_elems,
+                                                const char *import_needs);
+
+/* Floats of one batch row's window. */
+static inline size_t mc_cpu_cache_window_elems(const struct mc_cpu_cache_shape *s)
+{
+    return (size_t)(s->channels * s->kernel);
+}
+
+/* The ops entries. `shape` is NULL when the caller's model is NULL (an INVALID error naming the
+ * entry); `who` prefixes every message (e.g. "mamba2 cpu"). A new cache is zeroed and not primed;
+ * copy requires equal batches; export skips a NULL output; import primes the cache. */
+void mc_cpu_cache_free(struct mc_cache *cache);
+enum mc_backend_status mc_cpu_cache_alloc(const struct mc_cpu_cache_shape *shape, const char *who, int64_t batch,
+                                          struct mc_cache **cache, struct mc_msg *msg);
+enum mc_backend_status mc_cpu_cache_copy(const struct mc_cpu_cache_shape *shape, const char *who,
+                                         struct mc_cache *dst, const struct mc_cache *src, struct mc_msg *msg);
+enum mc_backend_status mc_cpu_cache_export(const struct mc_cpu_cache_shape *shape, const char *who,
+                                           const struct mc_cache *cache, void *conv_state, void *recurrent_state,
+                                           struct mc_msg *msg);
+enum mc_backend_status mc_cpu_cache_import(const struct mc_cpu_cache_shape *shape, const char *who,
+                                           struct mc_cache *cache, const void *conv_state,
+                                           const void *recurrent_state, struct mc_msg *msg);
+
+#endif

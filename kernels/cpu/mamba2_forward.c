@@ -1,0 +1,526 @@
+/*
+ * mamba2_forward.c — the forward and the core alone (cpu.h: mc_cpu_mamba2_core) of the cpu Mamba2
+ * mixer: chunked SSD core, direct step for one-token rows, conv/SiLU/dt, gated RMSNorm and the
+ * projections. mamba2.c describes the semantics, the variants, masks, threads and dimension letters.
+ */
+#include "cpu.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "common.h"
+#include "mamba2_internal.h"
+
+#define M2C_GRAM_MAX_BYTES ((size_t)256 << 20) /* shared C·Bᵀ buffer cap per forward */
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+/* Everything a forward's parallel tasks read, and where they write. */
+struct m2c_run {
+    const struct mc_model *m;
+    int64_t batch, len, Q; /* Q: the chunk length actually used, min(chunk, L) */
+    const uint8_t *mask;   /* [B][L] or NULL */
+    float *zx;             /* [B][L][proj]   in_proj output: z | xBC_raw | dt_raw */
+    float *xbc;            /* [B][L][C]      after conv + SiLU: x | B | C */
+    float *dt;             /* [B][L][H]      clamped softplus */
+    float *hn;             /* [B][L][I]      core output y (then gated norm) */
+    float *window;         /* [B][K][C] */
+    float *state;          /* [B][H][P][N] */
+    const int64_t *idx;    /* [B][L] real token positions of each row, in order */
+    const int64_t *n_real; /* [B] */
+    float *gram;           /* C·Bᵀ of every (row, group, chunk), q×q each, or NULL: computed per head */
+    const int64_t *gram_off; /* [B] offset of row b's first Gram matrix in gram */
+    float *scratch;        /* [workers][scratch_elems] */
+    size_t scratch_elems;
+};
+
+static size_t m2c_scratch_elems(const struct mc_model *m, int64_t Q)
+{
+    /* E [Q][Q], G [Q][Q], Xd [Q][P], Bc [Q][N], Cc [Q][N], Bs [Q][N], Y [Q][P], acum [Q], a [Q] */
+    return (size_t)(2 * Q * Q + 2 * Q * m->P + 3 * Q * m->N + 2 * Q);
+}
+
+/* Conv task: one batch row, conv without activation into xbc (SiLU comes in m2c_silu_task). */
+static void m2c_conv_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t L = r->len;
+    mc_cpu_conv_row(L, m->C, m->K, r->zx + b * L * m->proj + m->inner, m->proj, r->mask ? r->mask + b * L : NULL,
+                    r->window + (size_t)b * m2c_window_elems(m), m->conv_kc, m->w[M2C_CONV_BIAS], 0,
+                    r->xbc + b * L * m->C, m->C);
+}
+
+#define M2C_ROW_BLOCK 64
+
+/* Elementwise task over a block of M2C_ROW_BLOCK token rows: SiLU of the conv output, dt. */
+static void m2c_silu_dt_task(void *ctx, int64_t blk, int worker)
+{
+    (void)worker;
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t M = r->batch * r->len, r0 = blk * M2C_ROW_BLOCK;
+    const int64_t r1 = r0 + M2C_ROW_BLOCK < M ? r0 + M2C_ROW_BLOCK : M;
+    const float *dt_bias = m->w[M2C_DT_BIAS];
+    for (int64_t t = r0; t < r1; t++) {
+        float *row = r->xbc + t * m->C;
+        for (int64_t c = 0; c < m->C; c++)
+            row[c] = mc_cpu_silu(row[c]);
+        const float *raw = r->zx + t * m->proj + m->inner + m->C; /* [H] */
+        float *dt = r->dt + t * m->H;
+        for (int64_t h = 0; h < m->H; h++) {
+            float v = mc_cpu_softplus(raw[h] + dt_bias[h]);
+            if (v < m->lo)
+                v = m->lo;
+            if (v > m->hi)
+                v = m->hi;
+            dt[h] = v;
+        }
+    }
+}
+
+/* The direct recurrent step of one (row, head) for the real token at position t. */
+static void m2c_step(const struct m2c_run *r, int64_t b, int64_t h, int64_t t, float *s)
+{
+    const struct mc_model *m = r->m;
+    const int64_t P = m->P, N = m->N, g = h / m->R;
+    const int64_t row = b * r->len + t;
+    const float *xr = r->xbc + row * m->C;
+    const float *restrict xh = xr + h * P;
+    const float *restrict bg = xr + m->inner + g * N;
+    const float *restrict cg = xr + m->inner + m->GN + g * N;
+    const float dt = r->dt[row * m->H + h];
+    const float decay = expf(dt * m->a_neg[h]);
+    const float dskip = m->w[M2C_D][h];
+    float *yo = r->hn + row * m->inner + h * P;
+    for (int64_t p = 0; p < P; p++) {
+        const float dx = dt * xh[p];
+        float *restrict sp = s + p * N;
+        float acc = 0.0f;
+        for (int64_t n = 0; n < N; n++) {
+            sp[n] = decay * sp[n] + dx * bg[n];
+            acc += sp[n] * cg[n];
+        }
+        yo[p] = acc + dskip * xh[p];
+    }
+}
+
+
+/* Chunked SSD of one (row b, head h) over the row's real tokens idx[0..n) (variants block above). */
+static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float *s, float *scratch)
+{
+    const struct mc_model *m = r->m;
+    const int64_t P = m->P, N = m->N, Q = r->Q, g = h / m->R;
+    const int64_t L = r->len, n = r->n_real[b];
+    const int64_t *idx = r->idx + b * L;
+    const float a_h = m->a_neg[h], dskip = m->w[M2C_D][h];
+
+    float *E = scratch;        /* [Q][Q] segsum exponents, then exp */
+    float *Gm = E + Q * Q;     /* [Q][Q] C·Bᵀ, then masked by exp(E) */
+    float *Xd = Gm + Q * Q;    /* [Q][P] dt·x */
+    float *Bc = Xd + Q * P;    /* [Q][N] */
+    float *Cc = Bc + Q * N;    /* [Q][N] */
+    float *Bs = Cc + Q * N;    /* [Q][N] B scaled by the decay to the chunk end */
+    float *Y = Bs + Q * N;     /* [Q][P] */
+    float *acum = Y + Q * P;   /* [Q] inclusive cumsum of a */
+    float *av = acum + Q;      /* [Q] a = A·dt per token */
+
+    for (int64_t c0 = 0; c0 < n; c0 += Q) {
+        const int64_t q = n - c0 < Q ? n - c0 : Q;
+        /* gather the chunk's rows */
+        float run = 0.0f;
+        for (int64_t l = 0; l < q; l++) {
+            const int64_t row = b * L + idx[c0 + l];
+            const float *xr = r->xbc + row * m->C;
+            const float dt = r->dt[row * m->H + h];
+            const float *restrict xh = xr + h * P;
+            float *restrict xd = Xd + l * P;
+            for (int64_t p = 0; p < P; p++)
+                xd[p] = xh[p] * dt;
+            memcpy(Bc + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
+            memcpy(Cc + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
+            av[l] = a_h * dt;
+            run += av[l];
+            acum[l] = run;
+        }
+        /* stable masked segsum, exponentiated: E[l][s] = exp(Σ_{k=s+1..l} a_k) for s <= l, summed from
+         * the diagonal leftwards (no difference of cumsums) */
+        for (int64_t l = 0; l < q; l++) {
+            float *restrict el = E + l * q;
+            float acc = 0.0f;
+            el[l] = 1.0f;
+            for (int64_t s2 = l - 1; s2 >= 0; s2--) {
+                acc += av[s2 + 1];
+                el[s2] = expf(acc);
+            }
+        }
+        /* G = Cc·Bcᵀ [q][q] (shared by the heads of a group when precomputed), masked:
+         * G[l][s] *= exp(E[l][s]) for s <= l, 0 above */
+        const float *gsrc = Gm;
+        if (r->gram)
+            gsrc = r->gram + r->gram_off[b] + (g * ((n + Q - 1) / Q) + c0 / Q) * Q * Q;
+        else
+            mc_cpu_sgemm(0, 1, q, q, N, 1.0f, Cc, N, Bc, N, 0.0f, Gm, q);
+        for (int64_t l = 0; l < q; l++) {
+            float *restrict gl = Gm + l * q;
+            const float *restrict el = E + l * q;
+            const float *gs = gsrc + l * q;
+            for (int64_t s2 = 0; s2 <= l; s2++)
+                gl[s2] = gs[s2] * el[s2];
+            for (int64_t s2 = l + 1; s2 < q; s2++)
+                gl[s2] = 0.0f;
+        }
+        /* state -> output: Y = (Cc·Sᵀ) scaled by exp(acum[l]) per row */
+        mc_cpu_sgemm(0, 1, q, P, N, 1.0f, Cc, N, s, N, 0.0f, Y, P);
+        for (int64_t l = 0; l < q; l++) {
+            const float f = expf(acum[l]);
+            float *restrict yl = Y + l * P;
+            for (int64_t p = 0; p < P; p++)
+                yl[p] *= f;
+        }
+        /* intra-chunk: Y += Gmasked·Xd */
+        mc_cpu_sgemm(0, 0, q, P, q, 1.0f, Gm, q, Xd, P, 1.0f, Y, P);
+        /* chunk state and inter-chunk step: S = exp(acum[q-1])·S + Xdᵀ·(decay_to_end ⊙ Bc) */
+        const float *elast = E + (q - 1) * q; /* exp(Σ_{k=l+1..q-1} a_k) */
+        for (int64_t l = 0; l < q; l++) {
+            const float f = elast[l];
+            const float *restrict bl = Bc + l * N;
+            float *restrict bsl = Bs + l * N;
+            for (int64_t k = 0; k < N; k++)
+                bsl[k] = bl[k] * f;
+        }
+        mc_cpu_sgemm(1, 0, P, N, q, 1.0f, Xd, P, Bs, N, expf(acum[q - 1]), s, N);
+        /* D skip and scatter to the token rows */
+        for (int64_t l = 0; l < q; l++) {
+            const int64_t row = b * L + idx[c0 + l];
+            const float *restrict xh = r->xbc + row * m->C + h * P;
+            const float *restrict yl = Y + l * P;
+            float *restrict yo = r->hn + row * m->inner + h * P;
+            for (int64_t p = 0; p < P; p++)
+                yo[p] = yl[p] + dskip * xh[p];
+        }
+    }
+}
+
+/* Gram task: C·Bᵀ of one (row, group, chunk), over the row's real tokens; task numbers run over
+ * rows, then groups, then chunks. */
+static void m2c_gram_task(void *ctx, int64_t task, int worker)
+{
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t N = m->N, Q = r->Q, L = r->len;
+    int64_t b = 0, rest = task;
+    for (;; b++) {
+        const int64_t per_row = m->G * ((r->n_real[b] + Q - 1) / Q);
+        if (rest < per_row)
+            break;
+        rest -= per_row;
+    }
+    const int64_t n = r->n_real[b], nch = (n + Q - 1) / Q, g = rest / nch, c = rest % nch;
+    const int64_t c0 = c * Q, q = n - c0 < Q ? n - c0 : Q;
+    float *Bc = r->scratch + (size_t)worker * r->scratch_elems, *Cc = Bc + Q * N;
+    for (int64_t l = 0; l < q; l++) {
+        const float *xr = r->xbc + (b * L + r->idx[b * L + c0 + l]) * m->C;
+        memcpy(Bc + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
+        memcpy(Cc + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
+    }
+    mc_cpu_sgemm(0, 1, q, q, N, 1.0f, Cc, N, Bc, N, 0.0f, r->gram + r->gram_off[b] + (g * nch + c) * Q * Q, q);
+}
+
+static void m2c_core_task(void *ctx, int64_t task, int worker)
+{
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t b = task / m->H, h = task % m->H;
+    float *s = r->state + (size_t)b * m2c_state_elems(m) + (size_t)(h * m->P * m->N);
+    if (r->n_real[b] == 1)
+        m2c_step(r, b, h, r->idx[b * r->len], s);
+    else if (r->n_real[b] > 1)
+        m2c_chunk_core(r, b, h, s, r->scratch + (size_t)worker * r->scratch_elems);
+}
+
+/* Gated RMSNorm over a block of token rows (gate before norm, groups of gs); padding rows are left
+ * alone (their output is set from out_proj.bias afterwards). */
+static void m2c_norm_task(void *ctx, int64_t blk, int worker)
+{
+    (void)worker;
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t M = r->batch * r->len, r0 = blk * M2C_ROW_BLOCK;
+    const int64_t r1 = r0 + M2C_ROW_BLOCK < M ? r0 + M2C_ROW_BLOCK : M;
+    const int64_t inner = m->inner, gs = m->gs;
+    const float *w_norm = m->w[M2C_NORM];
+    for (int64_t t = r0; t < r1; t++) {
+        float *row = r->hn + t * inner;
+        const float *z = r->zx + t * m->proj;
+        if (r->mask && !r->mask[t]) {
+            memset(row, 0, (size_t)inner * sizeof *row);
+            continue;
+        }
+        for (int64_t j0 = 0; j0 < inner; j0 += gs) {
+            float ss = 0.0f;
+            for (int64_t i = j0; i < j0 + gs; i++) {
+                row[i] = row[i] * mc_cpu_silu(z[i]);
+                ss += row[i] * row[i];
+            }
+            const float rstd = 1.0f / sqrtf(ss / (float)gs + m->eps);
+            for (int64_t i = j0; i < j0 + gs; i++)
+                row[i] = row[i] * rstd * w_norm[i];
+        }
+    }
+}
+
+enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_cache *cache,
+                                             const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *tmp_window = NULL, *tmp_state = NULL;
+    float *xf = NULL, *yf = NULL, *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL;
+    int64_t *idx = NULL, *n_real = NULL, *gram_off = NULL;
+    float *gram = NULL;
+
+    if ((st = mc_cpu_forward_check(model, cache, args, M2C_WHO, msg)) != MC_BACKEND_OK)
+        goto cleanup;
+
+    const int64_t Bsz = args->batch, L = args->len, M = Bsz * L;
+    const int64_t Q = m->chunk < L ? m->chunk : L;
+    const int workers = (int)(m->threads < Bsz * m->H ? m->threads : Bsz * m->H);
+    const size_t scratch_elems = m2c_scratch_elems(m, Q);
+
+    /* every allocation before the cache is touched, so a failure leaves it unchanged */
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(M * m->D) * sizeof *xf);
+        yf = malloc((size_t)(M * m->D) * sizeof *yf);
+    }
+    zx = malloc((size_t)(M * m->proj) * sizeof *zx);
+    xbc = malloc((size_t)(M * m->C) * sizeof *xbc);
+    dt = malloc((size_t)(M * m->H) * sizeof *dt);
+    hn = malloc((size_t)(M * m->inner) * sizeof *hn);
+    idx = malloc((size_t)M * sizeof *idx);
+    gram_off = malloc((size_t)Bsz * sizeof *gram_off);
+    n_real = malloc((size_t)Bsz * sizeof *n_real);
+    scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
+    if (!cache) {
+        tmp_window = calloc((size_t)Bsz * m2c_window_elems(m), sizeof(float));
+        tmp_state = calloc((size_t)Bsz * m2c_state_elems(m), sizeof(float));
+    }
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !zx || !xbc || !dt || !hn || !idx || !n_real || !gram_off || !scratch ||
+        (!cache && (!tmp_window || !tmp_state))) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu forward: out of memory for B=%lld L=%lld scratch",
+                         (long long)Bsz, (long long)L);
+        goto cleanup;
+    }
+    if (cache && !cache->primed) { /* case (a) with a cache: start from zeros, fill it */
+        memset(cache->window, 0, (size_t)Bsz * m2c_window_elems(m) * sizeof(float));
+        memset(cache->state, 0, (size_t)Bsz * m2c_state_elems(m) * sizeof(float));
+    }
+
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * m->D));
+        x = xf;
+        y = yf;
+    }
+    for (int64_t b = 0; b < Bsz; b++) {
+        int64_t cnt = 0;
+        for (int64_t t = 0; t < L; t++)
+            if (!args->mask || args->mask[b * L + t])
+                idx[b * L + cnt++] = t;
+        n_real[b] = cnt;
+    }
+    /* One Gram matrix C·Bᵀ per (row, group, chunk) when the heads of a group share it (H > G) and it
+     * fits M2C_GRAM_MAX_BYTES; otherwise each head computes its own (the same sgemm on the same data:
+     * the same bits). Allocated after the cache may have been reset, so its failure falls back too. */
+    int64_t n_gram = 0, gram_elems = 0;
+    for (int64_t b = 0; b < Bsz; b++) {
+        const int64_t nch = n_real[b] > 1 ? (n_real[b] + Q - 1) / Q : 0; /* one token: direct step */
+        gram_off[b] = gram_elems;
+        n_gram += m->G * nch;
+        gram_elems += m->G * nch * Q * Q;
+    }
+    if (m->R > 1 && n_gram > 0 && (size_t)gram_elems <= M2C_GRAM_MAX_BYTES / sizeof(float))
+        gram = malloc((size_t)gram_elems * sizeof *gram);
+
+    struct m2c_run run = {
+        .m = m,
+        .batch = Bsz,
+        .len = L,
+        .Q = Q,
+        .mask = args->mask,
+        .zx = zx,
+        .xbc = xbc,
+        .dt = dt,
+        .hn = hn,
+        .window = cache ? cache->window : tmp_window,
+        .state = cache ? cache->state : tmp_state,
+        .idx = idx,
+        .n_real = n_real,
+        .gram = gram,
+        .gram_off = gram_off,
+        .scratch = scratch,
+        .scratch_elems = scratch_elems,
+    };
+    const int64_t row_blocks = (M + M2C_ROW_BLOCK - 1) / M2C_ROW_BLOCK;
+
+    mc_cpu_linear_tiled(M, m->proj, m->D, x, m->D, m->w[M2C_IN_PROJ], m->w[M2C_IN_PROJ_BIAS], zx, m->proj,
+                        m->threads);
+    mc_cpu_parallel_for(Bsz, m2c_conv_task, &run, m->threads);
+    mc_cpu_parallel_for(row_blocks, m2c_silu_dt_task, &run, m->threads);
+    if (gram)
+        mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
+    mc_cpu_parallel_for(Bsz * m->H, m2c_core_task, &run, workers);
+    mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
+    mc_cpu_linear_tiled(M, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
+    mc_cpu_out_bias(M, m->D, args->mask, m->w[M2C_OUT_PROJ_BIAS], y);
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
+    if (cache)
+        cache->primed = 1;
+
+cleanup:
+    free(tmp_state);
+    free(tmp_window);
+    free(scratch);
+    free(gram);
+    free(gram_off);
+    free(n_real);
+    free(idx);
+    free(hn);
+    free(dt);
+    free(xbc);
+    free(zx);
+    free(yf);
+    free(xf);
+    return st;
+}
+
+/* ---- the core alone (cpu.h: mc_cpu_mamba2_core) ----------------------------------------------- */
+
+/* Conv + SiLU of one batch row of the core-only entry (the forward's conv task reads in_proj rows). */
+struct m2c_core_conv {
+    const struct mc_cpu_mamba2_core_args *a;
+    int64_t C;
+    const float *conv_kc;
+    float *window; /* [B][K][C] */
+    float *xbc;    /* [B][L][C] */
+};
+
+static void m2c_core_conv_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct m2c_core_conv *cc = ctx;
+    const int64_t L = cc->a->len, C = cc->C, K = cc->a->conv_kernel;
+    mc_cpu_conv_row(L, C, K, cc->a->xbc + b * L * C, C, NULL, cc->window + b * K * C, cc->conv_kc, NULL, 1,
+                    cc->xbc + b * L * C, C);
+}
+
+enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *a, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    float *conv_kc = NULL, *window = NULL, *xbc = NULL, *a_neg = NULL, *dskip = NULL, *scratch = NULL, *gram = NULL;
+    int64_t *idx = NULL, *n_real = NULL, *gram_off = NULL;
+    if (!a || !a->xbc || !a->dt || !a->a || !a->state || !a->y)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "mamba2 cpu core: needs xbc, dt, a, state and y");
+    if (a->batch < 1 || a->len < 1 || a->heads < 1 || a->head_dim < 1 || a->state_size < 1 || a->groups < 1 ||
+        a->conv_kernel < 1 || a->conv_kernel > MC_CPU_CONV_MAX_K || a->chunk < 0 || a->heads % a->groups != 0 ||
+        a->heads > M2C_MAX_DIM || a->head_dim > M2C_MAX_DIM || a->state_size > M2C_MAX_DIM ||
+        a->batch > INT_MAX / a->len)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba2 cpu core: bad shape B=%lld L=%lld H=%lld P=%lld N=%lld G=%lld K=%lld chunk=%lld",
+                           (long long)a->batch, (long long)a->len, (long long)a->heads, (long long)a->head_dim,
+                           (long long)a->state_size, (long long)a->groups, (long long)a->conv_kernel,
+                           (long long)a->chunk);
+    struct mc_model m = {0};
+    m.H = a->heads;
+    m.P = a->head_dim;
+    m.N = a->state_size;
+    m.G = a->groups;
+    m.K = a->conv_kernel;
+    m.inner = m.H * m.P;
+    m.GN = m.G * m.N;
+    m.C = m.inner + 2 * m.GN;
+    m.R = m.H / m.G;
+    m.chunk = a->chunk > 0 ? a->chunk : M2C_DEFAULT_CHUNK;
+    m.threads = mc_cpu_threads_resolve(a->threads);
+    const int64_t Bsz = a->batch, L = a->len, M = Bsz * L, Q = m.chunk < L ? m.chunk : L;
+    const int workers = (int)(m.threads < Bsz * m.H ? m.threads : Bsz * m.H);
+    const size_t scratch_elems = m2c_scratch_elems(&m, Q);
+
+    a_neg = malloc((size_t)m.H * sizeof *a_neg);
+    dskip = calloc((size_t)m.H, sizeof *dskip);
+    idx = malloc((size_t)M * sizeof *idx);
+    n_real = malloc((size_t)Bsz * sizeof *n_real);
+    gram_off = malloc((size_t)Bsz * sizeof *gram_off);
+    scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
+    if (a->conv_weight) {
+        conv_kc = malloc((size_t)(m.K * m.C) * sizeof *conv_kc);
+        xbc = malloc((size_t)(M * m.C) * sizeof *xbc);
+        window = a->window ? a->window : calloc((size_t)(Bsz * m.K * m.C), sizeof *window);
+    }
+    if (!a_neg || !dskip || !idx || !n_real || !gram_off || !scratch || (a->conv_weight && (!conv_kc || !xbc || !window))) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu core: out of memory for B=%lld L=%lld", (long long)Bsz,
+                         (long long)L);
+        goto cleanup;
+    }
+    memcpy(a_neg, a->a, (size_t)m.H * sizeof *a_neg);
+    if (a->d)
+        memcpy(dskip, a->d, (size_t)m.H * sizeof *dskip);
+    m.a_neg = a_neg;
+    m.w[M2C_D] = dskip;
+    for (int64_t b = 0; b < Bsz; b++) {
+        for (int64_t t = 0; t < L; t++)
+            idx[b * L + t] = t;
+        n_real[b] = L;
+        gram_off[b] = 0;
+    }
+    if (a->conv_weight) {
+        mc_cpu_conv_weight_kc(m.C, m.K, a->conv_weight, conv_kc);
+        struct m2c_core_conv cc = {.a = a, .C = m.C, .conv_kc = conv_kc, .window = window, .xbc = xbc};
+        mc_cpu_parallel_for(Bsz, m2c_core_conv_task, &cc, m.threads);
+    }
+    /* the shared C·Bᵀ per (row, group, chunk), as in the forward; per head when it does not fit */
+    const int64_t nch = L > 1 ? (L + Q - 1) / Q : 0, n_gram = Bsz * m.G * nch;
+    for (int64_t b = 0; b < Bsz; b++)
+        gram_off[b] = b * m.G * nch * Q * Q;
+    if (m.R > 1 && n_gram > 0 && (size_t)(n_gram * Q * Q) <= M2C_GRAM_MAX_BYTES / sizeof(float))
+        gram = malloc((size_t)(n_gram * Q * Q) * sizeof *gram);
+    struct m2c_run run = {
+        .m = &m,
+        .batch = Bsz,
+        .len = L,
+        .Q = Q,
+        .xbc = a->conv_weight ? xbc : (float *)(uintptr_t)a->xbc, /* read only */
+        .dt = (float *)(uintptr_t)a->dt,                          /* read only */
+        .hn = a->y,
+        .state = a->state,
+        .idx = idx,
+        .n_real = n_real,
+        .gram = gram,
+        .gram_off = gram_off,
+        .scratch = scratch,
+        .scratch_elems = scratch_elems,
+    };
+    if (gram)
+        mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
+    mc_cpu_parallel_for(Bsz * m.H, m2c_core_task, &run, workers);
+
+cleanup:
+    if (window != a->window)
+        free(window);
+    free(xbc);
+    free(conv_kc);
+    free(gram);
+    free(scratch);
+    free(gram_off);
+    free(n_real);
+    free(idx);
+    free(dskip);
+    free(a_neg);
+    return st;
+}
