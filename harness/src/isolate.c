@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 /* What a child sends back: the whole job result, then a trailer proving it arrived whole. */
 struct reply {
@@ -27,13 +28,6 @@ struct child {
     size_t got;
     struct reply *buf;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void write_all(int fd, const void *p, size_t n)
 {
@@ -79,7 +73,7 @@ static int start(struct child *ch, struct mc_job *job, int index, const struct m
     ch->fd = fds[0];
     ch->job = index;
     ch->got = 0;
-    ch->deadline = opt->timeout_s > 0 ? now_s() + opt->timeout_s : 0;
+    ch->deadline = opt->timeout_s > 0 ? mc_clock_now_s() + opt->timeout_s : 0;
     return MC_ERR_NONE;
 }
 
@@ -177,7 +171,7 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
         }
         int wait_ms = -1;
         if (nearest > 0) {
-            double left = nearest - now_s();
+            double left = nearest - mc_clock_now_s();
             wait_ms = left <= 0 ? 0 : (int)(left * 1000.0) + 1;
         }
         if (poll(pfd, (nfds_t)np, wait_ms) < 0 && errno != EINTR) {
@@ -196,7 +190,7 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
                     continue;
                 finish(ch, &jobs[ch->job], 0, opt); /* EOF: the child is done, or dead */
                 running--;
-            } else if (ch->deadline > 0 && now_s() >= ch->deadline) {
+            } else if (ch->deadline > 0 && mc_clock_now_s() >= ch->deadline) {
                 finish(ch, &jobs[ch->job], 1, opt);
                 running--;
             }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "family.h"
 #include "golden.h"
 #include "isolate.h"
@@ -393,20 +394,13 @@ out:
     free(jobs);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->started_unix = (int64_t)time(NULL);
-    double t0 = now_s();
+    double t0 = mc_clock_now_s();
     char **files = NULL;
     int n_files = 0;
     if (mc_run_discover(paths, n_paths, &files, &n_files, err) != MC_ERR_NONE)
@@ -426,7 +420,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
         mc_case_free(&c);
     }
     mc_run_files_free(files, n_files);
-    rep->duration_s = now_s() - t0;
+    rep->duration_s = mc_clock_now_s() - t0;
     if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0 && rep->n_not_applicable == 0)
         return mc_error_set(err, MC_ERR_USAGE, "no check matches the filters");
     return err->code;

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "family.h"
 #include "rng.h"
 #include "session.h"
@@ -546,16 +546,9 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
                         sp->column, mc_scenario_name(sp->kind));
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_check_result *res, struct mc_error *err)
 {
-    double t0 = now_s();
+    double t0 = mc_clock_now_s();
     memset(res, 0, sizeof *res);
     snprintf(res->case_id, sizeof res->case_id, "%s", ctx->c->id);
     snprintf(res->case_path, sizeof res->case_path, "%s", ctx->c->path);
@@ -609,6 +602,6 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
             if (!mc_compare_passed(&res->tensors[i].stats))
                 res->status = MC_CHECK_FAIL;
     }
-    res->duration_s = now_s() - t0;
+    res->duration_s = mc_clock_now_s() - t0;
     return rc;
 }

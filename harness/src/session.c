@@ -260,8 +260,7 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     void *xcopy = mc_session_calloc(n, s->esz, s);
     void *xb = mc_guard_alloc(&gx, n * s->esz);
     void *yb = mc_guard_alloc(&gy, n * s->esz);
-    uint8_t *mask = NULL, mcopy[1] = {0};
-    uint8_t *mask_copy = mcopy;
+    uint8_t *mask = NULL, *mask_copy = NULL;
     if (xf == NULL || xcopy == NULL || xb == NULL || yb == NULL) {
         mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
         goto out;
@@ -301,8 +300,7 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
 out:
     free(xf);
     free(xcopy);
-    if (mask_copy != mcopy)
-        free(mask_copy);
+    free(mask_copy);
     mc_guard_free(&gx);
     mc_guard_free(&gy);
     mc_guard_free(&gm);
