@@ -19,11 +19,6 @@ void *mc_guard_alloc(struct mc_guarded *g, size_t bytes)
     return g->base + MC_GUARD_BYTES;
 }
 
-void *mc_guard_data(const struct mc_guarded *g)
-{
-    return g->base ? g->base + MC_GUARD_BYTES : NULL;
-}
-
 /* First and last touched byte of a guard, or -1 when intact. */
 static long touched(const unsigned char *p, long n, long *last)
 {

@@ -17,7 +17,6 @@ struct mc_guarded {
 
 /* Allocates `bytes` (>= 0) of zeroed data between two guards; returns the data pointer or NULL. */
 void *mc_guard_alloc(struct mc_guarded *g, size_t bytes);
-void *mc_guard_data(const struct mc_guarded *g);
 /* 0 when both guards are intact; otherwise -1 and a description such as
  * "12 bytes written after the end of 'y' (offsets +0 .. +11)" in buf. */
 int mc_guard_check(const struct mc_guarded *g, const char *name, char *buf, size_t len);
