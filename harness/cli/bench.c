@@ -25,6 +25,7 @@
 #include <cblas.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "bench_work.h"
+#include "blascore.h"
 #include "case.h"
 #include "family.h"
 #include "plugin.h"
@@ -71,6 +73,9 @@ struct bench_timing {
     double median_s, min_s;
     double footprint_bytes;
     int64_t sgemm_n;
+    /* /proc/self/status of the child: VmRSS before any setup (libraries and the inherited image), and
+     * VmHWM over the timed runs after a reset (clear_refs 5) once setup is done; -1 when unreadable */
+    long long baseline_rss_bytes, run_peak_rss_bytes;
 };
 
 struct bench_record {
@@ -82,6 +87,7 @@ struct bench_record {
     int64_t ref_len, sgemm_n;
     double median_s;
     long long peak_rss_bytes, ref_peak_rss_bytes, sgemm_peak_rss_bytes;
+    long long baseline_rss_bytes, run_peak_rss_bytes; /* bench_timing's; -1 unknown */
     double footprint_bytes;
 };
 
@@ -461,6 +467,34 @@ static void median_min(double *t, int n, double *median, double *min)
     *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
+/* The "VmRSS:" / "VmHWM:" line of /proc/self/status in bytes, or -1. */
+static long long proc_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kb = -1;
+    const size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) {
+            kb = strtoll(line + n, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Resets the process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0: clear_refs "5"). 0 on success. */
+static int reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    const int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 struct work_job {
     const char *label;
     const struct mc_bench_shape *shape;
@@ -476,10 +510,18 @@ static void job_work(const void *arg, struct bench_timing *out)
     const struct work_job *j = arg;
     struct mc_bench_work *w = NULL;
     double t[BENCH_MAX_REPS];
+    /* the parent's freed heap, inherited by the fork, would otherwise be reused by the setup unseen */
+    malloc_trim(0);
+    out->baseline_rss_bytes = proc_status_bytes("VmRSS:");
+    out->run_peak_rss_bytes = -1;
     if (mc_bench_work_init(&w, j->shape, j->impl, j->ops, j->dtype, j->batch, j->len, j->threads, BENCH_SEED, out->msg,
                            sizeof out->msg) != 0)
         return;
     out->footprint_bytes = (double)mc_bench_work_footprint_bytes(w);
+    /* the setup's own freed buffers (the bench's weight copies, which the backend copied) go back to the
+     * system, then the peak restarts: the run peak is the backend's, over its data and scratch */
+    malloc_trim(0);
+    const int hwm = reset_peak_rss() == 0;
     for (int r = -1; r < j->reps; r++) {
         progress("%s: %s %d/%d", j->label, r < 0 ? "warm-up" : "rep", r < 0 ? 1 : r + 1, r < 0 ? 1 : j->reps);
         if (mc_bench_work_reset(w, out->msg, sizeof out->msg) != 0)
@@ -491,6 +533,7 @@ static void job_work(const void *arg, struct bench_timing *out)
             t[r] = now_s() - t0;
     }
     median_min(t, j->reps, &out->median_s, &out->min_s);
+    out->run_peak_rss_bytes = hwm ? proc_status_bytes("VmHWM:") : -1;
     out->ok = 1;
 done:
     mc_bench_work_free(w);
@@ -658,8 +701,16 @@ static void json_number(FILE *f, double v)
         fputs("null", f);
 }
 
+/* What the timed runs held above the idle process, over the footprint; NAN when not measured. */
+static double run_over_footprint(const struct bench_record *r)
+{
+    if (r->run_peak_rss_bytes < 0 || r->baseline_rss_bytes < 0 || !(r->footprint_bytes > 0))
+        return NAN;
+    return (double)(r->run_peak_rss_bytes - r->baseline_rss_bytes) / r->footprint_bytes;
+}
+
 static int write_json(const char *path, const struct bench_opts *o, const struct bench_record *recs, int n,
-                      const char *cpu)
+                      const char *cpu, const char *blas)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -670,6 +721,8 @@ static int write_json(const char *path, const struct bench_opts *o, const struct
     }
     fprintf(f, "{\"format\": \"mixcheck-bench\", \"cpu\": ");
     json_string(f, cpu);
+    fprintf(f, ", \"openblas\": ");
+    json_string(f, blas);
     fprintf(f, ", \"openblas_threads\": %d, \"reps\": %d, \"records\": [", o->threads, o->reps);
     for (int i = 0; i < n; i++) {
         const struct bench_record *r = &recs[i];
@@ -702,6 +755,9 @@ static int write_json(const char *path, const struct bench_opts *o, const struct
         json_number(f, r->footprint_bytes);
         fprintf(f, ", \"rss_over_footprint\": ");
         json_number(f, r->footprint_bytes > 0 ? (double)r->peak_rss_bytes / r->footprint_bytes : NAN);
+        fprintf(f, ", \"baseline_rss_bytes\": %lld, \"run_peak_rss_bytes\": %lld, \"run_rss_over_footprint\": ",
+                r->baseline_rss_bytes, r->run_peak_rss_bytes);
+        json_number(f, run_over_footprint(r));
         fprintf(f, "}");
     }
     fprintf(f, "\n]}\n");
@@ -715,8 +771,8 @@ static int write_json(const char *path, const struct bench_opts *o, const struct
 
 static void print_header(void)
 {
-    printf("%-9s %-5s %-10s %-4s %3s %6s %3s %11s %8s %8s %6s %8s %9s %6s\n", "family", "mode", "backend", "type", "B",
-           "L", "thr", "tokens/s", "GFLOP/s", "sgemm", "peak", "vs ref", "peak RSS", "RSS/in");
+    printf("%-9s %-5s %-10s %-4s %3s %6s %3s %11s %8s %8s %6s %8s %9s %6s %6s\n", "family", "mode", "backend", "type",
+           "B", "L", "thr", "tokens/s", "GFLOP/s", "sgemm", "peak", "vs ref", "peak RSS", "RSS/in", "run/in");
 }
 
 static void print_record(const struct bench_opts *o, const struct bench_record *r)
@@ -726,11 +782,11 @@ static void print_record(const struct bench_opts *o, const struct bench_record *
         snprintf(ref, sizeof ref, "%.1fx", r->speedup);
     else
         snprintf(ref, sizeof ref, "-");
-    printf("%-9s %-5s %-10s %-4s %3lld %6lld %3d %11.0f %8.1f %8.1f %5.1f%% %8s %7.0fMB %5.2fx\n",
+    printf("%-9s %-5s %-10s %-4s %3lld %6lld %3d %11.0f %8.1f %8.1f %5.1f%% %8s %7.0fMB %5.2fx %5.2fx\n",
            mc_family_name(r->family), o->core ? "core" : "layer", o->backend, mc_dtype_name(o->dtype),
            (long long)o->batch, (long long)o->len, o->threads, r->tokens_per_s, r->gflop_per_s, r->sgemm_gflop_per_s,
            100.0 * r->peak_fraction, ref, (double)r->peak_rss_bytes / 1e6,
-           r->footprint_bytes > 0 ? (double)r->peak_rss_bytes / r->footprint_bytes : NAN);
+           r->footprint_bytes > 0 ? (double)r->peak_rss_bytes / r->footprint_bytes : NAN, run_over_footprint(r));
 }
 
 /* ---- one configuration ----------------------------------------------------------------------------- */
@@ -807,6 +863,8 @@ static int bench_family(const struct mc_registry *reg, const struct bench_opts *
     rec->tokens_per_s = tokens / t.median_s;
     rec->gflop_per_s = rec->flop_tok * tokens / t.median_s * 1e-9;
     rec->footprint_bytes = t.footprint_bytes;
+    rec->baseline_rss_bytes = t.baseline_rss_bytes;
+    rec->run_peak_rss_bytes = t.run_peak_rss_bytes;
 
     const struct sgemm_job sj = {.flops = rec->flop_tok * tokens, .reps = o->reps};
     long long rss = 0;
@@ -867,11 +925,13 @@ int mc_cli_bench(int argc, char **argv, mc_bench_register_fn register_builtins)
     openblas_set_num_threads(1);
     char cpu[256];
     cpu_model_name(cpu, sizeof cpu);
-    printf("mixcheck bench: %s, %ld online CPU(s); %d rep(s) after a warm-up, median\n"
+    char blas[512];
+    mc_blas_core_describe(blas, sizeof blas);
+    printf("mixcheck bench: %s, %ld online CPU(s); %d rep(s) after a warm-up, median\n%s\n"
            "threads: %d backend thread(s) (mc_model_desc.threads) calling single-threaded OpenBLAS "
            "(openblas_set_num_threads(1)); the sgemm baseline: OpenBLAS with %d thread(s) "
            "(openblas_set_num_threads(%d))\n",
-           cpu, sysconf(_SC_NPROCESSORS_ONLN), o.reps, o.threads, o.threads, o.threads);
+           cpu, sysconf(_SC_NPROCESSORS_ONLN), o.reps, blas, o.threads, o.threads, o.threads);
     int any = 0, worst = 0;
     for (int i = 0; i < o.n_families; i++) {
         const enum mc_family f = o.families[i];
@@ -906,10 +966,11 @@ int mc_cli_bench(int argc, char **argv, mc_bench_register_fn register_builtins)
                    recs[i].flop_tok_exec, (long long)recs[i].sgemm_n,
                    o.core ? "plain f64 recurrence" : "reference", (long long)recs[i].ref_len,
                    recs[i].ref_tokens_per_s);
-        printf("peak = GFLOP/s / sgemm GFLOP/s (same FLOPs, same threads, this run); RSS/in = peak RSS / bytes of "
-               "inputs, weights, outputs and cache\n");
+        printf("peak = GFLOP/s / sgemm GFLOP/s (same FLOPs, same threads, this run); in = bytes of inputs, weights, "
+               "outputs and cache; RSS/in = the timing process's whole peak RSS (libraries and setup included) / in; "
+               "run/in = (peak RSS over the timed runs - RSS of the process before setup) / in\n");
     }
-    if (o.json_path && n_recs > 0 && write_json(o.json_path, &o, recs, n_recs, cpu) != 0 && worst == 0)
+    if (o.json_path && n_recs > 0 && write_json(o.json_path, &o, recs, n_recs, cpu, blas) != 0 && worst == 0)
         worst = 2;
     code = worst;
 done:

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "blascore.h"
 #include "case.h"
 #include "cpu.h"
 #include "family.h"
@@ -369,6 +370,7 @@ static int cmd_list(struct cli *cli, const struct mc_registry *reg)
 int main(int argc, char **argv)
 {
     const char *argv0 = "mixcheck";
+    mc_blas_core_select(argv); /* may re-execute the process once (blascore.h) */
     if (argc < 2) {
         usage(stderr, argv0);
         return 2;
@@ -378,7 +380,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("mixcheck %s (backend ABI %u)\n", MC_VERSION, MIXCHECK_ABI_VERSION);
+        char blas[512];
+        mc_blas_core_describe(blas, sizeof blas);
+        printf("mixcheck %s (backend ABI %u)\n%s\n", MC_VERSION, MIXCHECK_ABI_VERSION, blas);
         return 0;
     }
     if (strcmp(argv[1], "bench") == 0)

@@ -50,7 +50,8 @@ static char *slurp(const char *path)
 static void assert_json_record(const char *json, const char *family, const char *mode)
 {
     static const char *const keys[] = {"family", "backend", "dtype", "batch", "len", "threads", "tokens_per_s",
-                                       "gflop_per_s", "peak_fraction", "speedup_vs_reference", "peak_rss_bytes"};
+                                       "gflop_per_s", "peak_fraction", "speedup_vs_reference", "peak_rss_bytes",
+                                       "baseline_rss_bytes", "run_peak_rss_bytes", "run_rss_over_footprint"};
     assert_non_null(json);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char k[64];

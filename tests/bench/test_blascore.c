@@ -1,0 +1,82 @@
+/*
+ * test_blascore.c — the OpenBLAS core selection (harness/cli/blascore.h):
+ *   - the upgrade rule: only a pre-AVX2 fallback core on a CPU that supports more is replaced;
+ *   - the command: a user's OPENBLAS_CORETYPE is left alone and reported as theirs, and without one
+ *     `mixcheck --version` names the core in use (after the re-exec when there was one).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "blascore.h"
+
+static void test_upgrade_rule(void **state)
+{
+    (void)state;
+    const struct mc_blas_cpu avx512 = {.avx512 = 1, .avx2_fma = 1}, avx2 = {.avx512 = 0, .avx2_fma = 1},
+                             sse = {0};
+    assert_string_equal(mc_blas_core_upgrade("Prescott", &avx512), "SkylakeX");
+    assert_string_equal(mc_blas_core_upgrade("prescott", &avx512), "SkylakeX");
+    assert_string_equal(mc_blas_core_upgrade("Sandybridge", &avx512), "SkylakeX");
+    assert_string_equal(mc_blas_core_upgrade("Nehalem", &avx2), "Haswell");
+    assert_string_equal(mc_blas_core_upgrade("Core2", &avx2), "Haswell");
+    /* nothing better to offer, or OpenBLAS already chose a modern core */
+    assert_null(mc_blas_core_upgrade("Prescott", &sse));
+    assert_null(mc_blas_core_upgrade("Haswell", &avx512));
+    assert_null(mc_blas_core_upgrade("SkylakeX", &avx512));
+    assert_null(mc_blas_core_upgrade("Zen", &avx512));
+    assert_null(mc_blas_core_upgrade("Cooperlake", &avx2));
+    assert_null(mc_blas_core_upgrade(NULL, &avx512));
+    assert_null(mc_blas_core_upgrade("Prescott", NULL));
+}
+
+static const char *version(const char *env)
+{
+    static char out[4096];
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s --version 2>&1", env, MC_MIXCHECK);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    const size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    const int st = pclose(p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    return out;
+}
+
+static void test_user_choice_is_kept(void **state)
+{
+    (void)state;
+    const char *v = version("env OPENBLAS_CORETYPE=Prescott");
+    if (!strstr(v, "Prescott kernels (OPENBLAS_CORETYPE=Prescott)"))
+        fail_msg("a user's OPENBLAS_CORETYPE was not kept: %s", v);
+}
+
+static void test_version_names_the_core(void **state)
+{
+    (void)state;
+    const char *v = version("env -u OPENBLAS_CORETYPE -u MIXCHECK_BLAS_CORE_DETECTED");
+    if (!strstr(v, "OpenBLAS") || !strstr(v, " kernels ("))
+        fail_msg("--version does not name the OpenBLAS core: %s", v);
+    /* a re-exec happened exactly when the note says so, and then the detected core was a fallback */
+    const char *note = strstr(v, "set by mixcheck: ");
+    if (note && !strstr(note, " detected "))
+        fail_msg("the note does not say what OpenBLAS detected: %s", v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upgrade_rule),
+        cmocka_unit_test(test_user_choice_is_kept),
+        cmocka_unit_test(test_version_names_the_core),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
