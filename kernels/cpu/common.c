@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "vmath.h"
 
 /* ---- storage conversion ------------------------------------------------------------------------ */
 
@@ -265,10 +266,8 @@ void mc_cpu_conv_row(int64_t len, int64_t channels, int64_t kernel, const float 
             for (int64_t c = 0; c < C; c++)
                 acc[c] += w[c] * src[c];
         }
-        if (silu) {
-            for (int64_t c = 0; c < C; c++)
-                o[c] = o[c] / (1.0f + expf(-o[c]));
-        }
+        if (silu)
+            mc_cpu_vsilu(o, C);
     }
     /* New window: the rows hist[0..K-1] in order. A row still inside the window sits at an index
      * >= its destination, so copying in increasing order never reads an overwritten row. */

@@ -8,7 +8,8 @@
  *   - mc_cpu_to_f32 / mc_cpu_from_f32   whole-buffer f32 <-> {f32, bf16, f16} (round to nearest even)
  *   - mc_cpu_parallel_for              static tasks over a pool of pthreads, caller thread included
  *   - mc_cpu_conv_row                  depthwise causal conv1d, token-major, vectorized over channels
- *   - mc_cpu_softplus, mc_cpu_silu     the torch definitions (softplus threshold 20)
+ *   - mc_cpu_softplus, mc_cpu_silu     the torch definitions (softplus threshold 20), scalar on libm;
+ *                                      the array exp / SiLU / sigmoid of the hot loops are vmath.h
  *   - mc_cpu_sgemm, mc_cpu_linear      thin wrappers over OpenBLAS cblas_sgemm
  *   - mc_cpu_model_desc_check, mc_cpu_forward_check, mc_cpu_check_dim   the argument checks every
  *                                      family opens with (one message format for all)
@@ -133,7 +134,7 @@ int mc_cpu_parallel_for(int64_t n_tasks, mc_cpu_task_fn fn, void *ctx, int n_thr
  * Depthwise causal conv1d over one batch row's L tokens, seeded from a cached window (mixers.md
  * §0.4; PyTorch Conv1d(C, C, K, groups=C, padding=K-1), first L outputs, w[K-1] on the current token).
  * For each real token t, in order: the window shifts by one token, x[t] enters as the newest row, and
- *   out[t][c] = act( bias[c] + Σ_{k<K} weight_kc[k][c] · window[k][c] ),  act = SiLU or identity,
+ *   out[t][c] = act( bias[c] + Σ_{k<K} weight_kc[k][c] · window[k][c] ),  act = SiLU (vmath.h) or identity,
  * summed in k order. A token with mask[t] == 0 never enters the window and its output row is 0.
  *
  * Layouts are token-major so the channel loop vectorizes:

@@ -42,6 +42,7 @@
 #include "cache.h"
 #include "common.h"
 #include "gdn_internal.h"
+#include "stream.h"
 
 enum gdn_weight_slot {
     GDN_W_IN_PROJ_QKV, GDN_W_IN_PROJ_Z, GDN_W_IN_PROJ_B, GDN_W_IN_PROJ_A, /* qwen3_5 */
@@ -373,6 +374,23 @@ static enum mc_backend_status gdn_cache_import(struct mc_model *model, struct mc
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
+/* The ops forward: mc_gdn_cpu_forward (gdn_forward.c) in blocks of whole chunks (stream.h). */
+static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cache *cache,
+                                          const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return mc_gdn_cpu_forward(model, cache, args, msg);
+    const struct mc_cpu_stream_spec spec = {
+        .forward = mc_gdn_cpu_forward,
+        .hidden = model->D,
+        .elem_bytes = model->elem_bytes,
+        .cache_shape = &model->cache_shape,
+        .block = mc_cpu_stream_tokens(model->chunk),
+        .who = GDN_WHO,
+    };
+    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+}
+
 static const struct mc_backend_ops gdn_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -388,7 +406,7 @@ static const struct mc_backend_ops gdn_ops = {
     .cache_free = gdn_cache_free,
     .cache_export = gdn_cache_export,
     .cache_import = gdn_cache_import,
-    .forward = mc_gdn_cpu_forward,
+    .forward = gdn_forward,
 };
 
 const struct mc_backend_ops *mc_cpu_gdn_ops(void)

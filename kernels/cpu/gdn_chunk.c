@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "vmath.h"
 
 /* dst[0..dk) = src · rsqrt(Σ src² + eps) · scale (l2norm), or src · scale. */
 static void gdn_row_normalize(const float *src, float *dst, int64_t dk, int l2norm, float scale)
@@ -88,16 +89,21 @@ void mc_gdn_chunk_run(const struct mc_gdn_core_args *a, float *work)
                 gam[i] = acc;
             }
             const float glast = gam[cl - 1];
+            for (int64_t i = 0; i < cl; i++)
+                ed[i] = glast - gam[i];
+            mc_cpu_vexp_to(gam, eg, cl);
+            mc_cpu_vexp(ed, cl);
             for (int64_t i = 0; i < cl; i++) {
-                eg[i] = expf(gam[i]);
-                ed[i] = expf(glast - gam[i]);
-            }
-            for (int64_t i = 0; i < cl; i++) {
-                const float bi = beta[i * a->ld_gb];
-                float *arow = A + i * cl, *prow = P + i * cl;
-                const float *gkrow = Gk + i * cl, *gqrow = Gq + i * cl;
+                const float bi = beta[i * a->ld_gb], gi = gam[i];
+                float *restrict arow = A + i * cl, *restrict prow = P + i * cl;
+                const float *restrict gkrow = Gk + i * cl, *restrict gqrow = Gq + i * cl;
+                /* Dec[i][j] = exp(γ_i − γ_j), j < i: the exponents first, into the P row, then one
+                 * array exp over them */
+                for (int64_t j = 0; j < i; j++)
+                    prow[j] = gi - gam[j];
+                mc_cpu_vexp(prow, i);
                 for (int64_t j = 0; j < i; j++) {
-                    const float dec = expf(gam[i] - gam[j]);
+                    const float dec = prow[j];
                     arow[j] = bi * gkrow[j] * dec;
                     prow[j] = gqrow[j] * dec;
                 }
@@ -164,7 +170,9 @@ void mc_gdn_recurrent_run(const struct mc_gdn_core_args *a, float *work)
             float *restrict S = a->state + s * dk * dv;
             const float *v = a->v + t * a->ld_v + s * dv;
             float *restrict o = a->o + t * a->ld_o + s * dv;
-            const float decay = expf(a->g[t * a->ld_gb + s]), beta = a->beta[t * a->ld_gb + s];
+            const float beta = a->beta[t * a->ld_gb + s];
+            float decay = a->g[t * a->ld_gb + s];
+            mc_cpu_vexp(&decay, 1); /* the chunked form's exp, so that decode and prefill share it */
             /* S <- S·exp(g); m = Sᵀk̂; δ = β(v − m) */
             for (int64_t j = 0; j < dv; j++)
                 dl[j] = 0.0f;

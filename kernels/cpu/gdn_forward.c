@@ -15,6 +15,7 @@
 #include "common.h"
 #include "gdn_chunk.h"
 #include "gdn_internal.h"
+#include "vmath.h"
 
 struct gdn_fwd {
     const struct mc_model *m;
@@ -108,10 +109,9 @@ static void gdn_task_gates(void *ctx, int64_t task, int worker)
     const int64_t i1 = (task + 1) * GDN_ROW_BLOCK < f->M ? (task + 1) * GDN_ROW_BLOCK : f->M;
     for (int64_t i = task * GDN_ROW_BLOCK; i < i1; i++) {
         const float *braw = f->pj + i * m->proj + m->C + m->vd, *araw = braw + m->Hv;
-        for (int64_t h = 0; h < m->Hv; h++) {
-            f->beta[i * m->Hv + h] = 1.0f / (1.0f + expf(-braw[h]));
+        mc_cpu_vsigmoid_to(braw, f->beta + i * m->Hv, m->Hv);
+        for (int64_t h = 0; h < m->Hv; h++)
             f->g[i * m->Hv + h] = m->a_neg[h] * mc_cpu_softplus(araw[h] + m->dt_bias[h]);
-        }
     }
 }
 
@@ -171,7 +171,8 @@ static void gdn_task_norm(void *ctx, int64_t task, int worker)
                 ss += o[j] * o[j];
             const float rstd = 1.0f / sqrtf(ss / (float)m->dv + eps);
             for (int64_t j = 0; j < m->dv; j++)
-                o[j] = m->w_norm[j] * (o[j] * rstd) * mc_cpu_silu(z[j]);
+                o[j] = m->w_norm[j] * (o[j] * rstd);
+            mc_cpu_vmul_silu(o, z, m->dv); /* the gate: · silu(z) */
         }
     }
 }

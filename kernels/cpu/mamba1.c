@@ -8,7 +8,8 @@
  *   - m1c_scan_task    the selective scan of one (batch row, block of M1C_CHAN_BLOCK channels) over the
  *                      row's real tokens: per token and channel, delta, delta·u and the gate are
  *                      computed once (hoisted out of the N loop); the N loop is split into
- *                      e[n] = exp(delta·A[i][n]) (the only per-element exp: A varies with n), the state
+ *                      e[n] = exp(delta·A[i][n]) (the only per-element exp: A varies with n; vmath.h's
+ *                      array exp over the N entries), the state
  *                      update s = e·s + du·B (vectorizes), and the C dot product in M1C_LANES
  *                      independent partial sums (vectorizes; a fixed order, so no thread dependence).
  * Front and back end as the reference: in_proj, x_proj, dt_proj and out_proj on sgemm over all B·L
@@ -32,6 +33,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "vmath.h"
 
 #define M1C_WHO "mamba1 cpu"
 #define M1C_MAX_DIM 65536
@@ -269,7 +271,8 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
             const float *restrict a = m->a_neg + i * N;
             float *restrict s = r->state + ((size_t)b * (size_t)inner + (size_t)i) * (size_t)N;
             for (int64_t n = 0; n < N; n++)
-                e[n] = expf(d * a[n]);
+                e[n] = d * a[n];
+            mc_cpu_vexp(e, N);
             for (int64_t n = 0; n < N; n++)
                 s[n] = e[n] * s[n] + du * bm[n];
             float lane[M1C_LANES] = {0};
@@ -282,9 +285,10 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
             float acc = 0.0f;
             for (int k = 0; k < M1C_LANES; k++)
                 acc += lane[k];
-            const float yv = acc + d_skip[i] * u;
-            yo[i] = r->xz ? yv * mc_cpu_silu(r->xz[row * 2 * inner + inner + i]) : yv; /* no xz: core alone */
+            yo[i] = acc + d_skip[i] * u;
         }
+        if (r->xz) /* the gate y·silu(z) over the block; no xz: the core alone */
+            mc_cpu_vmul_silu(yo + i0, r->xz + row * 2 * inner + inner + i0, i1 - i0);
     }
 }
 
@@ -462,6 +466,26 @@ cleanup:
     return st;
 }
 
+/* ---- the ops forward: m1c_forward in blocks of MC_CPU_STREAM_TOKENS tokens (stream.h) ---------- */
+
+#include "stream.h" /* here rather than at the top: kept next to its one user */
+
+static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struct mc_cache *cache,
+                                                   const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return m1c_forward(model, cache, args, msg);
+    const struct mc_cpu_stream_spec spec = {
+        .forward = m1c_forward,
+        .hidden = model->D,
+        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
+        .cache_shape = &model->cache_shape,
+        .block = mc_cpu_stream_tokens(1),
+        .who = M1C_WHO,
+    };
+    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+}
+
 static const struct mc_backend_ops m1c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -477,7 +501,7 @@ static const struct mc_backend_ops m1c_ops = {
     .cache_free = m1c_cache_free,
     .cache_export = m1c_cache_export,
     .cache_import = m1c_cache_import,
-    .forward = m1c_forward,
+    .forward = m1c_forward_streamed,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba1_ops(void)

@@ -49,6 +49,7 @@
 #include "cache.h"
 #include "common.h"
 #include "mamba2_internal.h"
+#include "stream.h"
 
 /* ---- model ------------------------------------------------------------------------------------- */
 
@@ -216,6 +217,25 @@ static enum mc_backend_status m2c_cache_import(struct mc_model *model, struct mc
     return mc_cpu_cache_import(model ? &model->cache_shape : NULL, M2C_WHO, cache, conv_state, recurrent_state, msg);
 }
 
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+/* The ops forward: mc_mamba2_cpu_forward (mamba2_forward.c) in blocks of whole SSD chunks (stream.h). */
+static enum mc_backend_status m2c_forward(struct mc_model *model, struct mc_cache *cache,
+                                          const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return mc_mamba2_cpu_forward(model, cache, args, msg);
+    const struct mc_cpu_stream_spec spec = {
+        .forward = mc_mamba2_cpu_forward,
+        .hidden = model->D,
+        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
+        .cache_shape = &model->cache_shape,
+        .block = mc_cpu_stream_tokens(model->chunk),
+        .who = M2C_WHO,
+    };
+    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+}
+
 static const struct mc_backend_ops m2c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -231,7 +251,7 @@ static const struct mc_backend_ops m2c_ops = {
     .cache_free = m2c_cache_free,
     .cache_export = m2c_cache_export,
     .cache_import = m2c_cache_import,
-    .forward = mc_mamba2_cpu_forward,
+    .forward = m2c_forward,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba2_ops(void)

@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "common.h"
 #include "mamba2_internal.h"
+#include "vmath.h"
 
 #define M2C_GRAM_MAX_BYTES ((size_t)256 << 20) /* shared C·Bᵀ buffer cap per forward */
 
@@ -37,13 +38,20 @@ struct m2c_run {
     size_t scratch_elems;
 };
 
-static size_t m2c_scratch_elems(const struct mc_model *m, int64_t Q)
+/* Rows of one panel of the intra-chunk product (m2c_chunk_core): 64, or the chunk when shorter. */
+#define M2C_PANEL 64
+static int64_t m2c_panel(int64_t Q)
 {
-    /* E [Q][Q], G [Q][Q], Xd [Q][P], Bc [Q][N], Cc [Q][N], Bs [Q][N], Y [Q][P], acum [Q], a [Q] */
-    return (size_t)(2 * Q * Q + 2 * Q * m->P + 3 * Q * m->N + 2 * Q);
+    return Q < M2C_PANEL ? Q : M2C_PANEL;
 }
 
-/* Conv task: one batch row, conv without activation into xbc (SiLU comes in m2c_silu_task). */
+static size_t m2c_scratch_elems(const struct mc_model *m, int64_t Q)
+{
+    /* Pm, Gp [SB][Q]; Xd, Y [Q][P]; Bg, Cg, Bs [Q][N]; ea, av, seg, w, sfx, u [Q] */
+    return (size_t)(2 * m2c_panel(Q) * Q + 2 * Q * m->P + 3 * Q * m->N + 6 * Q);
+}
+
+/* Conv task: one batch row, conv without activation into xbc (SiLU comes in m2c_silu_dt_task). */
 static void m2c_conv_task(void *ctx, int64_t b, int worker)
 {
     (void)worker;
@@ -67,9 +75,7 @@ static void m2c_silu_dt_task(void *ctx, int64_t blk, int worker)
     const int64_t r1 = r0 + M2C_ROW_BLOCK < M ? r0 + M2C_ROW_BLOCK : M;
     const float *dt_bias = m->w[M2C_DT_BIAS];
     for (int64_t t = r0; t < r1; t++) {
-        float *row = r->xbc + t * m->C;
-        for (int64_t c = 0; c < m->C; c++)
-            row[c] = mc_cpu_silu(row[c]);
+        mc_cpu_vsilu(r->xbc + t * m->C, m->C);
         const float *raw = r->zx + t * m->proj + m->inner + m->C; /* [H] */
         float *dt = r->dt + t * m->H;
         for (int64_t h = 0; h < m->H; h++) {
@@ -94,7 +100,8 @@ static void m2c_step(const struct m2c_run *r, int64_t b, int64_t h, int64_t t, f
     const float *restrict bg = xr + m->inner + g * N;
     const float *restrict cg = xr + m->inner + m->GN + g * N;
     const float dt = r->dt[row * m->H + h];
-    const float decay = expf(dt * m->a_neg[h]);
+    float decay = dt * m->a_neg[h];
+    mc_cpu_vexp(&decay, 1); /* the chunked core's exp, so that decode and prefill share it */
     const float dskip = m->w[M2C_D][h];
     float *yo = r->hn + row * m->inner + h * P;
     for (int64_t p = 0; p < P; p++) {
@@ -110,94 +117,147 @@ static void m2c_step(const struct m2c_run *r, int64_t b, int64_t h, int64_t t, f
 }
 
 
-/* Chunked SSD of one (row b, head h) over the row's real tokens idx[0..n) (variants block above). */
+/* Chunked SSD of one (row b, head h) over the row's real tokens idx[0..n) (variants block above).
+ *
+ * Per chunk of q tokens, with a_l = A·dt_l (<= 0) and Xd = dt·x:
+ *   Y   = diag(exp(Σ_{k<=l} a_k)) · C·Sᵀ                      the entering state, decayed to each token
+ *   Y  += (C·Bᵀ ⊙ E)·Xd,  E[l][s] = exp(Σ_{k=s+1..l} a_k), s <= l    intra-chunk
+ *   S   = exp(Σ a)·S + Xdᵀ·(exp(Σ_{k=l+1..q-1} a_k) ⊙ B)         the state at the chunk end
+ * The intra-chunk product runs in row panels of M2C_PANEL tokens: panel i multiplies only the blocks
+ * left of and on the diagonal (the upper ones are zero), so at q = 256 it does 10/16 of the full
+ * product, and the mask of a block left of the diagonal is the rank-one E[l][s] = u_l·w_s with
+ * u_l = exp(Σ_{k=r0..l} a_k), w_s = exp(Σ_{k=s+1..r0-1} a_k) (r0: the panel's first token), so only
+ * the diagonal blocks exponentiate a q/P × q/P triangle. Every exponent is a sum over its own segment
+ * of same-sign terms, never a difference of two cumsums. Mathematically this is the chunk-q product;
+ * the panels change only the order of float operations (chunk_size_invariance bounds that). */
 static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float *s, float *scratch)
 {
     const struct mc_model *m = r->m;
-    const int64_t P = m->P, N = m->N, Q = r->Q, g = h / m->R;
-    const int64_t L = r->len, n = r->n_real[b];
+    const int64_t P = m->P, N = m->N, Q = r->Q, g = h / m->R, SB = m2c_panel(Q);
+    const int64_t L = r->len, n = r->n_real[b], C = m->C;
     const int64_t *idx = r->idx + b * L;
     const float a_h = m->a_neg[h], dskip = m->w[M2C_D][h];
+    /* a row without padding reads B and C in place (token l is row l); otherwise they are gathered */
+    const int in_place = n == L;
 
-    float *E = scratch;        /* [Q][Q] segsum exponents, then exp */
-    float *Gm = E + Q * Q;     /* [Q][Q] C·Bᵀ, then masked by exp(E) */
-    float *Xd = Gm + Q * Q;    /* [Q][P] dt·x */
-    float *Bc = Xd + Q * P;    /* [Q][N] */
-    float *Cc = Bc + Q * N;    /* [Q][N] */
-    float *Bs = Cc + Q * N;    /* [Q][N] B scaled by the decay to the chunk end */
-    float *Y = Bs + Q * N;     /* [Q][P] */
-    float *acum = Y + Q * P;   /* [Q] inclusive cumsum of a */
-    float *av = acum + Q;      /* [Q] a = A·dt per token */
+    float *Pm = scratch;    /* [SB][Q] the masked C·Bᵀ of one panel */
+    float *Gp = Pm + SB * Q; /* [SB][Q] C·Bᵀ of one panel, when not shared */
+    float *Xd = Gp + SB * Q; /* [Q][P] dt·x */
+    float *Bg = Xd + Q * P; /* [Q][N] gathered B */
+    float *Cg = Bg + Q * N; /* [Q][N] gathered C */
+    float *Bs = Cg + Q * N; /* [Q][N] B scaled by the decay to the chunk end */
+    float *Y = Bs + Q * N;  /* [Q][P] */
+    float *ea = Y + Q * P;  /* [Q] exp(Σ_{k<=l} a_k) */
+    float *av = ea + Q;     /* [Q] a_l */
+    float *seg = av + Q;    /* [Q] segment sums of one row of a diagonal block */
+    float *w = seg + Q;     /* [Q] w_s of the current panel */
+    float *sfx = w + Q;     /* [Q] exp(Σ_{k=l+1..q-1} a_k) */
+    float *u = sfx + Q;     /* [Q] u_l of the current panel */
 
     for (int64_t c0 = 0; c0 < n; c0 += Q) {
         const int64_t q = n - c0 < Q ? n - c0 : Q;
+        const float *Bc = Bg, *Cc = Cg;
+        int64_t ld = N;
+        if (in_place) {
+            Bc = r->xbc + (b * L + c0) * C + m->inner + g * N;
+            Cc = Bc + m->GN;
+            ld = C;
+        }
         /* gather the chunk's rows */
-        float run = 0.0f;
         for (int64_t l = 0; l < q; l++) {
             const int64_t row = b * L + idx[c0 + l];
-            const float *xr = r->xbc + row * m->C;
+            const float *xr = r->xbc + row * C;
             const float dt = r->dt[row * m->H + h];
             const float *restrict xh = xr + h * P;
             float *restrict xd = Xd + l * P;
             for (int64_t p = 0; p < P; p++)
                 xd[p] = xh[p] * dt;
-            memcpy(Bc + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
-            memcpy(Cc + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
-            av[l] = a_h * dt;
-            run += av[l];
-            acum[l] = run;
-        }
-        /* stable masked segsum, exponentiated: E[l][s] = exp(Σ_{k=s+1..l} a_k) for s <= l, summed from
-         * the diagonal leftwards (no difference of cumsums) */
-        for (int64_t l = 0; l < q; l++) {
-            float *restrict el = E + l * q;
-            float acc = 0.0f;
-            el[l] = 1.0f;
-            for (int64_t s2 = l - 1; s2 >= 0; s2--) {
-                acc += av[s2 + 1];
-                el[s2] = expf(acc);
+            if (!in_place) {
+                memcpy(Bg + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
+                memcpy(Cg + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
             }
+            av[l] = a_h * dt;
         }
-        /* G = Cc·Bcᵀ [q][q] (shared by the heads of a group when precomputed), masked:
-         * G[l][s] *= exp(E[l][s]) for s <= l, 0 above */
-        const float *gsrc = Gm;
-        if (r->gram)
-            gsrc = r->gram + r->gram_off[b] + (g * ((n + Q - 1) / Q) + c0 / Q) * Q * Q;
-        else
-            mc_cpu_sgemm(0, 1, q, q, N, 1.0f, Cc, N, Bc, N, 0.0f, Gm, q);
+        /* prefix and suffix sums of a (same-sign terms), then their exps */
+        float run = 0.0f;
         for (int64_t l = 0; l < q; l++) {
-            float *restrict gl = Gm + l * q;
-            const float *restrict el = E + l * q;
-            const float *gs = gsrc + l * q;
-            for (int64_t s2 = 0; s2 <= l; s2++)
-                gl[s2] = gs[s2] * el[s2];
-            for (int64_t s2 = l + 1; s2 < q; s2++)
-                gl[s2] = 0.0f;
+            run += av[l];
+            ea[l] = run;
         }
-        /* state -> output: Y = (Cc·Sᵀ) scaled by exp(acum[l]) per row */
-        mc_cpu_sgemm(0, 1, q, P, N, 1.0f, Cc, N, s, N, 0.0f, Y, P);
+        run = 0.0f;
+        for (int64_t l = q - 1; l >= 0; l--) {
+            sfx[l] = run;
+            run += av[l];
+        }
+        mc_cpu_vexp(ea, q);
+        mc_cpu_vexp(sfx, q);
+        /* state -> output: Y = (Cc·Sᵀ) scaled by exp(Σ_{k<=l} a_k) per row */
+        mc_cpu_sgemm(0, 1, q, P, N, 1.0f, Cc, ld, s, N, 0.0f, Y, P);
         for (int64_t l = 0; l < q; l++) {
-            const float f = expf(acum[l]);
+            const float f = ea[l];
             float *restrict yl = Y + l * P;
             for (int64_t p = 0; p < P; p++)
                 yl[p] *= f;
         }
-        /* intra-chunk: Y += Gmasked·Xd */
-        mc_cpu_sgemm(0, 0, q, P, q, 1.0f, Gm, q, Xd, P, 1.0f, Y, P);
-        /* chunk state and inter-chunk step: S = exp(acum[q-1])·S + Xdᵀ·(decay_to_end ⊙ Bc) */
-        const float *elast = E + (q - 1) * q; /* exp(Σ_{k=l+1..q-1} a_k) */
+        /* intra-chunk, panel by panel: Y[r0..r1) += Pm · Xd[0..r1) */
+        const float *gram = r->gram ? r->gram + r->gram_off[b] + (g * ((n + Q - 1) / Q) + c0 / Q) * Q * Q : NULL;
+        for (int64_t r0 = 0; r0 < q; r0 += SB) {
+            const int64_t r1 = r0 + SB < q ? r0 + SB : q, nr = r1 - r0;
+            const float *G = Gp;
+            int64_t ldg = r1;
+            if (gram) {
+                G = gram + r0 * q;
+                ldg = q;
+            } else {
+                mc_cpu_sgemm(0, 1, nr, r1, N, 1.0f, Cc + r0 * ld, ld, Bc, ld, 0.0f, Gp, r1);
+            }
+            if (r0 > 0) {
+                float acc = 0.0f;
+                w[r0 - 1] = 0.0f;
+                for (int64_t s2 = r0 - 2; s2 >= 0; s2--) {
+                    acc += av[s2 + 1];
+                    w[s2] = acc;
+                }
+                acc = 0.0f;
+                for (int64_t l = 0; l < nr; l++) {
+                    acc += av[r0 + l];
+                    u[l] = acc;
+                }
+                mc_cpu_vexp(w, r0);
+                mc_cpu_vexp(u, nr);
+            }
+            for (int64_t l = 0; l < nr; l++) {
+                float *restrict pl = Pm + l * r1;
+                const float *restrict gl = G + l * ldg;
+                const float ul = u[l];
+                for (int64_t s2 = 0; s2 < r0; s2++) /* left of the diagonal block: rank-one mask */
+                    pl[s2] = gl[s2] * (ul * w[s2]);
+                /* the diagonal block: the stable segsum row, seg[s] of row l = seg[s] of row l-1 + a_l */
+                const float al = av[r0 + l];
+                for (int64_t s2 = 0; s2 < l; s2++)
+                    seg[s2] += al;
+                seg[l] = 0.0f;
+                mc_cpu_vexp_to(seg, pl + r0, l + 1);
+                for (int64_t s2 = r0; s2 <= r0 + l; s2++)
+                    pl[s2] *= gl[s2];
+                for (int64_t s2 = r0 + l + 1; s2 < r1; s2++)
+                    pl[s2] = 0.0f;
+            }
+            mc_cpu_sgemm(0, 0, nr, P, r1, 1.0f, Pm, r1, Xd, P, 1.0f, Y + r0 * P, P);
+        }
+        /* chunk state and inter-chunk step: S = exp(Σ a)·S + Xdᵀ·(decay_to_end ⊙ Bc) */
         for (int64_t l = 0; l < q; l++) {
-            const float f = elast[l];
-            const float *restrict bl = Bc + l * N;
+            const float f = sfx[l];
+            const float *restrict bl = Bc + l * ld;
             float *restrict bsl = Bs + l * N;
             for (int64_t k = 0; k < N; k++)
                 bsl[k] = bl[k] * f;
         }
-        mc_cpu_sgemm(1, 0, P, N, q, 1.0f, Xd, P, Bs, N, expf(acum[q - 1]), s, N);
+        mc_cpu_sgemm(1, 0, P, N, q, 1.0f, Xd, P, Bs, N, ea[q - 1], s, N);
         /* D skip and scatter to the token rows */
         for (int64_t l = 0; l < q; l++) {
             const int64_t row = b * L + idx[c0 + l];
-            const float *restrict xh = r->xbc + row * m->C + h * P;
+            const float *restrict xh = r->xbc + row * C + h * P;
             const float *restrict yl = Y + l * P;
             float *restrict yo = r->hn + row * m->inner + h * P;
             for (int64_t p = 0; p < P; p++)
@@ -206,29 +266,51 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float 
     }
 }
 
+/* Chunks of row b that run the chunked core (and so have Gram matrices): none for a row of at most
+ * one real token, which takes the direct step. The forward's gram_off layout counts the same way. */
+static int64_t m2c_row_chunks(const struct m2c_run *r, int64_t b)
+{
+    return r->n_real[b] > 1 ? (r->n_real[b] + r->Q - 1) / r->Q : 0;
+}
+
 /* Gram task: C·Bᵀ of one (row, group, chunk), over the row's real tokens; task numbers run over
- * rows, then groups, then chunks. */
+ * rows, then groups, then chunks. Only the panels m2c_chunk_core reads are computed: the blocks left
+ * of and on the diagonal (the rest of the q×q matrix is never read). */
 static void m2c_gram_task(void *ctx, int64_t task, int worker)
 {
     const struct m2c_run *r = ctx;
     const struct mc_model *m = r->m;
-    const int64_t N = m->N, Q = r->Q, L = r->len;
+    const int64_t N = m->N, Q = r->Q, L = r->len, SB = m2c_panel(Q);
     int64_t b = 0, rest = task;
     for (;; b++) {
-        const int64_t per_row = m->G * ((r->n_real[b] + Q - 1) / Q);
+        const int64_t per_row = m->G * m2c_row_chunks(r, b);
         if (rest < per_row)
             break;
         rest -= per_row;
     }
-    const int64_t n = r->n_real[b], nch = (n + Q - 1) / Q, g = rest / nch, c = rest % nch;
+    const int64_t n = r->n_real[b], nch = m2c_row_chunks(r, b), g = rest / nch, c = rest % nch;
     const int64_t c0 = c * Q, q = n - c0 < Q ? n - c0 : Q;
-    float *Bc = r->scratch + (size_t)worker * r->scratch_elems, *Cc = Bc + Q * N;
-    for (int64_t l = 0; l < q; l++) {
-        const float *xr = r->xbc + (b * L + r->idx[b * L + c0 + l]) * m->C;
-        memcpy(Bc + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
-        memcpy(Cc + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
+    const float *Bc, *Cc;
+    int64_t ld = N;
+    if (n == L) { /* no padding: read in place, as m2c_chunk_core does */
+        Bc = r->xbc + (b * L + c0) * m->C + m->inner + g * N;
+        Cc = Bc + m->GN;
+        ld = m->C;
+    } else {
+        float *Bg = r->scratch + (size_t)worker * r->scratch_elems, *Cg = Bg + Q * N;
+        for (int64_t l = 0; l < q; l++) {
+            const float *xr = r->xbc + (b * L + r->idx[b * L + c0 + l]) * m->C;
+            memcpy(Bg + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
+            memcpy(Cg + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
+        }
+        Bc = Bg;
+        Cc = Cg;
     }
-    mc_cpu_sgemm(0, 1, q, q, N, 1.0f, Cc, N, Bc, N, 0.0f, r->gram + r->gram_off[b] + (g * nch + c) * Q * Q, q);
+    float *gram = r->gram + r->gram_off[b] + (g * nch + c) * Q * Q;
+    for (int64_t r0 = 0; r0 < q; r0 += SB) {
+        const int64_t r1 = r0 + SB < q ? r0 + SB : q;
+        mc_cpu_sgemm(0, 1, r1 - r0, r1, N, 1.0f, Cc + r0 * ld, ld, Bc, ld, 0.0f, gram + r0 * q, q);
+    }
 }
 
 static void m2c_core_task(void *ctx, int64_t task, int worker)
@@ -261,12 +343,11 @@ static void m2c_norm_task(void *ctx, int64_t blk, int worker)
             memset(row, 0, (size_t)inner * sizeof *row);
             continue;
         }
+        mc_cpu_vmul_silu(row, z, inner); /* gate: row · silu(z) */
         for (int64_t j0 = 0; j0 < inner; j0 += gs) {
             float ss = 0.0f;
-            for (int64_t i = j0; i < j0 + gs; i++) {
-                row[i] = row[i] * mc_cpu_silu(z[i]);
+            for (int64_t i = j0; i < j0 + gs; i++)
                 ss += row[i] * row[i];
-            }
             const float rstd = 1.0f / sqrtf(ss / (float)gs + m->eps);
             for (int64_t i = j0; i < j0 + gs; i++)
                 row[i] = row[i] * rstd * w_norm[i];

@@ -23,6 +23,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "stream.h"
 
 #define SCC_WHO "shortconv cpu"
 #define SCC_MAX_DIM 65536
@@ -249,6 +250,23 @@ cleanup:
     return st;
 }
 
+/* The ops forward: scc_forward in blocks of MC_CPU_STREAM_TOKENS tokens (stream.h). */
+static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struct mc_cache *cache,
+                                                   const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return scc_forward(model, cache, args, msg);
+    const struct mc_cpu_stream_spec spec = {
+        .forward = scc_forward,
+        .hidden = model->D,
+        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
+        .cache_shape = &model->cache_shape,
+        .block = mc_cpu_stream_tokens(1),
+        .who = SCC_WHO,
+    };
+    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+}
+
 /* ---- the core alone (cpu.h: mc_cpu_shortconv_core) -------------------------------------------- */
 
 enum mc_backend_status mc_cpu_shortconv_core(const struct mc_cpu_shortconv_core_args *a, struct mc_msg *msg)
@@ -303,7 +321,7 @@ static const struct mc_backend_ops scc_ops = {
     .cache_free = scc_cache_free,
     .cache_export = scc_cache_export,
     .cache_import = scc_cache_import,
-    .forward = scc_forward,
+    .forward = scc_forward_streamed,
 };
 
 const struct mc_backend_ops *mc_cpu_shortconv_ops(void)

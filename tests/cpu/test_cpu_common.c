@@ -4,8 +4,13 @@
  *     special values, boundaries, subnormals and random bit patterns;
  *   - the parallel-for runs every task exactly once for any thread count; thread-count resolution;
  *   - the fused causal conv against a plain loop written from mixers.md §0.4, with masks, bias and
- *     SiLU, as successive segments.
+ *     SiLU, as successive segments;
+ *   - the array exp / SiLU / sigmoid (vmath.h) against double libm: a strided sweep of every float in
+ *     [-104, 89] plus random ones and the special values, the measured worst error printed; and each
+ *     element's result independent of its position and of the call's length (the kernels' thread-count
+ *     determinism rests on it).
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +25,7 @@
 #include "common.h"
 #include "cpu_testutil.h"
 #include "dtype.h"
+#include "vmath.h"
 
 static float bits_f32(uint32_t u)
 {
@@ -190,12 +196,213 @@ static void test_conv_row(void **state)
     }
 }
 
+/* ---- vmath ---------------------------------------------------------------------------------- */
+
+#define VM_REL_BOUND 0x1p-22 /* vmath.h's promise for exp where the result is a normal float */
+
+/* Error of got against the exact want in units of the last place of want rounded to f32 (a normal
+ * float: the caller checks). */
+static double ulps(float got, double want)
+{
+    int e;
+    frexp(want, &e);
+    return fabs((double)got - want) / ldexp(1.0, e - 24);
+}
+
+/* Accumulates the worst exp error over a block of inputs; returns the count of normal results. */
+struct vm_worst {
+    double rel, ulp;
+    float at;
+    long normal;
+};
+
+static void vexp_check_block(const float *in, const float *out, int64_t n, struct vm_worst *w)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double want = exp((double)in[i]);
+        if (want > FLT_MAX) {
+            if (!(isinf(out[i]) && out[i] > 0))
+                fail_msg("exp(%a) = %a, want +inf", (double)in[i], (double)out[i]);
+        } else if (want < FLT_MIN) { /* flushed to +0, or a hair under FLT_MIN at the boundary */
+            if (!(out[i] >= 0.0f && out[i] < FLT_MIN * 1.0001f) || signbit(out[i]))
+                fail_msg("exp(%a) = %a, want +0 or about FLT_MIN (exact %a)", (double)in[i], (double)out[i], want);
+        } else {
+            const double rel = fabs((double)out[i] - want) / want, u = ulps(out[i], want);
+            if (!(rel <= VM_REL_BOUND))
+                fail_msg("exp(%a) = %a, exact %a: relative error %g > 2^-22", (double)in[i], (double)out[i], want, rel);
+            if (rel > w->rel)
+                w->rel = rel, w->at = in[i];
+            if (u > w->ulp)
+                w->ulp = u;
+            w->normal++;
+        }
+    }
+}
+
+static void test_vexp(void **state)
+{
+    (void)state;
+    enum { BLK = 4096 };
+    static float in[BLK], out[BLK];
+    struct vm_worst w = {0};
+    /* every 257th float of [-104, 89] by bit pattern (about 8.7M), both signs walked from 0 outwards */
+    const uint32_t stride = 257, lim[2] = {0x42b20000u /* 89 */, 0x42d00000u /* 104, negated below */};
+    for (int neg = 0; neg < 2; neg++) {
+        for (uint32_t b = 0; b <= lim[neg];) {
+            int64_t k = 0;
+            for (; k < BLK && b <= lim[neg]; k++, b += stride)
+                in[k] = neg ? -bits_f32(b) : bits_f32(b);
+            mc_cpu_vexp_to(in, out, k);
+            vexp_check_block(in, out, k, &w);
+        }
+    }
+    /* random floats of the range, and the neighbourhood of the edges and of n = 128 */
+    struct tu_lcg g = {2024};
+    for (int rep = 0; rep < 256; rep++) {
+        for (int k = 0; k < BLK; k++)
+            in[k] = (float)(-104.0 + 193.0 * (tu_lcg_next(&g) * 0.5 + 0.5));
+        memcpy(out, in, sizeof out);
+        mc_cpu_vexp(out, BLK);
+        vexp_check_block(in, out, BLK, &w);
+    }
+    static const float edges[] = {88.72f, 0x1.62e42ep+6f, 0x1.62e42cp+6f, 0x1.62e430p+6f, 88.3762626f, 88.3762665f,
+                                  88.0f, -87.0f, -87.3365f, -0x1.5d589ep+6f, -0x1.5d58a0p+6f, -87.5f, -88.0f,
+                                  -103.9f, 0.34657359f, -0.34657359f, 1e-7f, -1e-7f, 1.0f, -1.0f, 10.0f, -10.0f};
+    const int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
+    mc_cpu_vexp_to(edges, out, n_edges);
+    vexp_check_block(edges, out, n_edges, &w);
+    assert_true(out[1] < INFINITY && out[1] > 3.4e38f); /* exp of the largest x with a finite result */
+    assert_true(isinf(out[3]));
+    assert_true(out[9] >= FLT_MIN * 0.9999f && out[10] == 0.0f);
+    print_message("vexp: %ld normal results, max relative error %.3g (2^%.2f) at x = %a, max %.3f ulp\n", w.normal,
+                  w.rel, log2(w.rel), (double)w.at, w.ulp);
+    assert_true(w.ulp <= 2.0);
+
+    /* special values: exact 1 at ±0 and for tiny x, the infinities, NaN */
+    static const float sp[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 0x1p-149f, -0x1p-149f, INFINITY, -INFINITY, NAN, -NAN,
+                               1e30f, -1e30f, FLT_MAX, -FLT_MAX};
+    float so[sizeof sp / sizeof sp[0]];
+    mc_cpu_vexp_to(sp, so, (int64_t)(sizeof sp / sizeof sp[0]));
+    for (int i = 0; i < 6; i++)
+        assert_true(so[i] == 1.0f);
+    assert_true(isinf(so[6]) && so[6] > 0);
+    assert_true(so[7] == 0.0f && !signbit(so[7]));
+    assert_true(isnan(so[8]) && isnan(so[9]));
+    assert_true(isinf(so[10]) && so[10] > 0 && so[12] == INFINITY);
+    assert_true(so[11] == 0.0f && so[13] == 0.0f);
+    mc_cpu_vexp(so, 0); /* n == 0: nothing */
+    assert_true(so[0] == 1.0f);
+}
+
+/* silu / sigmoid / x·silu(z) against double over [-100, 100]: relative error bounded (the exp's error
+ * and three roundings) where exp(-v) is finite; beyond, the exact value is below 1e-36 and the result
+ * is -0 / +0. */
+static void test_vsilu(void **state)
+{
+    (void)state;
+    enum { NV = 400001 };
+    float *v = malloc(NV * sizeof *v), *s = malloc(NV * sizeof *s), *sg = malloc(NV * sizeof *sg);
+    float *xs = malloc(NV * sizeof *xs), *z = malloc(NV * sizeof *z);
+    assert_non_null(v && s && sg && xs && z);
+    struct tu_lcg g = {99};
+    for (int i = 0; i < NV; i++) {
+        v[i] = (float)(-100.0 + 200.0 * i / (NV - 1));
+        z[i] = (float)(tu_lcg_next(&g) * 4.0);
+    }
+    memcpy(s, v, NV * sizeof *s);
+    memcpy(xs, z, NV * sizeof *xs);
+    mc_cpu_vsilu(s, NV);
+    mc_cpu_vsigmoid_to(v, sg, NV);
+    mc_cpu_vmul_silu(xs, v, NV); /* z · silu(v) */
+    double worst_silu = 0, worst_sig = 0, worst_mul = 0;
+    for (int i = 0; i < NV; i++) {
+        const double x = v[i], sig = 1.0 / (1.0 + exp(-x)), silu = x * sig, mul = (double)z[i] * silu;
+        if (x < -87.0) {
+            assert_true(fabs(s[i]) <= 1e-35f && fabs(sg[i]) <= 1e-36f && fabs(xs[i]) <= 1e-35f);
+            continue;
+        }
+        if (silu != 0.0)
+            worst_silu = fmax(worst_silu, fabs(s[i] - silu) / fabs(silu));
+        else
+            assert_true(s[i] == 0.0f);
+        worst_sig = fmax(worst_sig, fabs(sg[i] - sig) / sig);
+        if (mul != 0.0)
+            worst_mul = fmax(worst_mul, fabs(xs[i] - mul) / fabs(mul));
+    }
+    print_message("vsilu: max relative error %.3g (2^%.2f); vsigmoid %.3g; vmul_silu %.3g\n", worst_silu,
+                  log2(worst_silu), worst_sig, worst_mul);
+    assert_true(worst_silu <= 0x1p-21 && worst_sig <= 0x1p-21 && worst_mul <= 0x1p-21);
+    static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+    float so[5];
+    memcpy(so, sp, sizeof so);
+    mc_cpu_vsilu(so, 5);
+    assert_true(so[0] == 0.0f && !signbit(so[0]) && so[1] == 0.0f && signbit(so[1]));
+    assert_true(so[2] == INFINITY && isnan(so[3]) && isnan(so[4])); /* -inf·sigmoid(-inf): NaN, as torch */
+    free(v);
+    free(s);
+    free(sg);
+    free(xs);
+    free(z);
+}
+
+/* dst[0..len) = function fn of src (fn 0 exp, 1 SiLU, 2 sigmoid), or for fn 3 z · silu(src), through
+ * the in-place form where there is one. */
+static void vm_apply(int fn, const float *src, const float *z, float *dst, int64_t len)
+{
+    if (fn == 2) {
+        mc_cpu_vsigmoid_to(src, dst, len);
+        return;
+    }
+    memcpy(dst, fn == 3 ? z : src, (size_t)len * sizeof *dst);
+    if (fn == 0)
+        mc_cpu_vexp(dst, len);
+    else if (fn == 1)
+        mc_cpu_vsilu(dst, len);
+    else
+        mc_cpu_vmul_silu(dst, src, len);
+}
+
+/* One element's result does not depend on where it sits in the array or on the call's length (vector
+ * body, masked or scalar tail): compared bitwise with one-element calls. */
+static void test_vmath_position(void **state)
+{
+    (void)state;
+    enum { NP = 300 };
+    float src[NP], z[NP], one[NP], a[NP + 16], b[NP];
+    struct tu_lcg g = {5};
+    for (int i = 0; i < NP; i++) {
+        src[i] = (float)(tu_lcg_next(&g) * 110.0);
+        z[i] = (float)(tu_lcg_next(&g) * 3.0);
+    }
+    for (int fn = 0; fn < 4; fn++) {
+        for (int i = 0; i < NP; i++)
+            vm_apply(fn, src + i, z + i, one + i, 1);
+        for (int off = 0; off < 16; off += 3) {
+            for (int len = 1; len <= NP - 40; len += len < 70 ? 1 : 37) {
+                for (int st = 0; st + len <= NP; st += 41) {
+                    vm_apply(fn, src + st, z + st, a + off, len);
+                    if (memcmp(a + off, one + st, (size_t)len * sizeof *a) != 0)
+                        fail_msg("function %d: offset %d, length %d, start %d differs from one-element calls", fn,
+                                 off, len, st);
+                }
+            }
+        }
+    }
+    mc_cpu_vexp_to(src, b, NP);
+    memcpy(a, src, sizeof src);
+    mc_cpu_vexp(a, NP);
+    assert_memory_equal(a, b, sizeof b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conversions),
         cmocka_unit_test(test_parallel_for),
         cmocka_unit_test(test_conv_row),
+        cmocka_unit_test(test_vexp),
+        cmocka_unit_test(test_vsilu),
+        cmocka_unit_test(test_vmath_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
