@@ -332,18 +332,29 @@ void mc_cpu_linear(int64_t m, int64_t out, int64_t in, const float *x, int64_t l
 }
 
 struct mc_cpu_linear_job {
-    int64_t m, out, in, ldx, ldy, col_tiles;
+    int64_t m, out, in, ldx, ldy, col_tiles, tile_rows, tile_cols;
     const float *x, *w, *bias;
     float *y;
 };
+
+/* Tile width for `n` outputs: the fewest tiles of at most `max` (an even count, so two workers get
+ * equal shares), each a multiple of 16 floats wide; depends on the shape only, never on the threads. */
+static int64_t mc_cpu_tile_width(int64_t n, int64_t max)
+{
+    int64_t tiles = (n + max - 1) / max;
+    if (tiles > 1 && tiles % 2)
+        tiles++;
+    const int64_t w = (n + tiles - 1) / tiles;
+    return (w + 15) / 16 * 16;
+}
 
 static void mc_cpu_linear_tile_task(void *ctx, int64_t task, int worker)
 {
     (void)worker;
     const struct mc_cpu_linear_job *j = ctx;
-    const int64_t r0 = task / j->col_tiles * MC_CPU_LINEAR_TILE, c0 = task % j->col_tiles * MC_CPU_LINEAR_TILE;
-    const int64_t mr = j->m - r0 < MC_CPU_LINEAR_TILE ? j->m - r0 : MC_CPU_LINEAR_TILE;
-    const int64_t nc = j->out - c0 < MC_CPU_LINEAR_TILE ? j->out - c0 : MC_CPU_LINEAR_TILE;
+    const int64_t r0 = task / j->col_tiles * j->tile_rows, c0 = task % j->col_tiles * j->tile_cols;
+    const int64_t mr = j->m - r0 < j->tile_rows ? j->m - r0 : j->tile_rows;
+    const int64_t nc = j->out - c0 < j->tile_cols ? j->out - c0 : j->tile_cols;
     mc_cpu_linear(mr, nc, j->in, j->x + r0 * j->ldx, j->ldx, j->w + c0 * j->in, j->bias ? j->bias + c0 : NULL,
                   j->y + r0 * j->ldy + c0, j->ldy);
 }
@@ -355,8 +366,10 @@ void mc_cpu_linear_tiled(int64_t m, int64_t out, int64_t in, const float *x, int
         return;
     struct mc_cpu_linear_job j = {.m = m, .out = out, .in = in, .ldx = ldx, .ldy = ldy, .x = x, .w = w,
                                   .bias = bias, .y = y};
-    j.col_tiles = (out + MC_CPU_LINEAR_TILE - 1) / MC_CPU_LINEAR_TILE;
-    const int64_t row_tiles = (m + MC_CPU_LINEAR_TILE - 1) / MC_CPU_LINEAR_TILE;
+    j.tile_rows = MC_CPU_LINEAR_TILE;
+    j.tile_cols = mc_cpu_tile_width(out, MC_CPU_LINEAR_TILE);
+    j.col_tiles = (out + j.tile_cols - 1) / j.tile_cols;
+    const int64_t row_tiles = (m + j.tile_rows - 1) / j.tile_rows;
     mc_cpu_parallel_for(row_tiles * j.col_tiles, mc_cpu_linear_tile_task, &j, n_threads);
 }
 

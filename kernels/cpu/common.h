@@ -192,10 +192,12 @@ void mc_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t kd, fl
 void mc_cpu_linear(int64_t m, int64_t out, int64_t in, const float *x, int64_t ldx, const float *w,
                    const float *bias, float *y, int64_t ldy);
 
-/* mc_cpu_linear split into fixed MC_CPU_LINEAR_TILE × MC_CPU_LINEAR_TILE output tiles run by
- * mc_cpu_parallel_for on n_threads threads, each tile one single sgemm: the kernels' GEMMs scale with
- * their own threads while OpenBLAS runs single-threaded (see "Threads" above). The tiling does not
- * depend on n_threads, so neither do the bits. */
+/* mc_cpu_linear split into output tiles run by mc_cpu_parallel_for on n_threads threads, each tile
+ * one single sgemm: the kernels' GEMMs scale with their own threads while OpenBLAS runs
+ * single-threaded (see "Threads" above). Tiles are at most MC_CPU_LINEAR_TILE rows; the outputs are
+ * cut into the fewest tiles of at most MC_CPU_LINEAR_TILE columns, an even count of multiples of 16
+ * wide (out_proj 768 → 2 × 384 rather than 512 + 256, so two workers get equal shares). The tiling
+ * depends on the shape only, never on n_threads, so neither do the bits. */
 #define MC_CPU_LINEAR_TILE 512
 void mc_cpu_linear_tiled(int64_t m, int64_t out, int64_t in, const float *x, int64_t ldx, const float *w,
                          const float *bias, float *y, int64_t ldy, int n_threads);

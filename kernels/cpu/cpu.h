@@ -31,7 +31,10 @@ const struct mc_backend_ops *mc_cpu_gdn_ops(void);
  * conversion. `window` and `state` are in/out, so consecutive calls continue one sequence; a NULL
  * window starts from zeros and is not kept. Shapes are checked (MC_BACKEND_INVALID with a message),
  * allocation failure is MC_BACKEND_NOMEM; nothing prints. Results do not depend on `threads`
- * (0 = mc_cpu_threads_resolve's default).
+ * (0 = mc_cpu_threads_resolve's default). A call longer than the streaming block (stream.h:
+ * mc_cpu_stream_tokens) runs each row in blocks of that many tokens on its carried window and state,
+ * so scratch scales with the block, not B·L; a failure in a later block leaves window and state
+ * advanced to the blocks before it (the cores are a timing entry, not the backend interface).
  */
 
 /* Mamba2: conv + SiLU over x | B | C, then the scan of every (row, head) — the sequential scan, or the
