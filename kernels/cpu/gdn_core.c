@@ -82,37 +82,22 @@ static void gdnc_core_task(void *ctx, int64_t task, int worker)
         mc_gdn_chunk_run(&ca, work);
 }
 
-/* The core over L > T tokens (T: stream.h's block length): each row on its own, in blocks of T
- * tokens on its carried window and state, so the conv output scales with T, not B·L. The arguments
- * were checked whole by the caller. */
-static enum mc_backend_status gdnc_core_blocks(const struct mc_cpu_gdn_core_args *a, int64_t T, struct mc_msg *msg)
+/* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
+static enum mc_backend_status gdnc_core_block(const void *args, int64_t b, int64_t t0, int64_t n, float *window,
+                                              struct mc_msg *msg)
 {
-    const int64_t B = a->batch, L = a->len, Hv = a->value_heads, K = a->conv_kernel;
-    const int64_t C = 2 * a->key_heads * a->key_dim + Hv * a->value_dim, width = Hv * a->value_dim;
-    float *window = a->window, *tmp = NULL;
-    if (a->conv_weight && !window) {
-        tmp = window = calloc((size_t)(B * K * C), sizeof *window);
-        if (!tmp)
-            return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "gdn cpu core: out of memory for B=%lld L=%lld", (long long)B,
-                               (long long)L);
-    }
-    enum mc_backend_status st = MC_BACKEND_OK;
-    for (int64_t b = 0; b < B && st == MC_BACKEND_OK; b++)
-        for (int64_t t0 = 0; t0 < L && st == MC_BACKEND_OK; t0 += T) {
-            struct mc_cpu_gdn_core_args blk = *a;
-            const int64_t row = b * L + t0;
-            blk.batch = 1;
-            blk.len = L - t0 < T ? L - t0 : T;
-            blk.qkv = a->qkv + row * C;
-            blk.g = a->g + row * Hv;
-            blk.beta = a->beta + row * Hv;
-            blk.o = a->o + row * width;
-            blk.state = a->state + b * Hv * a->key_dim * a->value_dim;
-            blk.window = window ? window + b * K * C : NULL;
-            st = mc_cpu_gdn_core(&blk, msg);
-        }
-    free(tmp);
-    return st;
+    const struct mc_cpu_gdn_core_args *a = args;
+    const int64_t Hv = a->value_heads, C = 2 * a->key_heads * a->key_dim + Hv * a->value_dim, row = b * a->len + t0;
+    struct mc_cpu_gdn_core_args blk = *a;
+    blk.batch = 1;
+    blk.len = n;
+    blk.qkv = a->qkv + row * C;
+    blk.g = a->g + row * Hv;
+    blk.beta = a->beta + row * Hv;
+    blk.o = a->o + row * Hv * a->value_dim;
+    blk.state = a->state + b * Hv * a->key_dim * a->value_dim;
+    blk.window = window;
+    return mc_cpu_gdn_core(&blk, msg);
 }
 
 enum mc_backend_status mc_cpu_gdn_core(const struct mc_cpu_gdn_core_args *a, struct mc_msg *msg)
@@ -132,7 +117,9 @@ enum mc_backend_status mc_cpu_gdn_core(const struct mc_cpu_gdn_core_args *a, str
                            (long long)a->conv_kernel, (long long)a->chunk);
     const int64_t block = mc_cpu_stream_tokens(a->chunk > 0 ? a->chunk : GDNC_DEFAULT_CHUNK);
     if (a->len > block)
-        return gdnc_core_blocks(a, block, msg);
+        return mc_cpu_core_blocks(a, a->batch, a->len, block, a->window,
+                                  (size_t)(a->conv_kernel * (2 * a->key_heads * a->key_dim + a->value_heads * a->value_dim)),
+                                  a->conv_weight != NULL, gdnc_core_block, "gdn cpu core", msg);
     struct gdnc_run f = {.a = a};
     const int64_t B = a->batch, L = a->len, K = a->conv_kernel;
     f.C = 2 * a->key_heads * a->key_dim + a->value_heads * a->value_dim;

@@ -401,36 +401,22 @@ static void m1c_core_conv_task(void *ctx, int64_t b, int worker)
                     cc->xc + b * L * I, I);
 }
 
-/* The core over L > T tokens (T: stream.h's block length): each row on its own, in blocks of T
- * tokens on its carried window and state, so the conv output scales with T, not B·L. The arguments
- * were checked whole by the caller. */
-static enum mc_backend_status m1c_core_blocks(const struct mc_cpu_mamba1_core_args *a, int64_t T, struct mc_msg *msg)
+/* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
+static enum mc_backend_status m1c_core_block(const void *args, int64_t b, int64_t t0, int64_t n, float *window,
+                                             struct mc_msg *msg)
 {
-    const int64_t B = a->batch, L = a->len, I = a->channels, N = a->state_size, K = a->conv_kernel;
-    float *window = a->window, *tmp = NULL;
-    if (a->conv_weight && !window) {
-        tmp = window = calloc((size_t)(B * K * I), sizeof *window);
-        if (!tmp)
-            return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu core: out of memory for B=%lld L=%lld",
-                               (long long)B, (long long)L);
-    }
-    enum mc_backend_status st = MC_BACKEND_OK;
-    for (int64_t b = 0; b < B && st == MC_BACKEND_OK; b++)
-        for (int64_t t0 = 0; t0 < L && st == MC_BACKEND_OK; t0 += T) {
-            struct mc_cpu_mamba1_core_args blk = *a;
-            const int64_t row = b * L + t0;
-            blk.batch = 1;
-            blk.len = L - t0 < T ? L - t0 : T;
-            blk.x = a->x + row * I;
-            blk.delta = a->delta + row * I;
-            blk.bc = a->bc + row * 2 * N;
-            blk.y = a->y + row * I;
-            blk.state = a->state + b * I * N;
-            blk.window = window ? window + b * K * I : NULL;
-            st = mc_cpu_mamba1_core(&blk, msg);
-        }
-    free(tmp);
-    return st;
+    const struct mc_cpu_mamba1_core_args *a = args;
+    const int64_t I = a->channels, N = a->state_size, row = b * a->len + t0;
+    struct mc_cpu_mamba1_core_args blk = *a;
+    blk.batch = 1;
+    blk.len = n;
+    blk.x = a->x + row * I;
+    blk.delta = a->delta + row * I;
+    blk.bc = a->bc + row * 2 * N;
+    blk.y = a->y + row * I;
+    blk.state = a->state + b * I * N;
+    blk.window = window;
+    return mc_cpu_mamba1_core(&blk, msg);
 }
 
 enum mc_backend_status mc_cpu_mamba1_core(const struct mc_cpu_mamba1_core_args *a, struct mc_msg *msg)
@@ -447,7 +433,8 @@ enum mc_backend_status mc_cpu_mamba1_core(const struct mc_cpu_mamba1_core_args *
                            (long long)a->state_size, (long long)a->conv_kernel);
     const int64_t block = mc_cpu_stream_tokens(1);
     if (a->len > block)
-        return m1c_core_blocks(a, block, msg);
+        return mc_cpu_core_blocks(a, a->batch, a->len, block, a->window, (size_t)(a->conv_kernel * a->channels),
+                                  a->conv_weight != NULL, m1c_core_block, "mamba1 cpu core", msg);
     struct mc_model m = {0};
     m.inner = a->channels;
     m.N = a->state_size;

@@ -502,36 +502,21 @@ static void m2c_core_conv_task(void *ctx, int64_t b, int worker)
                     cc->xbc + b * L * C, C);
 }
 
-/* The core over L > T tokens (T: stream.h's block length): each row on its own, in blocks of T
- * tokens on its carried window and state, so the conv output and the Gram buffers scale with T, not
- * B·L. The arguments were checked whole by the caller. */
-static enum mc_backend_status m2c_core_blocks(const struct mc_cpu_mamba2_core_args *a, int64_t T, struct mc_msg *msg)
+/* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
+static enum mc_backend_status m2c_core_block(const void *args, int64_t b, int64_t t0, int64_t n, float *window,
+                                             struct mc_msg *msg)
 {
-    const int64_t B = a->batch, L = a->len, H = a->heads, inner = H * a->head_dim, K = a->conv_kernel;
-    const int64_t C = inner + 2 * a->groups * a->state_size;
-    float *window = a->window, *tmp = NULL;
-    if (a->conv_weight && !window) {
-        tmp = window = calloc((size_t)(B * K * C), sizeof *window);
-        if (!tmp)
-            return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu core: out of memory for B=%lld L=%lld",
-                               (long long)B, (long long)L);
-    }
-    enum mc_backend_status st = MC_BACKEND_OK;
-    for (int64_t b = 0; b < B && st == MC_BACKEND_OK; b++)
-        for (int64_t t0 = 0; t0 < L && st == MC_BACKEND_OK; t0 += T) {
-            struct mc_cpu_mamba2_core_args blk = *a;
-            const int64_t row = b * L + t0;
-            blk.batch = 1;
-            blk.len = L - t0 < T ? L - t0 : T;
-            blk.xbc = a->xbc + row * C;
-            blk.dt = a->dt + row * H;
-            blk.y = a->y + row * inner;
-            blk.state = a->state + b * inner * a->state_size;
-            blk.window = window ? window + b * K * C : NULL;
-            st = mc_cpu_mamba2_core(&blk, msg);
-        }
-    free(tmp);
-    return st;
+    const struct mc_cpu_mamba2_core_args *a = args;
+    const int64_t inner = a->heads * a->head_dim, C = inner + 2 * a->groups * a->state_size, row = b * a->len + t0;
+    struct mc_cpu_mamba2_core_args blk = *a;
+    blk.batch = 1;
+    blk.len = n;
+    blk.xbc = a->xbc + row * C;
+    blk.dt = a->dt + row * a->heads;
+    blk.y = a->y + row * inner;
+    blk.state = a->state + b * inner * a->state_size;
+    blk.window = window;
+    return mc_cpu_mamba2_core(&blk, msg);
 }
 
 enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *a, struct mc_msg *msg)
@@ -552,7 +537,9 @@ enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *
                            (long long)a->chunk);
     const int64_t block = mc_cpu_stream_tokens(a->chunk > 0 ? a->chunk : M2C_DEFAULT_CHUNK);
     if (a->len > block)
-        return m2c_core_blocks(a, block, msg);
+        return mc_cpu_core_blocks(a, a->batch, a->len, block, a->window,
+                                  (size_t)(a->conv_kernel * (a->heads * a->head_dim + 2 * a->groups * a->state_size)),
+                                  a->conv_weight != NULL, m2c_core_block, "mamba2 cpu core", msg);
     struct mc_model m = {0};
     m.H = a->heads;
     m.P = a->head_dim;

@@ -269,33 +269,19 @@ static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struc
 
 /* ---- the core alone (cpu.h: mc_cpu_shortconv_core) -------------------------------------------- */
 
-/* The core over L > T tokens (T: stream.h's block length): each row on its own, in blocks of T
- * tokens on its carried window, so the conv output scales with T, not B·L. The arguments were checked
- * whole by the caller. */
-static enum mc_backend_status scc_core_blocks(const struct mc_cpu_shortconv_core_args *a, int64_t T, struct mc_msg *msg)
+/* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
+static enum mc_backend_status scc_core_block(const void *args, int64_t b, int64_t t0, int64_t n, float *window,
+                                             struct mc_msg *msg)
 {
-    const int64_t B = a->batch, L = a->len, D = a->hidden, K = a->conv_kernel;
-    float *window = a->window, *tmp = NULL;
-    if (!window) {
-        tmp = window = calloc((size_t)(B * K * D), sizeof *window);
-        if (!tmp)
-            return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu core: out of memory for B=%lld L=%lld",
-                               (long long)B, (long long)L);
-    }
-    enum mc_backend_status st = MC_BACKEND_OK;
-    for (int64_t b = 0; b < B && st == MC_BACKEND_OK; b++)
-        for (int64_t t0 = 0; t0 < L && st == MC_BACKEND_OK; t0 += T) {
-            struct mc_cpu_shortconv_core_args blk = *a;
-            const int64_t row = b * L + t0;
-            blk.batch = 1;
-            blk.len = L - t0 < T ? L - t0 : T;
-            blk.bcx = a->bcx + row * 3 * D;
-            blk.y = a->y + row * D;
-            blk.window = window + b * K * D;
-            st = mc_cpu_shortconv_core(&blk, msg);
-        }
-    free(tmp);
-    return st;
+    const struct mc_cpu_shortconv_core_args *a = args;
+    const int64_t D = a->hidden, row = b * a->len + t0;
+    struct mc_cpu_shortconv_core_args blk = *a;
+    blk.batch = 1;
+    blk.len = n;
+    blk.bcx = a->bcx + row * 3 * D;
+    blk.y = a->y + row * D;
+    blk.window = window;
+    return mc_cpu_shortconv_core(&blk, msg);
 }
 
 enum mc_backend_status mc_cpu_shortconv_core(const struct mc_cpu_shortconv_core_args *a, struct mc_msg *msg)
@@ -310,7 +296,8 @@ enum mc_backend_status mc_cpu_shortconv_core(const struct mc_cpu_shortconv_core_
                            (long long)a->batch, (long long)a->len, (long long)a->hidden, (long long)a->conv_kernel);
     const int64_t block = mc_cpu_stream_tokens(1);
     if (a->len > block)
-        return scc_core_blocks(a, block, msg);
+        return mc_cpu_core_blocks(a, a->batch, a->len, block, a->window, (size_t)(a->conv_kernel * a->hidden), 1,
+                                  scc_core_block, "shortconv cpu core", msg);
     struct mc_model m = {0};
     m.D = a->hidden;
     m.K = a->conv_kernel;

@@ -163,3 +163,23 @@ cleanup:
     free(xb);
     return st;
 }
+
+enum mc_backend_status mc_cpu_core_blocks(const void *args, int64_t batch, int64_t len, int64_t block,
+                                          float *window, size_t window_row, int needs_window,
+                                          mc_cpu_core_block_fn run, const char *who, struct mc_msg *msg)
+{
+    float *tmp = NULL;
+    if (!window && needs_window) {
+        tmp = window = calloc((size_t)batch * window_row, sizeof *window);
+        if (!tmp)
+            return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "%s: out of memory for B=%lld L=%lld", who, (long long)batch,
+                               (long long)len);
+    }
+    enum mc_backend_status st = MC_BACKEND_OK;
+    for (int64_t b = 0; b < batch && st == MC_BACKEND_OK; b++)
+        for (int64_t t0 = 0; t0 < len && st == MC_BACKEND_OK; t0 += block)
+            st = run(args, b, t0, len - t0 < block ? len - t0 : block, window ? window + (size_t)b * window_row : NULL,
+                     msg);
+    free(tmp);
+    return st;
+}

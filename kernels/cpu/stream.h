@@ -79,6 +79,17 @@ enum mc_backend_status mc_cpu_forward_streamed(struct mc_model *model, struct mc
  * rounded up to a multiple of chunk; INT64_MAX when streaming is off. */
 int64_t mc_cpu_stream_tokens(int64_t chunk);
 
+/* The recurrent cores of cpu.h over L > T tokens: each row on its own, in blocks of T tokens on its
+ * carried window and state. `run` runs the family's whole core on row b's tokens [t0, t0 + n) with
+ * `window` the row's window (NULL when the family core has none to carry). `window` is the caller's
+ * [B][window_row] floats, or NULL: then a zeroed temporary one when `needs_window` (MC_BACKEND_NOMEM if
+ * it cannot be had), else NULL. Stops at the first failing block and returns its status. */
+typedef enum mc_backend_status (*mc_cpu_core_block_fn)(const void *args, int64_t b, int64_t t0, int64_t n,
+                                                       float *window, struct mc_msg *msg);
+enum mc_backend_status mc_cpu_core_blocks(const void *args, int64_t batch, int64_t len, int64_t block,
+                                          float *window, size_t window_row, int needs_window,
+                                          mc_cpu_core_block_fn run, const char *who, struct mc_msg *msg);
+
 /* Test hook: tokens > 0 sets the block length of every later forward in this process, 0 turns
  * streaming off, < 0 returns to the default (MC_CPU_STREAM_ENV, else MC_CPU_STREAM_TOKENS). Safe to
  * call while no forward runs; a forward reads it once at its start. */
