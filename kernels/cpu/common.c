@@ -237,45 +237,53 @@ int mc_cpu_parallel_for(int64_t n_tasks, mc_cpu_task_fn fn, void *ctx, int n_thr
 
 /* ---- fused causal conv ------------------------------------------------------------------------- */
 
-void mc_cpu_conv_row(int64_t len, int64_t channels, int64_t kernel, const float *x, int64_t x_stride,
-                     const uint8_t *mask, float *window, const float *weight_kc, const float *bias, int silu,
-                     float *out, int64_t out_stride)
+void mc_cpu_conv_cols(int64_t len, int64_t channels, int64_t c0, int64_t c1, int64_t kernel, const float *x,
+                      int64_t x_stride, const uint8_t *mask, float *window, const float *weight_kc, const float *bias,
+                      int silu, float *out, int64_t out_stride)
 {
-    const int64_t C = channels, K = kernel;
-    /* hist[k] points at the k-th oldest of the last K real inputs (row of C channels). */
+    const int64_t C = channels, K = kernel, n = c1 - c0;
+    /* hist[k] points at channel c0 of the k-th oldest of the last K real inputs (rows of C channels) */
     const float *hist[MC_CPU_CONV_MAX_K];
     for (int64_t k = 0; k < K; k++)
-        hist[k] = window + k * C;
+        hist[k] = window + k * C + c0;
     for (int64_t t = 0; t < len; t++) {
-        float *o = out + t * out_stride;
+        float *o = out + t * out_stride + c0;
         if (mask && !mask[t]) {
-            memset(o, 0, (size_t)C * sizeof *o);
+            memset(o, 0, (size_t)n * sizeof *o);
             continue;
         }
         for (int64_t k = 0; k + 1 < K; k++)
             hist[k] = hist[k + 1];
-        hist[K - 1] = x + t * x_stride;
+        hist[K - 1] = x + t * x_stride + c0;
         if (bias)
-            memcpy(o, bias, (size_t)C * sizeof *o);
+            memcpy(o, bias + c0, (size_t)n * sizeof *o);
         else
-            memset(o, 0, (size_t)C * sizeof *o);
+            memset(o, 0, (size_t)n * sizeof *o);
         for (int64_t k = 0; k < K; k++) {
             const float *restrict src = hist[k];
-            const float *restrict w = weight_kc + k * C;
+            const float *restrict w = weight_kc + k * C + c0;
             float *restrict acc = o;
-            for (int64_t c = 0; c < C; c++)
+            for (int64_t c = 0; c < n; c++)
                 acc[c] += w[c] * src[c];
         }
         if (silu)
-            mc_cpu_vsilu(o, C);
+            mc_cpu_vsilu(o, n);
     }
     /* New window: the rows hist[0..K-1] in order. A row still inside the window sits at an index
      * >= its destination, so copying in increasing order never reads an overwritten row. */
     for (int64_t k = 0; k < K; k++) {
-        float *dst = window + k * C;
+        float *dst = window + k * C + c0;
         if (hist[k] != dst)
-            memmove(dst, hist[k], (size_t)C * sizeof *dst);
+            memmove(dst, hist[k], (size_t)n * sizeof *dst);
     }
+}
+
+void mc_cpu_conv_row(int64_t len, int64_t channels, int64_t kernel, const float *x, int64_t x_stride,
+                     const uint8_t *mask, float *window, const float *weight_kc, const float *bias, int silu,
+                     float *out, int64_t out_stride)
+{
+    mc_cpu_conv_cols(len, channels, 0, channels, kernel, x, x_stride, mask, window, weight_kc, bias, silu, out,
+                     out_stride);
 }
 
 void mc_cpu_conv_weight_kc(int64_t channels, int64_t kernel, const float *weight_ck, float *weight_kc)

@@ -153,6 +153,15 @@ void mc_cpu_conv_row(int64_t len, int64_t channels, int64_t kernel, const float 
                      const uint8_t *mask, float *window, const float *weight_kc, const float *bias, int silu,
                      float *out, int64_t out_stride);
 
+/* mc_cpu_conv_row on the channels [c0, c1) only (0 <= c0 < c1 <= channels): x, window, weight_kc,
+ * bias and out keep the whole row's layout and strides, and only that range of out and window is
+ * read or written, so disjoint ranges of one row can run on different threads, with the same bits
+ * per channel as one whole-row call. */
+#define MC_CPU_CONV_COLS 512 /* channels per task where a conv is split (a shape-only tiling) */
+void mc_cpu_conv_cols(int64_t len, int64_t channels, int64_t c0, int64_t c1, int64_t kernel, const float *x,
+                      int64_t x_stride, const uint8_t *mask, float *window, const float *weight_kc, const float *bias,
+                      int silu, float *out, int64_t out_stride);
+
 /* weight_kc[k][c] = weight_ck[c][k] for conv1d.weight [C][1][K] already in f32. */
 void mc_cpu_conv_weight_kc(int64_t channels, int64_t kernel, const float *weight_ck, float *weight_kc);
 

@@ -48,20 +48,29 @@ static int64_t m2c_panel(int64_t Q)
 
 static size_t m2c_scratch_elems(const struct mc_model *m, int64_t Q)
 {
-    /* Pm, Gp [SB][Q]; Xd, Y [Q][P]; Bg, Cg, Bs [Q][N]; ea, av, seg, w, sfx, u [Q] */
-    return (size_t)(2 * m2c_panel(Q) * Q + 2 * Q * m->P + 3 * Q * m->N + 6 * Q);
+    /* Pm, Gp [SB][Q]; Xd, Xs, Y [Q][P]; Bg, Cg [Q][N]; ea, av, seg, w, sfx, u [Q] */
+    return (size_t)(2 * m2c_panel(Q) * Q + 3 * Q * m->P + 2 * Q * m->N + 6 * Q);
 }
 
-/* Conv task: one batch row, conv without activation into xbc (SiLU comes in m2c_silu_dt_task). */
-static void m2c_conv_task(void *ctx, int64_t b, int worker)
+/* Channel blocks of the conv tasks: MC_CPU_CONV_COLS channels each, so a batch of one row still runs
+ * its conv on every thread (the blocking depends on C only). */
+static int64_t m2c_conv_blocks(int64_t C)
+{
+    return (C + MC_CPU_CONV_COLS - 1) / MC_CPU_CONV_COLS;
+}
+
+/* Conv task: one (batch row, channel block), conv without activation into xbc (SiLU comes in
+ * m2c_silu_dt_task). */
+static void m2c_conv_task(void *ctx, int64_t task, int worker)
 {
     (void)worker;
     const struct m2c_run *r = ctx;
     const struct mc_model *m = r->m;
-    const int64_t L = r->len;
-    mc_cpu_conv_row(L, m->C, m->K, r->zx + b * L * m->proj + m->inner, m->proj, r->mask ? r->mask + b * L : NULL,
-                    r->window + (size_t)b * m2c_window_elems(m), m->conv_kc, m->w[M2C_CONV_BIAS], 0,
-                    r->xbc + b * L * m->C, m->C);
+    const int64_t L = r->len, nb = m2c_conv_blocks(m->C), b = task / nb, c0 = task % nb * MC_CPU_CONV_COLS;
+    const int64_t c1 = c0 + MC_CPU_CONV_COLS < m->C ? c0 + MC_CPU_CONV_COLS : m->C;
+    mc_cpu_conv_cols(L, m->C, c0, c1, m->K, r->zx + b * L * m->proj + m->inner, m->proj,
+                     r->mask ? r->mask + b * L : NULL, r->window + (size_t)b * m2c_window_elems(m), m->conv_kc,
+                     m->w[M2C_CONV_BIAS], 0, r->xbc + b * L * m->C, m->C);
 }
 
 #define M2C_ROW_BLOCK 64
@@ -146,8 +155,8 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float 
     float *Xd = Gp + SB * Q; /* [Q][P] dt·x */
     float *Bg = Xd + Q * P; /* [Q][N] gathered B */
     float *Cg = Bg + Q * N; /* [Q][N] gathered C */
-    float *Bs = Cg + Q * N; /* [Q][N] B scaled by the decay to the chunk end */
-    float *Y = Bs + Q * N;  /* [Q][P] */
+    float *Xs = Cg + Q * N; /* [Q][P] Xd scaled by the decay to the chunk end */
+    float *Y = Xs + Q * P;  /* [Q][P] */
     float *ea = Y + Q * P;  /* [Q] exp(Σ_{k<=l} a_k) */
     float *av = ea + Q;     /* [Q] a_l */
     float *seg = av + Q;    /* [Q] segment sums of one row of a diagonal block */
@@ -246,15 +255,16 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float 
             }
             mc_cpu_sgemm(0, 0, nr, P, r1, 1.0f, Pm, r1, Xd, P, 1.0f, Y + r0 * P, P);
         }
-        /* chunk state and inter-chunk step: S = exp(Σ a)·S + Xdᵀ·(decay_to_end ⊙ Bc) */
+        /* chunk state and inter-chunk step: S = exp(Σ a)·S + (decay_to_end ⊙ Xd)ᵀ·Bc; the decay scales
+         * the rows of Xd (q×P) rather than those of B (q×N, read strided from the token rows) */
         for (int64_t l = 0; l < q; l++) {
             const float f = sfx[l];
-            const float *restrict bl = Bc + l * ld;
-            float *restrict bsl = Bs + l * N;
-            for (int64_t k = 0; k < N; k++)
-                bsl[k] = bl[k] * f;
+            const float *restrict xl = Xd + l * P;
+            float *restrict xsl = Xs + l * P;
+            for (int64_t p = 0; p < P; p++)
+                xsl[p] = xl[p] * f;
         }
-        mc_cpu_sgemm(1, 0, P, N, q, 1.0f, Xd, P, Bs, N, ea[q - 1], s, N);
+        mc_cpu_sgemm(1, 0, P, N, q, 1.0f, Xs, P, Bc, ld, ea[q - 1], s, N);
         /* D skip and scatter to the token rows */
         for (int64_t l = 0; l < q; l++) {
             const int64_t row = b * L + idx[c0 + l];
@@ -452,7 +462,7 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
 
     mc_cpu_linear_tiled(M, m->proj, m->D, x, m->D, m->w[M2C_IN_PROJ], m->w[M2C_IN_PROJ_BIAS], zx, m->proj,
                         m->threads);
-    mc_cpu_parallel_for(Bsz, m2c_conv_task, &run, m->threads);
+    mc_cpu_parallel_for(Bsz * m2c_conv_blocks(m->C), m2c_conv_task, &run, m->threads);
     mc_cpu_parallel_for(row_blocks, m2c_silu_dt_task, &run, m->threads);
     if (gram)
         mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
@@ -493,13 +503,15 @@ struct m2c_core_conv {
     float *xbc;    /* [B][L][C] */
 };
 
-static void m2c_core_conv_task(void *ctx, int64_t b, int worker)
+static void m2c_core_conv_task(void *ctx, int64_t task, int worker)
 {
     (void)worker;
     const struct m2c_core_conv *cc = ctx;
-    const int64_t L = cc->a->len, C = cc->C, K = cc->a->conv_kernel;
-    mc_cpu_conv_row(L, C, K, cc->a->xbc + b * L * C, C, NULL, cc->window + b * K * C, cc->conv_kc, NULL, 1,
-                    cc->xbc + b * L * C, C);
+    const int64_t L = cc->a->len, C = cc->C, K = cc->a->conv_kernel, nb = m2c_conv_blocks(C);
+    const int64_t b = task / nb, c0 = task % nb * MC_CPU_CONV_COLS;
+    const int64_t c1 = c0 + MC_CPU_CONV_COLS < C ? c0 + MC_CPU_CONV_COLS : C;
+    mc_cpu_conv_cols(L, C, c0, c1, K, cc->a->xbc + b * L * C, C, NULL, cc->window + b * K * C, cc->conv_kc, NULL, 1,
+                     cc->xbc + b * L * C, C);
 }
 
 /* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
@@ -586,7 +598,7 @@ enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *
     if (a->conv_weight) {
         mc_cpu_conv_weight_kc(m.C, m.K, a->conv_weight, conv_kc);
         struct m2c_core_conv cc = {.a = a, .C = m.C, .conv_kc = conv_kc, .window = window, .xbc = xbc};
-        mc_cpu_parallel_for(Bsz, m2c_core_conv_task, &cc, m.threads);
+        mc_cpu_parallel_for(Bsz * m2c_conv_blocks(m.C), m2c_core_conv_task, &cc, m.threads);
     }
     /* the shared C·Bᵀ per (row, group, chunk), as in the forward; per head when it does not fit */
     const int64_t nch = L > 1 ? (L + Q - 1) / Q : 0, n_gram = Bsz * m.G * nch;
