@@ -11,7 +11,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define MC_BLAS_DETECTED_ENV "MIXCHECK_BLAS_CORE_DETECTED"
+#define MC_BLAS_DETECTED_ENV "MIXCHECK_BLAS_CORE_DETECTED" /* the core OpenBLAS chose, when we replaced it */
+#define MC_BLAS_THREADS_ENV "MIXCHECK_BLAS_THREADS_SET"    /* OPENBLAS_NUM_THREADS=1 is ours */
+#define MC_BLAS_REEXEC_ENV "MIXCHECK_BLAS_REEXEC"          /* set in the re-executed process */
 
 const char *mc_blas_core_upgrade(const char *detected, const struct mc_blas_cpu *cpu)
 {
@@ -46,23 +48,42 @@ static void probe_cpu(struct mc_blas_cpu *cpu)
 #endif
 }
 
+/* OpenBLAS takes its thread count from the first of these that is set. */
+static int blas_threads_set(void)
+{
+    return getenv("OPENBLAS_NUM_THREADS") || getenv("GOTO_NUM_THREADS") || getenv("OMP_NUM_THREADS");
+}
+
 void mc_blas_core_select(char **argv)
 {
-    if (getenv("OPENBLAS_CORETYPE"))
-        return; /* the user's choice, or ours after the re-exec */
-    struct mc_blas_cpu cpu;
-    probe_cpu(&cpu);
-    const char *detected = openblas_get_corename();
-    const char *want = mc_blas_core_upgrade(detected, &cpu);
-    if (!want)
+    if (getenv(MC_BLAS_REEXEC_ENV))
+        return; /* this is the re-executed process */
+    const char *want = NULL, *detected = NULL;
+    if (!getenv("OPENBLAS_CORETYPE")) { /* else the user's choice */
+        struct mc_blas_cpu cpu;
+        probe_cpu(&cpu);
+        detected = openblas_get_corename();
+        want = mc_blas_core_upgrade(detected, &cpu);
+    }
+    const int threads = !blas_threads_set();
+    if (!want && !threads)
         return;
-    if (setenv("OPENBLAS_CORETYPE", want, 1) != 0 || setenv(MC_BLAS_DETECTED_ENV, detected, 1) != 0)
+    if (setenv(MC_BLAS_REEXEC_ENV, "1", 1) != 0 || (want && setenv("OPENBLAS_CORETYPE", want, 1) != 0) ||
+        (want && setenv(MC_BLAS_DETECTED_ENV, detected, 1) != 0) ||
+        (threads && setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) ||
+        (threads && setenv(MC_BLAS_THREADS_ENV, "1", 1) != 0))
         return;
     fflush(NULL);
     execv("/proc/self/exe", argv);
-    /* exec failed: go on with the detected core, and say nothing was chosen */
-    unsetenv("OPENBLAS_CORETYPE");
-    unsetenv(MC_BLAS_DETECTED_ENV);
+    /* exec failed: go on as loaded, and say nothing was chosen */
+    if (want) {
+        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv(MC_BLAS_DETECTED_ENV);
+    }
+    if (threads) {
+        unsetenv("OPENBLAS_NUM_THREADS");
+        unsetenv(MC_BLAS_THREADS_ENV);
+    }
 }
 
 void mc_blas_core_describe(char *buf, unsigned long len)
@@ -79,11 +100,18 @@ void mc_blas_core_describe(char *buf, unsigned long len)
         const size_t n = end ? (size_t)(end - config) : strlen(config);
         snprintf(version, sizeof version, "%.*s", (int)(n < sizeof version ? n : sizeof version - 1), config);
     }
+    char kernels[256], threads[128];
     if (detected && coretype && strcasecmp(coretype, core ? core : "") == 0)
-        snprintf(buf, len, "%s %s kernels (set by mixcheck: %s detected %s, a fallback below what this CPU "
-                 "supports; set OPENBLAS_CORETYPE to choose)", version, core, version, detected);
+        snprintf(kernels, sizeof kernels, "%s kernels (set by mixcheck: %s detected %s, a fallback below what "
+                 "this CPU supports; set OPENBLAS_CORETYPE to choose)", core, version, detected);
     else if (coretype)
-        snprintf(buf, len, "%s %s kernels (OPENBLAS_CORETYPE=%s)", version, core ? core : "?", coretype);
+        snprintf(kernels, sizeof kernels, "%s kernels (OPENBLAS_CORETYPE=%s)", core ? core : "?", coretype);
     else
-        snprintf(buf, len, "%s %s kernels (detected)", version, core ? core : "?");
+        snprintf(kernels, sizeof kernels, "%s kernels (detected)", core ? core : "?");
+    if (getenv(MC_BLAS_THREADS_ENV))
+        snprintf(threads, sizeof threads, "thread pool started single-threaded (OPENBLAS_NUM_THREADS=1 set by "
+                 "mixcheck; set it to choose)");
+    else
+        snprintf(threads, sizeof threads, "thread pool as the environment says");
+    snprintf(buf, len, "%s %s; %s", version, kernels, threads);
 }

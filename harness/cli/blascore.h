@@ -7,7 +7,8 @@
  * where its sgemm then runs 4-5x below the SkylakeX kernels on the same machine. The choice can only be
  * changed before the library loads, through OPENBLAS_CORETYPE, so mixcheck checks it first thing in
  * main() and, when it is such a fallback, re-executes itself once with OPENBLAS_CORETYPE set to the
- * core the CPU supports. A user's OPENBLAS_CORETYPE (any value, even empty) is always left alone.
+ * core the CPU supports. A user's OPENBLAS_CORETYPE (any value, even empty) is always left alone. The
+ * same re-exec starts OpenBLAS single-threaded unless the user set its thread count (below).
  */
 #ifndef MC_CLI_BLASCORE_H
 #define MC_CLI_BLASCORE_H
@@ -23,14 +24,21 @@ struct mc_blas_cpu {
  * insensitive) on a CPU that supports more is replaced, by "SkylakeX" or "Haswell". Pure. */
 const char *mc_blas_core_upgrade(const char *detected, const struct mc_blas_cpu *cpu);
 
-/* Call first in main(): when OPENBLAS_CORETYPE is unset and mc_blas_core_upgrade() names a better core
- * for this CPU, sets OPENBLAS_CORETYPE (and MIXCHECK_BLAS_CORE_DETECTED, for the note below) and
- * re-executes /proc/self/exe with the same argv; returns only when nothing is to be done or the
- * exec failed (then the process goes on with the detected core). */
+/* Call first in main(). Re-executes /proc/self/exe once with the same argv when either of these is
+ * to be set, and returns only when nothing is (or the exec failed: the process goes on as loaded):
+ *   - OPENBLAS_CORETYPE, when unset and mc_blas_core_upgrade() names a better core for this CPU
+ *     (MIXCHECK_BLAS_CORE_DETECTED keeps what OpenBLAS chose, for the note below);
+ *   - OPENBLAS_NUM_THREADS=1, when none of OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS, OMP_NUM_THREADS is
+ *     set. mixcheck brings its own parallelism (a process per check, the cpu backend's workers, each
+ *     calling single-threaded sgemm), and an OpenBLAS pool started with more threads slows those
+ *     calls even after openblas_set_num_threads(1) (the Mamba2 core at ggml's SSM_SCAN shape: ~29k
+ *     against ~45k tokens/s here). `mixcheck bench` raises it for its sgemm baseline
+ *     (openblas_set_num_threads(N), which grows the pool). */
 void mc_blas_core_select(char **argv);
 
-/* One line for reports: the core in use and, when mixcheck chose it, why, e.g.
- * "SkylakeX (set by mixcheck: OpenBLAS 0.3.21 detected Prescott on this AVX-512 CPU)". */
+/* One line for reports: the version, the kernels in use and, when mixcheck chose them, why, and how the
+ * thread pool started, e.g. "OpenBLAS 0.3.21 SkylakeX kernels (set by mixcheck: ...); thread pool
+ * started single-threaded (OPENBLAS_NUM_THREADS=1 set by mixcheck; set it to choose)". */
 void mc_blas_core_describe(char *buf, unsigned long len);
 
 #endif

@@ -255,17 +255,7 @@ void mc_cpu_conv_cols(int64_t len, int64_t channels, int64_t c0, int64_t c1, int
         for (int64_t k = 0; k + 1 < K; k++)
             hist[k] = hist[k + 1];
         hist[K - 1] = x + t * x_stride + c0;
-        if (bias)
-            memcpy(o, bias + c0, (size_t)n * sizeof *o);
-        else
-            memset(o, 0, (size_t)n * sizeof *o);
-        for (int64_t k = 0; k < K; k++) {
-            const float *restrict src = hist[k];
-            const float *restrict w = weight_kc + k * C + c0;
-            float *restrict acc = o;
-            for (int64_t c = 0; c < n; c++)
-                acc[c] += w[c] * src[c];
-        }
+        mc_cpu_vtaps(n, K, hist, weight_kc + c0, C, bias ? bias + c0 : NULL, o);
         if (silu)
             mc_cpu_vsilu(o, n);
     }

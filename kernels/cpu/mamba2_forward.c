@@ -46,10 +46,29 @@ static int64_t m2c_panel(int64_t Q)
     return Q < M2C_PANEL ? Q : M2C_PANEL;
 }
 
+/* Heads of one core task: the heads of a group (R of them, sharing B and C) cut into the fewest
+ * blocks of at most M2C_HEAD_BLOCK, an even count when there are several (two workers, equal
+ * shares): 24 → 4 × 6, 48 → 6 × 8. Depends on the shape only. */
+#define M2C_HEAD_BLOCK 8
+static int64_t m2c_head_block(int64_t R)
+{
+    int64_t blocks = (R + M2C_HEAD_BLOCK - 1) / M2C_HEAD_BLOCK;
+    if (blocks > 1 && blocks % 2)
+        blocks++;
+    return (R + blocks - 1) / blocks;
+}
+
+/* Core tasks of a call: (row, group, head block). */
+static int64_t m2c_core_tasks(const struct mc_model *m, int64_t batch)
+{
+    return batch * m->G * ((m->R + m2c_head_block(m->R) - 1) / m2c_head_block(m->R));
+}
+
 static size_t m2c_scratch_elems(const struct mc_model *m, int64_t Q)
 {
-    /* Pm, Gp [SB][Q]; Xd, Xs, Y [Q][P]; Bg, Cg [Q][N]; ea, av, seg, w, sfx, u [Q] */
-    return (size_t)(2 * m2c_panel(Q) * Q + 3 * Q * m->P + 2 * Q * m->N + 6 * Q);
+    /* Pm, Gp [SB][Q]; Xd [nh][Q][P]; Xs, Y [Q][nh·P]; Bg, Cg [Q][N]; ea, av, sfx [nh][Q]; seg, w, u [Q] */
+    const int64_t nh = m2c_head_block(m->R);
+    return (size_t)(2 * m2c_panel(Q) * Q + 3 * nh * Q * m->P + 2 * Q * m->N + 3 * nh * Q + 3 * Q);
 }
 
 /* Channel blocks of the conv tasks: MC_CPU_CONV_COLS channels each, so a batch of one row still runs
@@ -127,42 +146,46 @@ static void m2c_step(const struct m2c_run *r, int64_t b, int64_t h, int64_t t, f
 }
 
 
-/* Chunked SSD of one (row b, head h) over the row's real tokens idx[0..n) (variants block above).
+/* Chunked SSD of one (row b, block of heads [h0, h1) of one group) over the row's real tokens
+ * idx[0..n) (variants block above).
  *
- * Per chunk of q tokens, with a_l = A·dt_l (<= 0) and Xd = dt·x:
- *   Y   = diag(exp(Σ_{k<=l} a_k)) · C·Sᵀ                      the entering state, decayed to each token
+ * Per chunk of q tokens and head h, with a_l = A_h·dt_l (<= 0) and Xd = dt·x:
+ *   Y   = diag(exp(Σ_{k<=l} a_k)) · C·S_hᵀ                     the entering state, decayed to each token
  *   Y  += (C·Bᵀ ⊙ E)·Xd,  E[l][s] = exp(Σ_{k=s+1..l} a_k), s <= l    intra-chunk
- *   S   = exp(Σ a)·S + Xdᵀ·(exp(Σ_{k=l+1..q-1} a_k) ⊙ B)         the state at the chunk end
- * The intra-chunk product runs in row panels of M2C_PANEL tokens: panel i multiplies only the blocks
- * left of and on the diagonal (the upper ones are zero), so at q = 256 it does 10/16 of the full
- * product, and the mask of a block left of the diagonal is the rank-one E[l][s] = u_l·w_s with
- * u_l = exp(Σ_{k=r0..l} a_k), w_s = exp(Σ_{k=s+1..r0-1} a_k) (r0: the panel's first token), so only
- * the diagonal blocks exponentiate a q/P × q/P triangle. Every exponent is a sum over its own segment
- * of same-sign terms, never a difference of two cumsums. Mathematically this is the chunk-q product;
- * the panels change only the order of float operations (chunk_size_invariance bounds that). */
-static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float *s, float *scratch)
+ *   S_h = exp(Σ a)·S_h + (exp(Σ_{k=l+1..q-1} a_k) ⊙ Xd)ᵀ·B       the state at the chunk end
+ * The heads of a block share B and C (one group), so the two state products run once for the block
+ * with the heads' states stacked, [(h1-h0)·P][N]: C·S_blkᵀ and S_blk += Xsᵀ·B are single GEMMs, not
+ * one small GEMM per head. The intra-chunk product runs per head in row panels of M2C_PANEL tokens:
+ * panel i multiplies only the blocks left of and on the diagonal (the upper ones are zero), so at
+ * q = 256 it does 10/16 of the full product, and the mask of a block left of the diagonal is the
+ * rank-one E[l][s] = u_l·w_s with u_l = exp(Σ_{k=r0..l} a_k), w_s = exp(Σ_{k=s+1..r0-1} a_k) (r0: the
+ * panel's first token), so only the diagonal blocks exponentiate a triangle. Every exponent is a sum
+ * over its own segment of same-sign terms, never a difference of two cumsums. Mathematically this is
+ * the chunk-q product; the blocking changes only the order of float operations (chunk_size_invariance
+ * bounds that). */
+static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h0, int64_t h1, float *scratch)
 {
     const struct mc_model *m = r->m;
-    const int64_t P = m->P, N = m->N, Q = r->Q, g = h / m->R, SB = m2c_panel(Q);
+    const int64_t P = m->P, N = m->N, Q = r->Q, g = h0 / m->R, SB = m2c_panel(Q), nh = h1 - h0, W = nh * P;
     const int64_t L = r->len, n = r->n_real[b], C = m->C;
     const int64_t *idx = r->idx + b * L;
-    const float a_h = m->a_neg[h], dskip = m->w[M2C_D][h];
+    float *S = r->state + (size_t)b * m2c_state_elems(m) + (size_t)(h0 * P * N); /* [nh·P][N] */
     /* a row without padding reads B and C in place (token l is row l); otherwise they are gathered */
     const int in_place = n == L;
 
-    float *Pm = scratch;    /* [SB][Q] the masked C·Bᵀ of one panel */
-    float *Gp = Pm + SB * Q; /* [SB][Q] C·Bᵀ of one panel, when not shared */
-    float *Xd = Gp + SB * Q; /* [Q][P] dt·x */
-    float *Bg = Xd + Q * P; /* [Q][N] gathered B */
-    float *Cg = Bg + Q * N; /* [Q][N] gathered C */
-    float *Xs = Cg + Q * N; /* [Q][P] Xd scaled by the decay to the chunk end */
-    float *Y = Xs + Q * P;  /* [Q][P] */
-    float *ea = Y + Q * P;  /* [Q] exp(Σ_{k<=l} a_k) */
-    float *av = ea + Q;     /* [Q] a_l */
-    float *seg = av + Q;    /* [Q] segment sums of one row of a diagonal block */
-    float *w = seg + Q;     /* [Q] w_s of the current panel */
-    float *sfx = w + Q;     /* [Q] exp(Σ_{k=l+1..q-1} a_k) */
-    float *u = sfx + Q;     /* [Q] u_l of the current panel */
+    float *Pm = scratch;      /* [SB][Q] the masked C·Bᵀ of one panel and head */
+    float *Gp = Pm + SB * Q;  /* [SB][Q] C·Bᵀ of one panel, when not shared */
+    float *Xd = Gp + SB * Q;  /* [nh][Q][P] dt·x per head */
+    float *Xs = Xd + nh * Q * P; /* [Q][nh·P] Xd scaled by the decay to the chunk end */
+    float *Y = Xs + Q * W;    /* [Q][nh·P] */
+    float *Bg = Y + Q * W;    /* [Q][N] gathered B */
+    float *Cg = Bg + Q * N;   /* [Q][N] gathered C */
+    float *ea = Cg + Q * N;   /* [nh][Q] exp(Σ_{k<=l} a_k) */
+    float *av = ea + nh * Q;  /* [nh][Q] a_l */
+    float *sfx = av + nh * Q; /* [nh][Q] exp(Σ_{k=l+1..q-1} a_k) */
+    float *seg = sfx + nh * Q; /* [Q] segment sums of one row of a diagonal block */
+    float *w = seg + Q;       /* [Q] w_s of the current panel */
+    float *u = w + Q;         /* [Q] u_l of the current panel */
 
     for (int64_t c0 = 0; c0 < n; c0 += Q) {
         const int64_t q = n - c0 < Q ? n - c0 : Q;
@@ -177,39 +200,47 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float 
         for (int64_t l = 0; l < q; l++) {
             const int64_t row = b * L + idx[c0 + l];
             const float *xr = r->xbc + row * C;
-            const float dt = r->dt[row * m->H + h];
-            const float *restrict xh = xr + h * P;
-            float *restrict xd = Xd + l * P;
-            for (int64_t p = 0; p < P; p++)
-                xd[p] = xh[p] * dt;
+            for (int64_t j = 0; j < nh; j++) {
+                const int64_t h = h0 + j;
+                const float dt = r->dt[row * m->H + h];
+                const float *restrict xh = xr + h * P;
+                float *restrict xd = Xd + (j * Q + l) * P;
+                for (int64_t p = 0; p < P; p++)
+                    xd[p] = xh[p] * dt;
+                av[j * Q + l] = m->a_neg[h] * dt;
+            }
             if (!in_place) {
                 memcpy(Bg + l * N, xr + m->inner + g * N, (size_t)N * sizeof(float));
                 memcpy(Cg + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
             }
-            av[l] = a_h * dt;
         }
-        /* prefix and suffix sums of a (same-sign terms), then their exps */
-        float run = 0.0f;
-        for (int64_t l = 0; l < q; l++) {
-            run += av[l];
-            ea[l] = run;
+        /* prefix and suffix sums of a per head (same-sign terms), then their exps */
+        for (int64_t j = 0; j < nh; j++) {
+            const float *a = av + j * Q;
+            float *e = ea + j * Q, *sf = sfx + j * Q;
+            float run = 0.0f;
+            for (int64_t l = 0; l < q; l++) {
+                run += a[l];
+                e[l] = run;
+            }
+            run = 0.0f;
+            for (int64_t l = q - 1; l >= 0; l--) {
+                sf[l] = run;
+                run += a[l];
+            }
+            mc_cpu_vexp(e, q);
+            mc_cpu_vexp(sf, q);
         }
-        run = 0.0f;
-        for (int64_t l = q - 1; l >= 0; l--) {
-            sfx[l] = run;
-            run += av[l];
-        }
-        mc_cpu_vexp(ea, q);
-        mc_cpu_vexp(sfx, q);
-        /* state -> output: Y = (Cc·Sᵀ) scaled by exp(Σ_{k<=l} a_k) per row */
-        mc_cpu_sgemm(0, 1, q, P, N, 1.0f, Cc, ld, s, N, 0.0f, Y, P);
-        for (int64_t l = 0; l < q; l++) {
-            const float f = ea[l];
-            float *restrict yl = Y + l * P;
-            for (int64_t p = 0; p < P; p++)
-                yl[p] *= f;
-        }
-        /* intra-chunk, panel by panel: Y[r0..r1) += Pm · Xd[0..r1) */
+        /* state -> output for the block: Y = Cc·S_blkᵀ, head j's columns scaled by exp(Σ_{k<=l} a_k) */
+        mc_cpu_sgemm(0, 1, q, W, N, 1.0f, Cc, ld, S, N, 0.0f, Y, W);
+        for (int64_t l = 0; l < q; l++)
+            for (int64_t j = 0; j < nh; j++) {
+                const float f = ea[j * Q + l];
+                float *restrict yl = Y + l * W + j * P;
+                for (int64_t p = 0; p < P; p++)
+                    yl[p] *= f;
+            }
+        /* intra-chunk, panel by panel, head by head: Y[r0..r1)[head j] += Pm_j · Xd_j[0..r1) */
         const float *gram = r->gram ? r->gram + r->gram_off[b] + (g * ((n + Q - 1) / Q) + c0 / Q) * Q * Q : NULL;
         for (int64_t r0 = 0; r0 < q; r0 += SB) {
             const int64_t r1 = r0 + SB < q ? r0 + SB : q, nr = r1 - r0;
@@ -221,58 +252,71 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h, float 
             } else {
                 mc_cpu_sgemm(0, 1, nr, r1, N, 1.0f, Cc + r0 * ld, ld, Bc, ld, 0.0f, Gp, r1);
             }
-            if (r0 > 0) {
-                float acc = 0.0f;
-                w[r0 - 1] = 0.0f;
-                for (int64_t s2 = r0 - 2; s2 >= 0; s2--) {
-                    acc += av[s2 + 1];
-                    w[s2] = acc;
+            for (int64_t j = 0; j < nh; j++) {
+                const float *a = av + j * Q;
+                if (r0 > 0) {
+                    float acc = 0.0f;
+                    w[r0 - 1] = 0.0f;
+                    for (int64_t s2 = r0 - 2; s2 >= 0; s2--) {
+                        acc += a[s2 + 1];
+                        w[s2] = acc;
+                    }
+                    acc = 0.0f;
+                    for (int64_t l = 0; l < nr; l++) {
+                        acc += a[r0 + l];
+                        u[l] = acc;
+                    }
+                    mc_cpu_vexp(w, r0);
+                    mc_cpu_vexp(u, nr);
                 }
-                acc = 0.0f;
                 for (int64_t l = 0; l < nr; l++) {
-                    acc += av[r0 + l];
-                    u[l] = acc;
+                    float *restrict pl = Pm + l * r1;
+                    const float *restrict gl = G + l * ldg;
+                    const float ul = u[l];
+                    for (int64_t s2 = 0; s2 < r0; s2++) /* left of the diagonal block: rank-one mask */
+                        pl[s2] = gl[s2] * (ul * w[s2]);
+                    /* the diagonal block: the stable segsum row, seg[s] of row l = seg[s] of row l-1 + a_l */
+                    const float al = a[r0 + l];
+                    for (int64_t s2 = 0; s2 < l; s2++)
+                        seg[s2] += al;
+                    seg[l] = 0.0f;
+                    mc_cpu_vexp_to(seg, pl + r0, l + 1);
+                    for (int64_t s2 = r0; s2 <= r0 + l; s2++)
+                        pl[s2] *= gl[s2];
+                    for (int64_t s2 = r0 + l + 1; s2 < r1; s2++)
+                        pl[s2] = 0.0f;
                 }
-                mc_cpu_vexp(w, r0);
-                mc_cpu_vexp(u, nr);
+                mc_cpu_sgemm(0, 0, nr, P, r1, 1.0f, Pm, r1, Xd + j * Q * P, P, 1.0f, Y + r0 * W + j * P, W);
             }
-            for (int64_t l = 0; l < nr; l++) {
-                float *restrict pl = Pm + l * r1;
-                const float *restrict gl = G + l * ldg;
-                const float ul = u[l];
-                for (int64_t s2 = 0; s2 < r0; s2++) /* left of the diagonal block: rank-one mask */
-                    pl[s2] = gl[s2] * (ul * w[s2]);
-                /* the diagonal block: the stable segsum row, seg[s] of row l = seg[s] of row l-1 + a_l */
-                const float al = av[r0 + l];
-                for (int64_t s2 = 0; s2 < l; s2++)
-                    seg[s2] += al;
-                seg[l] = 0.0f;
-                mc_cpu_vexp_to(seg, pl + r0, l + 1);
-                for (int64_t s2 = r0; s2 <= r0 + l; s2++)
-                    pl[s2] *= gl[s2];
-                for (int64_t s2 = r0 + l + 1; s2 < r1; s2++)
-                    pl[s2] = 0.0f;
+        }
+        /* chunk state and inter-chunk step for the block: S_h *= exp(Σ a) per head, then
+         * S_blk += Xsᵀ·Bc with Xs = decay_to_end ⊙ Xd (rows of Xd scaled rather than rows of B) */
+        for (int64_t j = 0; j < nh; j++) {
+            const float e = ea[j * Q + q - 1];
+            float *restrict sh = S + j * P * N;
+            for (int64_t k = 0; k < P * N; k++)
+                sh[k] *= e;
+            const float *sf = sfx + j * Q;
+            for (int64_t l = 0; l < q; l++) {
+                const float f = sf[l];
+                const float *restrict xl = Xd + (j * Q + l) * P;
+                float *restrict xsl = Xs + l * W + j * P;
+                for (int64_t p = 0; p < P; p++)
+                    xsl[p] = xl[p] * f;
             }
-            mc_cpu_sgemm(0, 0, nr, P, r1, 1.0f, Pm, r1, Xd, P, 1.0f, Y + r0 * P, P);
         }
-        /* chunk state and inter-chunk step: S = exp(Σ a)·S + (decay_to_end ⊙ Xd)ᵀ·Bc; the decay scales
-         * the rows of Xd (q×P) rather than those of B (q×N, read strided from the token rows) */
-        for (int64_t l = 0; l < q; l++) {
-            const float f = sfx[l];
-            const float *restrict xl = Xd + l * P;
-            float *restrict xsl = Xs + l * P;
-            for (int64_t p = 0; p < P; p++)
-                xsl[p] = xl[p] * f;
-        }
-        mc_cpu_sgemm(1, 0, P, N, q, 1.0f, Xs, P, Bc, ld, ea[q - 1], s, N);
+        mc_cpu_sgemm(1, 0, W, N, q, 1.0f, Xs, W, Bc, ld, 1.0f, S, N);
         /* D skip and scatter to the token rows */
         for (int64_t l = 0; l < q; l++) {
             const int64_t row = b * L + idx[c0 + l];
-            const float *restrict xh = r->xbc + row * C + h * P;
-            const float *restrict yl = Y + l * P;
-            float *restrict yo = r->hn + row * m->inner + h * P;
-            for (int64_t p = 0; p < P; p++)
-                yo[p] = yl[p] + dskip * xh[p];
+            const float *restrict xh = r->xbc + row * C + h0 * P;
+            const float *restrict yl = Y + l * W;
+            float *restrict yo = r->hn + row * m->inner + h0 * P;
+            for (int64_t j = 0; j < nh; j++) {
+                const float dskip = m->w[M2C_D][h0 + j];
+                for (int64_t p = j * P; p < (j + 1) * P; p++)
+                    yo[p] = yl[p] + dskip * xh[p];
+            }
         }
     }
 }
@@ -328,12 +372,16 @@ static void m2c_core_task(void *ctx, int64_t task, int worker)
 {
     const struct m2c_run *r = ctx;
     const struct mc_model *m = r->m;
-    const int64_t b = task / m->H, h = task % m->H;
-    float *s = r->state + (size_t)b * m2c_state_elems(m) + (size_t)(h * m->P * m->N);
-    if (r->n_real[b] == 1)
-        m2c_step(r, b, h, r->idx[b * r->len], s);
-    else if (r->n_real[b] > 1)
-        m2c_chunk_core(r, b, h, s, r->scratch + (size_t)worker * r->scratch_elems);
+    const int64_t HB = m2c_head_block(m->R), per_group = (m->R + HB - 1) / HB, per_row = m->G * per_group;
+    const int64_t b = task / per_row, g = task % per_row / per_group, h0 = g * m->R + task % per_group * HB;
+    const int64_t h1 = h0 + HB < (g + 1) * m->R ? h0 + HB : (g + 1) * m->R;
+    if (r->n_real[b] == 1) {
+        for (int64_t h = h0; h < h1; h++)
+            m2c_step(r, b, h, r->idx[b * r->len],
+                     r->state + (size_t)b * m2c_state_elems(m) + (size_t)(h * m->P * m->N));
+    } else if (r->n_real[b] > 1) {
+        m2c_chunk_core(r, b, h0, h1, r->scratch + (size_t)worker * r->scratch_elems);
+    }
 }
 
 /* Gated RMSNorm over a block of token rows (gate before norm, groups of gs); padding rows are left
@@ -381,7 +429,8 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
 
     const int64_t Bsz = args->batch, L = args->len, M = Bsz * L;
     const int64_t Q = m->chunk < L ? m->chunk : L;
-    const int workers = (int)(m->threads < Bsz * m->H ? m->threads : Bsz * m->H);
+    const int64_t core_tasks = m2c_core_tasks(m, Bsz);
+    const int workers = (int)(m->threads < core_tasks ? m->threads : core_tasks);
     const size_t scratch_elems = m2c_scratch_elems(m, Q);
 
     /* every allocation before the cache is touched, so a failure leaves it unchanged */
@@ -466,7 +515,7 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
     mc_cpu_parallel_for(row_blocks, m2c_silu_dt_task, &run, m->threads);
     if (gram)
         mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
-    mc_cpu_parallel_for(Bsz * m->H, m2c_core_task, &run, workers);
+    mc_cpu_parallel_for(core_tasks, m2c_core_task, &run, workers);
     mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
     mc_cpu_linear_tiled(M, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
     mc_cpu_out_bias(M, m->D, args->mask, m->w[M2C_OUT_PROJ_BIAS], y);
@@ -565,7 +614,8 @@ enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *
     m.chunk = a->chunk > 0 ? a->chunk : M2C_DEFAULT_CHUNK;
     m.threads = mc_cpu_threads_resolve(a->threads);
     const int64_t Bsz = a->batch, L = a->len, M = Bsz * L, Q = m.chunk < L ? m.chunk : L;
-    const int workers = (int)(m.threads < Bsz * m.H ? m.threads : Bsz * m.H);
+    const int64_t core_tasks = m2c_core_tasks(&m, Bsz);
+    const int workers = (int)(m.threads < core_tasks ? m.threads : core_tasks);
     const size_t scratch_elems = m2c_scratch_elems(&m, Q);
 
     a_neg = malloc((size_t)m.H * sizeof *a_neg);
@@ -624,7 +674,7 @@ enum mc_backend_status mc_cpu_mamba2_core(const struct mc_cpu_mamba2_core_args *
     };
     if (gram)
         mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
-    mc_cpu_parallel_for(Bsz * m.H, m2c_core_task, &run, workers);
+    mc_cpu_parallel_for(core_tasks, m2c_core_task, &run, workers);
 
 cleanup:
     if (window != a->window)

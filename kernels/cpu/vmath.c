@@ -166,3 +166,48 @@ void mc_cpu_vsigmoid_to(const float *restrict src, float *restrict dst, int64_t 
 {
     vm_sigmoid_to_loop(src, dst, n);
 }
+
+/* The K-tap depthwise sum of mc_cpu_vtaps, one loop per common K so the tap loop is unrolled and the
+ * channel loop vectorizes; the sums run bias first, then taps 0..K-1, as the generic loop does. */
+VM_CLONES static void vm_taps_loop(int64_t n, int64_t K, const float *const *src, const float *w, int64_t ws,
+                                   const float *bias, float *restrict out)
+{
+    const float *restrict s0 = src[0], *restrict w0 = w;
+    if (K == 4) {
+        const float *restrict s1 = src[1], *restrict s2 = src[2], *restrict s3 = src[3];
+        const float *restrict w1 = w + ws, *restrict w2 = w + 2 * ws, *restrict w3 = w + 3 * ws;
+        for (int64_t c = 0; c < n; c++) {
+            float acc = bias ? bias[c] : 0.0f;
+            acc += w0[c] * s0[c];
+            acc += w1[c] * s1[c];
+            acc += w2[c] * s2[c];
+            acc += w3[c] * s3[c];
+            out[c] = acc;
+        }
+    } else if (K == 3) {
+        const float *restrict s1 = src[1], *restrict s2 = src[2];
+        const float *restrict w1 = w + ws, *restrict w2 = w + 2 * ws;
+        for (int64_t c = 0; c < n; c++) {
+            float acc = bias ? bias[c] : 0.0f;
+            acc += w0[c] * s0[c];
+            acc += w1[c] * s1[c];
+            acc += w2[c] * s2[c];
+            out[c] = acc;
+        }
+    } else {
+        for (int64_t c = 0; c < n; c++)
+            out[c] = bias ? bias[c] : 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            const float *restrict sk = src[k], *restrict wk = w + k * ws;
+            for (int64_t c = 0; c < n; c++)
+                out[c] += wk[c] * sk[c];
+        }
+    }
+}
+
+void mc_cpu_vtaps(int64_t n, int64_t K, const float *const *src, const float *w, int64_t w_stride, const float *bias,
+                  float *restrict out)
+{
+    if (n > 0 && K > 0)
+        vm_taps_loop(n, K, src, w, w_stride, bias, out);
+}

@@ -8,6 +8,8 @@
  *   - mc_cpu_vsilu       x[i] = x[i] / (1 + exp(-x[i]))          in place (torch SiLU)
  *   - mc_cpu_vmul_silu   x[i] = x[i] · silu(z[i])                 in place (the z gate of the norms)
  *   - mc_cpu_vsigmoid_to dst[i] = 1 / (1 + exp(-src[i]))
+ *   - mc_cpu_vtaps       out[c] = bias[c] + Σ_k w[k·w_stride + c]·src[k][c]   (a depthwise conv's K
+ *                        taps for one token; summed in that order, bias NULL = 0)
  * The `_to` and `mul` forms take pointers that must not overlap (restrict).
  *
  * The exp (vmath.c has the derivation): Cody-Waite reduction x = n·ln2 + r, |r| <= ln2/2, a degree-7
@@ -32,5 +34,7 @@ void mc_cpu_vexp_to(const float *restrict src, float *restrict dst, int64_t n);
 void mc_cpu_vsilu(float *restrict x, int64_t n);
 void mc_cpu_vmul_silu(float *restrict x, const float *restrict z, int64_t n);
 void mc_cpu_vsigmoid_to(const float *restrict src, float *restrict dst, int64_t n);
+void mc_cpu_vtaps(int64_t n, int64_t K, const float *const *src, const float *w, int64_t w_stride, const float *bias,
+                  float *restrict out);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * test_blascore.c — the OpenBLAS core selection (harness/cli/blascore.h):
  *   - the upgrade rule: only a pre-AVX2 fallback core on a CPU that supports more is replaced;
- *   - the command: a user's OPENBLAS_CORETYPE is left alone and reported as theirs, and without one
- *     `mixcheck --version` names the core in use (after the re-exec when there was one).
+ *   - the command: a user's OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS are left alone and reported as
+ *     theirs; without them `mixcheck --version` names the core in use (after the re-exec when there was
+ *     one) and OpenBLAS starts single-threaded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,15 +55,28 @@ static const char *version(const char *env)
 static void test_user_choice_is_kept(void **state)
 {
     (void)state;
-    const char *v = version("env OPENBLAS_CORETYPE=Prescott");
+    const char *v = version("env -u MIXCHECK_BLAS_REEXEC OPENBLAS_CORETYPE=Prescott");
     if (!strstr(v, "Prescott kernels (OPENBLAS_CORETYPE=Prescott)"))
         fail_msg("a user's OPENBLAS_CORETYPE was not kept: %s", v);
+    v = version("env -u MIXCHECK_BLAS_REEXEC -u MIXCHECK_BLAS_THREADS_SET OPENBLAS_NUM_THREADS=2");
+    if (!strstr(v, "thread pool as the environment says"))
+        fail_msg("a user's OPENBLAS_NUM_THREADS was not kept: %s", v);
+}
+
+/* Without a thread count in the environment, OpenBLAS starts single-threaded (the re-exec sets it). */
+static void test_threads_default_to_one(void **state)
+{
+    (void)state;
+    const char *v = version("env -u MIXCHECK_BLAS_REEXEC -u MIXCHECK_BLAS_THREADS_SET -u OPENBLAS_NUM_THREADS "
+                            "-u GOTO_NUM_THREADS -u OMP_NUM_THREADS");
+    if (!strstr(v, "thread pool started single-threaded (OPENBLAS_NUM_THREADS=1 set by mixcheck"))
+        fail_msg("OpenBLAS did not start single-threaded: %s", v);
 }
 
 static void test_version_names_the_core(void **state)
 {
     (void)state;
-    const char *v = version("env -u OPENBLAS_CORETYPE -u MIXCHECK_BLAS_CORE_DETECTED");
+    const char *v = version("env -u OPENBLAS_CORETYPE -u MIXCHECK_BLAS_CORE_DETECTED -u MIXCHECK_BLAS_REEXEC");
     if (!strstr(v, "OpenBLAS") || !strstr(v, " kernels ("))
         fail_msg("--version does not name the OpenBLAS core: %s", v);
     /* a re-exec happened exactly when the note says so, and then the detected core was a fallback */
@@ -77,6 +91,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_rule),
         cmocka_unit_test(test_user_choice_is_kept),
         cmocka_unit_test(test_version_names_the_core),
+        cmocka_unit_test(test_threads_default_to_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
