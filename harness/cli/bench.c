@@ -15,8 +15,9 @@
  * Threads: --threads N (default 2) is mc_model_desc.threads. The cpu kernels parallelise themselves
  * (mc_cpu_parallel_for over tiles and heads, each task calling sgemm), so backend runs set OpenBLAS to
  * one thread (openblas_set_num_threads(1): N OpenBLAS threads under N workers would nest N×N threads);
- * the sgemm baseline runs OpenBLAS itself with N threads. Both use N cores. OPENBLAS_CORETYPE /
- * OPENBLAS_L2_SIZE are left as the environment says.
+ * the sgemm baseline runs OpenBLAS itself with N threads (openblas_set_num_threads(N) grows a pool
+ * that main's blascore.h re-exec started single-threaded). Both use N cores. The OpenBLAS kernels are
+ * blascore.h's choice and are named in the header and the JSON.
  */
 #define _DEFAULT_SOURCE /* wait4 */
 #define _DEFAULT_SOURCE /* wait4 */
