@@ -7,9 +7,10 @@
  * Variants provided:
  *   - mc_cpu_to_f32 / mc_cpu_from_f32   whole-buffer f32 <-> {f32, bf16, f16} (round to nearest even)
  *   - mc_cpu_parallel_for              static tasks over a pool of pthreads, caller thread included
- *   - mc_cpu_conv_row                  depthwise causal conv1d, token-major, vectorized over channels
- *   - mc_cpu_softplus, mc_cpu_silu     the torch definitions (softplus threshold 20), scalar on libm;
- *                                      the array exp / SiLU / sigmoid of the hot loops are vmath.h
+ *   - mc_cpu_conv_row, mc_cpu_conv_cols  depthwise causal conv1d, token-major, vectorized over channels
+ *                                      (the whole row, or a channel range of it for one thread)
+ *   - mc_cpu_softplus                  the torch definition (threshold 20), scalar on libm; the array
+ *                                      exp / SiLU / sigmoid of the hot loops are vmath.h
  *   - mc_cpu_sgemm, mc_cpu_linear      thin wrappers over OpenBLAS cblas_sgemm
  *   - mc_cpu_model_desc_check, mc_cpu_forward_check, mc_cpu_check_dim   the argument checks every
  *                                      family opens with (one message format for all)
@@ -180,12 +181,6 @@ void mc_cpu_out_bias(int64_t rows, int64_t width, const uint8_t *mask, const flo
 static inline float mc_cpu_softplus(float v)
 {
     return v > 20.0f ? v : log1pf(expf(v));
-}
-
-/* x * sigmoid(x) = x / (1 + exp(-x)). */
-static inline float mc_cpu_silu(float v)
-{
-    return v / (1.0f + expf(-v));
 }
 
 /* ---- BLAS ---------------------------------------------------------------------------------------- */

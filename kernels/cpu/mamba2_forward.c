@@ -61,7 +61,8 @@ static int64_t m2c_head_block(int64_t R)
 /* Core tasks of a call: (row, group, head block). */
 static int64_t m2c_core_tasks(const struct mc_model *m, int64_t batch)
 {
-    return batch * m->G * ((m->R + m2c_head_block(m->R) - 1) / m2c_head_block(m->R));
+    const int64_t hb = m2c_head_block(m->R);
+    return batch * m->G * ((m->R + hb - 1) / hb);
 }
 
 static size_t m2c_scratch_elems(const struct mc_model *m, int64_t Q)
