@@ -25,25 +25,34 @@ static double worst_headroom(const struct mc_check_result *res)
     return h;
 }
 
-void mc_report_rerun_command(const struct mc_check_result *res, const char *argv0, char *buf, size_t len)
+void mc_report_rerun_command(const struct mc_check_result *res, const char *argv0, const char *options, char *buf,
+                             size_t len)
 {
-    snprintf(buf, len, "%s run %s --scenario %s --backend %s --dtype %s", argv0, res->case_path,
-             mc_scenario_name(res->scenario), res->backend, mc_dtype_name(res->dtype));
+    snprintf(buf, len, "%s run %s --scenario %s --backend %s --dtype %s%s%s", argv0, res->case_path,
+             mc_scenario_name(res->scenario), res->backend, mc_dtype_name(res->dtype), options && *options ? " " : "",
+             options ? options : "");
 }
 
-static void print_tensor_diagnosis(const struct mc_console *con, const struct mc_tensor_result *t)
+/* "N of M elements outside tolerance, first failing token T (batch b)\n  worst at ...: got, expected" */
+static void print_where(const struct mc_console *con, const struct mc_compare_stats *s, const char *indent)
 {
-    const struct mc_compare_stats *s = &t->stats;
     char idx[256];
     mc_compare_format_index(s, idx, sizeof idx);
-    fprintf(con->out, "      %s%s%s: ", paint(con, C_RED), t->name, paint(con, C_RESET));
     if (s->n_nonfinite > 0)
         fprintf(con->out, "%lld non-finite value(s) (%lld NaN), ", (long long)s->n_nonfinite, (long long)s->n_nan);
     fprintf(con->out, "%lld of %lld elements outside tolerance", (long long)s->n_fail, (long long)s->n_elems);
     if (s->first_fail_token >= 0)
         fprintf(con->out, ", first failing token %lld (batch %lld)", (long long)s->first_fail_token,
                 (long long)s->first_fail_batch);
-    fprintf(con->out, "\n        worst at %s: got %.9g, expected %.9g\n", idx, s->worst_actual, s->worst_expected);
+    fprintf(con->out, "\n%sworst at %s: got %.9g, expected %.9g\n", indent, idx, s->worst_actual, s->worst_expected);
+}
+
+static void print_tensor_diagnosis(const struct mc_console *con, const struct mc_tensor_result *t, int runs)
+{
+    const struct mc_compare_stats *s = &t->stats;
+    fprintf(con->out, "      %s%s%s%s: ", paint(con, C_RED), t->name, paint(con, C_RESET),
+            runs > 1 ? " (all runs)" : "");
+    print_where(con, s, "        ");
     fprintf(con->out, "        max abs err %.3g, max rel err %.3g, headroom %.3g, tolerance atol %.3g rtol %.3g, "
                       "cosine %.9f, nmse %.3g\n",
             s->max_abs_err, s->max_rel_err, s->headroom, t->tol.atol, t->tol.rtol, mc_compare_cosine(s),
@@ -72,10 +81,20 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
         word = "SKIP";
         color = C_YELLOW;
         break;
+    case MC_CHECK_NONDETERMINISTIC:
+        word = "NONDET";
+        color = C_RED;
+        break;
+    case MC_CHECK_STATUS_COUNT:
+        break;
     }
-    fprintf(con->out, "%s%-5s%s %-24s %-22s %-10s %-4s headroom %-9.3g %s(%.2fs)%s\n", paint(con, color), word,
+    /* a check that errored (a crash, a backend error) compared nothing worth a headroom */
+    char head[32] = "";
+    if (res->status != MC_CHECK_ERROR && res->status != MC_CHECK_UNSUPPORTED && res->status != MC_CHECK_SKIPPED)
+        snprintf(head, sizeof head, "headroom %-9.3g", worst_headroom(res));
+    fprintf(con->out, "%s%-5s%s %-24s %-22s %-10s %-4s %-18s %s(%.2fs)%s\n", paint(con, color), word,
             paint(con, C_RESET), res->case_id, mc_scenario_name(res->scenario), res->backend,
-            mc_dtype_name(res->dtype), worst_headroom(res), paint(con, C_DIM), res->duration_s, paint(con, C_RESET));
+            mc_dtype_name(res->dtype), head, paint(con, C_DIM), res->duration_s, paint(con, C_RESET));
     if (res->status == MC_CHECK_PASS)
         return;
     if (res->message[0])
@@ -84,11 +103,14 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
         return;
     for (int i = 0; i < res->n_tensors; i++)
         if (!mc_compare_passed(&res->tensors[i].stats))
-            print_tensor_diagnosis(con, &res->tensors[i]);
-    if (res->detail[0])
-        fprintf(con->out, "      first failing run: %s\n", res->detail);
-    char cmd[1024];
-    mc_report_rerun_command(res, con->argv0, cmd, sizeof cmd);
+            print_tensor_diagnosis(con, &res->tensors[i], (int)res->tensors[i].comparisons);
+    if (res->first_fail_tensor[0]) {
+        /* that run's own numbers: its first failing token and worst element, not the pooled ones */
+        fprintf(con->out, "      first failing run: %s\n        %s: ", res->detail, res->first_fail_tensor);
+        print_where(con, &res->first_fail, "          ");
+    }
+    char cmd[2048];
+    mc_report_rerun_command(res, con->argv0, con->rerun_options, cmd, sizeof cmd);
     fprintf(con->out, "      rerun: %s\n", cmd);
 }
 
@@ -100,9 +122,12 @@ void mc_report_console_problem(const struct mc_console *con, const struct mc_run
 
 void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code)
 {
-    fprintf(con->out, "\n%d case(s), %d check(s): %d passed, %d failed, %d errored, %d unsupported; %d problem(s); "
+    char nondet[48] = "";
+    if (rep->counts[MC_CHECK_NONDETERMINISTIC] > 0)
+        snprintf(nondet, sizeof nondet, ", %d nondeterministic", rep->counts[MC_CHECK_NONDETERMINISTIC]);
+    fprintf(con->out, "\n%d case(s), %d check(s): %d passed, %d failed%s, %d errored, %d unsupported; %d problem(s); "
                       "%.2fs; exit %d\n",
-            rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
+            rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL], nondet,
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, rep->duration_s,
             exit_code);
     if (rep->n_not_applicable > 0)

@@ -38,8 +38,8 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
     kv_str(w, "dtype", mc_dtype_name(r->dtype), 1);
     kv_str(w, "tensor", t ? t->name : NULL, 1);
     const char *status = mc_check_status_name(r->status);
-    if (t && (r->status == MC_CHECK_PASS || r->status == MC_CHECK_FAIL))
-        status = mc_compare_passed(&t->stats) ? "pass" : "fail";
+    if (t && (r->status == MC_CHECK_PASS || r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC))
+        status = mc_compare_passed(&t->stats) ? "pass" : strcmp(t->name, "determinism") == 0 ? "nondeterministic" : "fail";
     kv_str(w, "status", status, 1);
     if (t) {
         const struct mc_compare_stats *s = &t->stats;
@@ -73,6 +73,29 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_str(w, "message", r->message, 1);
     if (r->detail[0])
         kv_str(w, "detail", r->detail, 1);
+    if (t && strcmp(r->first_fail_tensor, t->name) == 0) {
+        /* the first failing run's own numbers for this tensor (the keys above pool every run) */
+        const struct mc_compare_stats *f = &r->first_fail;
+        fputs(", \"first_failing_run\": {", w->f);
+        kv_str(w, "run", r->detail, 0);
+        if (f->first_fail_token >= 0)
+            kv_int(w, "first_fail_token", f->first_fail_token);
+        else
+            fputs(", \"first_fail_token\": null", w->f);
+        fputs(", \"worst_index\": ", w->f);
+        if (f->has_worst) {
+            fputc('{', w->f);
+            for (int d = 0; d < f->worst_ndim; d++)
+                fprintf(w->f, "%s\"%s\": %lld", d ? ", " : "", f->worst_names[d], (long long)f->worst_index[d]);
+            fputc('}', w->f);
+        } else {
+            fputs("null", w->f);
+        }
+        kv_num(w, "headroom", f->headroom);
+        kv_num(w, "max_abs_err", f->max_abs_err);
+        kv_int(w, "failing", f->n_fail);
+        fputc('}', w->f);
+    }
     kv_num(w, "duration_s", r->duration_s);
     fputc('}', w->f);
 }
@@ -105,7 +128,7 @@ static void write_kill_matrix(struct mc_writer *w, const struct mc_run_report *r
             const struct mc_check_result *o = &rep->checks[j];
             if (o->scenario != r->scenario || strcmp(o->backend, r->backend) != 0)
                 continue;
-            caught |= o->status == MC_CHECK_FAIL || o->status == MC_CHECK_ERROR;
+            caught |= o->status == MC_CHECK_FAIL || o->status == MC_CHECK_ERROR || o->status == MC_CHECK_NONDETERMINISTIC;
             for (int t = 0; t < o->n_tensors; t++) {
                 if (mc_compare_passed(&o->tensors[t].stats))
                     continue;
@@ -142,15 +165,17 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
     fprintf(w.f, "  \"started_unix\": %lld,\n  \"duration_s\": ", (long long)rep->started_unix);
     mc_writer_json_number(&w, rep->duration_s);
     fprintf(w.f, ",\n  \"summary\": {\"cases\": %d, \"checks\": %d, \"pass\": %d, \"fail\": %d, \"error\": %d, "
-                 "\"unsupported\": %d, \"problems\": %d, \"exit_code\": %d},\n",
+                 "\"unsupported\": %d, \"skipped\": %d, \"nondeterministic\": %d, \"problems\": %d, "
+                 "\"exit_code\": %d},\n",
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
-            rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, exit_code);
+            rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->counts[MC_CHECK_SKIPPED],
+            rep->counts[MC_CHECK_NONDETERMINISTIC], rep->n_problems, exit_code);
     fputs("  \"problems\": [", w.f);
     for (int i = 0; i < rep->n_problems; i++) {
         const struct mc_run_problem *p = &rep->problems[i];
         fputs(i ? ",\n    {" : "\n    {", w.f);
         kv_str(&w, "path", p->path, 0);
-        kv_str(&w, "kind", p->code == MC_ERR_BACKEND ? "untestable" : "input", 1);
+        kv_str(&w, "kind", p->code == MC_ERR_BACKEND ? "untestable" : p->code == MC_ERR_USAGE ? "not_run" : "input", 1);
         kv_str(&w, "message", p->msg, 1);
         fputc('}', w.f);
     }

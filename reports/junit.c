@@ -5,7 +5,7 @@
 #include "report.h"
 #include "writer.h"
 
-static void write_failure_text(struct mc_writer *w, const struct mc_check_result *r)
+static void write_failure_text(struct mc_writer *w, const struct mc_check_result *r, const char *rerun_options)
 {
     char line[1024];
     if (r->message[0]) {
@@ -30,7 +30,7 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
         mc_writer_xml_text(w, r->detail);
         fputc('\n', w->f);
     }
-    mc_report_rerun_command(r, "mixcheck", line, sizeof line);
+    mc_report_rerun_command(r, "mixcheck", rerun_options, line, sizeof line);
     mc_writer_xml_text(w, line);
 }
 
@@ -39,7 +39,7 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
     struct mc_writer w;
     if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
         return err->code;
-    int failures = rep->counts[MC_CHECK_FAIL];
+    int failures = rep->counts[MC_CHECK_FAIL] + rep->counts[MC_CHECK_NONDETERMINISTIC];
     int errors = rep->counts[MC_CHECK_ERROR] + rep->n_problems;
     int skipped = rep->counts[MC_CHECK_UNSUPPORTED] + rep->counts[MC_CHECK_SKIPPED];
     fprintf(w.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -52,7 +52,7 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         int f = 0, e = 0, s = 0;
         double t = 0;
         while (j < rep->n_checks && strcmp(rep->checks[j].case_id, cid) == 0) {
-            f += rep->checks[j].status == MC_CHECK_FAIL;
+            f += rep->checks[j].status == MC_CHECK_FAIL || rep->checks[j].status == MC_CHECK_NONDETERMINISTIC;
             e += rep->checks[j].status == MC_CHECK_ERROR;
             s += rep->checks[j].status == MC_CHECK_UNSUPPORTED || rep->checks[j].status == MC_CHECK_SKIPPED;
             t += rep->checks[j].duration_s;
@@ -78,9 +78,13 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
                 mc_writer_xml_text(&w, r->message);
                 fputs("\"/>\n", w.f);
             } else {
-                const char *tag = r->status == MC_CHECK_FAIL ? "failure" : "error";
-                fprintf(w.f, "      <%s message=\"%s\">", tag, r->status == MC_CHECK_FAIL ? "tolerance exceeded" : "backend error");
-                write_failure_text(&w, r);
+                int failed = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC;
+                const char *tag = failed ? "failure" : "error";
+                fprintf(w.f, "      <%s message=\"%s\">", tag,
+                        r->status == MC_CHECK_FAIL ? "tolerance exceeded"
+                        : failed                   ? "nondeterministic"
+                                                   : "backend error");
+                write_failure_text(&w, r, rep->rerun_options);
                 fprintf(w.f, "</%s>\n", tag);
             }
             fputs("    </testcase>\n", w.f);

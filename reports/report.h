@@ -17,14 +17,17 @@ struct mc_console {
     FILE *out;
     int color;         /* ANSI colours (only on a terminal) */
     const char *argv0; /* program name for rerun commands */
+    const char *rerun_options; /* run options a rerun needs (plugins, tolerance files, seeds), or NULL */
 };
 
 void mc_report_console_check(const struct mc_console *con, const struct mc_check_result *res);
 void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p);
 void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code);
 
-/* The command line that reruns exactly this check. */
-void mc_report_rerun_command(const struct mc_check_result *res, const char *argv0, char *buf, size_t len);
+/* The command line that reruns exactly this check: the check's own filters plus `options`, the
+ * options of the run that its result depends on (plugins, tolerance files, seeds; may be NULL). */
+void mc_report_rerun_command(const struct mc_check_result *res, const char *argv0, const char *options, char *buf,
+                             size_t len);
 
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err);

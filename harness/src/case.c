@@ -94,6 +94,7 @@ static const char *const KEYS_SPECULATIVE[] = {"prefill", "len", "accept", "seed
 static const char *const KEYS_LEFT_PADDED[] = {"prefill", "decode"};
 static const char *const KEYS_CHUNK_SIZES[] = {"chunk_sizes"};
 static const char *const KEYS_RANDOM[] = {"sets", "seed"};
+static const char *const KEYS_ROUNDTRIP[] = {"splits"};
 
 struct scenario_keys {
     const char *const *names;
@@ -110,6 +111,8 @@ static const struct scenario_keys SCENARIO_KEYS[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_RIGHT_PADDED_BATCH] = {KEYS_NONE, 0},
     [MC_SCENARIO_CHUNK_SIZE_INVARIANCE] = {KEYS_CHUNK_SIZES, COUNT(KEYS_CHUNK_SIZES)},
     [MC_SCENARIO_BATCH_INVARIANCE] = {KEYS_NONE, 0},
+    [MC_SCENARIO_CACHE_ROUNDTRIP] = {KEYS_ROUNDTRIP, COUNT(KEYS_ROUNDTRIP)},
+    [MC_SCENARIO_DETERMINISM] = {KEYS_DECODE, COUNT(KEYS_DECODE)},
 };
 
 static void scenario_free(struct mc_scenario_spec *s)
@@ -200,8 +203,20 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
     }
     switch (kind) {
     case MC_SCENARIO_DECODE:
+    case MC_SCENARIO_DETERMINISM:
         rc = ld_tokens(ld, v[0], pk[0], 1, &s->prefill);
         break;
+    case MC_SCENARIO_CACHE_ROUNDTRIP: {
+        int n = 0;
+        s->split_sets = mc_calloc(1, sizeof *s->split_sets);
+        if (s->split_sets == NULL)
+            return mc_yaml_nomem(ld);
+        s->n_split_sets = 1;
+        rc = ld_int_list(ld, v[0], pk[0], 1, MC_CASE_MAX_TOKENS, MC_CASE_MAX_TOKENS, true, &s->split_sets[0].points,
+                         &n);
+        s->split_sets[0].n = n;
+        break;
+    }
     case MC_SCENARIO_CHUNKED:
         rc = ld_chunked(ld, map, kp, v, s);
         break;

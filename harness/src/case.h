@@ -31,6 +31,8 @@ enum mc_scenario_kind {
     MC_SCENARIO_RIGHT_PADDED_BATCH,
     MC_SCENARIO_CHUNK_SIZE_INVARIANCE,
     MC_SCENARIO_BATCH_INVARIANCE,
+    MC_SCENARIO_CACHE_ROUNDTRIP,
+    MC_SCENARIO_DETERMINISM,
     MC_SCENARIO_COUNT
 };
 
@@ -65,13 +67,14 @@ struct mc_split_set {
 struct mc_scenario_spec {
     enum mc_scenario_kind kind;
     int line, column;            /* of the scenario's key, for messages */
-    int64_t prefill;             /* decode, first_token_causality, speculative_verify, left_padded_batch */
+    int64_t prefill;             /* decode, first_token_causality, speculative_verify, left_padded_batch,
+                                    determinism */
     int64_t len;                 /* first_token_causality: segment length S (>= 2);
                                     speculative_verify: draft tokens k */
     int64_t accept;              /* speculative_verify: accepted tokens j (< k) */
     int64_t decode_steps;        /* left_padded_batch: single-token steps between prefill and the chunk */
     uint64_t seed;               /* distractor / random split seed */
-    struct mc_split_set *split_sets; /* chunked: explicit split point sets */
+    struct mc_split_set *split_sets; /* chunked: explicit split point sets; cache_roundtrip: one set */
     int n_split_sets;
     int64_t random_sets;         /* chunked: extra split sets drawn from `seed` */
     int64_t *chunk_sizes;        /* chunk_size_invariance */
@@ -131,6 +134,9 @@ enum mc_err_code mc_tolerance_load(const char *path, struct mc_tolerance_profile
 enum mc_err_code mc_tolerance_load_buffer(const char *path, const void *data, size_t len,
                                           struct mc_tolerance_profile *p, struct mc_error *err);
 void mc_tolerance_free(struct mc_tolerance_profile *p);
+
+/* 1 when the profile has any entry for (device, dtype). */
+int mc_tolerance_covers(const struct mc_tolerance_profile *p, const char *device, enum mc_dtype dtype);
 
 /* The tolerance for (device, dtype, tensor): the tensor's own entry, else the dtype's `default`.
  * MC_ERR_INPUT naming the profile file when neither exists. */

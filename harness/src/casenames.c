@@ -13,6 +13,8 @@ const char *const mc_case_scenario_names[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_RIGHT_PADDED_BATCH] = "right_padded_batch",
     [MC_SCENARIO_CHUNK_SIZE_INVARIANCE] = "chunk_size_invariance",
     [MC_SCENARIO_BATCH_INVARIANCE] = "batch_invariance",
+    [MC_SCENARIO_CACHE_ROUNDTRIP] = "cache_roundtrip",
+    [MC_SCENARIO_DETERMINISM] = "determinism",
 };
 
 const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {

@@ -54,7 +54,7 @@ enum mc_err_code mc_plugins_load(struct mc_plugins *p, const char *path, struct 
     p->n++;
     for (uint32_t i = 0; i < count; i++) {
         struct mc_error e = {0};
-        if (mc_registry_add(reg, ops[i], path, &e) != MC_ERR_NONE)
+        if (mc_registry_add_plugin(reg, ops[i], path, p->n, &e) != MC_ERR_NONE)
             return mc_error_set(err, MC_ERR_INPUT, "plugin %s: backend #%u: %s", path, i, e.msg);
     }
     return MC_ERR_NONE;

@@ -1,6 +1,7 @@
 /* registry.c — see registry.h. */
 #include "registry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "family.h"
@@ -12,6 +13,12 @@ void mc_registry_init(struct mc_registry *r)
 
 enum mc_err_code mc_registry_add(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
                                  struct mc_error *err)
+{
+    return mc_registry_add_plugin(r, ops, origin, 0, err);
+}
+
+enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
+                                        int plugin, struct mc_error *err)
 {
     if (ops == NULL)
         return mc_error_set(err, MC_ERR_BACKEND, "%s: NULL backend ops", origin);
@@ -49,6 +56,7 @@ enum mc_err_code mc_registry_add(struct mc_registry *r, const struct mc_backend_
         return mc_error_set(err, MC_ERR_BACKEND, "%s: too many backends (at most %d)", origin, MC_REGISTRY_MAX);
     r->entries[r->n].ops = ops;
     r->entries[r->n].origin = origin;
+    r->entries[r->n].plugin = plugin;
     r->n++;
     return MC_ERR_NONE;
 }
@@ -59,6 +67,27 @@ const struct mc_backend_ops *mc_registry_find(const struct mc_registry *r, const
         if (r->entries[i].ops->family == family && strcmp(r->entries[i].ops->name, name) == 0)
             return r->entries[i].ops;
     return NULL;
+}
+
+const struct mc_registry_entry *mc_registry_entry_of(const struct mc_registry *r, const struct mc_backend_ops *ops)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->entries[i].ops == ops)
+            return &r->entries[i];
+    return NULL;
+}
+
+void mc_registry_names(const struct mc_registry *r, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < r->n && used < len; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(r->entries[j].ops->name, r->entries[i].ops->name) == 0;
+        if (!seen)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", r->entries[i].ops->name);
+    }
 }
 
 int mc_registry_has_name(const struct mc_registry *r, const char *name)

@@ -14,6 +14,7 @@
 struct mc_registry_entry {
     const struct mc_backend_ops *ops;
     const char *origin; /* "built-in" or the plugin's path */
+    int plugin;         /* 0 for a built-in backend, k for the k-th plugin loaded (1-based) */
 };
 
 struct mc_registry {
@@ -27,7 +28,15 @@ void mc_registry_init(struct mc_registry *r);
 enum mc_err_code mc_registry_add(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
                                  struct mc_error *err);
 
+/* As mc_registry_add, for a backend of the `plugin`-th plugin loaded (1-based). */
+enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
+                                        int plugin, struct mc_error *err);
+
 const struct mc_backend_ops *mc_registry_find(const struct mc_registry *r, const char *name, enum mc_family family);
+/* The entry holding ops, or NULL. */
+const struct mc_registry_entry *mc_registry_entry_of(const struct mc_registry *r, const struct mc_backend_ops *ops);
+/* Writes the distinct backend names, comma-separated, into buf (for "known backends: ..."). */
+void mc_registry_names(const struct mc_registry *r, char *buf, size_t len);
 
 /* 1 when some backend of any family has this name. */
 int mc_registry_has_name(const struct mc_registry *r, const char *name);

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,23 @@ void mc_run_files_free(char **files, int n_files)
 
 /* ---- filters ----------------------------------------------------------------------------------------- */
 
+static int pattern_match(const char *pattern, const char *id)
+{
+    if (strpbrk(pattern, "*?[") != NULL)
+        return fnmatch(pattern, id, 0) == 0;
+    return strstr(id, pattern) != NULL;
+}
+
+/* Counts, per -k pattern, the scheduled checks whose id it matches (for "matched no check"). */
+static void count_pattern_hits(const struct mc_run_filter *f, const char *case_id, enum mc_scenario_kind scenario,
+                               const char *backend, enum mc_dtype dtype, int *hits)
+{
+    char id[512];
+    snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
+    for (int i = 0; i < f->n_patterns; i++)
+        hits[i] += pattern_match(f->patterns[i], id);
+}
+
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
                         enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype)
 {
@@ -125,14 +143,14 @@ int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum
         return 0;
     if (f->dtype && strcmp(f->dtype, mc_dtype_name(dtype)) != 0)
         return 0;
-    if (f->pattern) {
-        char id[512];
-        snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
-        if (strpbrk(f->pattern, "*?[") != NULL)
-            return fnmatch(f->pattern, id, 0) == 0;
-        return strstr(id, f->pattern) != NULL;
-    }
-    return 1;
+    if (f->n_patterns == 0)
+        return 1;
+    char id[512];
+    snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
+    for (int i = 0; i < f->n_patterns; i++)
+        if (pattern_match(f->patterns[i], id))
+            return 1;
+    return 0;
 }
 
 /* ---- report ------------------------------------------------------------------------------------------- */
@@ -174,43 +192,6 @@ static struct mc_check_result *next_check(struct mc_run_report *rep, struct mc_e
 
 /* ---- running ------------------------------------------------------------------------------------------ */
 
-static int case_backends(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
-                         const char **names);
-
-/* Loads a case and, when the filters select it, its golden, and validates every scenario. Returns 0
- * when the case is ready to run, 1 when the filters leave nothing of it (its golden is not even
- * read), -1 after recording a problem. */
-static int prepare_case(const char *path, const struct mc_registry *reg, const struct mc_run_options *opt,
-                        struct mc_case *c, struct mc_golden *g, struct mc_run_report *rep,
-                        const struct mc_run_callbacks *cb, struct mc_error *err)
-{
-    struct mc_error e = {0};
-    if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
-        const char *one[1];
-        if (opt->filter.family && strcmp(opt->filter.family, mc_family_name(c->family)) != 0)
-            return 1;
-        if (opt->filter.backend && case_backends(c, reg, opt, one) == 0)
-            return 1;
-        if (mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
-            if (g->config.family != c->family)
-                mc_error_set(&e, MC_ERR_INPUT, "%s:%d:%d: in 'family': '%s' but golden %s holds '%s'", path,
-                             c->family_line, c->family_column, mc_family_name(c->family), c->golden_path,
-                             mc_family_name(g->config.family));
-            for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
-                mc_scenario_validate(c, &c->scenarios[i], g, &e);
-        } else if (e.code != MC_ERR_NOMEM) {
-            mc_error_prefix(&e, "%s:%d:%d: in 'golden'", path, c->golden_line, c->golden_column);
-        }
-    }
-    if (e.code == MC_ERR_NONE)
-        return 0;
-    if (e.code == MC_ERR_NOMEM)
-        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
-    else
-        add_problem(rep, path, &e, cb, err);
-    return -1;
-}
-
 int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind, enum mc_dtype dtype)
 {
     if (!(ops->dtypes & MC_DTYPE_BIT(dtype)))
@@ -245,6 +226,8 @@ static void merge_seed(struct mc_check_result *into, const struct mc_check_resul
         into->status = r->status;
         snprintf(into->message, sizeof into->message, "%s", r->message);
         snprintf(into->detail, sizeof into->detail, "seed offset %llu: %.200s", (unsigned long long)seed, r->detail);
+        memcpy(into->first_fail_tensor, r->first_fail_tensor, sizeof into->first_fail_tensor);
+        into->first_fail = r->first_fail;
     }
     into->duration_s += r->duration_s;
 }
@@ -271,26 +254,127 @@ static enum mc_err_code run_check(struct mc_scenario_ctx *ctx, const struct mc_r
     free(more);
     return err->code;
 }
-
-/* The backends to run on a case: the case's own list, or the one --backend names, which also runs on
- * cases that do not list it when it is registered for their family (a port tried on every case). */
+/* The backends to run on a case: the case's own list plus every backend a plugin registered for its
+ * family (a loaded port runs everywhere it applies), or only the one --backend names, which also runs
+ * on cases that do not list it when it is registered for their family. */
 static int case_backends(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
                          const char **names)
 {
     const char *only = opt->filter.backend;
-    if (only == NULL) {
+    if (only != NULL) {
+        int listed = 0;
         for (int i = 0; i < c->n_backends; i++)
-            names[i] = c->backends[i];
-        return c->n_backends;
+            listed |= strcmp(c->backends[i], only) == 0;
+        if (listed || mc_registry_find(reg, only, c->family) != NULL) {
+            names[0] = only;
+            return 1;
+        }
+        return 0;
     }
-    int listed = 0;
+    int n = 0;
     for (int i = 0; i < c->n_backends; i++)
-        listed |= strcmp(c->backends[i], only) == 0;
-    if (listed || mc_registry_find(reg, only, c->family) != NULL) {
-        names[0] = only;
-        return 1;
+        names[n++] = c->backends[i];
+    for (int i = 0; i < reg->n; i++) {
+        const struct mc_backend_ops *o = reg->entries[i].ops;
+        if (reg->entries[i].plugin == 0 || o->family != c->family)
+            continue;
+        int listed = 0;
+        for (int k = 0; k < n; k++)
+            listed |= strcmp(names[k], o->name) == 0;
+        if (!listed)
+            names[n++] = o->name;
     }
-    return 0;
+    return n;
+}
+
+/* Room case_backends needs for a case's names. */
+static int max_backends(const struct mc_case *c, const struct mc_registry *reg)
+{
+    return c->n_backends + reg->n + 1;
+}
+
+/* The checks of a case the filters select: counted, and those a backend does not do (dtype,
+ * internal chunks) counted apart. A backend the registry lacks counts as selected: running the case
+ * reports it. Needs no golden, so a filtered-out case costs only its YAML. */
+static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_registry *reg,
+                                       const struct mc_run_options *opt, int *selected, int *not_applicable,
+                                       struct mc_error *err)
+{
+    const char **names = calloc((size_t)max_backends(c, reg), sizeof *names);
+    if (names == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    *selected = *not_applicable = 0;
+    int n = case_backends(c, reg, opt, names);
+    for (int bi = 0; bi < n; bi++) {
+        const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
+        for (int si = 0; si < c->n_scenarios; si++)
+            for (int di = 0; di < c->n_dtypes; di++) {
+                if (!mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
+                                         c->dtypes[di]))
+                    continue;
+                if (ops == NULL || mc_run_applies(ops, c->scenarios[si].kind, c->dtypes[di]))
+                    (*selected)++;
+                else
+                    (*not_applicable)++;
+            }
+    }
+    free(names);
+    return MC_ERR_NONE;
+}
+
+/* Loads a case and, when the filters select a check of it, its golden, and validates every
+ * scenario. Returns 0 when the case is ready to run, 1 when the filters leave nothing of it (its
+ * golden is not even read), -1 after recording a problem. */
+static int prepare_case(const char *path, const struct mc_registry *reg, const struct mc_run_options *opt,
+                        struct mc_case *c, struct mc_golden *g, struct mc_run_report *rep,
+                        const struct mc_run_callbacks *cb, struct mc_error *err)
+{
+    struct mc_error e = {0};
+    if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
+        int selected = 0, not_applicable = 0;
+        if (count_selected(c, reg, opt, &selected, &not_applicable, err) != MC_ERR_NONE)
+            return -1;
+        if (selected == 0) {
+            rep->n_not_applicable += not_applicable;
+            return 1;
+        }
+        if (mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
+            if (g->config.family != c->family)
+                mc_error_set(&e, MC_ERR_INPUT, "%s:%d:%d: in 'family': '%s' but golden %s holds '%s'", path,
+                             c->family_line, c->family_column, mc_family_name(c->family), c->golden_path,
+                             mc_family_name(g->config.family));
+            for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
+                mc_scenario_validate(c, &c->scenarios[i], g, &e);
+        } else if (e.code != MC_ERR_NOMEM) {
+            mc_error_prefix(&e, "%s:%d:%d: in 'golden'", path, c->golden_line, c->golden_column);
+        }
+    }
+    if (e.code == MC_ERR_NONE)
+        return 0;
+    if (e.code == MC_ERR_NOMEM)
+        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+    else
+        add_problem(rep, path, &e, cb, err);
+    return -1;
+}
+
+/* The device whose tolerances apply to a backend: its own, or the one --device-profile maps it to. */
+static const char *tolerance_device(const struct mc_run_options *opt, const char *device)
+{
+    for (int i = 0; i < opt->n_device_map; i++)
+        if (strcmp(opt->device_map[i].device, device) == 0)
+            return opt->device_map[i].as;
+    return device;
+}
+
+/* The profile for (device, dtype): the first --tolerance profile that covers it, else the case's. */
+static const struct mc_tolerance_profile *tolerance_profile(const struct mc_case *c, const struct mc_run_options *opt,
+                                                            const char *device, enum mc_dtype dtype)
+{
+    for (int i = 0; i < opt->n_tolerances; i++)
+        if (mc_tolerance_covers(opt->tolerances[i], device, dtype))
+            return opt->tolerances[i];
+    return &c->tolerance;
 }
 
 /* Runs one job in this process: the job function of mc_isolate_run. */
@@ -303,13 +387,14 @@ static void run_job(struct mc_job *job, void *user)
 /* Every selected (backend, scenario, dtype) of a case, run (isolated) and reported in a fixed order. */
 static void run_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_registry *reg,
                      const struct mc_run_options *opt, const struct mc_run_callbacks *cb, struct mc_run_report *rep,
-                     struct mc_error *err)
+                     int *pattern_hits, struct mc_error *err)
 {
-    int cap = (c->n_backends + 1) * c->n_scenarios * c->n_dtypes, n = 0;
+    int nb = max_backends(c, reg);
+    int cap = nb * c->n_scenarios * c->n_dtypes, n = 0;
     struct mc_refrun refs[MC_CASE_MAX_DTYPES] = {{0}};
     int have_ref[MC_CASE_MAX_DTYPES] = {0};
     struct mc_weightset wsets[MC_CASE_MAX_DTYPES] = {{0}};
-    const char **names = calloc((size_t)c->n_backends + 1, sizeof *names);
+    const char **names = calloc((size_t)nb, sizeof *names);
     struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
     if (names == NULL || jobs == NULL) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
@@ -344,15 +429,33 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             add_problem(rep, c->path, &e, cb, err);
             continue;
         }
-        for (int si = 0; si < c->n_scenarios; si++) {
-            const struct mc_scenario_spec *sp = &c->scenarios[si];
-            for (int di = 0; di < c->n_dtypes; di++) {
+        const char *tdev = tolerance_device(opt, ops->device);
+        for (int di = 0; di < c->n_dtypes; di++) {
+            const struct mc_tolerance_profile *prof = tolerance_profile(c, opt, tdev, c->dtypes[di]);
+            int scheduled = 0;
+            for (int si = 0; si < c->n_scenarios; si++) {
+                const struct mc_scenario_spec *sp = &c->scenarios[si];
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, names[bi], c->dtypes[di]))
                     continue;
                 if (!mc_run_applies(ops, sp->kind, c->dtypes[di])) {
                     rep->n_not_applicable++;
                     continue;
                 }
+                if (!mc_tolerance_covers(prof, tdev, c->dtypes[di])) {
+                    if (!scheduled++) {
+                        struct mc_error e = {0};
+                        mc_error_set(&e, MC_ERR_INPUT,
+                                     "%s: no tolerances for device '%s' at %s in %s (backend '%s'%s%s); give a profile "
+                                     "that covers it with --tolerance FILE, or check it against another device's "
+                                     "numbers with --device-profile %s=cpu",
+                                     c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, ops->name,
+                                     tdev != ops->device ? ", device mapped from " : "",
+                                     tdev != ops->device ? ops->device : "", ops->device);
+                        add_problem(rep, c->path, &e, cb, err);
+                    }
+                    continue;
+                }
+                count_pattern_hits(&opt->filter, c->id, sp->kind, names[bi], c->dtypes[di], pattern_hits);
                 struct mc_scenario_ctx ctx = {.c = c,
                                               .spec = sp,
                                               .g = g,
@@ -362,7 +465,9 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                               .threads = opt->threads,
                                               .ref_ops = ref_ops,
                                               .ref = have_ref[di] ? &refs[di] : NULL,
-                                              .weights = &wsets[di]};
+                                              .weights = &wsets[di],
+                                              .tolerance = prof,
+                                              .tolerance_device = tdev};
                 jobs[n++].ctx = ctx;
             }
         }
@@ -394,35 +499,129 @@ out:
     free(jobs);
 }
 
+/* Records a "ran no check" problem (exit 2): something the user asked for that selected nothing. */
+static void not_run(struct mc_run_report *rep, const char *path, const struct mc_run_callbacks *cb,
+                    struct mc_error *err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void not_run(struct mc_run_report *rep, const char *path, const struct mc_run_callbacks *cb,
+                    struct mc_error *err, const char *fmt, ...)
+{
+    struct mc_error e = {.code = MC_ERR_USAGE};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    add_problem(rep, path, &e, cb, err);
+}
+
+/* The filters of a run as text, for "no check matches": "--family gdn --dtype f64 -k x". */
+static void describe_filters(const struct mc_run_filter *f, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+#define ADD(...) (used += used < len ? (size_t)snprintf(buf + used, len - used, __VA_ARGS__) : 0)
+    if (f->family)
+        ADD(" --family %s", f->family);
+    if (f->scenario)
+        ADD(" --scenario %s", f->scenario);
+    if (f->backend)
+        ADD(" --backend %s", f->backend);
+    if (f->dtype)
+        ADD(" --dtype %s", f->dtype);
+    for (int i = 0; i < f->n_patterns; i++)
+        ADD(" -k '%s'", f->patterns[i]);
+#undef ADD
+}
+
+/* After the run: every path, plugin and -k pattern the user gave must have selected a check. */
+static void account_requests(const char *const *paths, int n_paths, const int *path_checks, const int *pattern_hits,
+                             const struct mc_registry *reg, const struct mc_run_options *opt,
+                             const struct mc_run_callbacks *cb, struct mc_run_report *rep, struct mc_error *err)
+{
+    char filters[512];
+    describe_filters(&opt->filter, filters, sizeof filters);
+    for (int i = 0; i < n_paths && n_paths > 1; i++)
+        if (path_checks[i] == 0)
+            not_run(rep, paths[i], cb, err, "%s: no check of it ran (filters:%s)", paths[i],
+                    filters[0] ? filters : " none");
+    for (int i = 0; i < opt->filter.n_patterns; i++)
+        if (pattern_hits[i] == 0)
+            not_run(rep, "-k", cb, err, "-k '%s' matched no check that ran", opt->filter.patterns[i]);
+    for (int k = 1;; k++) {
+        const char *origin = NULL;
+        char names[512] = "";
+        size_t used = 0;
+        int ran = 0;
+        for (int i = 0; i < reg->n; i++) {
+            const struct mc_registry_entry *e = &reg->entries[i];
+            if (e->plugin != k)
+                continue;
+            origin = e->origin;
+            if (used < sizeof names)
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", used ? ", " : "",
+                                         e->ops->name, mc_family_name(e->ops->family));
+            for (int c = 0; c < rep->n_checks && !ran; c++)
+                ran = rep->checks[c].backend == e->ops->name;
+        }
+        if (origin == NULL)
+            break;
+        if (!ran)
+            not_run(rep, origin, cb, err, "plugin %s: none of its backends ran a check (backends: %s; filters:%s)",
+                    origin, names, filters[0] ? filters : " none");
+    }
+}
+
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->started_unix = (int64_t)time(NULL);
+    rep->rerun_options = opt->rerun_options;
     double t0 = mc_clock_now_s();
-    char **files = NULL;
-    int n_files = 0;
-    if (mc_run_discover(paths, n_paths, &files, &n_files, err) != MC_ERR_NONE)
-        return err->code;
-    if (n_files == 0) {
-        mc_run_files_free(files, n_files);
-        return mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
-    }
-    for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
-        struct mc_case c = {0};
-        struct mc_golden g = {0};
-        if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0) {
-            rep->n_cases++;
-            run_case(&c, &g, reg, opt, cb, rep, err);
+    int pattern_hits[MC_RUN_MAX_PATTERNS] = {0};
+    int *path_checks = calloc((size_t)n_paths + 1, sizeof *path_checks);
+    if (path_checks == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    int n_files_total = 0;
+    for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
+        char **files = NULL;
+        int n_files = 0;
+        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+            break;
+        n_files_total += n_files;
+        int before = rep->n_checks + rep->n_problems;
+        for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
+            struct mc_case c = {0};
+            struct mc_golden g = {0};
+            if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0) {
+                rep->n_cases++;
+                run_case(&c, &g, reg, opt, cb, rep, pattern_hits, err);
+            }
+            mc_golden_free(&g);
+            mc_case_free(&c);
         }
-        mc_golden_free(&g);
-        mc_case_free(&c);
+        path_checks[pi] = rep->n_checks + rep->n_problems - before;
+        mc_run_files_free(files, n_files);
     }
-    mc_run_files_free(files, n_files);
+    if (err->code == MC_ERR_NONE && n_files_total == 0)
+        mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
     rep->duration_s = mc_clock_now_s() - t0;
-    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0 && rep->n_not_applicable == 0)
-        return mc_error_set(err, MC_ERR_USAGE, "no check matches the filters");
+    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
+        char filters[512];
+        describe_filters(&opt->filter, filters, sizeof filters);
+        if (rep->n_not_applicable > 0)
+            mc_error_set(err, MC_ERR_USAGE,
+                         "no check ran: the %d selected combination(s) (filters:%s) are ones their backends do not "
+                         "do (a dtype a backend does not declare, chunk_size_invariance without an internal chunk "
+                         "length)",
+                         rep->n_not_applicable, filters[0] ? filters : " none");
+        else
+            mc_error_set(err, MC_ERR_USAGE, "no check matches the filters (%s)", filters[0] ? filters + 1 : "none");
+    } else if (err->code == MC_ERR_NONE) {
+        account_requests(paths, n_paths, path_checks, pattern_hits, reg, opt, cb, rep, err);
+    }
+    free(path_checks);
     return err->code;
 }
 
@@ -442,7 +641,7 @@ int mc_run_exit_code(const struct mc_run_report *rep)
         else
             return 2;
     }
-    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0)
+    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0)
         return 1;
     if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
         return 125;

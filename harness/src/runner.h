@@ -14,12 +14,25 @@
 #include "registry.h"
 #include "scenario.h"
 
+#define MC_RUN_MAX_PATTERNS 16
+#define MC_RUN_MAX_TOLERANCES 8
+#define MC_RUN_MAX_DEVICE_MAP 8
+
 struct mc_run_filter {
     const char *family;   /* NULL = any */
     const char *scenario;
     const char *backend;
     const char *dtype;
-    const char *pattern;  /* -k: substring, or fnmatch glob when it has * ? [, of "case/scenario/backend/dtype" */
+    /* -k: a check is selected when its id "case/scenario/backend/dtype" contains any of them (a
+     * pattern with * ? [ is an fnmatch glob over the whole id); none = every check */
+    const char *patterns[MC_RUN_MAX_PATTERNS];
+    int n_patterns;
+};
+
+/* --device-profile DEVICE=AS: backends of `device` are checked against the tolerances of `as`. */
+struct mc_device_map {
+    const char *device;
+    const char *as;
 };
 
 struct mc_run_options {
@@ -30,9 +43,17 @@ struct mc_run_options {
     int isolate;          /* run each check in a child process (crash and hang containment) */
     int jobs;             /* checks at a time when isolated */
     double timeout_s;     /* per check when isolated; <= 0 = none */
+    /* --tolerance: profiles consulted before the case's own; the first that covers the (device,
+     * dtype) of a check gives all its tolerances */
+    const struct mc_tolerance_profile *tolerances[MC_RUN_MAX_TOLERANCES];
+    int n_tolerances;
+    struct mc_device_map device_map[MC_RUN_MAX_DEVICE_MAP];
+    int n_device_map;
+    const char *rerun_options; /* what a rerun command needs besides the check's own filters */
 };
 
-/* A case file that could not be run, or a backend it names that is missing. */
+/* A case file that could not be run, a backend it names that is missing (MC_ERR_BACKEND), or
+ * something the user asked for that ran no check (MC_ERR_USAGE: a path, a plugin, a -k pattern). */
 struct mc_run_problem {
     char path[512];
     enum mc_err_code code;
@@ -46,9 +67,10 @@ struct mc_run_report {
     int n_problems, cap_problems;
     int n_cases;
     int n_not_applicable; /* selected combinations a backend does not do (dtype, internal chunks) */
-    int counts[MC_CHECK_SKIPPED + 1]; /* per enum mc_check_status */
+    int counts[MC_CHECK_STATUS_COUNT]; /* per enum mc_check_status */
     double duration_s;
     int64_t started_unix;
+    const char *rerun_options; /* from the options (borrowed) */
 };
 
 struct mc_run_callbacks {
@@ -78,8 +100,9 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
                         struct mc_run_report *report, struct mc_error *err);
 void mc_run_report_free(struct mc_run_report *report);
 
-/* 2 when a case had an input problem, 1 when a check failed or errored, 125 when nothing could be
- * tested (a backend missing, nothing applicable, every check unsupported) and nothing failed, else 0. */
+/* 2 when a case had an input problem or something asked for ran no check, 1 when a check failed,
+ * errored or was nondeterministic, 125 when nothing could be tested (a backend missing, every check
+ * unsupported) and nothing failed, else 0. */
 int mc_run_exit_code(const struct mc_run_report *report);
 
 #endif

@@ -28,6 +28,10 @@ const char *mc_check_status_name(enum mc_check_status status)
         return "unsupported";
     case MC_CHECK_SKIPPED:
         return "skipped";
+    case MC_CHECK_NONDETERMINISTIC:
+        return "nondeterministic";
+    case MC_CHECK_STATUS_COUNT:
+        break;
     }
     return "unknown";
 }
@@ -46,11 +50,16 @@ static void run_prefill(struct mc_session *s)
     const struct mc_golden *g = s->g;
     struct mc_slice sl = rows_all(g, 0, g->len);
     struct mc_session_cache c;
+    int64_t L = g->len;
+    int tok = mc_session_run_begin(s, "prefill without a cache, tokens", &L, 1);
     mc_session_step(s, NULL, &sl);
+    mc_session_run_end(s, tok);
+    tok = mc_session_run_begin(s, "prefill into a fresh cache, tokens", &L, 1);
     if (mc_session_cache_new(s, g->batch, &c) == 0) {
         if (mc_session_step(s, &c, &sl) == 0)
             mc_session_check_states(s, &c, 0, g->len);
     }
+    mc_session_run_end(s, tok);
     mc_session_cache_drop(s, &c);
 }
 
@@ -63,12 +72,14 @@ static void run_decode(struct mc_session *s)
     if (mc_session_cache_new(s, g->batch, &c) != 0)
         return;
     struct mc_slice sl = rows_all(g, 0, P);
-    if (mc_session_step(s, &c, &sl) == 0 && mc_session_check_states(s, &c, 0, P) == 0) {
-        for (int64_t t = P; t < g->len && !s->broken; t++) {
-            sl = rows_all(g, t, 1);
-            if (mc_session_step(s, &c, &sl) != 0 || mc_session_check_states(s, &c, 0, t + 1) != 0)
-                break;
-        }
+    int tok = mc_session_run_begin(s, "prefill, tokens", &P, 1);
+    int ok = mc_session_step(s, &c, &sl) == 0 && mc_session_check_states(s, &c, 0, P) == 0;
+    mc_session_run_end(s, tok);
+    for (int64_t t = P; ok && t < g->len && !s->broken; t++) {
+        sl = rows_all(g, t, 1);
+        tok = mc_session_run_begin(s, "decode step at token", &t, 1);
+        ok = mc_session_step(s, &c, &sl) == 0 && mc_session_check_states(s, &c, 0, t + 1) == 0;
+        mc_session_run_end(s, tok);
     }
     mc_session_cache_drop(s, &c);
 }
@@ -77,10 +88,10 @@ static void run_decode(struct mc_session *s)
 static void run_splits(struct mc_session *s, const int64_t *points, int64_t n)
 {
     const struct mc_golden *g = s->g;
-    int64_t before = mc_session_failures(s);
     struct mc_session_cache c;
     if (mc_session_cache_new(s, g->batch, &c) != 0)
         return;
+    int tok = mc_session_run_begin(s, "splits", points, (int)n);
     int64_t prev = 0;
     for (int64_t i = 0; i <= n && !s->broken; i++) {
         int64_t end = i < n ? points[i] : g->len;
@@ -89,8 +100,8 @@ static void run_splits(struct mc_session *s, const int64_t *points, int64_t n)
             break;
         prev = end;
     }
+    mc_session_run_end(s, tok);
     mc_session_cache_drop(s, &c);
-    mc_session_note_detail(s, before, "splits", points, (int)n);
 }
 
 /* Draws a split set whose chunk lengths mix 1, shorter than the conv kernel, around the chunk size,
@@ -157,25 +168,34 @@ static void run_first_token(struct mc_session *s)
     const struct mc_golden *g = s->g;
     const struct mc_scenario_spec *sp = s->ctx->spec;
     int64_t P = sp->prefill, S = sp->len, B = g->batch, D = s->shape.hidden;
-    struct mc_session_cache c = {0}, ca = {0}, cb = {0}, cd = {0};
+    struct mc_session_cache c = {0}, ca = {0}, cb = {0}, cd = {0}, ce = {0};
     double *ya = mc_session_calloc((size_t)(B * D), sizeof *ya, s);
     double *yb = mc_session_calloc((size_t)(B * S * D), sizeof *yb, s);
+    double *ye = mc_session_calloc((size_t)(B * S * D), sizeof *ye, s);
     double *yd = mc_session_calloc((size_t)(B * S * D), sizeof *yd, s);
     double *xd = mc_session_calloc((size_t)(B * S * D), sizeof *xd, s);
     double *b0 = mc_session_calloc((size_t)(B * D), sizeof *b0, s);
     double *d0 = mc_session_calloc((size_t)(B * D), sizeof *d0, s);
-    if (!ya || !yb || !yd || !xd || !b0 || !d0)
+    if (!ya || !yb || !ye || !yd || !xd || !b0 || !d0)
         goto out;
     struct mc_slice sl = rows_all(g, 0, P);
     if (mc_session_cache_new(s, B, &c) != 0 || mc_session_step(s, &c, &sl) != 0 || mc_session_check_states(s, &c, 0, P) != 0)
         goto out;
-    if (mc_session_cache_dup(s, &c, &ca) != 0 || mc_session_cache_dup(s, &c, &cb) != 0 || mc_session_cache_dup(s, &c, &cd) != 0)
+    if (mc_session_cache_dup(s, &c, &ca) != 0 || mc_session_cache_dup(s, &c, &cb) != 0 ||
+        mc_session_cache_dup(s, &c, &cd) != 0 || mc_session_cache_dup(s, &c, &ce) != 0)
         goto out;
     struct mc_slice sa = rows_all(g, P, 1), sb = rows_all(g, P, S);
     if (mc_session_forward(s, &ca, &sa, ya) != 0 || mc_session_check_output(s, &sa, ya) != 0 || mc_session_check_states(s, &ca, 0, P + 1) != 0)
         goto out;
     if (mc_session_forward(s, &cb, &sb, yb) != 0 || mc_session_check_output(s, &sb, yb) != 0 || mc_session_check_states(s, &cb, 0, P + S) != 0)
         goto out;
+    /* the same call again on another copy: a backend whose results change from run to run is told so,
+     * instead of failing the distractor below as if it read future tokens */
+    if (mc_session_forward(s, &ce, &sb, ye) != 0)
+        goto out;
+    struct mc_compare_view vs;
+    mc_session_output_view(s, &sb, NULL, &vs);
+    mc_session_compare(s, "determinism", MC_TENSOR_CONSISTENCY, 1, ye, yb, &vs);
     /* the tokens after the first become distractors: same scale, drawn from the seed */
     struct mc_rng rng;
     mc_rng_seed(&rng, sp->seed + s->ctx->seed_offset);
@@ -203,8 +223,10 @@ out:
     mc_session_cache_drop(s, &ca);
     mc_session_cache_drop(s, &cb);
     mc_session_cache_drop(s, &cd);
+    mc_session_cache_drop(s, &ce);
     free(ya);
     free(yb);
+    free(ye);
     free(yd);
     free(xd);
     free(b0);
@@ -217,10 +239,11 @@ static void run_padded_sequence(struct mc_session *s, int64_t r0, int64_t nrows)
 {
     const struct mc_golden *g = s->g;
     const struct mc_scenario_spec *sp = s->ctx->spec;
-    int64_t before = mc_session_failures(s);
     struct mc_session_cache c;
     if (mc_session_cache_new(s, nrows, &c) != 0)
         return;
+    int64_t what[2] = {r0, nrows};
+    int tok = mc_session_run_begin(s, "padded rows (first, count)", what, 2);
     int64_t t = 0;
     int64_t ends[3] = {sp->prefill, sp->prefill + sp->decode_steps, g->len};
     for (int phase = 0; phase < 3 && !s->broken; phase++) {
@@ -232,9 +255,8 @@ static void run_padded_sequence(struct mc_session *s, int64_t r0, int64_t nrows)
             t += len;
         }
     }
+    mc_session_run_end(s, tok);
     mc_session_cache_drop(s, &c);
-    int64_t what[2] = {r0, nrows};
-    mc_session_note_detail(s, before, "padded rows (first, count)", what, 2);
 }
 
 static int64_t pad_length(const struct mc_golden *g, int64_t row)
@@ -257,16 +279,16 @@ static void run_left_padded(struct mc_session *s)
         int64_t pad = pad_length(g, b);
         if (pad == 0)
             continue;
-        int64_t before = mc_session_failures(s);
         struct mc_session_cache c;
         if (mc_session_cache_new(s, 1, &c) != 0)
             break;
+        int64_t what[2] = {b, pad};
+        int tok = mc_session_run_begin(s, "unpadded row (row, pad)", what, 2);
         struct mc_slice sl = {.r0 = b, .nrows = 1, .t0 = pad, .len = g->len - pad, .masked = 0, .x = NULL};
         if (mc_session_step(s, &c, &sl) == 0)
             mc_session_check_states(s, &c, b, g->len);
+        mc_session_run_end(s, tok);
         mc_session_cache_drop(s, &c);
-        int64_t what[2] = {b, pad};
-        mc_session_note_detail(s, before, "unpadded row (row, pad)", what, 2);
     }
 }
 
@@ -324,24 +346,30 @@ static void run_speculative(struct mc_session *s)
     const struct mc_golden *g = s->g;
     const struct mc_scenario_spec *sp = s->ctx->spec;
     int64_t P = sp->prefill, k = sp->len, j = sp->accept, B = g->batch, D = s->shape.hidden;
+    int64_t nconv = B * s->shape.conv_channels * s->shape.conv_kernel, nstate = B * mc_family_state_elems(&s->shape);
     struct mc_session_cache snap = {0}, cv = {0}, cs = {0}, ca = {0};
     double *yv = mc_session_calloc((size_t)(B * k * D), sizeof *yv, s);
     double *ys = mc_session_calloc((size_t)(B * D), sizeof *ys, s);
     double *vt = mc_session_calloc((size_t)(B * D), sizeof *vt, s);
-    if (!yv || !ys || !vt)
+    double *snap_conv = mc_session_calloc((size_t)nconv, sizeof *snap_conv, s);
+    double *snap_state = nstate ? mc_session_calloc((size_t)nstate, sizeof *snap_state, s) : NULL;
+    if (!yv || !ys || !vt || !snap_conv || (nstate && !snap_state))
         goto out;
     struct mc_slice sl = rows_all(g, 0, P);
     if (mc_session_cache_new(s, B, &snap) != 0 || mc_session_step(s, &snap, &sl) != 0 ||
-        mc_session_check_states(s, &snap, 0, P) != 0)
+        mc_session_check_states(s, &snap, 0, P) != 0 || mc_session_cache_read(s, &snap, snap_conv, snap_state) != 0)
         goto out;
     /* verify: all k drafts in one cached forward */
     struct mc_slice sv = rows_all(g, P, k);
-    if (mc_session_cache_dup(s, &snap, &cv) != 0 || mc_session_forward(s, &cv, &sv, yv) != 0 ||
-        mc_session_check_output(s, &sv, yv) != 0 || mc_session_check_states(s, &cv, 0, P + k) != 0)
-        goto out;
+    int64_t what[2] = {P, k};
+    int tok = mc_session_run_begin(s, "verify (from token, drafts)", what, 2);
+    int ok = mc_session_cache_dup(s, &snap, &cv) == 0 && mc_session_forward(s, &cv, &sv, yv) == 0 &&
+             mc_session_check_output(s, &sv, yv) == 0 && mc_session_check_states(s, &cv, 0, P + k) == 0;
+    mc_session_run_end(s, tok);
     /* the same drafts decoded one at a time */
-    if (mc_session_cache_dup(s, &snap, &cs) != 0)
+    if (!ok || mc_session_cache_dup(s, &snap, &cs) != 0)
         goto out;
+    tok = mc_session_run_begin(s, "the drafts decoded one at a time (from token, drafts)", what, 2);
     for (int64_t t = 0; t < k && !s->broken; t++) {
         struct mc_slice st = rows_all(g, P + t, 1);
         if (mc_session_forward(s, &cs, &st, ys) != 0)
@@ -352,19 +380,27 @@ static void run_speculative(struct mc_session *s)
         mc_session_output_view(s, &st, NULL, &v);
         mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, vt, ys, &v);
     }
+    mc_session_run_end(s, tok);
     /* reject: restore the snapshot, accept j drafts, decode the next token */
     if (mc_session_cache_dup(s, &snap, &ca) != 0)
         goto out;
+    tok = mc_session_run_begin(s, "accept from the snapshot (drafts accepted)", &j, 1);
     if (j > 0) {
         struct mc_slice sa = rows_all(g, P, j);
         if (mc_session_step(s, &ca, &sa) != 0)
             goto out;
     }
     struct mc_slice sn = rows_all(g, P + j, 1);
-    if (mc_session_check_states(s, &ca, 0, P + j) != 0 || mc_session_step(s, &ca, &sn) != 0 ||
-        mc_session_check_states(s, &ca, 0, P + j + 1) != 0)
-        goto out;
-    mc_session_check_states(s, &snap, 0, P); /* cache_copy must not alias */
+    ok = mc_session_check_states(s, &ca, 0, P + j) == 0 && mc_session_step(s, &ca, &sn) == 0 &&
+         mc_session_check_states(s, &ca, 0, P + j + 1) == 0;
+    mc_session_run_end(s, tok);
+    /* every copy ran on its own: the snapshot is bit for bit what it was (a cache_copy that shares
+     * memory between the copies shows up here, as "snapshot") */
+    if (ok) {
+        tok = mc_session_run_begin(s, "the snapshot after the copies ran (token)", &P, 1);
+        mc_session_check_cache_same(s, &snap, "snapshot", snap_conv, snap_state, 0, P);
+        mc_session_run_end(s, tok);
+    }
 out:
     mc_session_cache_drop(s, &snap);
     mc_session_cache_drop(s, &cv);
@@ -373,6 +409,8 @@ out:
     free(yv);
     free(ys);
     free(vt);
+    free(snap_conv);
+    free(snap_state);
 }
 
 /* Number of real tokens of a right-padded row (its mask is 1...1 0...0). */
@@ -413,10 +451,11 @@ static void run_right_padded(struct mc_session *s)
     run_splits(s, points, n);
     free(points);
     for (int64_t b = 0; b < B && !s->broken; b++) {
-        int64_t before = mc_session_failures(s);
         struct mc_session_cache c;
         if (mc_session_cache_new(s, 1, &c) != 0)
             break;
+        int64_t what[2] = {b, real_length(g, b)};
+        int tok = mc_session_run_begin(s, "row alone (row, real length)", what, 2);
         struct mc_slice sl = {.r0 = b, .nrows = 1, .t0 = 0, .len = g->len, .masked = 1, .x = NULL};
         if (mc_session_step(s, &c, &sl) == 0)
             mc_session_check_states(s, &c, b, g->len);
@@ -430,8 +469,7 @@ static void run_right_padded(struct mc_session *s)
                 mc_session_check_states(s, &c, b, g->len);
             mc_session_cache_drop(s, &c);
         }
-        int64_t what[2] = {b, l};
-        mc_session_note_detail(s, before, "row alone (row, real length)", what, 2);
+        mc_session_run_end(s, tok);
     }
 }
 
@@ -447,12 +485,132 @@ static void run_chunk_sizes(struct mc_session *s)
         return;
     }
     for (int i = 0; i < sp->n_chunk_sizes && !s->broken; i++) {
-        int64_t before = mc_session_failures(s);
         if (mc_session_model(s, sp->chunk_sizes[i]) != MC_ERR_NONE)
             return;
+        int tok = mc_session_run_begin(s, "chunk_size", &sp->chunk_sizes[i], 1);
         run_splits(s, NULL, 0);
-        mc_session_note_detail(s, before, "chunk_size", &sp->chunk_sizes[i], 1);
+        mc_session_run_end(s, tok);
     }
+}
+
+/* cache_roundtrip: forwards over the split points, the cache exported and imported into a fresh cache
+ * at every split and the run continued from the imported one; then, at every split the golden holds
+ * a state for, a fresh cache imported from the golden state itself, continued to the next split.
+ * Outputs and caches against the golden: a cache_import that misreads the layout fails here even
+ * when export and import are wrong the same way. */
+static void run_cache_roundtrip(struct mc_session *s)
+{
+    const struct mc_golden *g = s->g;
+    const struct mc_split_set *set = &s->ctx->spec->split_sets[0];
+    int64_t B = g->batch, L = g->len, n = set->n;
+    int64_t nconv_row = s->shape.conv_channels * s->shape.conv_kernel, nstate_row = mc_family_state_elems(&s->shape);
+    struct mc_session_cache c = {0}, fresh = {0};
+    double *conv = mc_session_calloc((size_t)(B * nconv_row), sizeof *conv, s);
+    double *state = nstate_row ? mc_session_calloc((size_t)(B * nstate_row), sizeof *state, s) : NULL;
+    if (conv == NULL || (nstate_row && state == NULL) || mc_session_cache_new(s, B, &c) != 0)
+        goto out;
+    int tok = mc_session_run_begin(s, "export and import at the splits", set->points, (int)n);
+    for (int64_t i = 0, prev = 0; i <= n && !s->broken; i++) {
+        int64_t end = i < n ? set->points[i] : L;
+        struct mc_slice sl = rows_all(g, prev, end - prev);
+        if (mc_session_step(s, &c, &sl) != 0)
+            break;
+        if (i < n) {
+            if (mc_session_cache_read(s, &c, conv, state) != 0 || mc_session_cache_new(s, B, &fresh) != 0 ||
+                mc_session_cache_write(s, &fresh, conv, state) != 0)
+                break;
+            mc_session_cache_drop(s, &c);
+            c = fresh;
+            fresh.h = NULL;
+        }
+        if (mc_session_check_states(s, &c, 0, end) != 0)
+            break;
+        prev = end;
+    }
+    mc_session_run_end(s, tok);
+    mc_session_cache_drop(s, &c);
+    for (int64_t i = 0; i < n && !s->broken; i++) {
+        int64_t p = set->points[i], ti = mc_golden_position_index(g, p);
+        if (ti < 0)
+            continue;
+        int64_t end = i + 1 < n ? set->points[i + 1] : L;
+        tok = mc_session_run_begin(s, "golden state imported at token", &p, 1);
+        struct mc_slice sl = rows_all(g, p, end - p);
+        if (mc_session_cache_new(s, B, &c) == 0 &&
+            mc_session_cache_write(s, &c, g->conv_state.data + ti * B * nconv_row,
+                                   nstate_row ? g->recurrent_state.data + ti * B * nstate_row : NULL) == 0 &&
+            mc_session_step(s, &c, &sl) == 0)
+            mc_session_check_states(s, &c, 0, end);
+        mc_session_run_end(s, tok);
+        mc_session_cache_drop(s, &c);
+    }
+out:
+    mc_session_cache_drop(s, &c);
+    mc_session_cache_drop(s, &fresh);
+    free(conv);
+    free(state);
+}
+
+/* Runs the same forward of `sl` on two copies of `from` (or twice without a cache when from == NULL)
+ * and compares the two bit for bit under "determinism": outputs, and the caches after it. The first
+ * run is also checked against the golden. */
+static void same_call_twice(struct mc_session *s, const struct mc_session_cache *from, const struct mc_slice *sl,
+                            double *y1, double *y2)
+{
+    struct mc_session_cache a = {0}, b = {0};
+    int64_t nconv = from ? from->batch * s->shape.conv_channels * s->shape.conv_kernel : 0;
+    int64_t nstate = from ? from->batch * mc_family_state_elems(&s->shape) : 0;
+    double *conv = from ? mc_session_calloc((size_t)nconv, sizeof *conv, s) : NULL;
+    double *state = nstate ? mc_session_calloc((size_t)nstate, sizeof *state, s) : NULL;
+    if ((from && conv == NULL) || (nstate && state == NULL))
+        goto out;
+    if (from && (mc_session_cache_dup(s, from, &a) != 0 || mc_session_cache_dup(s, from, &b) != 0))
+        goto out;
+    if (mc_session_forward(s, from ? &a : NULL, sl, y1) != 0 || mc_session_check_output(s, sl, y1) != 0 ||
+        mc_session_forward(s, from ? &b : NULL, sl, y2) != 0)
+        goto out;
+    struct mc_compare_view v;
+    mc_session_output_view(s, sl, NULL, &v);
+    mc_session_compare(s, "determinism", MC_TENSOR_CONSISTENCY, 1, y2, y1, &v);
+    if (from && mc_session_cache_read(s, &a, conv, state) == 0)
+        mc_session_check_cache_same(s, &b, "determinism", conv, state, sl->r0, sl->t0 + sl->len);
+out:
+    mc_session_cache_drop(s, &a);
+    mc_session_cache_drop(s, &b);
+    free(conv);
+    free(state);
+}
+
+/* determinism: a prefill without a cache, a multi-token forward from a primed cache and a single
+ * decode step, each run twice on copies of the same cache; the two must agree bit for bit. */
+static void run_determinism(struct mc_session *s)
+{
+    const struct mc_golden *g = s->g;
+    int64_t P = s->ctx->spec->prefill, B = g->batch, L = g->len, D = s->shape.hidden;
+    struct mc_session_cache c = {0};
+    double *y1 = mc_session_calloc((size_t)(B * L * D), sizeof *y1, s);
+    double *y2 = mc_session_calloc((size_t)(B * L * D), sizeof *y2, s);
+    if (y1 == NULL || y2 == NULL)
+        goto out;
+    struct mc_slice whole = rows_all(g, 0, L);
+    int tok = mc_session_run_begin(s, "prefill without a cache, twice (tokens)", &L, 1);
+    same_call_twice(s, NULL, &whole, y1, y2);
+    mc_session_run_end(s, tok);
+    struct mc_slice pre = rows_all(g, 0, P);
+    if (mc_session_cache_new(s, B, &c) != 0 || mc_session_step(s, &c, &pre) != 0)
+        goto out;
+    int64_t what[2] = {P, L - P};
+    struct mc_slice multi = rows_all(g, P, L - P), one = rows_all(g, P, 1);
+    tok = mc_session_run_begin(s, "multi-token forward from a primed cache, twice (from token, tokens)", what, 2);
+    same_call_twice(s, &c, &multi, y1, y2);
+    mc_session_run_end(s, tok);
+    tok = mc_session_run_begin(s, "decode step from a primed cache, twice (token)", &P, 1);
+    same_call_twice(s, &c, &one, y1, y2);
+    mc_session_run_end(s, tok);
+out:
+    mc_session_cache_drop(s, &c);
+    free(y1);
+    free(y2);
 }
 
 /* ---- validation and dispatch --------------------------------------------------------------------- */
@@ -539,11 +697,50 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         return MC_ERR_NONE;
     case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
         return MC_ERR_NONE;
+    case MC_SCENARIO_CACHE_ROUNDTRIP: {
+        const struct mc_split_set *set = &sp->split_sets[0];
+        int held = 0;
+        if (set->points[set->n - 1] >= L)
+            return bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
+                             (long long)set->points[set->n - 1], (long long)L);
+        for (int64_t i = 0; i < set->n; i++)
+            held |= mc_golden_position_index(g, set->points[i]) >= 0;
+        if (!held)
+            return bad_param(c, sp, err, "needs a split point where the golden holds a state (/expected/state_positions)");
+        return MC_ERR_NONE;
+    }
+    case MC_SCENARIO_DETERMINISM:
+        if (sp->prefill < 1 || sp->prefill + 2 > L)
+            return bad_param(c, sp, err, "prefill %lld must be in [1, %lld] (a multi-token forward follows it)",
+                             (long long)sp->prefill, (long long)(L - 2));
+        return MC_ERR_NONE;
     case MC_SCENARIO_COUNT:
         break;
     }
     return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: scenario '%s' is not implemented yet", c->path, sp->line,
                         sp->column, mc_scenario_name(sp->kind));
+}
+
+void mc_scenario_verdict(struct mc_check_result *res)
+{
+    if (res->status != MC_CHECK_PASS)
+        return;
+    for (int i = 0; i < res->n_tensors; i++) {
+        const struct mc_tensor_result *t = &res->tensors[i];
+        if (mc_compare_passed(&t->stats))
+            continue;
+        if (strcmp(t->name, "determinism") == 0) {
+            /* it explains whatever else differs between two paths: say so first */
+            res->status = MC_CHECK_NONDETERMINISTIC;
+            snprintf(res->message, sizeof res->message,
+                     "the same forward on two copies of the same cache gave different results (%lld of %lld "
+                     "elements differ): the backend is nondeterministic; other differences of this check may "
+                     "come from it",
+                     (long long)t->stats.n_fail, (long long)t->stats.n_elems);
+            return;
+        }
+        res->status = MC_CHECK_FAIL;
+    }
 }
 
 enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_check_result *res, struct mc_error *err)
@@ -590,6 +787,12 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
         case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
             run_chunk_sizes(&s);
             break;
+        case MC_SCENARIO_CACHE_ROUNDTRIP:
+            run_cache_roundtrip(&s);
+            break;
+        case MC_SCENARIO_DETERMINISM:
+            run_determinism(&s);
+            break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));
             break;
@@ -597,11 +800,7 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
         rc = err->code;
     }
     mc_session_close(&s);
-    if (res->status == MC_CHECK_PASS) {
-        for (int i = 0; i < res->n_tensors; i++)
-            if (!mc_compare_passed(&res->tensors[i].stats))
-                res->status = MC_CHECK_FAIL;
-    }
+    mc_scenario_verdict(res);
     res->duration_s = mc_clock_now_s() - t0;
     return rc;
 }

@@ -23,6 +23,8 @@ enum mc_check_status {
     MC_CHECK_ERROR,       /* the backend returned an error during the check */
     MC_CHECK_UNSUPPORTED, /* the backend does not do this dtype / configuration */
     MC_CHECK_SKIPPED,
+    MC_CHECK_NONDETERMINISTIC, /* the same call on copies of the same cache gave different results */
+    MC_CHECK_STATUS_COUNT
 };
 
 const char *mc_check_status_name(enum mc_check_status status);
@@ -31,7 +33,8 @@ const char *mc_check_status_name(enum mc_check_status status);
 #define MC_TENSOR_NAME_LEN 32
 
 struct mc_tensor_result {
-    char name[MC_TENSOR_NAME_LEN]; /* output, conv_state, recurrent_state, consistency, distractor */
+    char name[MC_TENSOR_NAME_LEN]; /* output, conv_state, recurrent_state, consistency, distractor,
+                                      determinism, snapshot, ref_* */
     struct mc_tolerance tol;
     struct mc_compare_stats stats;
     int64_t comparisons;           /* arrays merged into stats (forwards, checkpoints, rows) */
@@ -48,8 +51,14 @@ struct mc_check_result {
     enum mc_check_status status;
     struct mc_tensor_result tensors[MC_CHECK_MAX_TENSORS];
     int n_tensors;
-    char message[1024];            /* why it errored / is unsupported */
-    char detail[256];              /* the run that failed first, e.g. "splits [1, 2, 5]" */
+    char message[1024];            /* why it errored / is unsupported / is nondeterministic */
+    char detail[256];              /* the run that failed first, e.g. "splits [1, 2, 5]" or "chunk_size [300]" */
+    /* The first comparison that failed, on its own (the tensors above pool every run of the check):
+     * its tensor and stats, so its first failing token and worst element are that run's. */
+    char first_fail_tensor[MC_TENSOR_NAME_LEN];
+    struct mc_compare_stats first_fail;
+    const char *tolerance_path;    /* the profile the tolerances came from (borrowed) */
+    const char *tolerance_device;  /* the device whose entries of it apply (borrowed) */
     double duration_s;
 };
 
@@ -64,6 +73,11 @@ struct mc_scenario_ctx {
     const struct mc_backend_ops *ref_ops; /* the family's reference backend, if registered */
     const struct mc_refrun *ref;   /* f16/bf16: the reference run on the same rounded inputs (refrun.h) */
     const struct mc_weightset *weights; /* the golden's weights in `dtype`, or NULL (converted per check) */
+    /* the tolerances: a profile (the case's, or one given with --tolerance) and the device whose
+     * entries apply (the backend's own, or the one --device-profile maps it to); NULL = the case's
+     * profile and ops->device */
+    const struct mc_tolerance_profile *tolerance;
+    const char *tolerance_device;
 };
 
 /* Checks that a scenario's parameters fit the golden (lengths, batch, mask); MC_ERR_INPUT naming the
@@ -75,5 +89,9 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
  * error only for problems of the inputs (tolerance missing, ...) or memory. */
 enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
                                  struct mc_error *err);
+
+/* Sets the verdict of a check that ran without a backend failure from its tensors: fail when one
+ * failed, nondeterministic when the "determinism" tensor (the same call twice) did. */
+void mc_scenario_verdict(struct mc_check_result *res);
 
 #endif

@@ -95,6 +95,12 @@ void mc_session_compare(struct mc_session *s, const char *name, enum mc_tensor_k
     mc_compare_accumulate(actual, expected, view, t->tol, &one);
     mc_compare_stats_merge(&t->stats, &one);
     t->comparisons++;
+    struct mc_check_result *r = s->res;
+    if (!mc_compare_passed(&one) && r->first_fail_tensor[0] == '\0') {
+        snprintf(r->first_fail_tensor, sizeof r->first_fail_tensor, "%s", t->name);
+        r->first_fail = one;
+        snprintf(r->detail, sizeof r->detail, "%s", s->run_label[0] ? s->run_label : "the scenario's only run");
+    }
 }
 
 enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
@@ -109,9 +115,12 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
     s->esz = mc_dtype_size(ctx->dtype);
     mc_family_shape(&ctx->g->config, &s->shape);
 
+    const struct mc_tolerance_profile *prof = ctx->tolerance ? ctx->tolerance : &ctx->c->tolerance;
+    const char *dev = ctx->tolerance_device ? ctx->tolerance_device : ctx->ops->device;
+    res->tolerance_path = prof->path;
+    res->tolerance_device = dev;
     for (int k = 0; k < MC_TENSOR_COUNT; k++) {
-        enum mc_err_code rc = mc_tolerance_lookup(&ctx->c->tolerance, ctx->ops->device, ctx->dtype,
-                                                  (enum mc_tensor_kind)k, &s->tol[k], err);
+        enum mc_err_code rc = mc_tolerance_lookup(prof, dev, ctx->dtype, (enum mc_tensor_kind)k, &s->tol[k], err);
         if (rc != MC_ERR_NONE)
             return rc;
     }
@@ -344,6 +353,49 @@ out:
     return rc;
 }
 
+int mc_session_cache_write(struct mc_session *s, struct mc_session_cache *c, const double *conv, const double *state)
+{
+    if (s->broken)
+        return -1;
+    enum mc_dtype edt = s->ctx->dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+    size_t esz = mc_dtype_size(edt);
+    size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
+    size_t nstate = state != NULL ? (size_t)(c->batch * mc_family_state_elems(&s->shape)) : 0;
+    int rc = -1;
+    struct mc_guarded gc = {0}, gs = {0};
+    void *cb = mc_guard_alloc(&gc, nconv * esz);
+    void *sb = nstate ? mc_guard_alloc(&gs, nstate * esz) : NULL;
+    void *ccopy = mc_session_calloc(nconv, esz, s);
+    void *scopy = nstate ? mc_session_calloc(nstate, esz, s) : NULL;
+    if (cb == NULL || ccopy == NULL || (nstate && (sb == NULL || scopy == NULL))) {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    mc_dtype_from_f64(edt, conv, cb, nconv);
+    memcpy(ccopy, cb, nconv * esz);
+    if (nstate) {
+        mc_dtype_from_f64(edt, state, sb, nstate);
+        memcpy(scopy, sb, nstate * esz);
+    }
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->ops->cache_import(s->model, c->h, cb, sb, &msg);
+    if (!guard_ok(s, "cache_import", &gc, "conv_state") || !guard_ok(s, "cache_import", &gs, "recurrent_state") ||
+        !input_unchanged(s, "cache_import", "conv_state", cb, ccopy, nconv * esz, esz) ||
+        (nstate && !input_unchanged(s, "cache_import", "recurrent_state", sb, scopy, nstate * esz, esz)))
+        goto out;
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, "cache_import", &msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(ccopy);
+    free(scopy);
+    mc_guard_free(&gc);
+    mc_guard_free(&gs);
+    return rc;
+}
+
 /* Views of the golden's output and cache tensors for rows [r0, r0+nrows). */
 void mc_session_output_view(const struct mc_session *s, const struct mc_slice *sl, const uint8_t *valid,
                         struct mc_compare_view *v)
@@ -480,24 +532,44 @@ int mc_session_step(struct mc_session *s, struct mc_session_cache *c, const stru
     return rc;
 }
 
-int64_t mc_session_failures(const struct mc_session *s)
+int mc_session_run_begin(struct mc_session *s, const char *label, const int64_t *vals, int n)
 {
-    int64_t n = 0;
-    for (int i = 0; i < s->res->n_tensors; i++)
-        n += s->res->tensors[i].stats.n_fail;
-    return n;
+    if (s->run_label[0] != '\0')
+        return 0;
+    size_t cap = sizeof s->run_label;
+    size_t used = (size_t)snprintf(s->run_label, cap, "%s [", label);
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(s->run_label + used, cap - used, "%s%lld", i ? ", " : "", (long long)vals[i]);
+    if (used < cap)
+        snprintf(s->run_label + used, cap - used, "]");
+    return 1;
 }
 
-/* Remembers the first run that failed, e.g. "splits [1, 2, 5]". */
-void mc_session_note_detail(struct mc_session *s, int64_t failures_before, const char *fmt, const int64_t *vals, int n)
+void mc_session_run_end(struct mc_session *s, int token)
 {
-    if (s->res->detail[0] != '\0' || mc_session_failures(s) == failures_before)
-        return;
-    size_t used = (size_t)snprintf(s->res->detail, sizeof s->res->detail, "%s [", fmt);
-    for (int i = 0; i < n && used < sizeof s->res->detail; i++)
-        used += (size_t)snprintf(s->res->detail + used, sizeof s->res->detail - used, "%s%lld", i ? ", " : "",
-                                 (long long)vals[i]);
-    if (used < sizeof s->res->detail)
-        snprintf(s->res->detail + used, sizeof s->res->detail - used, "]");
+    if (token)
+        s->run_label[0] = '\0';
 }
 
+int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_cache *c, const char *name,
+                                const double *conv, const double *state, int64_t r0, int64_t pos)
+{
+    int64_t nconv = c->batch * s->shape.conv_channels * s->shape.conv_kernel;
+    int64_t nstate = c->batch * mc_family_state_elems(&s->shape);
+    double *cnow = mc_session_calloc((size_t)nconv, sizeof *cnow, s);
+    double *snow = nstate ? mc_session_calloc((size_t)nstate, sizeof *snow, s) : NULL;
+    int rc = -1;
+    if (cnow != NULL && (nstate == 0 || snow != NULL) && mc_session_cache_read(s, c, cnow, snow) == 0) {
+        struct mc_compare_view v;
+        mc_session_conv_view(s, r0, c->batch, pos, &v);
+        mc_session_compare(s, name, MC_TENSOR_CONV_STATE, 1, cnow, conv, &v);
+        if (nstate) {
+            mc_session_state_view(s, r0, c->batch, pos, &v);
+            mc_session_compare(s, name, MC_TENSOR_RECURRENT_STATE, 1, snow, state, &v);
+        }
+        rc = 0;
+    }
+    free(cnow);
+    free(snow);
+    return rc;
+}

@@ -28,6 +28,7 @@ struct mc_session {
     int broken;        /* the backend failed; stop driving it */
     struct mc_error *err;
     const struct mc_refrun *ref; /* f16/bf16: the reference run on the same rounded inputs, or NULL */
+    char run_label[200]; /* the run in progress, e.g. "splits [1, 5]" (mc_session_run_begin), or "" */
 };
 
 /* A cache and the batch it was allocated for. */
@@ -60,6 +61,11 @@ void mc_session_cache_drop(struct mc_session *s, struct mc_session_cache *c);
 /* Exports a cache as float64: conv [batch][C][K], state [batch][state dims] (state may be NULL). */
 int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c, double *conv, double *state);
 
+/* Imports float64 conv [batch][C][K] and state [batch][...] (NULL for ShortConv) into a cache with
+ * cache_import, in the export dtype (f64 for f64 models, else f32), from guarded buffers that must come
+ * back unchanged. */
+int mc_session_cache_write(struct mc_session *s, struct mc_session_cache *c, const double *conv, const double *state);
+
 /* One forward over a slice; y receives [nrows][len][D] in float64. */
 int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl, double *y);
 /* Forward and compare the output with the golden. */
@@ -81,11 +87,17 @@ void mc_session_conv_view(const struct mc_session *s, int64_t r0, int64_t nrows,
 void mc_session_state_view(const struct mc_session *s, int64_t r0, int64_t nrows, int64_t pos,
                            struct mc_compare_view *v);
 
-/* Failing elements so far, over every tensor of the check. */
-int64_t mc_session_failures(const struct mc_session *s);
-/* Records "label [v0, v1, ...]" as the check's detail when failures grew since failures_before
- * (the first failing run wins). */
-void mc_session_note_detail(struct mc_session *s, int64_t failures_before, const char *label, const int64_t *vals,
-                            int n);
+/* Names the run that starts now as "label [v0, v1, ...]": the first comparison that fails during it
+ * records the label as the check's detail, with its own stats (mc_check_result.first_fail). Runs
+ * nest; the outermost label names them (chunk_size [64] rather than the prefill inside it). Returns
+ * a token for mc_session_run_end. */
+int mc_session_run_begin(struct mc_session *s, const char *label, const int64_t *vals, int n);
+void mc_session_run_end(struct mc_session *s, int token);
+
+/* Compares a cache with an earlier reading of it (conv [batch][C][K], state [batch][...], as
+ * mc_session_cache_read gives them) bit for bit under tensor `name`; `pos` is the position the
+ * reading belongs to (for the diagnosis). */
+int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_cache *c, const char *name,
+                                const double *conv, const double *state, int64_t r0, int64_t pos);
 
 #endif

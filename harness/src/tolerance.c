@@ -194,6 +194,14 @@ void mc_tolerance_free(struct mc_tolerance_profile *p)
     memset(p, 0, sizeof *p);
 }
 
+int mc_tolerance_covers(const struct mc_tolerance_profile *p, const char *device, enum mc_dtype dtype)
+{
+    for (int i = 0; i < p->n_entries; i++)
+        if (p->entries[i].dtype == dtype && strcmp(p->entries[i].device, device) == 0)
+            return 1;
+    return 0;
+}
+
 enum mc_err_code mc_tolerance_lookup(const struct mc_tolerance_profile *p, const char *device, enum mc_dtype dtype,
                                      enum mc_tensor_kind tensor, struct mc_tolerance *out, struct mc_error *err)
 {

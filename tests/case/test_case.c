@@ -123,6 +123,12 @@ static void test_valid_case(void **state)
     assert_int_equal(s[2].seed, 7);
     assert_int_equal(s[2].prefill, 0);
 
+    /* cache_roundtrip: {splits: [4, 9]} (one split set); determinism: {prefill: 7} */
+    assert_int_equal(s[MC_SCENARIO_CACHE_ROUNDTRIP].n_split_sets, 1);
+    assert_int_equal(s[MC_SCENARIO_CACHE_ROUNDTRIP].split_sets[0].n, 2);
+    assert_int_equal(s[MC_SCENARIO_CACHE_ROUNDTRIP].split_sets[0].points[1], 9);
+    assert_int_equal(s[MC_SCENARIO_DETERMINISM].prefill, 7);
+
     /* first_token_causality: {prefill: 6, len: 5, seed: 3} */
     assert_int_equal(s[3].line, 15);
     assert_int_equal(s[3].prefill, 6);
@@ -263,7 +269,9 @@ static void test_names(void **state)
                                        "left_padded_batch",
                                        "right_padded_batch",
                                        "chunk_size_invariance",
-                                       "batch_invariance"};
+                                       "batch_invariance",
+                                       "cache_roundtrip",
+                                       "determinism"};
     enum mc_scenario_kind k;
     for (int i = 0; i < MC_SCENARIO_COUNT; i++) {
         assert_string_equal(mc_scenario_name((enum mc_scenario_kind)i), scen[i]);
@@ -458,7 +466,7 @@ static const struct bad_fixture BAD[] = {
     {"unknown_scenario.yaml", 0, MC_ERR_INPUT,
      "unknown_scenario.yaml:10:3: in 'scenarios': unknown key 'prefil' (valid keys: prefill, decode, chunked, "
      "first_token_causality, speculative_verify, left_padded_batch, right_padded_batch, chunk_size_invariance, "
-     "batch_invariance)",
+     "batch_invariance, cache_roundtrip, determinism)",
      NULL},
 };
 

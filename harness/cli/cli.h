@@ -1,0 +1,37 @@
+/*
+ * cli.h — what the subcommands of the mixcheck command share: the built-in backends, loading
+ * plugins into the registry, and small parsing helpers. One file per subcommand (cmd_run.c,
+ * cmd_list.c, bench.c); main.c only dispatches. The CLI is the only part of mixcheck that prints.
+ */
+#ifndef MC_CLI_H
+#define MC_CLI_H
+
+#include "error.h"
+#include "plugin.h"
+#include "registry.h"
+
+#define MC_VERSION "0.1.0"
+#define MC_DEFAULT_CASES "cases"
+
+/* Registers the built-in backends (the reference and cpu backends of every family). */
+int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err);
+
+/* Registers the built-ins, then loads each plugin. On failure prints the error and returns the exit
+ * code: 2 (or 125 with `bisect`: a plugin that cannot be loaded is "could not test"). 0 on success. */
+int mc_cli_load_backends(struct mc_registry *reg, struct mc_plugins *plugins, const char *const *paths, int n,
+                         int bisect);
+
+/* Parses a decimal integer in [1, max]; 0 on success. */
+int mc_cli_parse_count(const char *text, int max, int *out);
+
+/* 1 for colour: "always", or "auto"/NULL on a terminal without NO_COLOR. */
+int mc_cli_use_color(const char *when);
+
+/* Appends " word" (shell-quoted when it needs it) to buf of size len; the used length is *used. */
+void mc_cli_append_arg(char *buf, size_t len, size_t *used, const char *word);
+
+/* The subcommands: each returns the process exit code. */
+int mc_cmd_run(int argc, char **argv);
+int mc_cmd_list(int argc, char **argv);
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * cmd_run.c — `mixcheck run`: drives the selected cases through their backends and writes the
+ * reports. Exit codes (docs/scenarios.md "Verdicts and exit codes"): 0 every check passed, 1 a check
+ * failed, errored or was nondeterministic, 2 usage or input error (including a report that cannot be
+ * written and anything asked for that ran no check), 125 could not test.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "case.h"
+#include "cli.h"
+#include "family.h"
+#include "report.h"
+#include "runner.h"
+
+#define MC_DEFAULT_TIMEOUT_S 300
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: mixcheck run [PATH...] [options]\n"
+            "Runs every case under PATH (case files, or directories searched for *.yaml; default %s/)\n"
+            "on the backends it names and on every backend a loaded plugin registers for its family.\n"
+            "\n"
+            "selection:\n"
+            "  --family F      only cases of family F (mamba2, mamba1, gdn, shortconv)\n"
+            "  --scenario S    only scenario S (see `mixcheck list --coverage` for the names)\n"
+            "  --backend B     only backend B (it also runs on cases that do not list it)\n"
+            "  --dtype T       only dtype T (f64, f32, f16, bf16)\n"
+            "  -k PATTERN      only checks whose id case/scenario/backend/dtype contains PATTERN (a glob\n"
+            "                  when it holds * ? or [); repeatable: a check matching any of them runs.\n"
+            "                  Applied before goldens are read\n"
+            "backends and tolerances:\n"
+            "  --plugin LIB    load backends from a shared library (repeatable)\n"
+            "  --tolerance F   a tolerance profile consulted before each case's own: the first profile\n"
+            "                  with entries for a check's (device, dtype) gives its tolerances (repeatable)\n"
+            "  --device-profile DEV=AS\n"
+            "                  check backends of device DEV against the tolerances of device AS\n"
+            "                  (e.g. a plugin's own device against cpu's numbers; repeatable). Never\n"
+            "                  implied: a device without tolerances is an input error\n"
+            "running:\n"
+            "  --seeds N       randomised scenarios (random splits, distractors) over N seeds; the worst\n"
+            "                  headroom over the seeds is reported\n"
+            "  --threads N     worker threads for backends that take them (default: theirs)\n"
+            "  -j, --jobs N    N checks at a time, each in its own process (default: the CPU count)\n"
+            "  --timeout S     a check running longer than S seconds is killed and fails (default %d)\n"
+            "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
+            "  --bisect        for `git bisect run`: a plugin that cannot be loaded exits 125 (skip the\n"
+            "                  commit); everything else keeps its code, so a typo is 2, not a skip\n"
+            "reports:\n"
+            "  --json FILE     the JSON report          --junit FILE   the JUnit XML report\n"
+            "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
+            "  -q, --quiet     print only failures, problems and the summary\n"
+            "\n"
+            "exit: 0 all passed; 1 a check failed, errored or was nondeterministic; 2 usage or input\n"
+            "error (a report that cannot be written, something asked for that ran no check); 125 could\n"
+            "not test (a backend a case names is missing, every check unsupported)\n",
+            MC_DEFAULT_CASES, MC_DEFAULT_TIMEOUT_S);
+}
+
+struct run_cli {
+    struct mc_run_options opt;
+    const char *json_path;
+    const char *junit_path;
+    const char *color;
+    int quiet;
+    int bisect;
+    const char *plugins[MC_PLUGIN_MAX];
+    int n_plugins;
+    const char *tolerance_paths[MC_RUN_MAX_TOLERANCES];
+    struct mc_tolerance_profile tolerances[MC_RUN_MAX_TOLERANCES];
+    const char **paths;
+    int n_paths;
+    char rerun[2048];
+};
+
+enum {
+    OPT_FAMILY = 256,
+    OPT_SCENARIO,
+    OPT_BACKEND,
+    OPT_DTYPE,
+    OPT_JSON,
+    OPT_JUNIT,
+    OPT_COLOR,
+    OPT_PLUGIN,
+    OPT_BISECT,
+    OPT_SEEDS,
+    OPT_THREADS,
+    OPT_TIMEOUT,
+    OPT_NO_ISOLATE,
+    OPT_TOLERANCE,
+    OPT_DEVICE_PROFILE,
+    OPT_HELP
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "mixcheck: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+/* Parses argv (argv[1] == "run"); 0, or the exit code of a usage error (already printed). */
+static int parse_args(int argc, char **argv, struct run_cli *cli)
+{
+    static const struct option longopts[] = {
+        {"family", required_argument, NULL, OPT_FAMILY},
+        {"scenario", required_argument, NULL, OPT_SCENARIO},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"json", required_argument, NULL, OPT_JSON},
+        {"junit", required_argument, NULL, OPT_JUNIT},
+        {"color", required_argument, NULL, OPT_COLOR},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, OPT_HELP},
+        {"plugin", required_argument, NULL, OPT_PLUGIN},
+        {"bisect", no_argument, NULL, OPT_BISECT},
+        {"seeds", required_argument, NULL, OPT_SEEDS},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"jobs", required_argument, NULL, 'j'},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+        {"tolerance", required_argument, NULL, OPT_TOLERANCE},
+        {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
+        {NULL, 0, NULL, 0},
+    };
+    struct mc_run_options *o = &cli->opt;
+    size_t used = 0;
+    opterr = 0;
+    optind = 2; /* argv[1] is the command */
+    o->isolate = 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus; /* results are the same for any -j */
+    o->timeout_s = MC_DEFAULT_TIMEOUT_S;
+    int c, n = 0;
+    while ((c = getopt_long(argc, argv, "k:qj:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_FAMILY:
+            o->filter.family = optarg;
+            break;
+        case OPT_SCENARIO:
+            o->filter.scenario = optarg;
+            break;
+        case OPT_BACKEND:
+            o->filter.backend = optarg;
+            break;
+        case OPT_DTYPE:
+            o->filter.dtype = optarg;
+            break;
+        case 'k':
+            if (o->filter.n_patterns >= MC_RUN_MAX_PATTERNS)
+                return usage_error("-k: at most 16 patterns (got '%s' too)", optarg);
+            o->filter.patterns[o->filter.n_patterns++] = optarg;
+            break;
+        case OPT_JSON:
+            cli->json_path = optarg;
+            break;
+        case OPT_JUNIT:
+            cli->junit_path = optarg;
+            break;
+        case OPT_COLOR:
+            cli->color = optarg;
+            if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never"))
+                return usage_error("--color: expected auto, always or never (got '%s')", optarg);
+            break;
+        case 'q':
+            cli->quiet = 1;
+            break;
+        case OPT_PLUGIN:
+            if (cli->n_plugins >= MC_PLUGIN_MAX)
+                return usage_error("--plugin: at most 16 plugins (got '%s' too)", optarg);
+            cli->plugins[cli->n_plugins++] = optarg;
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--plugin");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            break;
+        case OPT_TOLERANCE:
+            if (o->n_tolerances >= MC_RUN_MAX_TOLERANCES)
+                return usage_error("--tolerance: at most 8 profiles (got '%s' too)", optarg);
+            cli->tolerance_paths[o->n_tolerances++] = optarg;
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--tolerance");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            break;
+        case OPT_DEVICE_PROFILE: {
+            char *eq = strchr(optarg, '=');
+            if (eq == NULL || eq == optarg || eq[1] == '\0')
+                return usage_error("--device-profile: expected DEVICE=AS, e.g. myport=cpu (got '%s')", optarg);
+            if (o->n_device_map >= MC_RUN_MAX_DEVICE_MAP)
+                return usage_error("--device-profile: at most 8 mappings (got '%s' too)", optarg);
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--device-profile");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            *eq = '\0'; /* argv is ours to split */
+            o->device_map[o->n_device_map].device = optarg;
+            o->device_map[o->n_device_map++].as = eq + 1;
+            break;
+        }
+        case OPT_BISECT:
+            cli->bisect = 1;
+            break;
+        case OPT_SEEDS:
+            if (mc_cli_parse_count(optarg, 100000, &o->seeds) != 0)
+                return usage_error("--seeds: expected an integer in [1, 100000] (got '%s')", optarg);
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--seeds");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            break;
+        case 'j':
+            if (mc_cli_parse_count(optarg, 64, &o->jobs) != 0)
+                return usage_error("--jobs: expected an integer in [1, 64] (got '%s')", optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (mc_cli_parse_count(optarg, 86400, &n) != 0)
+                return usage_error("--timeout: expected seconds in [1, 86400] (got '%s')", optarg);
+            o->timeout_s = n;
+            break;
+        case OPT_NO_ISOLATE:
+            o->isolate = 0;
+            break;
+        case OPT_THREADS:
+            if (mc_cli_parse_count(optarg, 1024, &o->threads) != 0)
+                return usage_error("--threads: expected an integer in [1, 1024] (got '%s')", optarg);
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--threads");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            break;
+        case OPT_HELP:
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            return usage_error("run: unknown or incomplete option '%s' (see mixcheck run --help)", argv[optind - 1]);
+        }
+    }
+    cli->paths = (const char **)(argv + optind);
+    cli->n_paths = argc - optind;
+    o->rerun_options = cli->rerun;
+    return 0;
+}
+
+/* Names a filter value that no backend, scenario, family or dtype has, with the known ones. */
+static int validate_filters(const struct run_cli *cli, const struct mc_registry *reg)
+{
+    const struct mc_run_filter *f = &cli->opt.filter;
+    enum mc_family fam;
+    enum mc_scenario_kind sk;
+    enum mc_dtype dt;
+    if (f->family && mc_family_from_name(f->family, &fam) != 0)
+        return usage_error("--family: unknown family '%s' (known: mamba2, mamba1, gdn, shortconv)", f->family);
+    if (f->scenario && mc_scenario_from_name(f->scenario, &sk) != 0) {
+        char known[1024];
+        size_t used = 0;
+        for (int s = 0; s < MC_SCENARIO_COUNT; s++)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", s ? ", " : "",
+                                     mc_scenario_name((enum mc_scenario_kind)s));
+        fprintf(stderr, "mixcheck: --scenario: unknown scenario '%s' (known: %s)\n", f->scenario, known);
+        return 2;
+    }
+    if (f->dtype && mc_dtype_from_name(f->dtype, &dt) != 0)
+        return usage_error("--dtype: unknown dtype '%s' (known: f64, f32, f16, bf16)", f->dtype);
+    if (f->backend && !mc_registry_has_name(reg, f->backend)) {
+        char known[1024];
+        mc_registry_names(reg, known, sizeof known);
+        fprintf(stderr, "mixcheck: --backend: unknown backend '%s' (known: %s; a plugin's backends are known once "
+                        "it is loaded with --plugin)\n",
+                f->backend, known);
+        return 2;
+    }
+    return 0;
+}
+
+struct printer {
+    int quiet;
+    struct mc_console con;
+};
+
+static void on_check(const struct mc_check_result *res, void *user)
+{
+    const struct printer *pr = user;
+    if (pr->quiet && res->status == MC_CHECK_PASS)
+        return;
+    mc_report_console_check(&pr->con, res);
+    fflush(pr->con.out);
+}
+
+static void on_problem(const struct mc_run_problem *p, void *user)
+{
+    const struct printer *pr = user;
+    mc_report_console_problem(&pr->con, p);
+    fflush(pr->con.out);
+}
+
+/* Loads the --tolerance profiles; 0, or 2 after printing the error. */
+static int load_tolerances(struct run_cli *cli)
+{
+    for (int i = 0; i < cli->opt.n_tolerances; i++) {
+        struct mc_error err = {0};
+        if (mc_tolerance_load(cli->tolerance_paths[i], &cli->tolerances[i], &err) != MC_ERR_NONE) {
+            fprintf(stderr, "mixcheck: --tolerance: %s\n", err.msg);
+            return mc_error_exit_code(err.code);
+        }
+        cli->opt.tolerances[i] = &cli->tolerances[i];
+    }
+    return 0;
+}
+
+static int run(struct run_cli *cli, const struct mc_registry *reg)
+{
+    static const char *default_paths[] = {MC_DEFAULT_CASES};
+    const char *const *paths = cli->n_paths ? cli->paths : default_paths;
+    int n_paths = cli->n_paths ? cli->n_paths : 1;
+    struct printer pr = {.quiet = cli->quiet,
+                         .con = {.out = stdout,
+                                 .color = mc_cli_use_color(cli->color),
+                                 .argv0 = "mixcheck",
+                                 .rerun_options = cli->rerun}};
+    struct mc_run_callbacks cb = {.on_check = on_check, .on_problem = on_problem, .user = &pr};
+    struct mc_run_report rep;
+    struct mc_error err = {0};
+    int code;
+    if (mc_run(paths, n_paths, reg, &cli->opt, &cb, &rep, &err) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: %s\n", err.msg);
+        code = mc_error_exit_code(err.code);
+    } else {
+        code = mc_run_exit_code(&rep);
+    }
+    /* a report asked for and not written is an input error whatever the checks said: a gate must
+     * not read a missing report as a pass */
+    struct mc_error werr = {0};
+    if (cli->json_path && mc_report_json_write(cli->json_path, &rep, code, &werr) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: --json: %s\n", werr.msg);
+        code = 2;
+    }
+    mc_error_clear(&werr);
+    if (cli->junit_path && mc_report_junit_write(cli->junit_path, &rep, &werr) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: --junit: %s\n", werr.msg);
+        code = 2;
+    }
+    mc_report_console_summary(&pr.con, &rep, code);
+    mc_run_report_free(&rep);
+    return code;
+}
+
+int mc_cmd_run(int argc, char **argv)
+{
+    struct run_cli *cli = calloc(1, sizeof *cli);
+    if (cli == NULL) {
+        fprintf(stderr, "mixcheck: out of memory\n");
+        return 2;
+    }
+    struct mc_registry reg;
+    struct mc_plugins plugins;
+    mc_registry_init(&reg);
+    mc_plugins_init(&plugins);
+    int code = parse_args(argc, argv, cli);
+    if (code == 0)
+        code = mc_cli_load_backends(&reg, &plugins, cli->plugins, cli->n_plugins, cli->bisect);
+    if (code == 0)
+        code = validate_filters(cli, &reg);
+    if (code == 0)
+        code = load_tolerances(cli);
+    if (code == 0)
+        code = run(cli, &reg);
+    for (int i = 0; i < cli->opt.n_tolerances; i++)
+        mc_tolerance_free(&cli->tolerances[i]);
+    mc_plugins_unload(&plugins);
+    free(cli);
+    return code;
+}
