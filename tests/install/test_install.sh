@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# test_install.sh BUILD SCRATCH MIXCHECK CMAKE CC BINDIR LIBDIR INCLUDEDIR — CTest install_package,
+# run from the source root. Installs BUILD into SCRATCH/staged and moves it to SCRATCH/prefix (the
+# package must be relocatable), then from the moved prefix:
+#   1. configures and builds examples/plugin out of tree with find_package(mixcheck);
+#   2. configures and builds consumer/ (a C file compiled with `pkg-config --cflags mixcheck` only);
+#   3. runs the installed mixcheck on cases/shortconv with the out-of-tree plugin: exit 0, at least
+#      one PASS, no FAIL or ERROR.
+# MIXCHECK is the built command (it must exist: `cmake --install` does not build).
+set -euo pipefail
+build=$1 scratch=$2 built=$3 cmake=$4 cc=$5 bindir=$6 libdir=$7 includedir=$8
+here=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "install_package: $*" >&2; exit 1; }
+
+[ -x "$built" ] || fail "$built is missing: build the mixcheck target first"
+rm -rf "$scratch"
+mkdir -p "$scratch"
+"$cmake" --install "$build" --prefix "$scratch/staged"
+mv "$scratch/staged" "$scratch/prefix"
+prefix=$scratch/prefix
+[ -f "$prefix/$includedir/mixcheck/backend.h" ] || fail "$prefix/$includedir/mixcheck/backend.h not installed"
+
+# Only the scratch prefix's packages are visible to the two projects.
+export PKG_CONFIG_LIBDIR=$prefix/$libdir/pkgconfig PKG_CONFIG_PATH=
+configure() { "$cmake" -S "$1" -B "$2" -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
+                  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF; }
+
+echo "== examples/plugin with find_package(mixcheck)"
+configure examples/plugin "$scratch/plugin"
+found=$(sed -n 's/^mixcheck_DIR:PATH=//p' "$scratch/plugin/CMakeCache.txt")
+[ "$found" = "$prefix/$libdir/cmake/mixcheck" ] || fail "find_package(mixcheck) used '$found', not the scratch prefix"
+"$cmake" --build "$scratch/plugin"
+plugin=$scratch/plugin/libmixcheck_example.so
+[ -f "$plugin" ] || fail "$plugin was not built"
+
+echo "== consumer with pkg-config --cflags mixcheck"
+configure "$here/consumer" "$scratch/consumer"
+"$cmake" --build "$scratch/consumer"
+
+echo "== installed mixcheck, out-of-tree plugin"
+rc=0
+out=$("$prefix/$bindir/mixcheck" run cases/shortconv --plugin "$plugin" --backend example --color never 2>&1) || rc=$?
+echo "$out"
+[ "$rc" -eq 0 ] || fail "mixcheck exited $rc"
+grep -q '^PASS ' <<<"$out" || fail "no PASS line"
+! grep -Eq '^(FAIL|ERROR)' <<<"$out" || fail "a check failed or errored"
+echo "install_package: ok"
