@@ -2,7 +2,7 @@
 """mixcheck golden-file generator: an independent float64 oracle for the recurrent sequence mixers.
 
 The expected values come from a plain token-by-token recurrence (no chunks) written from the math spec
-(shared/spec/mixers.md §2.3, §2.7 Mamba2; §3.3 Mamba1; §4.3-§4.4 Gated DeltaNet; §5.2 ShortConv; §11),
+(docs/semantics.md §2.3, §2.7 Mamba2; §3.3 Mamba1; §4.3-§4.4 Gated DeltaNet; §5.2 ShortConv; §11),
 never from the C code under test. Weights and inputs are drawn
 from numpy.random.default_rng(seed), quantized to a coarse float32 grid so the files compress, and the
 float64 computation uses exactly the stored (quantized) values. See golden/README.md for the file layout.
@@ -144,7 +144,7 @@ class Family:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Mamba2 (mixers.md §2)
+# Mamba2 (docs/semantics.md §2)
 # ---------------------------------------------------------------------------------------------------
 
 MAMBA2_DEFAULTS = dict(n_groups=1, conv_kernel=4, layer_norm_epsilon=1e-5,
@@ -173,7 +173,7 @@ def mamba2_config(spec_config):
 
 
 def mamba2_init(cfg, rng):
-    """Realistic init (mixers.md §2.2, scenarios.md §4), quantized; draw order is fixed (README)."""
+    """Realistic init (docs/semantics.md §2.2, docs/scenarios.md §4), quantized; draw order is fixed (README)."""
     d = Mamba2Dims.of(cfg)
     w = {}
     w["in_proj.weight"] = uniform_init(rng, (d.proj, d.D), d.D)
@@ -239,7 +239,7 @@ def mamba2_zero_cache(cfg, batch):
 
 
 def mamba2_forward(cfg, w, u, mask=None, window=None, state=None):
-    """THE ORACLE: the plain sequential recurrence over one segment (mixers.md §11), float64.
+    """THE ORACLE: the plain sequential recurrence over one segment (docs/semantics.md §11), float64.
 
     u [B, L, D]; mask [B, L] (0 = padding) or None; window [B, C, K] / state [B, H, P, N] the cache before
     the segment (zeros when None). A padding token is skipped: window and state stay as they were and its
@@ -317,7 +317,7 @@ def mamba2_make_golden(spec):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Mamba2 self-test: the oracle against the chunked SSD formulation (mixers.md §2.4 / §2.5) and split
+# Mamba2 self-test: the oracle against the chunked SSD formulation (docs/semantics.md §2.4 / §2.5) and split
 # invariance. Only the in_proj / dt front end and the norm / out_proj back end are shared.
 # ---------------------------------------------------------------------------------------------------
 
@@ -331,7 +331,7 @@ def segsum(v):
 
 
 def ssd_chunked(x, dt, A, Bh, Ch, Dskip, S_init, Q):
-    """Chunked SSD scan of mixers.md §2.4 steps (1)-(4), float64, from S_init. x [B,L,H,P], dt [B,L,H],
+    """Chunked SSD scan of docs/semantics.md §2.4 steps (1)-(4), float64, from S_init. x [B,L,H,P], dt [B,L,H],
     Bh / Ch [B,L,H,N]. Returns y [B,L,H,P] (D skip included) and the final state [B,H,P,N]."""
     Bsz, L, H, P = x.shape
     pad = (-L) % Q
@@ -358,7 +358,7 @@ def ssd_chunked(x, dt, A, Bh, Ch, Dskip, S_init, Q):
 
 
 def mamba2_chunked_forward(cfg, w, u, window, state, Q):
-    """Case (b) of mixers.md §2.5 (case (a) with a zero cache): conv over cat(window, segment), keep the
+    """Case (b) of docs/semantics.md §2.5 (case (a) with a zero cache): conv over cat(window, segment), keep the
     last L outputs, chunked scan from the cached state. Returns out, final window, final state."""
     d = Mamba2Dims.of(cfg)
     L = u.shape[1]
@@ -471,7 +471,7 @@ def roll_window(window, column, on):
 
 
 def conv_over_cache(window, x, conv_w, conv_b=None):
-    """Case (b) of mixers.md §1.3, written independently of the token loop: the depthwise conv over
+    """Case (b) of docs/semantics.md §1.3, written independently of the token loop: the depthwise conv over
     cat(cached window [B, C, K], segment x [B, L, C]), last L outputs, no activation. Returns the conv
     output [B, L, C] and the new window (the last K columns)."""
     K, L = window.shape[2], x.shape[1]
@@ -561,7 +561,7 @@ def dt_bias_init(rng, n):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Mamba1 (mixers.md §3, with §A.1: the multi-token cached forward is defined by §1.3(b))
+# Mamba1 (docs/semantics.md §3, with §A.1: the multi-token cached forward is defined by §1.3(b))
 # ---------------------------------------------------------------------------------------------------
 
 MAMBA1_DEFAULTS = dict(use_bias=0, use_conv_bias=1)
@@ -581,7 +581,7 @@ def mamba1_dims(cfg):
 
 
 def mamba1_init(cfg, rng, bits):
-    """mixers.md §3.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
+    """docs/semantics.md §3.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
     D, I, N, K, R = mamba1_dims(cfg)
     w = {}
     w["in_proj.weight"] = uniform_init(rng, (2 * I, D), D, bits)
@@ -706,7 +706,7 @@ def mamba1_selftest():
 
 
 # ---------------------------------------------------------------------------------------------------
-# Gated DeltaNet (mixers.md §4: Qwen3-Next / Qwen3.5 projection layouts, recurrent form of §4.4)
+# Gated DeltaNet (docs/semantics.md §4: Qwen3-Next / Qwen3.5 projection layouts, recurrent form of §4.4)
 # ---------------------------------------------------------------------------------------------------
 
 GDN_DEFAULTS = dict(rms_norm_eps=1e-6, projection_layout="qwen3_5")
@@ -736,7 +736,7 @@ def gdn_config(spec_config):
 
 
 def gdn_init(cfg, rng, bits):
-    """mixers.md §4.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
+    """docs/semantics.md §4.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
     d = gdn_dims(cfg)
     w = {}
     if d.layout == "qwen3_5":
@@ -917,7 +917,7 @@ def gdn_selftest():
 
 
 # ---------------------------------------------------------------------------------------------------
-# ShortConv (LFM2 Lfm2ShortConv, mixers.md §5): conv only, no recurrent state
+# ShortConv (LFM2 Lfm2ShortConv, docs/semantics.md §5): conv only, no recurrent state
 # ---------------------------------------------------------------------------------------------------
 
 SHORTCONV_DEFAULTS = dict(conv_bias=0)
@@ -930,7 +930,7 @@ def shortconv_config(spec_config):
 
 
 def shortconv_init(cfg, rng, bits):
-    """mixers.md §5.1 (nn.Linear / nn.Conv1d default init), quantized; draw order fixed (README)."""
+    """docs/semantics.md §5.1 (nn.Linear / nn.Conv1d default init), quantized; draw order fixed (README)."""
     D, K = cfg["hidden_size"], cfg["conv_L_cache"]
     w = {}
     w["in_proj.weight"] = uniform_init(rng, (3 * D, D), D, bits)

@@ -1,5 +1,5 @@
 /*
- * conv.h — the reference depthwise causal conv1d over one segment of tokens (mixers.md §0.4, §11
+ * conv.h — the reference depthwise causal conv1d over one segment of tokens (docs/semantics.md §0.4, §11
  * `conv_segment`), shared by every family: Mamba2 and Mamba1 (with SiLU), GDN (SiLU), LFM2
  * ShortConv (no activation).
  *
@@ -9,7 +9,7 @@
  * causal-conv1d's `causal_conv1d_update` do. A zero window gives the fresh-prefill conv; L == 1
  * gives the single-token update.
  *
- * Mask (mixcheck's semantics, mixers.md §A.4): a token with mask[t] == 0 is skipped — it does not
+ * Mask (mixcheck's semantics, docs/semantics.md §A.4): a token with mask[t] == 0 is skipped — it does not
  * enter the window, so the window after it equals the window before it — and its output row is 0.
  *
  * Dimension letters: L tokens in the segment, C channels, K kernel width.

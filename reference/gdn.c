@@ -3,8 +3,8 @@
  *
  * Upstream semantics: HF transformers `Qwen3NextGatedDeltaNet` / `Qwen3_5GatedDeltaNet` (post-#47630,
  * torch path, `torch_recurrent_gated_delta_rule` with use_qk_l2norm_in_kernel) as written out in
- * mixers.md §4, with mixcheck's choices of §A: one routine over (window, state, segment) covers the
- * three cases of §1.3 (mixers.md §11); the core is always the exact sequential recurrence of §4.4
+ * docs/semantics.md §4, with mixcheck's choices of §A: one routine over (window, state, segment) covers the
+ * three cases of §1.3 (docs/semantics.md §11); the core is always the exact sequential recurrence of §4.4
  * (chunk_size is only a hint); the gated RMSNorm is per head, norm before gate; a masked token is
  * skipped (it never reaches the conv window or the state) and its output row is zero (GDN has no
  * bias anywhere).
@@ -35,7 +35,7 @@
 #include "conv.h"
 #include "ref_common.h"
 
-/* eps of the q/k l2norm, inside the rsqrt (mixers.md §4.4); fixed upstream, not a config value. */
+/* eps of the q/k l2norm, inside the rsqrt (docs/semantics.md §4.4); fixed upstream, not a config value. */
 #define GDN_L2NORM_EPS 1e-6
 
 enum gdn_weight_slot {

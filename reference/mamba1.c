@@ -2,9 +2,9 @@
  * mamba1.c — the reference Mamba1 mixer behind the backend interface (mixcheck/backend.h).
  *
  * Upstream semantics: HF transformers `MambaMixer` (modeling_mamba.py, torch slow path) and
- * mamba_ssm's `selective_scan_ref` / `selective_state_update` as written out in mixers.md §3, with
+ * mamba_ssm's `selective_scan_ref` / `selective_state_update` as written out in docs/semantics.md §3, with
  * mixcheck's choices of §A: one routine over (window, state, segment) covers the three cases of §1.3
- * (mixers.md §11), so a multi-token forward on a primed cache convolves with the cached K-column
+ * (docs/semantics.md §11), so a multi-token forward on a primed cache convolves with the cached K-column
  * window and starts the scan from the cached state (§A.1; HF Mamba1 does not, §3.5); the scan is the
  * exact sequential recurrence with one [N] state per channel; a masked token is skipped (it never
  * reaches the conv window or the state) and its output row is out_proj.bias (zeros without use_bias).

@@ -2,8 +2,8 @@
  * mamba2.c — the reference Mamba2 mixer behind the backend interface (mixcheck/backend.h).
  *
  * Upstream semantics: HF transformers `Mamba2Mixer` (modeling_mamba2.py, the #46084 fix, torch path)
- * as written out in mixers.md §2, with mixcheck's choices of §A: one routine over (window, state,
- * segment) covers the three cases of §1.3 (mixers.md §11); dt is clamped to time_step_limit in
+ * as written out in docs/semantics.md §2, with mixcheck's choices of §A: one routine over (window, state,
+ * segment) covers the three cases of §1.3 (docs/semantics.md §11); dt is clamped to time_step_limit in
  * every path; the scan is the exact sequential recurrence (no chunks); the gated RMSNorm is
  * gate-before-norm over groups of norm_group_size; a masked token is skipped (it never reaches the
  * conv window or the state) and its output row is out_proj.bias (zeros without use_bias).

@@ -5,7 +5,7 @@
  * checks and window/state set-up of forward. A family file keeps its configuration checks, its
  * weight table and its math (its *_impl.inc body, instantiated for float and double).
  *
- * Upstream semantics: none of its own. The cache follows mixers.md §1.3 and §11: one routine over
+ * Upstream semantics: none of its own. The cache follows docs/semantics.md §1.3 and §11: one routine over
  * (window, state, segment); an unprimed cache starts from zeros; a forward or an import primes it.
  *
  * Every message starts "<family> reference: " (or "<family> config: " from mc_ref_check_dim), so a

@@ -2,8 +2,8 @@
  * shortconv.c — the reference LFM2 ShortConv mixer behind the backend interface (mixcheck/backend.h).
  *
  * Upstream semantics: HF transformers `Lfm2ShortConv` (modeling_lfm2.py, torch path) as written out
- * in mixers.md §5, with mixcheck's choices of §A: one routine over (window, segment) covers the three
- * cases of §1.3 (mixers.md §11); the conv window holds the gated pre-conv input Bx = B ⊙ x
+ * in docs/semantics.md §5, with mixcheck's choices of §A: one routine over (window, segment) covers the three
+ * cases of §1.3 (docs/semantics.md §11); the conv window holds the gated pre-conv input Bx = B ⊙ x
  * (CONV-INV); the conv has no activation; there is no recurrent state. A masked token is skipped (it
  * never reaches the conv window) and its output row is out_proj.bias (zeros without conv_bias) —
  * stricter than HF, which zeroes the layer input of a pad so that in_proj.bias and conv.bias still

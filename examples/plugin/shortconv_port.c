@@ -1,5 +1,5 @@
 /*
- * shortconv_port.c — an example mixcheck plugin: a port of the LFM2 ShortConv mixer (mixers.md §5)
+ * shortconv_port.c — an example mixcheck plugin: a port of the LFM2 ShortConv mixer (docs/semantics.md §5)
  * written against nothing but <mixcheck/backend.h>. It is the template a port author copies:
  *
  *   1. fill in a `struct mc_backend_ops` (name, device, family, dtypes, the eight functions);

@@ -6,7 +6,7 @@
  *               in the storage dtype;
  *   - core      the cpu recurrent core alone, mc_cpu_<family>_core (kernels/cpu/cpu.h), f32;
  *   - plain     the same core as a plain token-by-token f64 recurrence written here from the spec
- *               (mixers.md): the oracle the cpu core is validated against before it is timed, and the
+ *               (docs/semantics.md): the oracle the cpu core is validated against before it is timed, and the
  *               baseline of the core's speed ratio.
  * Weights and inputs are uniform draws from a fixed seed at the scales of the upstream inits:
  * projections and conv U(±fan_in^-1/2), dt log-uniform in [0.001, 0.1] (stored as softplus^-1 in
@@ -713,7 +713,7 @@ static void bw_plain_conv(int64_t C, int64_t K, const float *row, const float *c
     }
 }
 
-/* The plain token-by-token recurrence of a family's core (mixers.md §2.3, §3.3, §4.4, §5), f64,
+/* The plain token-by-token recurrence of a family's core (docs/semantics.md §2.3, §3.3, §4.4, §5), f64,
  * over tok[i] = [B][len][tok_w[i]]; window [B][K][C], state, y [B][len][y_w] in f64. scratch holds
  * C + 2·dk doubles (at least). */
 static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len, float *const tok[],

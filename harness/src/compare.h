@@ -1,5 +1,5 @@
 /*
- * compare.h — the comparator (scenarios.md §3).
+ * compare.h — the comparator (docs/scenarios.md §3).
  *
  * An element passes iff |a - b| <= atol + rtol*|b|. NaN or Inf in the actual value where the expected
  * one is finite fails and is counted as non-finite; NaN never passes by a comparison that is false

@@ -1,4 +1,4 @@
-/* family.c — see family.h. Configuration names and parameter shapes follow mixers.md §2–§5. */
+/* family.c — see family.h. Configuration names and parameter shapes follow docs/semantics.md §2–§5. */
 #include "family.h"
 
 #include <math.h>

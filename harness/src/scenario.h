@@ -1,5 +1,5 @@
 /*
- * scenario.h — the scenario engine (scenarios.md §2): drives one backend, at one dtype, through one
+ * scenario.h — the scenario engine (docs/scenarios.md §2): drives one backend, at one dtype, through one
  * scenario of a case, against the case's golden, and records one result per compared tensor.
  *
  * Every forward gets its output NaN-poisoned first and every cache export its buffers NaN-poisoned,

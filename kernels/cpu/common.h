@@ -132,7 +132,7 @@ int mc_cpu_parallel_for(int64_t n_tasks, mc_cpu_task_fn fn, void *ctx, int n_thr
 /* ---- fused causal conv ------------------------------------------------------------------------- */
 
 /*
- * Depthwise causal conv1d over one batch row's L tokens, seeded from a cached window (mixers.md
+ * Depthwise causal conv1d over one batch row's L tokens, seeded from a cached window (docs/semantics.md
  * §0.4; PyTorch Conv1d(C, C, K, groups=C, padding=K-1), first L outputs, w[K-1] on the current token).
  * For each real token t, in order: the window shifts by one token, x[t] enters as the newest row, and
  *   out[t][c] = act( bias[c] + Σ_{k<K} weight_kc[k][c] · window[k][c] ),  act = SiLU (vmath.h) or identity,

@@ -8,17 +8,17 @@
 
 #include "mixcheck/backend.h"
 
-/* Mamba2 mixer from the cached state: the chunked SSD (mixers.md §2.4) with Q = mc_model_desc.chunk_size,
+/* Mamba2 mixer from the cached state: the chunked SSD (docs/semantics.md §2.4) with Q = mc_model_desc.chunk_size,
  * else the configuration's chunk_size; a single-token row takes the direct recurrent step. Static storage. */
 const struct mc_backend_ops *mc_cpu_mamba2_ops(void);
 
-/* Mamba1 mixer, vectorized selective scan (mixers.md §3.3, §A.1). Static storage. */
+/* Mamba1 mixer, vectorized selective scan (docs/semantics.md §3.3, §A.1). Static storage. */
 const struct mc_backend_ops *mc_cpu_mamba1_ops(void);
 
-/* LFM2 ShortConv mixer, fused B⊙x → conv → C⊙ (mixers.md §5). Static storage. */
+/* LFM2 ShortConv mixer, fused B⊙x → conv → C⊙ (docs/semantics.md §5). Static storage. */
 const struct mc_backend_ops *mc_cpu_shortconv_ops(void);
 
-/* Gated DeltaNet mixer, chunked gated delta rule (mixers.md §4.4) from the cached state, both projection
+/* Gated DeltaNet mixer, chunked gated delta rule (docs/semantics.md §4.4) from the cached state, both projection
  * layouts. Static storage. */
 const struct mc_backend_ops *mc_cpu_gdn_ops(void);
 

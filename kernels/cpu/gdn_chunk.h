@@ -1,5 +1,5 @@
 /*
- * gdn_chunk.h — the gated delta rule core of the cpu Gated DeltaNet (mixers.md §4.4), f32, for one
+ * gdn_chunk.h — the gated delta rule core of the cpu Gated DeltaNet (docs/semantics.md §4.4), f32, for one
  * key head of one batch row and a range of the value heads that read it (GVA, §4.3 step 5).
  *
  * Variants:
@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* eps of the q/k l2norm, inside the rsqrt (mixers.md §4.4). */
+/* eps of the q/k l2norm, inside the rsqrt (docs/semantics.md §4.4). */
 #define MC_GDN_L2NORM_EPS 1e-6f
 
 /*

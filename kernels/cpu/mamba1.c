@@ -1,6 +1,6 @@
 /*
  * mamba1.c — the optimized CPU Mamba1 mixer (backend "cpu", device "cpu"): HF `MambaMixer` with
- * mixcheck's semantics of mixers.md §A — a multi-token forward on a primed cache convolves with the
+ * mixcheck's semantics of docs/semantics.md §A — a multi-token forward on a primed cache convolves with the
  * cached K-column window and starts the scan from the cached state (§A.1, §3.5) — computed as the
  * selective scan of §3.3. Validated against the reference in tests/cpu/test_cpu_mamba1.c.
  *

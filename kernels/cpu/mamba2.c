@@ -1,6 +1,6 @@
 /*
  * mamba2.c — the optimized CPU Mamba2 mixer (backend "cpu", device "cpu"): HF `Mamba2Mixer` with
- * mixcheck's semantics of mixers.md §A, the recurrent core as the chunked SSD of §2.4 (what
+ * mixcheck's semantics of docs/semantics.md §A, the recurrent core as the chunked SSD of §2.4 (what
  * `mamba_chunk_scan_combined` computes) seeded from the cached state. Validated against the
  * sequential reference in tests/cpu/test_cpu_mamba2.c.
  *

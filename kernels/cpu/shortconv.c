@@ -1,6 +1,6 @@
 /*
  * shortconv.c — the optimized CPU LFM2 ShortConv mixer (backend "cpu", device "cpu"): HF
- * `Lfm2ShortConv` with mixcheck's semantics of mixers.md §A, §5. Validated against the reference in
+ * `Lfm2ShortConv` with mixcheck's semantics of docs/semantics.md §A, §5. Validated against the reference in
  * tests/cpu/test_cpu_shortconv.c.
  *
  * Variants (all in this file):

@@ -3,7 +3,7 @@
  *   - f32 <-> bf16 / f16 conversion against the harness's independent implementation (dtype.h), on
  *     special values, boundaries, subnormals and random bit patterns;
  *   - the parallel-for runs every task exactly once for any thread count; thread-count resolution;
- *   - the fused causal conv against a plain loop written from mixers.md §0.4, with masks, bias and
+ *   - the fused causal conv against a plain loop written from docs/semantics.md §0.4, with masks, bias and
  *     SiLU, as successive segments;
  *   - the array exp / SiLU / sigmoid (vmath.h) against double libm: a strided sweep of every float in
  *     [-104, 89] plus random ones and the special values, the measured worst error printed; and each
@@ -128,7 +128,7 @@ static void test_parallel_for(void **state)
     assert_int_equal(mc_cpu_threads_resolve(0), 1);
 }
 
-/* mixers.md §0.4 / §11 conv_segment, with a padding token skipped, in double. win [C][K]. */
+/* docs/semantics.md §0.4 / §11 conv_segment, with a padding token skipped, in double. win [C][K]. */
 static void naive_conv(int64_t L, int64_t C, int64_t K, const double *x, const uint8_t *mask, double *win,
                        const double *w, const double *bias, int silu, double *out)
 {

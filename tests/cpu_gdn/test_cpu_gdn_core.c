@@ -1,6 +1,6 @@
 /*
  * test_cpu_gdn_core.c — the gated delta rule core of the cpu Gated DeltaNet (kernels/cpu/gdn_chunk.c)
- * against a scalar f64 recurrence written here from mixers.md §4.4 (recurrent form, in-kernel q/k
+ * against a scalar f64 recurrence written here from docs/semantics.md §4.4 (recurrent form, in-kernel q/k
  * l2norm): the chunked form for chunk lengths 1, 2, 3, 5, 16, n−1, n, 64 and > n (a last chunk
  * shorter than the rest, a single chunk longer than the sequence), and the recurrent form; weak and
  * strong decay (exp(γ) underflowing inside a chunk); a random initial state; nh value heads sharing

@@ -1,5 +1,5 @@
 /*
- * mut_gdn.c — a plain f32 Gated DeltaNet mixer (mixers.md §4, both weight layouts, recurrent form,
+ * mut_gdn.c — a plain f32 Gated DeltaNet mixer (docs/semantics.md §4, both weight layouts, recurrent form,
  * mixcheck's semantics of §A) for the mutant library, with the faults that live inside its math:
  *   8.12 the chunked form's last chunk padded at the pre-conv input instead of at the core's inputs,
  *        so pad rows get k from a conv window that still holds real tokens, β = σ(0) and g ≠ 0, and

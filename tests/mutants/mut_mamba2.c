@@ -1,5 +1,5 @@
 /*
- * mut_mamba2.c — a plain f32 Mamba2 mixer (mixers.md §2, mixcheck's semantics of §A) for the mutant
+ * mut_mamba2.c — a plain f32 Mamba2 mixer (docs/semantics.md §2, mixcheck's semantics of §A) for the mutant
  * library, with the faults that live inside its math switched by mc_model.fault:
  *   8.1a dt of the first token, 8.3 conv slicing (first L, off by one, post-activation cache),
  *   8.4 / 8.6 / 8.5 masking, 8.10 decode without the dt clamp, 8.11 norm group swap, 8.12

@@ -1,5 +1,5 @@
 /*
- * mut_shortconv.c — a plain f32 LFM2 ShortConv mixer (mixers.md §5, mixcheck's semantics of §A) for
+ * mut_shortconv.c — a plain f32 LFM2 ShortConv mixer (docs/semantics.md §5, mixcheck's semantics of §A) for
  * the mutant library, with the old HF cache's decode (8.9): the single-token path rolls the window
  * by one and writes the new column at min(cache_position, K-1) instead of K-1, which is wrong after a
  * prefill shorter than K-1. With MUT_NONE it computes what reference/shortconv.c computes; a masked

@@ -1,6 +1,6 @@
 /*
  * mutants.c — the mutant library (mc_mutants): one deliberately broken backend per bug class of
- * mixers.md §8, each the correct code of mut_mamba2.c / mut_gdn.c / mut_shortconv.c with exactly one
+ * docs/semantics.md §8, each the correct code of mut_mamba2.c / mut_gdn.c / mut_shortconv.c with exactly one
  * upstream-style bug switched on, plus one variant that is NOT a bug and must pass. tests/mutants/
  * test_mutants.c runs each through the CLI on every bundled case of its family and asserts that the
  * intended scenario catches it, naming the right tensor (the kill matrix).

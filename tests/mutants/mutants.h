@@ -2,7 +2,7 @@
  * mutants.h — internals of the mutant library (mc_mutants, see mutants.c for the table of mutants):
  * small, plain, self-contained f32 implementations of Mamba2, Gated DeltaNet and ShortConv, each
  * taking a fault selector, so that every mutant is the correct code with exactly one upstream-style
- * bug switched on (mixers.md §8). Nothing here calls into reference/.
+ * bug switched on (docs/semantics.md §8). Nothing here calls into reference/.
  *
  * Shared by every family: the model and cache structs, the cache ops, and the forward driver, which
  * converts the storage dtype (f32, or bf16 for the non-bug) to f32, runs one batch row at a time
@@ -19,7 +19,7 @@
 
 #include "mixcheck/backend.h"
 
-/* One upstream-style bug each (mixers.md §8); MUT_NONE is the correct code. */
+/* One upstream-style bug each (docs/semantics.md §8); MUT_NONE is the correct code. */
 enum mut_fault {
     MUT_NONE,
     MUT_DT_FIRST_TOKEN,     /* 8.1a  dt of the first token for the whole continued segment */

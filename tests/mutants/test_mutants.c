@@ -228,7 +228,7 @@ static void test_mutant(void **state)
     }
 }
 
-/* The non-bug passes every bundled Mamba2 case at bf16 (mixers.md §A.8), and so do the fused ones. */
+/* The non-bug passes every bundled Mamba2 case at bf16 (docs/semantics.md §A.8), and so do the fused ones. */
 static void test_nonbug_passes(void **state)
 {
     (void)state;

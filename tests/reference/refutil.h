@@ -86,7 +86,7 @@ struct split_result {
  * and one L == 1 step gives the full forward's row t0 within 1e-12, for every t0. T must be 13. */
 struct split_result check_split_invariance(struct mixer *mx, int64_t B, int64_t T, uint64_t x_seed);
 
-/* Mask semantics (mixers.md §A.4) on an f64 mixer (B = 3, 9 real tokens, 5 padding tokens carrying
+/* Mask semantics (docs/semantics.md §A.4) on an f64 mixer (B = 3, 9 real tokens, 5 padding tokens carrying
  * NaN and 1e30): left, middle and right padding in one batch, each row alone (B = 1) and token by
  * token (L == 1) give the unpadded outputs at the real tokens and exactly pad_row [D] (NULL: zeros)
  * at the padding ones, and every row's final cache equals the unpadded one; a padding token on a

@@ -5,8 +5,8 @@
  *   - split invariance: one forward over a sequence equals any split of it into successive cached
  *     forwards (pieces of length 1 and shorter than K included), outputs and exported caches;
  *   - L == 1 continuation equals the multi-token path;
- *   - mask semantics (mixers.md §A.4): left, middle and right padding, B == 1, L == 1;
- *   - a hand-checkable case (Hk = Hv = dk = dv = 1) against the formulas of mixers.md §4 written out;
+ *   - mask semantics (docs/semantics.md §A.4): left, middle and right padding, B == 1, L == 1;
+ *   - a hand-checkable case (Hk = Hv = dk = dv = 1) against the formulas of docs/semantics.md §4 written out;
  *   - an independent scalar oracle (activation-level de-interleave, closed-form state update) for
  *     both layouts;
  *   - the two layouts agree when the Qwen3-Next weights are the §4.3 interleave of the Qwen3.5 ones;
@@ -262,7 +262,7 @@ static void test_hand_case(void **state)
     struct mc_forward_args a = {.batch = 1, .len = 4, .x = u, .mask = NULL, .y = y};
     assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
 
-    /* The formulas of mixers.md §4.3-4.4, one scalar at a time. */
+    /* The formulas of docs/semantics.md §4.3-4.4, one scalar at a time. */
     double prev[3] = {0, 0, 0}, s = 0.0, max_d = 0.0;
     for (int t = 0; t < 4; t++) {
         double p[3], c[3];
@@ -293,7 +293,7 @@ static void test_hand_case(void **state)
 
 /* ---- an independent scalar oracle on general configurations ------------------------------------ */
 
-/* One row of T tokens from zero state, every formula of mixers.md §4.3-4.4 written out with scalar
+/* One row of T tokens from zero state, every formula of docs/semantics.md §4.3-4.4 written out with scalar
  * loops and no shared code: the layout's own projections (Qwen3-Next de-interleaved on the
  * activations, as fix_query_key_value_ordering does), the conv window as explicit history indices,
  * key head h / r, the closed-form state update S = e^g (I - β k̂k̂ᵀ) S + β k̂vᵀ, per-head norm then

@@ -3,10 +3,10 @@
  * its ops struct (mixcheck/backend.h) on small random configurations made with a fixed-seed LCG:
  *   - split invariance: one forward over a sequence equals any split of it into successive cached
  *     forwards (pieces of length 1 and shorter than K included), outputs and exported caches — the
- *     multi-token cached forward of mixers.md §A.1 that HF Mamba1 lacks (§3.5);
+ *     multi-token cached forward of docs/semantics.md §A.1 that HF Mamba1 lacks (§3.5);
  *   - L == 1 continuation equals the multi-token path;
- *   - mask semantics (mixers.md §A.4): left, middle and right padding, B == 1, L == 1;
- *   - a hand-checkable case (I = N = R = 1) against the formulas of mixers.md §3.3 written out;
+ *   - mask semantics (docs/semantics.md §A.4): left, middle and right padding, B == 1, L == 1;
+ *   - a hand-checkable case (I = N = R = 1) against the formulas of docs/semantics.md §3.3 written out;
  *   - an independent scalar oracle on a general configuration with every bias;
  *   - f32 agrees with f64;
  *   - error paths and the cache export/import/copy round trip.
@@ -186,7 +186,7 @@ static void test_hand_case(void **state)
         struct mc_forward_args a = {.batch = 1, .len = 3, .x = u, .mask = NULL, .y = y};
         assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
 
-        /* The formulas of mixers.md §3.3, one scalar at a time. */
+        /* The formulas of docs/semantics.md §3.3, one scalar at a time. */
         double prev = 0.0, h = 0.0, max_d = 0.0;
         for (int t = 0; t < 3; t++) {
             double xh = w_in[0][0] * u[t][0] + w_in[0][1] * u[t][1];
@@ -209,7 +209,7 @@ static void test_hand_case(void **state)
 
 /* ---- an independent scalar oracle on the general configuration --------------------------------- */
 
-/* One row of T tokens from zero state, every formula of mixers.md §3.3 written out with scalar
+/* One row of T tokens from zero state, every formula of docs/semantics.md §3.3 written out with scalar
  * loops and no shared code: in_proj split order xh | z, conv window as explicit history indices,
  * x_proj split order dt_low | B | C, dt_proj with its bias then softplus, per-channel [N] state,
  * D skip, silu(z) gate, biases. y [T][D]. */

@@ -4,8 +4,8 @@
  *   - split invariance: one forward over a sequence equals any split of it into successive cached
  *     forwards (pieces of length 1 and shorter than K included), outputs and exported caches;
  *   - L == 1 continuation equals the multi-token path;
- *   - mask semantics (mixers.md §A.4): left, middle and right padding, B == 1, L == 1;
- *   - a hand-checkable case (H = P = N = G = 1) against the formulas of mixers.md §2 written out;
+ *   - mask semantics (docs/semantics.md §A.4): left, middle and right padding, B == 1, L == 1;
+ *   - a hand-checkable case (H = P = N = G = 1) against the formulas of docs/semantics.md §2 written out;
  *   - f32 agrees with f64;
  *   - error paths and the cache export/import/copy round trip.
  */
@@ -173,7 +173,7 @@ static void test_hand_case(void **state)
         struct mc_forward_args a = {.batch = 1, .len = 3, .x = u, .mask = NULL, .y = y};
         assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
 
-        /* The formulas of mixers.md §2.3-2.7, one scalar at a time. */
+        /* The formulas of docs/semantics.md §2.3-2.7, one scalar at a time. */
         double prev[3] = {0, 0, 0}, s = 0.0, max_d = 0.0;
         for (int t = 0; t < 3; t++) {
             double p[5];
@@ -203,7 +203,7 @@ static void test_hand_case(void **state)
 
 /* ---- an independent scalar oracle on the general configuration --------------------------------- */
 
-/* One row of T tokens from zero state, every formula of mixers.md §2.3-2.7 written out with scalar
+/* One row of T tokens from zero state, every formula of docs/semantics.md §2.3-2.7 written out with scalar
  * loops and no shared code: in_proj split order z | x | B | C | dt, group h / (H/G), conv window
  * as explicit history indices, groupwise gated norm, biases. y [T][D]. */
 static void oracle_forward(struct weight_set *ws, const struct mc_mamba2_config *c, int64_t T, const double *u,

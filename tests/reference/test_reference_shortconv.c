@@ -6,8 +6,8 @@
  *     forwards (pieces of length 1 and shorter than K included), outputs and exported windows, for
  *     K = 1..4 with and without biases;
  *   - L == 1 continuation equals the multi-token path;
- *   - mask semantics (mixers.md §A.4): left, middle and right padding, B == 1, L == 1;
- *   - a hand-checkable case (D = 2, K = 2) against the formulas of mixers.md §5.2 written out;
+ *   - mask semantics (docs/semantics.md §A.4): left, middle and right padding, B == 1, L == 1;
+ *   - a hand-checkable case (D = 2, K = 2) against the formulas of docs/semantics.md §5.2 written out;
  *   - an independent scalar oracle on a general configuration with every bias;
  *   - f32 agrees with f64;
  *   - error paths and the cache export/import/copy round trip (no recurrent state: NULL accepted).
@@ -163,7 +163,7 @@ static void test_hand_case(void **state)
         double win_out[2][2];
         assert_int_equal(ops->cache_export(model, cache, win_out, NULL, &msg), MC_BACKEND_OK);
 
-        /* The formulas of mixers.md §5.2, one scalar at a time. */
+        /* The formulas of docs/semantics.md §5.2, one scalar at a time. */
         double prev[2] = {seed_win[ci][0], seed_win[ci][1]}, bx_hist[3][2], max_d = 0.0;
         for (int t = 0; t < 3; t++) {
             double p[6];
@@ -191,7 +191,7 @@ static void test_hand_case(void **state)
 
 /* ---- an independent scalar oracle on the general configuration --------------------------------- */
 
-/* One row of T tokens from a zero window, every formula of mixers.md §5.2 written out with scalar
+/* One row of T tokens from a zero window, every formula of docs/semantics.md §5.2 written out with scalar
  * loops and no shared code: in_proj split order B | C | x, Bx = B ⊙ x, conv window as explicit
  * history indices, no activation, y = C ⊙ conv, biases. y [T][D]. */
 static void oracle_forward(struct weight_set *ws, const struct mc_shortconv_config *c, int64_t T, const double *u,
