@@ -1,9 +1,9 @@
 /*
  * compare.h — the comparator (docs/scenarios.md §3).
  *
- * An element passes iff |a - b| <= atol + rtol*|b|. NaN or Inf in the actual value where the expected
- * one is finite fails and is counted as non-finite; NaN never passes by a comparison that is false
- * for NaN. Every comparison reports max abs / rel error, headroom (worst |a-b| / (atol + rtol|b|),
+ * An element passes iff |a - b| <= atol + rtol*|b|. NaN or Inf on either side fails and is counted
+ * as non-finite (equal infinities too: outputs and caches are finite by contract); NaN never passes
+ * by a comparison that is false for NaN. Every comparison reports max abs / rel error, headroom (worst |a-b| / (atol + rtol|b|),
  * < 1 passes, +inf when a non-finite value was seen or a nonzero error met a zero tolerance), the
  * count of failing elements, the worst element's index, the first failing token, cosine similarity
  * and NMSE. Stats of several comparisons of the same tensor (checkpoints, rows) merge.

@@ -25,9 +25,11 @@ enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_b
     if (ops->abi_version != MIXCHECK_ABI_VERSION)
         return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' was built for ABI version %u, mixcheck has %u",
                             origin, ops->name ? ops->name : "?", ops->abi_version, MIXCHECK_ABI_VERSION);
-    if (ops->struct_size != sizeof(struct mc_backend_ops))
-        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' ops struct has size %u, expected %zu", origin,
-                            ops->name ? ops->name : "?", ops->struct_size, sizeof(struct mc_backend_ops));
+    if (ops->struct_size < MC_BACKEND_OPS_SIZE_V1)
+        return mc_error_set(err, MC_ERR_BACKEND,
+                            "%s: backend '%s' ops struct has size %u, smaller than the first form of ABI %u (%zu)",
+                            origin, ops->name ? ops->name : "?", ops->struct_size, MIXCHECK_ABI_VERSION,
+                            (size_t)MC_BACKEND_OPS_SIZE_V1);
     if (ops->name == NULL || ops->name[0] == '\0')
         return mc_error_set(err, MC_ERR_BACKEND, "%s: backend without a name", origin);
     if (ops->device == NULL || ops->device[0] == '\0')
@@ -54,8 +56,21 @@ enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_b
                             mc_family_name(ops->family));
     if (r->n >= MC_REGISTRY_MAX)
         return mc_error_set(err, MC_ERR_BACKEND, "%s: too many backends (at most %d)", origin, MC_REGISTRY_MAX);
-    r->entries[r->n].ops = ops;
-    r->entries[r->n].origin = origin;
+    struct mc_registry_entry *e = &r->entries[r->n];
+    /* what the backend's struct has, and NULL for what it is too old to have */
+    memset(&e->copy, 0, sizeof e->copy);
+    memcpy(&e->copy, ops, ops->struct_size < sizeof e->copy ? ops->struct_size : sizeof e->copy);
+    e->copy.struct_size = (uint32_t)sizeof e->copy;
+    e->ops = &e->copy;
+    e->origin = origin;
+    if ((e->copy.caps & MC_CAP_PACKED) && e->copy.forward_packed == NULL)
+        e->copy.caps &= ~MC_CAP_PACKED;
+    if ((e->copy.caps & MC_CAP_PROBES) && (e->copy.probe_enable == NULL || e->copy.probe_read == NULL))
+        e->copy.caps &= ~MC_CAP_PROBES;
+    if (!(e->copy.caps & MC_CAP_PROBES))
+        e->copy.probe_enable = NULL, e->copy.probe_read = NULL;
+    if (!(e->copy.caps & MC_CAP_PACKED))
+        e->copy.forward_packed = NULL;
     r->entries[r->n].plugin = plugin;
     r->n++;
     return MC_ERR_NONE;

@@ -1,7 +1,8 @@
 /*
  * registry.h — the backends a run can use. Every implementation enters through mc_registry_add,
- * which checks the ops struct (ABI version, struct size, every function present, a known family,
- * a name) and refuses a duplicate (name, family). Lookups are by (name, family).
+ * which checks the ops struct (ABI version, a struct size of at least the first form's, every
+ * required function present, a known family, a name), keeps a normalized copy of it, and refuses a
+ * duplicate (name, family). Lookups are by (name, family) and return the copy.
  */
 #ifndef MC_REGISTRY_H
 #define MC_REGISTRY_H
@@ -12,7 +13,10 @@
 #define MC_REGISTRY_MAX 64
 
 struct mc_registry_entry {
-    const struct mc_backend_ops *ops;
+    const struct mc_backend_ops *ops; /* points at `copy` */
+    /* the backend's ops as this mixcheck knows them: members past an older backend's struct_size are
+     * NULL (backend.h, version rules), so the rest of the harness tests entries for NULL only */
+    struct mc_backend_ops copy;
     const char *origin; /* "built-in" or the plugin's path */
     int plugin;         /* 0 for a built-in backend, k for the k-th plugin loaded (1-based) */
 };

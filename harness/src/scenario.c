@@ -1,5 +1,5 @@
 /*
- * scenario.c — the scenario engine (see scenario.h): one function per scenario of scenarios.md §2,
+ * scenario.c — the scenario engine (see scenario.h): one function per scenario of docs/scenarios.md §2,
  * written in the session machinery of session.h; validation against the golden; dispatch.
  */
 #include "scenario.h"
@@ -422,7 +422,7 @@ static int64_t real_length(const struct mc_golden *g, int64_t row)
     return n;
 }
 
-/* right_padded_batch (mixers.md §A.4, §8.5): the padded batch as one prefill and split at every row's
+/* right_padded_batch (docs/semantics.md §A.4, §8.5): the padded batch as one prefill and split at every row's
  * real length; each row as a padded batch of one; each row's real tokens alone. The cache after the
  * padding must be the cache at the row's last real token, which is what the golden holds. */
 static void run_right_padded(struct mc_session *s)

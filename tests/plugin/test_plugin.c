@@ -60,7 +60,7 @@ static void test_missing_function(void **state)
 static void test_wrong_struct_size(void **state)
 {
     (void)state;
-    expect_refused(3, "ops struct has size 8");
+    expect_refused(3, "ops struct has size 8, smaller than the first form");
 }
 
 static void test_missing_entry_point(void **state)

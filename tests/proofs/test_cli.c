@@ -67,9 +67,9 @@ static void test_run_passes_and_writes_reports(void **state)
     assert_int_equal(run(cmd, out, sizeof out), 0);
     snprintf(cmd, sizeof cmd, "grep -c '<testcase ' %s/r.xml", tmpdir);
     assert_int_equal(run(cmd, out, sizeof out), 0);
-    /* 7 scenarios x (reference f64, f32 + cpu f32, bf16, f16), less chunk_size_invariance on the
+    /* 9 scenarios x (reference f64, f32 + cpu f32, bf16, f16), less chunk_size_invariance on the
      * reference, which has no internal chunk length */
-    assert_true(atoi(out) == 33);
+    assert_true(atoi(out) == 43);
 }
 
 static void test_malformed_yaml_exits_2_with_position(void **state)

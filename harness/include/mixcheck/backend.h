@@ -3,20 +3,41 @@
  *
  * The reference mixers, the optimized CPU kernels, CUDA kernels, deliberately broken mutants and
  * third-party ports loaded with dlopen all fill in a `struct mc_backend_ops` and are driven by the
- * harness through it and nothing else (scenarios.md §1). The header is C11, has no dependency beyond
- * <stdint.h>/<stddef.h>, and is the plugin ABI: a change to any struct below bumps
- * MIXCHECK_ABI_VERSION, and the registry refuses an ops struct whose version differs.
+ * harness through it and nothing else (docs/scenarios.md §1). The header is C11, has no dependency beyond
+ * <stdint.h>/<stddef.h>, and is the plugin ABI.
+ *
+ * Version rules (how the ABI grows without breaking built plugins):
+ *   - MIXCHECK_ABI_VERSION changes only on an incompatible change: a member of an existing struct
+ *     moved, removed or retyped, an enum value renumbered. The registry refuses an ops struct (and a
+ *     plugin) built for another version.
+ *   - Everything else is growth at the end: new optional entries are appended to struct
+ *     mc_backend_ops (never inserted), each with a capability bit where the harness must know
+ *     before calling it. A backend sets struct_size = sizeof(struct mc_backend_ops) as its header
+ *     defines it. The registry accepts any struct_size from MC_BACKEND_OPS_SIZE_V1 (the original
+ *     struct) upward: members beyond an older backend's struct_size are treated as absent (NULL),
+ *     and members of a newer backend that this mixcheck does not know are ignored.
+ *   - The structs handed *to* a backend (mc_model_desc, mc_forward_args, mc_packed_args) never grow;
+ *     a new argument comes with a new entry point.
+ *   - An optional entry that is NULL means "not implemented": scenarios that need it report the
+ *     check as `unsupported`, never as passed.
+ *
+ * Memory: every pointer crossing this interface is host memory. Inputs (weights, x, mask, packed
+ * arguments, import buffers) belong to the harness, are valid only during the call and must not be
+ * written; the backend copies what it keeps (model_create copies the weights). Outputs (y, export
+ * buffers) belong to the harness and are written whole during the call. Models and caches belong to
+ * the backend, from create/alloc to destroy/free. A device backend (CUDA, a torch port) moves data to
+ * and from its device inside each call.
  *
  * Dimension letters (used in every shape comment): B batch, L tokens in this forward, D hidden size,
  * K conv width, C conv channels (conv_dim), H heads, P head dim, N state size, G groups.
  *
- * Forward contract, identical for every family (mixers.md §1.3, §A):
+ * Forward contract, identical for every family (docs/semantics.md §1.3, §A):
  *   - cache == NULL, or a cache that no forward has written yet: full prefill from a zero conv
  *     window and a zero state; a given cache is filled.
  *   - primed cache, L == 1: single-step update.
  *   - primed cache, L > 1: multi-token forward seeded from the cache (the conv sees the cached left
  *     context, the recurrence starts from the cached state); the cache advances by the whole slice.
- * Mask semantics (mixcheck's, mixers.md §A.4): mask[b][t] == 0 marks a padding token. A padding token
+ * Mask semantics (mixcheck's, docs/semantics.md §A.4): mask[b][t] == 0 marks a padding token. A padding token
  * never reaches the cache — the conv window and the recurrent state after it equal those before it —
  * and its output is not compared (it must only be finite). The mask is honoured whenever it is given,
  * for a batch of one and for L == 1 as well.
@@ -72,6 +93,8 @@ enum mc_backend_status {
 /* Capability bits of struct mc_backend_ops.caps. */
 #define MC_CAP_CHUNK_SIZE 0x1u /* honours mc_model_desc.chunk_size (an internal chunk length) */
 #define MC_CAP_THREADS 0x2u    /* honours mc_model_desc.threads */
+#define MC_CAP_PACKED 0x4u     /* implements forward_packed */
+#define MC_CAP_PROBES 0x8u     /* implements probe_enable / probe_read */
 
 struct mc_msg {
     char text[MC_MSG_LEN];
@@ -79,7 +102,7 @@ struct mc_msg {
 
 /* ---- Per-family configurations: HF configuration names, derived sizes in comments. ---------- */
 
-/* Mamba2 (mixers.md §2.1). I = num_heads*head_dim, C = I + 2*n_groups*state_size,
+/* Mamba2 (docs/semantics.md §2.1). I = num_heads*head_dim, C = I + 2*n_groups*state_size,
  * in_proj rows = 2*I + 2*n_groups*state_size + num_heads. */
 struct mc_mamba2_config {
     int64_t hidden_size;      /* D */
@@ -96,7 +119,7 @@ struct mc_mamba2_config {
     int32_t use_conv_bias;     /* conv1d.bias present */
 };
 
-/* Mamba1 (mixers.md §3.1). C = I. */
+/* Mamba1 (docs/semantics.md §3.1). C = I. */
 struct mc_mamba1_config {
     int64_t hidden_size;       /* D */
     int64_t intermediate_size; /* I */
@@ -112,7 +135,7 @@ enum mc_gdn_layout {
     MC_GDN_LAYOUT_QWEN3_NEXT = 2, /* in_proj_qkvz, in_proj_ba, per-key-head interleaved */
 };
 
-/* Gated DeltaNet (mixers.md §4.1). C = 2*Hk*dk + Hv*dv. */
+/* Gated DeltaNet (docs/semantics.md §4.1). C = 2*Hk*dk + Hv*dv. */
 struct mc_gdn_config {
     int64_t hidden_size;       /* D */
     int64_t num_key_heads;     /* Hk  (linear_num_key_heads) */
@@ -125,7 +148,7 @@ struct mc_gdn_config {
     int32_t layout;            /* enum mc_gdn_layout */
 };
 
-/* LFM2 ShortConv (mixers.md §5.1). C = D; no recurrent state. */
+/* LFM2 ShortConv (docs/semantics.md §5.1). C = D; no recurrent state. */
 struct mc_shortconv_config {
     int64_t hidden_size;  /* D */
     int64_t conv_kernel;  /* K (conv_L_cache) */
@@ -164,6 +187,45 @@ struct mc_forward_args {
     void *y;               /* [B][L][D] in the model dtype, written whole */
 };
 
+/* The packed call of serving engines (docs/scenarios.md §1.2): n sequences back to back along the token
+ * axis, each reading and writing its own row (slot) of a state pool, a cache allocated with
+ * cache_alloc for S >= n rows.
+ *   - sequence i owns tokens cu_seqlens[i] .. cu_seqlens[i+1]-1 of x and y; cu_seqlens[0] = 0,
+ *     non-decreasing, T = cu_seqlens[n]; a zero-length sequence changes nothing;
+ *   - slots[i] in [0, S), distinct within a call;
+ *   - has_initial_state[i] == 0: sequence i starts from a zero window and zero state whatever its
+ *     slot holds; 1: it continues from its slot (a one-token sequence is then a decode step, a longer
+ *     one a multi-token forward on a primed cache);
+ *   - sequence i's outputs and its slot afterwards are exactly those of running it alone as a batch
+ *     of one from its slot (or from zero); every other slot is left bit for bit as it was. */
+struct mc_packed_args {
+    int64_t n_seqs;                   /* n */
+    const int64_t *cu_seqlens;        /* [n + 1] */
+    const int64_t *slots;             /* [n] */
+    const uint8_t *has_initial_state; /* [n] */
+    const void *x;                    /* [T][D] in the model dtype */
+    void *y;                          /* [T][D] in the model dtype, written whole */
+};
+
+/* One named intermediate of the last forward (a stage probe), for diagnosing which stage of a mixer
+ * diverged first. Names and layouts per family (docs/scenarios.md §1.3):
+ *   Mamba2, Mamba1: conv_out [B][L][C], dt [B][L][H] (Mamba1: [B][L][I]; after softplus and clamp),
+ *                   B [B][L][G][N] (Mamba1 [B][L][N]), C (as B), scan_out [B][L][I] (before the gate),
+ *                   norm_in [B][L][I] (Mamba2: the gated-norm input)
+ *   GDN:            conv_out [B][L][C], beta [B][L][Hv], g [B][L][Hv], q [B][L][Hk][dk] and
+ *                   k [B][L][Hk][dk] (after the l2 norm), core_out [B][L][Hv][dv] (before the norm)
+ *   ShortConv:      conv_in [B][L][D], conv_out [B][L][D]
+ * Data is f64 for f64 models, else f32, owned by the backend and valid until its next call. */
+struct mc_probe {
+    const char *name;
+    int32_t ndim;
+    int64_t dims[MC_MAX_DIMS];
+    const void *data;
+};
+
+/* The size of struct mc_backend_ops before any optional entry was appended (ABI 1, first form). */
+#define MC_BACKEND_OPS_SIZE_V1 (offsetof(struct mc_backend_ops, forward_packed))
+
 struct mc_backend_ops {
     uint32_t abi_version;   /* MIXCHECK_ABI_VERSION the backend was built against */
     uint32_t struct_size;   /* sizeof(struct mc_backend_ops) the backend was built with */
@@ -201,6 +263,18 @@ struct mc_backend_ops {
     /* One forward over args->len tokens; cache may be NULL (prefill without cache). */
     enum mc_backend_status (*forward)(struct mc_model *model, struct mc_cache *cache,
                                       const struct mc_forward_args *args, struct mc_msg *msg);
+
+    /* ---- optional entries, appended (version rules above); NULL = not implemented ---- */
+
+    /* The packed call on a state pool (struct mc_packed_args); MC_CAP_PACKED. */
+    enum mc_backend_status (*forward_packed)(struct mc_model *model, struct mc_cache *pool,
+                                             const struct mc_packed_args *args, struct mc_msg *msg);
+    /* Stage probes (struct mc_probe); MC_CAP_PROBES. probe_enable(model, 1) makes every later forward
+     * of the model record its intermediates (0 stops it); probe_read gives those of the last forward
+     * as an array of *count probes owned by the backend. */
+    enum mc_backend_status (*probe_enable)(struct mc_model *model, int32_t on, struct mc_msg *msg);
+    enum mc_backend_status (*probe_read)(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                         struct mc_msg *msg);
 };
 
 /* Plugin entry point: returns an array of *count backends; abi_version receives the library's
