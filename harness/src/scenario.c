@@ -173,7 +173,8 @@ static void check_source(struct mc_session *s, const struct mc_session_cache *c,
 
 /* first_token_causality: from a primed cache, (a) one token alone, (b) S tokens in one forward,
  * (c) the same S tokens with tokens 1..S-1 replaced by distractors. b[0] == a[0] under the tight
- * tolerance, c[0] == b[0] bitwise. */
+ * tolerance, c[0] == b[0] bitwise; the same (b) again on another copy agrees bit for bit (determinism),
+ * and the primed cache is unchanged by the runs on its copies (snapshot). */
 static void run_first_token(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
@@ -610,7 +611,8 @@ out:
 }
 
 /* determinism: a prefill without a cache, a multi-token forward from a primed cache and a single
- * decode step, each run twice on copies of the same cache; the two must agree bit for bit. */
+ * decode step, each run twice on copies of the same cache; the two must agree bit for bit, and the
+ * first run must leave the cache it was copied from alone (snapshot). */
 static void run_determinism(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
