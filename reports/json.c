@@ -36,10 +36,17 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
     kv_str(w, "backend", r->backend, 1);
     kv_str(w, "device", r->device, 1);
     kv_str(w, "dtype", mc_dtype_name(r->dtype), 1);
+    /* the profile the tolerances came from (the case's or a --tolerance file) and the device used in it */
+    kv_str(w, "tolerance_profile", r->tolerance_path[0] ? r->tolerance_path : NULL, 1);
+    kv_str(w, "tolerance_device", r->tolerance_device[0] ? r->tolerance_device : NULL, 1);
     kv_str(w, "tensor", t ? t->name : NULL, 1);
     const char *status = mc_check_status_name(r->status);
+    /* a tensor's own verdict; "nondeterministic" only where that is the check's verdict (a determinism
+     * difference an aliasing copy explains stays "fail") */
     if (t && (r->status == MC_CHECK_PASS || r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC))
-        status = mc_compare_passed(&t->stats) ? "pass" : strcmp(t->name, "determinism") == 0 ? "nondeterministic" : "fail";
+        status = mc_compare_passed(&t->stats)                                                       ? "pass"
+                 : r->status == MC_CHECK_NONDETERMINISTIC && strcmp(t->name, "determinism") == 0 ? "nondeterministic"
+                                                                                                  : "fail";
     kv_str(w, "status", status, 1);
     if (t) {
         const struct mc_compare_stats *s = &t->stats;

@@ -160,9 +160,21 @@ static void first_rows(const double *y, int64_t B, int64_t len, int64_t D, doubl
         memcpy(out + b * D, y + b * len * D, (size_t)D * sizeof *out);
 }
 
+/* Compares a cache that copies were made from with its reading from before they ran, bit for bit, as
+ * "snapshot": running a copy must leave its source alone. A cache_copy that shares storage fails
+ * here, under its own name, instead of passing for nondeterminism or a wrong forward later. */
+static void check_source(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
+                         const double *state, int64_t r0, int64_t pos, const char *label)
+{
+    int tok = mc_session_run_begin(s, label, &pos, 1);
+    mc_session_check_cache_same(s, c, "snapshot", conv, state, r0, pos);
+    mc_session_run_end(s, tok);
+}
+
 /* first_token_causality: from a primed cache, (a) one token alone, (b) S tokens in one forward,
  * (c) the same S tokens with tokens 1..S-1 replaced by distractors. b[0] == a[0] under the tight
- * tolerance, c[0] == b[0] bitwise. */
+ * tolerance, c[0] == b[0] bitwise; the same (b) again on another copy agrees bit for bit (determinism),
+ * and the primed cache is unchanged by the runs on its copies (snapshot). */
 static void run_first_token(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
@@ -176,10 +188,14 @@ static void run_first_token(struct mc_session *s)
     double *xd = mc_session_calloc((size_t)(B * S * D), sizeof *xd, s);
     double *b0 = mc_session_calloc((size_t)(B * D), sizeof *b0, s);
     double *d0 = mc_session_calloc((size_t)(B * D), sizeof *d0, s);
-    if (!ya || !yb || !ye || !yd || !xd || !b0 || !d0)
+    int64_t nconv = B * s->shape.conv_channels * s->shape.conv_kernel, nstate = B * mc_family_state_elems(&s->shape);
+    double *c_conv = mc_session_calloc((size_t)nconv, sizeof *c_conv, s);
+    double *c_state = nstate ? mc_session_calloc((size_t)nstate, sizeof *c_state, s) : NULL;
+    if (!ya || !yb || !ye || !yd || !xd || !b0 || !d0 || !c_conv || (nstate && !c_state))
         goto out;
     struct mc_slice sl = rows_all(g, 0, P);
-    if (mc_session_cache_new(s, B, &c) != 0 || mc_session_step(s, &c, &sl) != 0 || mc_session_check_states(s, &c, 0, P) != 0)
+    if (mc_session_cache_new(s, B, &c) != 0 || mc_session_step(s, &c, &sl) != 0 ||
+        mc_session_check_states(s, &c, 0, P) != 0 || mc_session_cache_read(s, &c, c_conv, c_state) != 0)
         goto out;
     if (mc_session_cache_dup(s, &c, &ca) != 0 || mc_session_cache_dup(s, &c, &cb) != 0 ||
         mc_session_cache_dup(s, &c, &cd) != 0 || mc_session_cache_dup(s, &c, &ce) != 0)
@@ -187,6 +203,7 @@ static void run_first_token(struct mc_session *s)
     struct mc_slice sa = rows_all(g, P, 1), sb = rows_all(g, P, S);
     if (mc_session_forward(s, &ca, &sa, ya) != 0 || mc_session_check_output(s, &sa, ya) != 0 || mc_session_check_states(s, &ca, 0, P + 1) != 0)
         goto out;
+    check_source(s, &c, c_conv, c_state, 0, P, "the primed cache after a copy of it ran (token)");
     if (mc_session_forward(s, &cb, &sb, yb) != 0 || mc_session_check_output(s, &sb, yb) != 0 || mc_session_check_states(s, &cb, 0, P + S) != 0)
         goto out;
     /* the same call again on another copy: a backend whose results change from run to run is told so,
@@ -218,6 +235,7 @@ static void run_first_token(struct mc_session *s)
     mc_session_output_view(s, &s1, NULL, &v);
     mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, b0, ya, &v);
     mc_session_compare(s, "distractor", MC_TENSOR_CONSISTENCY, 1, d0, b0, &v);
+    check_source(s, &c, c_conv, c_state, 0, P, "the primed cache after every copy of it ran (token)");
 out:
     mc_session_cache_drop(s, &c);
     mc_session_cache_drop(s, &ca);
@@ -231,6 +249,8 @@ out:
     free(xd);
     free(b0);
     free(d0);
+    free(c_conv);
+    free(c_state);
 }
 
 /* Prefill [0,P) with the mask, `decode_steps` single tokens, then the rest in one chunk, on golden
@@ -366,6 +386,8 @@ static void run_speculative(struct mc_session *s)
     int ok = mc_session_cache_dup(s, &snap, &cv) == 0 && mc_session_forward(s, &cv, &sv, yv) == 0 &&
              mc_session_check_output(s, &sv, yv) == 0 && mc_session_check_states(s, &cv, 0, P + k) == 0;
     mc_session_run_end(s, tok);
+    if (ok)
+        check_source(s, &snap, snap_conv, snap_state, 0, P, "the snapshot after the verify forward on its copy (token)");
     /* the same drafts decoded one at a time */
     if (!ok || mc_session_cache_dup(s, &snap, &cs) != 0)
         goto out;
@@ -396,11 +418,8 @@ static void run_speculative(struct mc_session *s)
     mc_session_run_end(s, tok);
     /* every copy ran on its own: the snapshot is bit for bit what it was (a cache_copy that shares
      * memory between the copies shows up here, as "snapshot") */
-    if (ok) {
-        tok = mc_session_run_begin(s, "the snapshot after the copies ran (token)", &P, 1);
-        mc_session_check_cache_same(s, &snap, "snapshot", snap_conv, snap_state, 0, P);
-        mc_session_run_end(s, tok);
-    }
+    if (ok)
+        check_source(s, &snap, snap_conv, snap_state, 0, P, "the snapshot after the copies ran (token)");
 out:
     mc_session_cache_drop(s, &snap);
     mc_session_cache_drop(s, &cv);
@@ -562,12 +581,20 @@ static void same_call_twice(struct mc_session *s, const struct mc_session_cache 
     int64_t nstate = from ? from->batch * mc_family_state_elems(&s->shape) : 0;
     double *conv = from ? mc_session_calloc((size_t)nconv, sizeof *conv, s) : NULL;
     double *state = nstate ? mc_session_calloc((size_t)nstate, sizeof *state, s) : NULL;
-    if ((from && conv == NULL) || (nstate && state == NULL))
+    double *from_conv = from ? mc_session_calloc((size_t)nconv, sizeof *from_conv, s) : NULL;
+    double *from_state = nstate ? mc_session_calloc((size_t)nstate, sizeof *from_state, s) : NULL;
+    if ((from && (conv == NULL || from_conv == NULL)) || (nstate && (state == NULL || from_state == NULL)))
         goto out;
-    if (from && (mc_session_cache_dup(s, from, &a) != 0 || mc_session_cache_dup(s, from, &b) != 0))
+    if (from && (mc_session_cache_read(s, from, from_conv, from_state) != 0 || mc_session_cache_dup(s, from, &a) != 0 ||
+                 mc_session_cache_dup(s, from, &b) != 0))
         goto out;
-    if (mc_session_forward(s, from ? &a : NULL, sl, y1) != 0 || mc_session_check_output(s, sl, y1) != 0 ||
-        mc_session_forward(s, from ? &b : NULL, sl, y2) != 0)
+    if (mc_session_forward(s, from ? &a : NULL, sl, y1) != 0 || mc_session_check_output(s, sl, y1) != 0)
+        goto out;
+    /* before the second run: a first run that changed the source makes the second differ, and that is
+     * an aliasing copy, not nondeterminism */
+    if (from)
+        check_source(s, from, from_conv, from_state, sl->r0, sl->t0, "the primed cache after a copy of it ran (token)");
+    if (mc_session_forward(s, from ? &b : NULL, sl, y2) != 0)
         goto out;
     struct mc_compare_view v;
     mc_session_output_view(s, sl, NULL, &v);
@@ -579,10 +606,13 @@ out:
     mc_session_cache_drop(s, &b);
     free(conv);
     free(state);
+    free(from_conv);
+    free(from_state);
 }
 
 /* determinism: a prefill without a cache, a multi-token forward from a primed cache and a single
- * decode step, each run twice on copies of the same cache; the two must agree bit for bit. */
+ * decode step, each run twice on copies of the same cache; the two must agree bit for bit, and the
+ * first run must leave the cache it was copied from alone (snapshot). */
 static void run_determinism(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
@@ -725,6 +755,21 @@ void mc_scenario_verdict(struct mc_check_result *res)
 {
     if (res->status != MC_CHECK_PASS)
         return;
+    const struct mc_tensor_result *snapshot = NULL;
+    for (int i = 0; i < res->n_tensors; i++)
+        if (strcmp(res->tensors[i].name, "snapshot") == 0 && !mc_compare_passed(&res->tensors[i].stats))
+            snapshot = &res->tensors[i];
+    if (snapshot != NULL) {
+        /* a copy's run changed its source: the copies were not independent, which explains two runs
+         * on them that differ (no nondeterminism verdict) and anything that ran on a copy later */
+        res->status = MC_CHECK_FAIL;
+        snprintf(res->message, sizeof res->message,
+                 "the cache the copies were made from changed while a copy ran (%lld of %lld elements): "
+                 "cache_copy shares storage between the copies, or a forward writes its source; other "
+                 "differences of this check may come from it",
+                 (long long)snapshot->stats.n_fail, (long long)snapshot->stats.n_elems);
+        return;
+    }
     for (int i = 0; i < res->n_tensors; i++) {
         const struct mc_tensor_result *t = &res->tensors[i];
         if (mc_compare_passed(&t->stats))

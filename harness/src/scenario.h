@@ -29,7 +29,10 @@ enum mc_check_status {
 
 const char *mc_check_status_name(enum mc_check_status status);
 
-#define MC_CHECK_MAX_TENSORS 8
+/* Tensors one check may compare: first_token_causality at f16/bf16 compares ten (the golden's three,
+ * their ref_* twins, determinism, consistency, distractor, snapshot); a check that needs more is
+ * an internal error, never a comparison dropped. */
+#define MC_CHECK_MAX_TENSORS 16
 #define MC_TENSOR_NAME_LEN 32
 
 struct mc_tensor_result {
@@ -57,8 +60,10 @@ struct mc_check_result {
      * its tensor and stats, so its first failing token and worst element are that run's. */
     char first_fail_tensor[MC_TENSOR_NAME_LEN];
     struct mc_compare_stats first_fail;
-    const char *tolerance_path;    /* the profile the tolerances came from (borrowed) */
-    const char *tolerance_device;  /* the device whose entries of it apply (borrowed) */
+    /* the profile the tolerances came from and the device whose entries of it apply: copies, as the
+     * reports outlive the case (and its profile) */
+    char tolerance_path[512];
+    char tolerance_device[64];
     double duration_s;
 };
 

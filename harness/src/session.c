@@ -69,8 +69,11 @@ static struct mc_tensor_result *tensor(struct mc_session *s, const char *name, e
     for (int i = 0; i < r->n_tensors; i++)
         if (strcmp(r->tensors[i].name, name) == 0)
             return &r->tensors[i];
-    if (r->n_tensors >= MC_CHECK_MAX_TENSORS)
+    if (r->n_tensors >= MC_CHECK_MAX_TENSORS) {
+        mc_error_set(s->err, MC_ERR_INTERNAL, "check compares more than %d tensors (no room for '%s')",
+                     MC_CHECK_MAX_TENSORS, name);
         return NULL;
+    }
     struct mc_tensor_result *t = &r->tensors[r->n_tensors++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -117,8 +120,8 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
 
     const struct mc_tolerance_profile *prof = ctx->tolerance ? ctx->tolerance : &ctx->c->tolerance;
     const char *dev = ctx->tolerance_device ? ctx->tolerance_device : ctx->ops->device;
-    res->tolerance_path = prof->path;
-    res->tolerance_device = dev;
+    snprintf(res->tolerance_path, sizeof res->tolerance_path, "%s", prof->path ? prof->path : "");
+    snprintf(res->tolerance_device, sizeof res->tolerance_device, "%s", dev);
     for (int k = 0; k < MC_TENSOR_COUNT; k++) {
         enum mc_err_code rc = mc_tolerance_lookup(prof, dev, ctx->dtype, (enum mc_tensor_kind)k, &s->tol[k], err);
         if (rc != MC_ERR_NONE)
