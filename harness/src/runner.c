@@ -401,15 +401,24 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         goto out;
     }
     int n_names = case_backends(c, reg, opt, names);
-    /* the weights in each dtype, converted once for all checks of the case */
-    for (int di = 0; di < c->n_dtypes; di++)
-        if (mc_weightset_build(g, c->dtypes[di], &wsets[di], err) != MC_ERR_NONE)
+    /* the weights in each selected dtype, converted once for all checks of the case */
+    int used[MC_CASE_MAX_DTYPES] = {0};
+    for (int di = 0; di < c->n_dtypes; di++) {
+        for (int bi = 0; bi < n_names && !used[di]; bi++) {
+            const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
+            for (int si = 0; si < c->n_scenarios && ops != NULL && !used[di]; si++)
+                used[di] = mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
+                                               c->dtypes[di]) &&
+                           mc_run_applies(ops, c->scenarios[si].kind, c->dtypes[di]);
+        }
+        if (used[di] && mc_weightset_build(g, c->dtypes[di], &wsets[di], err) != MC_ERR_NONE)
             goto out;
-    /* one reference run per reduced dtype of the case, shared by its checks (refrun.h) */
+    }
+    /* one reference run per selected reduced dtype of the case, shared by its checks (refrun.h) */
     const struct mc_backend_ops *ref_ops = mc_registry_find(reg, "reference", c->family);
     for (int di = 0; di < c->n_dtypes && ref_ops != NULL; di++) {
         enum mc_dtype dt = c->dtypes[di];
-        if ((dt != MC_DTYPE_F16 && dt != MC_DTYPE_BF16) || !(ref_ops->dtypes & MC_DTYPE_BIT(MC_DTYPE_F64)))
+        if (!used[di] || (dt != MC_DTYPE_F16 && dt != MC_DTYPE_BF16) || !(ref_ops->dtypes & MC_DTYPE_BIT(MC_DTYPE_F64)))
             continue;
         char why[512];
         if (mc_refrun_build(g, ref_ops, dt, &refs[di], why, sizeof why) != 0) {
