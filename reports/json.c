@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "family.h"
+#include "provenance.h"
 #include "report.h"
 #include "writer.h"
 
@@ -155,6 +156,54 @@ static void write_kill_matrix(struct mc_writer *w, const struct mc_run_report *r
         fputs("\n  ]", w->f);
 }
 
+/* "provenance": how the numbers were made (provenance.h) and the goldens they were compared with. */
+static void write_provenance(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    const struct mc_provenance *p = rep->provenance;
+    fputs("  \"provenance\": {", w->f);
+    if (p) {
+        kv_str(w, "mixcheck_version", p->version, 0);
+        kv_str(w, "git_describe", p->git_describe, 1);
+        kv_str(w, "git_commit", p->git_commit, 1);
+        fprintf(w->f, ", \"git_dirty\": %s", p->git_dirty < 0 ? "null" : p->git_dirty ? "true" : "false");
+        kv_str(w, "compiler", p->compiler, 1);
+        kv_str(w, "build_type", p->build_type, 1);
+        kv_str(w, "openblas", p->blas, 1);
+        kv_str(w, "cpu_model", p->cpu_model, 1);
+        if (p->threads > 0)
+            kv_int(w, "threads", p->threads);
+        else
+            fputs(", \"threads\": null", w->f);
+        kv_str(w, "openblas_num_threads", p->openblas_num_threads_set ? p->openblas_num_threads : NULL, 1);
+        kv_int(w, "jobs", p->jobs);
+        fprintf(w->f, ", \"isolate\": %s", p->isolate ? "true" : "false");
+        kv_int(w, "seeds", p->seeds > 1 ? p->seeds : 1);
+        kv_str(w, "started_utc", p->started_utc, 1);
+        kv_str(w, "command_line", p->command_line, 1);
+        fputs(",\n    \"plugins\": [", w->f);
+        for (int i = 0; i < p->n_plugins; i++) {
+            fputs(i ? ", {" : "{", w->f);
+            kv_str(w, "path", p->plugins[i].path, 0);
+            kv_str(w, "sha256", p->plugins[i].sha256[0] ? p->plugins[i].sha256 : NULL, 1);
+            fputc('}', w->f);
+        }
+        fputs("],\n    ", w->f);
+    } else {
+        fputs("\n    ", w->f);
+    }
+    fputs("\"goldens\": [", w->f);
+    for (int i = 0; i < rep->n_goldens; i++) {
+        const struct mc_run_golden *g = &rep->goldens[i];
+        fputs(i ? ",\n      {" : "\n      {", w->f);
+        kv_str(w, "case", g->case_id, 0);
+        kv_str(w, "case_path", g->case_path, 1);
+        kv_str(w, "golden", g->golden_path, 1);
+        kv_str(w, "content_sha256", g->content_sha256, 1);
+        fputc('}', w->f);
+    }
+    fputs(rep->n_goldens ? "\n    ]}" : "]}", w->f);
+}
+
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err)
 {
@@ -164,6 +213,8 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
     fprintf(w.f, "{\n  \"format\": \"mixcheck-report\",\n  \"format_version\": %d,\n", MC_REPORT_FORMAT_VERSION);
     fprintf(w.f, "  \"started_unix\": %lld,\n  \"duration_s\": ", (long long)rep->started_unix);
     mc_writer_json_number(&w, rep->duration_s);
+    fputs(",\n", w.f);
+    write_provenance(&w, rep);
     fprintf(w.f, ",\n  \"summary\": {\"cases\": %d, \"checks\": %d, \"pass\": %d, \"fail\": %d, \"error\": %d, "
                  "\"unsupported\": %d, \"skipped\": %d, \"nondeterministic\": %d, \"problems\": %d, "
                  "\"exit_code\": %d},\n",

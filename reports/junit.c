@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "family.h"
+#include "provenance.h"
 #include "report.h"
 #include "writer.h"
 
@@ -34,6 +35,57 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
     mc_writer_xml_text(w, line);
 }
 
+static void property(struct mc_writer *w, const char *name, const char *value)
+{
+    fputs("    <property name=\"", w->f);
+    mc_writer_xml_text(w, name);
+    fputs("\" value=\"", w->f);
+    mc_writer_xml_text(w, value ? value : "");
+    fputs("\"/>\n", w->f);
+}
+
+/* The run's provenance (provenance.h) as <properties>, the first child of the first <testsuite>
+ * (where the JUnit schema allows them); the goldens as golden:<case id> = "<path> sha256:<hex>". */
+static void write_properties(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    const struct mc_provenance *p = rep->provenance;
+    char num[64];
+    fputs("    <properties>\n", w->f);
+    if (p) {
+        property(w, "mixcheck.version", p->version);
+        property(w, "mixcheck.git_describe", p->git_describe);
+        property(w, "mixcheck.git_commit", p->git_commit);
+        property(w, "mixcheck.git_dirty", p->git_dirty < 0 ? "unknown" : p->git_dirty ? "true" : "false");
+        property(w, "compiler", p->compiler);
+        property(w, "build_type", p->build_type);
+        property(w, "openblas", p->blas);
+        property(w, "cpu_model", p->cpu_model);
+        snprintf(num, sizeof num, "%d", p->threads);
+        property(w, "threads", p->threads > 0 ? num : "default");
+        property(w, "openblas_num_threads", p->openblas_num_threads_set ? p->openblas_num_threads : "unset");
+        snprintf(num, sizeof num, "%d", p->jobs);
+        property(w, "jobs", num);
+        snprintf(num, sizeof num, "%d", p->seeds > 1 ? p->seeds : 1);
+        property(w, "seeds", num);
+        property(w, "started_utc", p->started_utc);
+        property(w, "command_line", p->command_line);
+        for (int i = 0; i < p->n_plugins; i++) {
+            char name[600], value[700];
+            snprintf(name, sizeof name, "plugin:%d", i);
+            snprintf(value, sizeof value, "%s sha256:%s", p->plugins[i].path,
+                     p->plugins[i].sha256[0] ? p->plugins[i].sha256 : "unreadable");
+            property(w, name, value);
+        }
+    }
+    for (int i = 0; i < rep->n_goldens; i++) {
+        char name[160], value[640];
+        snprintf(name, sizeof name, "golden:%s", rep->goldens[i].case_id);
+        snprintf(value, sizeof value, "%s sha256:%s", rep->goldens[i].golden_path, rep->goldens[i].content_sha256);
+        property(w, name, value);
+    }
+    fputs("    </properties>\n", w->f);
+}
+
 enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_report *rep, struct mc_error *err)
 {
     struct mc_writer w;
@@ -62,6 +114,8 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         mc_writer_xml_text(&w, cid);
         fprintf(w.f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n", j - i, f, e,
                 s, t);
+        if (i == 0)
+            write_properties(&w, rep);
         for (int k = i; k < j; k++) {
             const struct mc_check_result *r = &rep->checks[k];
             fputs("    <testcase classname=\"mixcheck.", w.f);
@@ -95,6 +149,8 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
     if (rep->n_problems) {
         fprintf(w.f, "  <testsuite name=\"problems\" tests=\"%d\" failures=\"0\" errors=\"%d\" skipped=\"0\">\n",
                 rep->n_problems, rep->n_problems);
+        if (rep->n_checks == 0)
+            write_properties(&w, rep);
         for (int i = 0; i < rep->n_problems; i++) {
             fputs("    <testcase classname=\"mixcheck.problems\" name=\"", w.f);
             mc_writer_xml_text(&w, rep->problems[i].path);

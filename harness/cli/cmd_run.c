@@ -10,9 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blascore.h"
 #include "case.h"
 #include "cli.h"
 #include "family.h"
+#include "provenance.h"
 #include "report.h"
 #include "runner.h"
 
@@ -75,6 +77,7 @@ struct run_cli {
     const char **paths;
     int n_paths;
     char rerun[2048];
+    struct mc_provenance prov;
 };
 
 enum {
@@ -324,6 +327,8 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
     } else {
         code = mc_run_exit_code(&rep);
     }
+    mc_provenance_set_start(&cli->prov, rep.started_unix);
+    rep.provenance = &cli->prov;
     /* a report asked for and not written is an input error whatever the checks said: a gate must
      * not read a missing report as a pass */
     struct mc_error werr = {0};
@@ -341,6 +346,19 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
     return code;
 }
 
+/* The rest of the reports' provenance (provenance.h): what the options chose. */
+static void collect_provenance(struct run_cli *cli)
+{
+    struct mc_provenance *p = &cli->prov;
+    mc_blas_core_describe(p->blas, sizeof p->blas);
+    p->threads = cli->opt.threads;
+    p->jobs = cli->opt.isolate ? cli->opt.jobs : 1;
+    p->isolate = cli->opt.isolate;
+    p->seeds = cli->opt.seeds;
+    for (int i = 0; i < cli->n_plugins; i++)
+        mc_provenance_add_plugin(p, cli->plugins[i]); /* at most MC_PLUGIN_MAX, as many as it holds */
+}
+
 int mc_cmd_run(int argc, char **argv)
 {
     struct run_cli *cli = calloc(1, sizeof *cli);
@@ -352,7 +370,14 @@ int mc_cmd_run(int argc, char **argv)
     struct mc_plugins plugins;
     mc_registry_init(&reg);
     mc_plugins_init(&plugins);
-    int code = parse_args(argc, argv, cli);
+    /* before parse_args: getopt_long permutes argv, and the report records it as typed */
+    int code = mc_provenance_collect(&cli->prov, argc, argv) == 0 ? 0 : 2;
+    if (code != 0)
+        fprintf(stderr, "mixcheck: out of memory\n");
+    if (code == 0)
+        code = parse_args(argc, argv, cli);
+    if (code == 0)
+        collect_provenance(cli);
     if (code == 0)
         code = mc_cli_load_backends(&reg, &plugins, cli->plugins, cli->n_plugins, cli->bisect);
     if (code == 0)
@@ -364,6 +389,7 @@ int mc_cmd_run(int argc, char **argv)
     for (int i = 0; i < cli->opt.n_tolerances; i++)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
+    mc_provenance_free(&cli->prov);
     free(cli);
     return code;
 }

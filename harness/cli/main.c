@@ -10,6 +10,7 @@
 #include "blascore.h"
 #include "cli.h"
 #include "mixcheck/backend.h"
+#include "provenance.h"
 
 static void usage(FILE *out)
 {
@@ -36,7 +37,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--version") == 0) {
         char blas[512];
         mc_blas_core_describe(blas, sizeof blas);
-        printf("mixcheck %s (backend ABI %u)\n%s\n", MC_VERSION, MIXCHECK_ABI_VERSION, blas);
+        int dirty = mc_build_git_dirty();
+        printf("mixcheck %s (backend ABI %u)\ncommit %s (%s)%s\n%s\n", MC_VERSION, MIXCHECK_ABI_VERSION,
+               mc_build_git_commit(), mc_build_git_describe(),
+               dirty > 0 ? ", dirty: uncommitted changes at build time" : dirty == 0 ? ", clean" : "", blas);
         return 0;
     }
     if (strcmp(cmd, "run") == 0)

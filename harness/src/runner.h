@@ -60,6 +60,17 @@ struct mc_run_problem {
     char msg[MC_ERROR_MSG_LEN];
 };
 
+/* A golden a case of the run was checked against, with its verified content checksum. */
+struct mc_run_golden {
+    char case_id[128];
+    char case_path[512];
+    char golden_path[512];
+    char content_sha256[65];
+};
+
+struct mc_provenance;
+struct mc_baseline_result;
+
 struct mc_run_report {
     struct mc_check_result *checks;
     int n_checks, cap_checks;
@@ -71,6 +82,11 @@ struct mc_run_report {
     double duration_s;
     int64_t started_unix;
     const char *rerun_options; /* from the options (borrowed) */
+    struct mc_run_golden *goldens; /* one per case that ran */
+    int n_goldens, cap_goldens;
+    /* set by the caller for the writers (borrowed, may be NULL): provenance.h, baseline.h */
+    const struct mc_provenance *provenance;
+    const struct mc_baseline_result *baseline;
 };
 
 struct mc_run_callbacks {
