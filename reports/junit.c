@@ -1,6 +1,7 @@
 /* junit.c — the JUnit XML report (see report.h): a testsuite per case, a testcase per check. */
 #include <string.h>
 
+#include "baseline.h"
 #include "family.h"
 #include "provenance.h"
 #include "report.h"
@@ -33,6 +34,22 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
     }
     mc_report_rerun_command(r, "mixcheck", rerun_options, line, sizeof line);
     mc_writer_xml_text(w, line);
+}
+
+static void write_drift_text(struct mc_writer *w, const struct mc_run_report *rep, int check)
+{
+    const struct mc_check_result *r = &rep->checks[check];
+    for (int t = 0; t < r->n_tensors; t++) {
+        const struct mc_drift *d = mc_baseline_drift_of(rep->baseline, check, t);
+        if (d == NULL)
+            continue;
+        char line[512];
+        snprintf(line, sizeof line, "%s: x%.3g over the baseline: headroom %.3g (baseline %.3g), max abs err %.3g "
+                                    "(baseline %.3g)\n",
+                 r->tensors[t].name, d->ratio, r->tensors[t].stats.headroom, d->old_headroom,
+                 r->tensors[t].stats.max_abs_err, d->old_max_abs_err);
+        mc_writer_xml_text(w, line);
+    }
 }
 
 static void property(struct mc_writer *w, const char *name, const char *value)
@@ -91,7 +108,7 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
     struct mc_writer w;
     if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
         return err->code;
-    int failures = rep->counts[MC_CHECK_FAIL] + rep->counts[MC_CHECK_NONDETERMINISTIC];
+    int failures = rep->counts[MC_CHECK_FAIL] + rep->counts[MC_CHECK_NONDETERMINISTIC] + rep->counts[MC_CHECK_DRIFT];
     int errors = rep->counts[MC_CHECK_ERROR] + rep->n_problems;
     int skipped = rep->counts[MC_CHECK_UNSUPPORTED] + rep->counts[MC_CHECK_SKIPPED];
     fprintf(w.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -104,7 +121,8 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         int f = 0, e = 0, s = 0;
         double t = 0;
         while (j < rep->n_checks && strcmp(rep->checks[j].case_id, cid) == 0) {
-            f += rep->checks[j].status == MC_CHECK_FAIL || rep->checks[j].status == MC_CHECK_NONDETERMINISTIC;
+            f += rep->checks[j].status == MC_CHECK_FAIL || rep->checks[j].status == MC_CHECK_NONDETERMINISTIC ||
+                 rep->checks[j].status == MC_CHECK_DRIFT;
             e += rep->checks[j].status == MC_CHECK_ERROR;
             s += rep->checks[j].status == MC_CHECK_UNSUPPORTED || rep->checks[j].status == MC_CHECK_SKIPPED;
             t += rep->checks[j].duration_s;
@@ -132,12 +150,16 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
                 mc_writer_xml_text(&w, r->message);
                 fputs("\"/>\n", w.f);
             } else {
-                int failed = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC;
+                int failed = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC ||
+                             r->status == MC_CHECK_DRIFT;
                 const char *tag = failed ? "failure" : "error";
                 fprintf(w.f, "      <%s message=\"%s\">", tag,
-                        r->status == MC_CHECK_FAIL ? "tolerance exceeded"
-                        : failed                   ? "nondeterministic"
-                                                   : "backend error");
+                        r->status == MC_CHECK_FAIL    ? "tolerance exceeded"
+                        : r->status == MC_CHECK_DRIFT ? "drift beyond the baseline"
+                        : failed                      ? "nondeterministic"
+                                                      : "backend error");
+                if (r->status == MC_CHECK_DRIFT)
+                    write_drift_text(&w, rep, k);
                 write_failure_text(&w, r, rep->rerun_options);
                 fprintf(w.f, "</%s>\n", tag);
             }

@@ -664,7 +664,8 @@ int mc_run_exit_code(const struct mc_run_report *rep)
         else
             return 2;
     }
-    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0)
+    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0 ||
+        rep->counts[MC_CHECK_DRIFT] > 0)
         return 1;
     if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
         return 125;

@@ -117,7 +117,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
 void mc_run_report_free(struct mc_run_report *report);
 
 /* 2 when a case had an input problem or something asked for ran no check, 1 when a check failed,
- * errored or was nondeterministic, 125 when nothing could be tested (a backend missing, every check
+ * errored, was nondeterministic or drifted from a baseline, 125 when nothing could be tested (a backend missing, every check
  * unsupported) and nothing failed, else 0. */
 int mc_run_exit_code(const struct mc_run_report *report);
 
