@@ -14,10 +14,10 @@ double mc_drift_ratio(double new_v, double old_v, double floor)
         return isfinite(new_v) ? 0.0 : 1.0;
     if (!isfinite(new_v))
         return INFINITY;
-    double den = old_v > floor ? old_v : floor;
+    double den = old_v > floor ? old_v : floor, num = new_v > floor ? new_v : floor;
     if (den <= 0.0)
         return 1.0;
-    return new_v / den;
+    return num / den;
 }
 
 void mc_drift_ratios(double new_headroom, double old_headroom, double new_abs, double old_abs, double atol,

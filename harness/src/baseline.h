@@ -5,10 +5,11 @@
  * or the max abs error of one of its tensors grew by more than R times, even within tolerance.
  * Checks on one side only are listed and fail nothing by themselves.
  *
- * The ratio is new / max(old, floor): a number that was 0 (an exact result) is compared with a
- * floor of 1e-3 of the tolerance, 1e-3 for the headroom (which is in units of the tolerance bound)
- * and 1e-3 x atol for the max abs error. Without the floor any rounding at all after an exact result
- * would be an infinite drift; with it, an error has to reach R/1000 of the tolerance to count. A
+ * The ratio is max(new, floor) / max(old, floor), the floor 1e-3 of the tolerance: 1e-3 for the
+ * headroom (which is in units of the tolerance bound) and 1e-3 x atol for the max abs error. Without
+ * it any rounding at all after an exact result (old 0) would be an infinite drift; with it an error
+ * has to reach R/1000 of the tolerance to count, and two numbers both under the floor (0 and 0
+ * included) compare as equal, ratio 1. A
  * max abs error whose floor is 0 (atol 0, old 0) is judged by the headroom alone. A non-finite new
  * value over a finite old one is an infinite ratio; an old non-finite value compares as no drift
  * (ratio 1 when both are non-finite, 0 otherwise).
@@ -22,7 +23,8 @@
 
 #define MC_DRIFT_FLOOR 1e-3
 
-/* The drift ratio of one number (see above); floor <= 0 with old == 0 gives 1 (not judged). */
+/* The drift ratio of one number (see above); floor <= 0 with old == 0 gives 1 (not judged). Only
+ * the ratio's size is compared with R: values under the floor are as good as the floor. */
 double mc_drift_ratio(double new_v, double old_v, double floor);
 
 /* The two ratios of a tensor: headroom, and max abs error (its floor MC_DRIFT_FLOOR x atol). */
