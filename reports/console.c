@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "family.h"
 #include "report.h"
 
@@ -85,6 +86,10 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
         word = "NONDET";
         color = C_RED;
         break;
+    case MC_CHECK_DRIFT:
+        word = "DRIFT";
+        color = C_RED;
+        break;
     case MC_CHECK_STATUS_COUNT:
         break;
     }
@@ -114,6 +119,36 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
     fprintf(con->out, "      rerun: %s\n", cmd);
 }
 
+void mc_report_console_baseline(const struct mc_console *con, const struct mc_run_report *rep)
+{
+    const struct mc_baseline_result *b = rep->baseline;
+    if (b == NULL)
+        return;
+    fprintf(con->out, "\nbaseline %s: %d tensor(s) compared, %d beyond --max-drift %g\n", b->path, b->n_compared,
+            b->n_drifts, b->max_drift);
+    for (int i = 0; i < b->n_drifts; i++) {
+        const struct mc_drift *d = &b->drifts[i];
+        const struct mc_check_result *r = &rep->checks[d->check];
+        const struct mc_tensor_result *t = &r->tensors[d->tensor];
+        fprintf(con->out, "%s%-5s%s %-24s %-22s %-10s %-4s %s x%.3g (%s): headroom %.3g (baseline %.3g, x%.3g), max abs "
+                          "err %.3g (baseline %.3g, x%.3g)\n",
+                paint(con, C_RED), "DRIFT", paint(con, C_RESET), r->case_id, mc_scenario_name(r->scenario), r->backend,
+                mc_dtype_name(r->dtype), t->name, d->ratio, d->headroom_ratio >= d->abs_ratio ? "headroom" : "max abs err",
+                t->stats.headroom, d->old_headroom, d->headroom_ratio, t->stats.max_abs_err, d->old_max_abs_err,
+                d->abs_ratio);
+    }
+    /* one side only: listed, and failing nothing by themselves */
+    if (b->n_missing_in_baseline)
+        fprintf(con->out, "%d tensor record(s) of this run are not in the baseline (not a failure):\n",
+                b->n_missing_in_baseline);
+    for (int i = 0; i < b->n_missing_in_baseline; i++)
+        fprintf(con->out, "  missing in baseline: %s\n", b->missing_in_baseline[i]);
+    if (b->n_missing_in_run)
+        fprintf(con->out, "%d tensor record(s) of the baseline did not run (not a failure):\n", b->n_missing_in_run);
+    for (int i = 0; i < b->n_missing_in_run; i++)
+        fprintf(con->out, "  missing in run: %s\n", b->missing_in_run[i]);
+}
+
 void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p)
 {
     fprintf(con->out, "%s%-5s%s %s\n", paint(con, C_RED), p->code == MC_ERR_BACKEND ? "NOTEST" : "ERROR",
@@ -122,9 +157,12 @@ void mc_report_console_problem(const struct mc_console *con, const struct mc_run
 
 void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code)
 {
-    char nondet[48] = "";
+    char nondet[96] = "";
+    size_t used = 0;
     if (rep->counts[MC_CHECK_NONDETERMINISTIC] > 0)
-        snprintf(nondet, sizeof nondet, ", %d nondeterministic", rep->counts[MC_CHECK_NONDETERMINISTIC]);
+        used += (size_t)snprintf(nondet, sizeof nondet, ", %d nondeterministic", rep->counts[MC_CHECK_NONDETERMINISTIC]);
+    if (rep->counts[MC_CHECK_DRIFT] > 0)
+        snprintf(nondet + used, sizeof nondet - used, ", %d drifted", rep->counts[MC_CHECK_DRIFT]);
     fprintf(con->out, "\n%d case(s), %d check(s): %d passed, %d failed%s, %d errored, %d unsupported; %d problem(s); "
                       "%.2fs; exit %d\n",
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL], nondet,

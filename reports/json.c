@@ -2,7 +2,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "family.h"
+#include "provenance.h"
 #include "report.h"
 #include "writer.h"
 
@@ -26,7 +28,8 @@ static void kv_int(struct mc_writer *w, const char *k, long long v)
     fprintf(w->f, ", \"%s\": %lld", k, v);
 }
 
-static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t)
+static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t,
+                         const struct mc_drift *drift)
 {
     fputs("    {", w->f);
     kv_str(w, "case", r->case_id, 0);
@@ -47,7 +50,18 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         status = mc_compare_passed(&t->stats)                                                       ? "pass"
                  : r->status == MC_CHECK_NONDETERMINISTIC && strcmp(t->name, "determinism") == 0 ? "nondeterministic"
                                                                                                   : "fail";
+    else if (t && r->status == MC_CHECK_DRIFT)
+        status = drift ? "drift" : "pass";
     kv_str(w, "status", status, 1);
+    if (drift) {
+        fputs(", \"drift\": {\"ratio\": ", w->f);
+        mc_writer_json_number(w, drift->ratio);
+        kv_num(w, "headroom_ratio", drift->headroom_ratio);
+        kv_num(w, "max_abs_err_ratio", drift->abs_ratio);
+        kv_num(w, "baseline_headroom", drift->old_headroom);
+        kv_num(w, "baseline_max_abs_err", drift->old_max_abs_err);
+        fputc('}', w->f);
+    }
     if (t) {
         const struct mc_compare_stats *s = &t->stats;
         kv_num(w, "headroom", s->headroom);
@@ -162,6 +176,80 @@ static void write_kill_matrix(struct mc_writer *w, const struct mc_run_report *r
         fputs("\n  ]", w->f);
 }
 
+static void key_list(struct mc_writer *w, const char *name, char *const *keys, int n)
+{
+    fprintf(w->f, ", \"%s\": [", name);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ",\n      " : "\n      ", w->f);
+        mc_writer_json_string(w, keys[i]);
+    }
+    fputs(n ? "\n    ]" : "]", w->f);
+}
+
+/* "baseline": the comparison with --baseline (baseline.h); records on one side only fail nothing. */
+static void write_baseline(struct mc_writer *w, const struct mc_baseline_result *b)
+{
+    if (b == NULL)
+        return;
+    fputs(",\n  \"baseline\": {", w->f);
+    kv_str(w, "path", b->path, 0);
+    kv_num(w, "max_drift", b->max_drift);
+    kv_num(w, "floor", MC_DRIFT_FLOOR);
+    kv_int(w, "compared", b->n_compared);
+    kv_int(w, "drifted", b->n_drifts);
+    key_list(w, "missing_in_baseline", b->missing_in_baseline, b->n_missing_in_baseline);
+    key_list(w, "missing_in_run", b->missing_in_run, b->n_missing_in_run);
+    fputc('}', w->f);
+}
+
+/* "provenance": how the numbers were made (provenance.h) and the goldens they were compared with. */
+static void write_provenance(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    const struct mc_provenance *p = rep->provenance;
+    fputs("  \"provenance\": {", w->f);
+    if (p) {
+        kv_str(w, "mixcheck_version", p->version, 0);
+        kv_str(w, "git_describe", p->git_describe, 1);
+        kv_str(w, "git_commit", p->git_commit, 1);
+        fprintf(w->f, ", \"git_dirty\": %s", p->git_dirty < 0 ? "null" : p->git_dirty ? "true" : "false");
+        kv_str(w, "compiler", p->compiler, 1);
+        kv_str(w, "build_type", p->build_type, 1);
+        kv_str(w, "openblas", p->blas, 1);
+        kv_str(w, "cpu_model", p->cpu_model, 1);
+        if (p->threads > 0)
+            kv_int(w, "threads", p->threads);
+        else
+            fputs(", \"threads\": null", w->f);
+        kv_str(w, "openblas_num_threads", p->openblas_num_threads_set ? p->openblas_num_threads : NULL, 1);
+        kv_int(w, "jobs", p->jobs);
+        fprintf(w->f, ", \"isolate\": %s", p->isolate ? "true" : "false");
+        kv_int(w, "seeds", p->seeds > 1 ? p->seeds : 1);
+        kv_str(w, "started_utc", p->started_utc, 1);
+        kv_str(w, "command_line", p->command_line, 1);
+        fputs(",\n    \"plugins\": [", w->f);
+        for (int i = 0; i < p->n_plugins; i++) {
+            fputs(i ? ", {" : "{", w->f);
+            kv_str(w, "path", p->plugins[i].path, 0);
+            kv_str(w, "sha256", p->plugins[i].sha256[0] ? p->plugins[i].sha256 : NULL, 1);
+            fputc('}', w->f);
+        }
+        fputs("],\n    ", w->f);
+    } else {
+        fputs("\n    ", w->f);
+    }
+    fputs("\"goldens\": [", w->f);
+    for (int i = 0; i < rep->n_goldens; i++) {
+        const struct mc_run_golden *g = &rep->goldens[i];
+        fputs(i ? ",\n      {" : "\n      {", w->f);
+        kv_str(w, "case", g->case_id, 0);
+        kv_str(w, "case_path", g->case_path, 1);
+        kv_str(w, "golden", g->golden_path, 1);
+        kv_str(w, "content_sha256", g->content_sha256, 1);
+        fputc('}', w->f);
+    }
+    fputs(rep->n_goldens ? "\n    ]}" : "]}", w->f);
+}
+
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err)
 {
@@ -171,12 +259,14 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
     fprintf(w.f, "{\n  \"format\": \"mixcheck-report\",\n  \"format_version\": %d,\n", MC_REPORT_FORMAT_VERSION);
     fprintf(w.f, "  \"started_unix\": %lld,\n  \"duration_s\": ", (long long)rep->started_unix);
     mc_writer_json_number(&w, rep->duration_s);
+    fputs(",\n", w.f);
+    write_provenance(&w, rep);
     fprintf(w.f, ",\n  \"summary\": {\"cases\": %d, \"checks\": %d, \"pass\": %d, \"fail\": %d, \"error\": %d, "
-                 "\"unsupported\": %d, \"skipped\": %d, \"nondeterministic\": %d, \"problems\": %d, "
-                 "\"exit_code\": %d},\n",
+                 "\"unsupported\": %d, \"skipped\": %d, \"nondeterministic\": %d, \"drift\": %d, "
+                 "\"problems\": %d, \"exit_code\": %d},\n",
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->counts[MC_CHECK_SKIPPED],
-            rep->counts[MC_CHECK_NONDETERMINISTIC], rep->n_problems, exit_code);
+            rep->counts[MC_CHECK_NONDETERMINISTIC], rep->counts[MC_CHECK_DRIFT], rep->n_problems, exit_code);
     fputs("  \"problems\": [", w.f);
     for (int i = 0; i < rep->n_problems; i++) {
         const struct mc_run_problem *p = &rep->problems[i];
@@ -195,11 +285,13 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
         for (int k = 0; k < n; k++) {
             fputs(first ? "\n" : ",\n", w.f);
             first = 0;
-            write_record(&w, r, r->n_tensors ? &r->tensors[k] : NULL);
+            write_record(&w, r, r->n_tensors ? &r->tensors[k] : NULL,
+                         r->n_tensors ? mc_baseline_drift_of(rep->baseline, i, k) : NULL);
         }
     }
     fputs(first ? "]" : "\n  ]", w.f);
     write_kill_matrix(&w, rep);
+    write_baseline(&w, rep->baseline);
     fputs("\n}\n", w.f);
     return mc_writer_commit(&w, err);
 }

@@ -1,7 +1,9 @@
 /* junit.c — the JUnit XML report (see report.h): a testsuite per case, a testcase per check. */
 #include <string.h>
 
+#include "baseline.h"
 #include "family.h"
+#include "provenance.h"
 #include "report.h"
 #include "writer.h"
 
@@ -34,12 +36,79 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
     mc_writer_xml_text(w, line);
 }
 
+static void write_drift_text(struct mc_writer *w, const struct mc_run_report *rep, int check)
+{
+    const struct mc_check_result *r = &rep->checks[check];
+    for (int t = 0; t < r->n_tensors; t++) {
+        const struct mc_drift *d = mc_baseline_drift_of(rep->baseline, check, t);
+        if (d == NULL)
+            continue;
+        char line[512];
+        snprintf(line, sizeof line, "%s: x%.3g over the baseline: headroom %.3g (baseline %.3g), max abs err %.3g "
+                                    "(baseline %.3g)\n",
+                 r->tensors[t].name, d->ratio, r->tensors[t].stats.headroom, d->old_headroom,
+                 r->tensors[t].stats.max_abs_err, d->old_max_abs_err);
+        mc_writer_xml_text(w, line);
+    }
+}
+
+static void property(struct mc_writer *w, const char *name, const char *value)
+{
+    fputs("    <property name=\"", w->f);
+    mc_writer_xml_text(w, name);
+    fputs("\" value=\"", w->f);
+    mc_writer_xml_text(w, value ? value : "");
+    fputs("\"/>\n", w->f);
+}
+
+/* The run's provenance (provenance.h) as <properties>, the first child of the first <testsuite>
+ * (where the JUnit schema allows them); the goldens as golden:<case id> = "<path> sha256:<hex>". */
+static void write_properties(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    const struct mc_provenance *p = rep->provenance;
+    char num[64];
+    fputs("    <properties>\n", w->f);
+    if (p) {
+        property(w, "mixcheck.version", p->version);
+        property(w, "mixcheck.git_describe", p->git_describe);
+        property(w, "mixcheck.git_commit", p->git_commit);
+        property(w, "mixcheck.git_dirty", p->git_dirty < 0 ? "unknown" : p->git_dirty ? "true" : "false");
+        property(w, "compiler", p->compiler);
+        property(w, "build_type", p->build_type);
+        property(w, "openblas", p->blas);
+        property(w, "cpu_model", p->cpu_model);
+        snprintf(num, sizeof num, "%d", p->threads);
+        property(w, "threads", p->threads > 0 ? num : "default");
+        property(w, "openblas_num_threads", p->openblas_num_threads_set ? p->openblas_num_threads : "unset");
+        snprintf(num, sizeof num, "%d", p->jobs);
+        property(w, "jobs", num);
+        snprintf(num, sizeof num, "%d", p->seeds > 1 ? p->seeds : 1);
+        property(w, "seeds", num);
+        property(w, "started_utc", p->started_utc);
+        property(w, "command_line", p->command_line);
+        for (int i = 0; i < p->n_plugins; i++) {
+            char name[600], value[700];
+            snprintf(name, sizeof name, "plugin:%d", i);
+            snprintf(value, sizeof value, "%s sha256:%s", p->plugins[i].path,
+                     p->plugins[i].sha256[0] ? p->plugins[i].sha256 : "unreadable");
+            property(w, name, value);
+        }
+    }
+    for (int i = 0; i < rep->n_goldens; i++) {
+        char name[160], value[640];
+        snprintf(name, sizeof name, "golden:%s", rep->goldens[i].case_id);
+        snprintf(value, sizeof value, "%s sha256:%s", rep->goldens[i].golden_path, rep->goldens[i].content_sha256);
+        property(w, name, value);
+    }
+    fputs("    </properties>\n", w->f);
+}
+
 enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_report *rep, struct mc_error *err)
 {
     struct mc_writer w;
     if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
         return err->code;
-    int failures = rep->counts[MC_CHECK_FAIL] + rep->counts[MC_CHECK_NONDETERMINISTIC];
+    int failures = rep->counts[MC_CHECK_FAIL] + rep->counts[MC_CHECK_NONDETERMINISTIC] + rep->counts[MC_CHECK_DRIFT];
     int errors = rep->counts[MC_CHECK_ERROR] + rep->n_problems;
     int skipped = rep->counts[MC_CHECK_UNSUPPORTED] + rep->counts[MC_CHECK_SKIPPED];
     fprintf(w.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -52,7 +121,8 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         int f = 0, e = 0, s = 0;
         double t = 0;
         while (j < rep->n_checks && strcmp(rep->checks[j].case_id, cid) == 0) {
-            f += rep->checks[j].status == MC_CHECK_FAIL || rep->checks[j].status == MC_CHECK_NONDETERMINISTIC;
+            f += rep->checks[j].status == MC_CHECK_FAIL || rep->checks[j].status == MC_CHECK_NONDETERMINISTIC ||
+                 rep->checks[j].status == MC_CHECK_DRIFT;
             e += rep->checks[j].status == MC_CHECK_ERROR;
             s += rep->checks[j].status == MC_CHECK_UNSUPPORTED || rep->checks[j].status == MC_CHECK_SKIPPED;
             t += rep->checks[j].duration_s;
@@ -62,6 +132,8 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         mc_writer_xml_text(&w, cid);
         fprintf(w.f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n", j - i, f, e,
                 s, t);
+        if (i == 0)
+            write_properties(&w, rep);
         for (int k = i; k < j; k++) {
             const struct mc_check_result *r = &rep->checks[k];
             fputs("    <testcase classname=\"mixcheck.", w.f);
@@ -78,12 +150,16 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
                 mc_writer_xml_text(&w, r->message);
                 fputs("\"/>\n", w.f);
             } else {
-                int failed = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC;
+                int failed = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC ||
+                             r->status == MC_CHECK_DRIFT;
                 const char *tag = failed ? "failure" : "error";
                 fprintf(w.f, "      <%s message=\"%s\">", tag,
-                        r->status == MC_CHECK_FAIL ? "tolerance exceeded"
-                        : failed                   ? "nondeterministic"
-                                                   : "backend error");
+                        r->status == MC_CHECK_FAIL    ? "tolerance exceeded"
+                        : r->status == MC_CHECK_DRIFT ? "drift beyond the baseline"
+                        : failed                      ? "nondeterministic"
+                                                      : "backend error");
+                if (r->status == MC_CHECK_DRIFT)
+                    write_drift_text(&w, rep, k);
                 write_failure_text(&w, r, rep->rerun_options);
                 fprintf(w.f, "</%s>\n", tag);
             }
@@ -95,6 +171,8 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
     if (rep->n_problems) {
         fprintf(w.f, "  <testsuite name=\"problems\" tests=\"%d\" failures=\"0\" errors=\"%d\" skipped=\"0\">\n",
                 rep->n_problems, rep->n_problems);
+        if (rep->n_checks == 0)
+            write_properties(&w, rep);
         for (int i = 0; i < rep->n_problems; i++) {
             fputs("    <testcase classname=\"mixcheck.problems\" name=\"", w.f);
             mc_writer_xml_text(&w, rep->problems[i].path);

@@ -21,6 +21,9 @@ struct mc_console {
 };
 
 void mc_report_console_check(const struct mc_console *con, const struct mc_check_result *res);
+/* After the checks of a run with --baseline: a DRIFT line per drifted tensor (the ratio and the
+ * baseline's numbers) and the records found on one side only. Nothing without a baseline. */
+void mc_report_console_baseline(const struct mc_console *con, const struct mc_run_report *rep);
 void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p);
 void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code);
 

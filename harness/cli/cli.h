@@ -33,5 +33,6 @@ void mc_cli_append_arg(char *buf, size_t len, size_t *used, const char *word);
 /* The subcommands: each returns the process exit code. */
 int mc_cmd_run(int argc, char **argv);
 int mc_cmd_list(int argc, char **argv);
+int mc_cmd_diff(int argc, char **argv);
 
 #endif

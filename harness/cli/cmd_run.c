@@ -10,10 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baseline.h"
+#include "blascore.h"
 #include "case.h"
 #include "cli.h"
 #include "family.h"
+#include "provenance.h"
 #include "report.h"
+#include "reportread.h"
 #include "runner.h"
 
 #define MC_DEFAULT_TIMEOUT_S 300
@@ -50,6 +54,13 @@ static void usage(FILE *out)
             "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
             "  --bisect        for `git bisect run`: a plugin that cannot be loaded exits 125 (skip the\n"
             "                  commit); everything else keeps its code, so a typo is 2, not a skip\n"
+            "baseline:\n"
+            "  --baseline REPORT.json\n"
+            "                  compare every tensor with the same case/scenario/backend/dtype/tensor record\n"
+            "                  of an earlier JSON report: a check that passes but whose headroom or max abs\n"
+            "                  error grew by more than --max-drift times is DRIFT (exit 1). An old value of 0\n"
+            "                  counts as 1e-3 of the tolerance. Records on one side only are listed, not failed\n"
+            "  --max-drift R   the growth allowed over the baseline, R > 1 (default 1.3)\n"
             "reports:\n"
             "  --json FILE     the JSON report          --junit FILE   the JUnit XML report\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
@@ -75,6 +86,10 @@ struct run_cli {
     const char **paths;
     int n_paths;
     char rerun[2048];
+    struct mc_provenance prov;
+    const char *baseline_path;
+    double max_drift; /* 0 = not given */
+    struct mc_report_doc baseline;
 };
 
 enum {
@@ -93,6 +108,8 @@ enum {
     OPT_NO_ISOLATE,
     OPT_TOLERANCE,
     OPT_DEVICE_PROFILE,
+    OPT_BASELINE,
+    OPT_MAX_DRIFT,
     OPT_HELP
 };
 
@@ -126,6 +143,8 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
         {"tolerance", required_argument, NULL, OPT_TOLERANCE},
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
+        {"baseline", required_argument, NULL, OPT_BASELINE},
+        {"max-drift", required_argument, NULL, OPT_MAX_DRIFT},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -200,6 +219,21 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         case OPT_BISECT:
             cli->bisect = 1;
             break;
+        case OPT_BASELINE:
+            cli->baseline_path = optarg;
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--baseline");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            break;
+        case OPT_MAX_DRIFT: {
+            char *end;
+            double r = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(r > 1.0) || !(r < 1e300))
+                return usage_error("--max-drift: expected a ratio greater than 1, e.g. 1.3 (got '%s')", optarg);
+            cli->max_drift = r;
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--max-drift");
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            break;
+        }
         case OPT_SEEDS:
             if (mc_cli_parse_count(optarg, 100000, &o->seeds) != 0)
                 return usage_error("--seeds: expected an integer in [1, 100000] (got '%s')", optarg);
@@ -232,6 +266,10 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             return usage_error("run: unknown or incomplete option '%s' (see mixcheck run --help)", argv[optind - 1]);
         }
     }
+    if (cli->max_drift > 0 && cli->baseline_path == NULL)
+        return usage_error("--max-drift%s: needs --baseline REPORT.json", "");
+    if (cli->baseline_path && cli->max_drift == 0)
+        cli->max_drift = 1.3;
     cli->paths = (const char **)(argv + optind);
     cli->n_paths = argc - optind;
     o->rerun_options = cli->rerun;
@@ -324,6 +362,18 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
     } else {
         code = mc_run_exit_code(&rep);
     }
+    mc_provenance_set_start(&cli->prov, rep.started_unix);
+    rep.provenance = &cli->prov;
+    struct mc_baseline_result drift = {0};
+    if (cli->baseline_path && code != 2) {
+        if (mc_baseline_apply(&cli->baseline, cli->max_drift, &rep, &drift, &err) != MC_ERR_NONE) {
+            fprintf(stderr, "mixcheck: --baseline: %s\n", err.msg);
+            code = mc_error_exit_code(err.code);
+        } else {
+            rep.baseline = &drift;
+            code = mc_run_exit_code(&rep);
+        }
+    }
     /* a report asked for and not written is an input error whatever the checks said: a gate must
      * not read a missing report as a pass */
     struct mc_error werr = {0};
@@ -336,9 +386,24 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
         fprintf(stderr, "mixcheck: --junit: %s\n", werr.msg);
         code = 2;
     }
+    mc_report_console_baseline(&pr.con, &rep);
     mc_report_console_summary(&pr.con, &rep, code);
     mc_run_report_free(&rep);
+    mc_baseline_result_free(&drift);
     return code;
+}
+
+/* The rest of the reports' provenance (provenance.h): what the options chose. */
+static void collect_provenance(struct run_cli *cli)
+{
+    struct mc_provenance *p = &cli->prov;
+    mc_blas_core_describe(p->blas, sizeof p->blas);
+    p->threads = cli->opt.threads;
+    p->jobs = cli->opt.isolate ? cli->opt.jobs : 1;
+    p->isolate = cli->opt.isolate;
+    p->seeds = cli->opt.seeds;
+    for (int i = 0; i < cli->n_plugins; i++)
+        mc_provenance_add_plugin(p, cli->plugins[i]); /* at most MC_PLUGIN_MAX, as many as it holds */
 }
 
 int mc_cmd_run(int argc, char **argv)
@@ -352,18 +417,35 @@ int mc_cmd_run(int argc, char **argv)
     struct mc_plugins plugins;
     mc_registry_init(&reg);
     mc_plugins_init(&plugins);
-    int code = parse_args(argc, argv, cli);
+    /* before parse_args: getopt_long permutes argv, and the report records it as typed */
+    int code = mc_provenance_collect(&cli->prov, argc, argv) == 0 ? 0 : 2;
+    if (code != 0)
+        fprintf(stderr, "mixcheck: out of memory\n");
+    if (code == 0)
+        code = parse_args(argc, argv, cli);
+    if (code == 0)
+        collect_provenance(cli);
     if (code == 0)
         code = mc_cli_load_backends(&reg, &plugins, cli->plugins, cli->n_plugins, cli->bisect);
     if (code == 0)
         code = validate_filters(cli, &reg);
     if (code == 0)
         code = load_tolerances(cli);
+    if (code == 0 && cli->baseline_path) {
+        /* read before the run: a bad baseline is an input error, found before any check runs */
+        struct mc_error err = {0};
+        if (mc_report_read(cli->baseline_path, &cli->baseline, &err) != MC_ERR_NONE) {
+            fprintf(stderr, "mixcheck: --baseline: %s\n", err.msg);
+            code = mc_error_exit_code(err.code);
+        }
+    }
     if (code == 0)
         code = run(cli, &reg);
     for (int i = 0; i < cli->opt.n_tolerances; i++)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
+    mc_provenance_free(&cli->prov);
+    mc_report_doc_free(&cli->baseline);
     free(cli);
     return code;
 }

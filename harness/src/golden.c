@@ -399,7 +399,7 @@ static void golden_name(struct mc_h5_reader *r, const struct mc_golden *g, char 
 }
 
 /* The recorded /content_sha256 must equal the digest of what was read. */
-static enum mc_err_code verify_checksum(struct mc_h5_reader *r, const struct mc_golden *g)
+static enum mc_err_code verify_checksum(struct mc_h5_reader *r, struct mc_golden *g)
 {
     char *recorded = NULL, computed[MC_SHA256_HEX_LEN + 1], name[256];
     golden_name(r, g, name, sizeof name);
@@ -435,6 +435,8 @@ static enum mc_err_code verify_checksum(struct mc_h5_reader *r, const struct mc_
                    "content checksum mismatch (recorded %s, computed %s): the golden was modified after "
                    "generation; regenerate it with golden/generate.py regenerate %s",
                    recorded, computed, name);
+    else
+        memcpy(g->content_sha256, computed, sizeof computed);
 done:
     free(recorded);
     return r->err.code;

@@ -54,6 +54,7 @@ struct mc_golden {
     char *generator;
     char *generator_version;
     int64_t seed;
+    char content_sha256[MC_SHA256_HEX_LEN + 1]; /* the verified /content_sha256 ("" when not verified) */
 };
 
 /* Loads and validates a golden; on failure g is left empty (safe to free) and err says why. */

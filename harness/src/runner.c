@@ -580,6 +580,28 @@ static void account_requests(const char *const *paths, int n_paths, const int *p
     }
 }
 
+/* Records the golden of a case about to run (provenance of the report); 0, or -1 out of memory. */
+static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const struct mc_golden *g,
+                      struct mc_error *err)
+{
+    if (rep->n_goldens == rep->cap_goldens) {
+        int cap = rep->cap_goldens ? 2 * rep->cap_goldens : 16;
+        struct mc_run_golden *p = realloc(rep->goldens, (size_t)cap * sizeof *p);
+        if (p == NULL) {
+            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            return -1;
+        }
+        rep->goldens = p;
+        rep->cap_goldens = cap;
+    }
+    struct mc_run_golden *o = &rep->goldens[rep->n_goldens++];
+    snprintf(o->case_id, sizeof o->case_id, "%s", c->id);
+    snprintf(o->case_path, sizeof o->case_path, "%s", c->path);
+    snprintf(o->golden_path, sizeof o->golden_path, "%s", c->golden_path);
+    snprintf(o->content_sha256, sizeof o->content_sha256, "%s", g->content_sha256);
+    return 0;
+}
+
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
@@ -603,7 +625,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
         for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
             struct mc_case c = {0};
             struct mc_golden g = {0};
-            if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0) {
+            if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0 && add_golden(rep, &c, &g, err) == 0) {
                 rep->n_cases++;
                 run_case(&c, &g, reg, opt, cb, rep, pattern_hits, err);
             }
@@ -636,6 +658,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
 
 void mc_run_report_free(struct mc_run_report *rep)
 {
+    free(rep->goldens);
     free(rep->checks);
     free(rep->problems);
     memset(rep, 0, sizeof *rep);
@@ -650,7 +673,8 @@ int mc_run_exit_code(const struct mc_run_report *rep)
         else
             return 2;
     }
-    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0)
+    if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0 ||
+        rep->counts[MC_CHECK_DRIFT] > 0)
         return 1;
     if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
         return 125;

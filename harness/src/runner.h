@@ -60,6 +60,17 @@ struct mc_run_problem {
     char msg[MC_ERROR_MSG_LEN];
 };
 
+/* A golden a case of the run was checked against, with its verified content checksum. */
+struct mc_run_golden {
+    char case_id[128];
+    char case_path[512];
+    char golden_path[512];
+    char content_sha256[65];
+};
+
+struct mc_provenance;
+struct mc_baseline_result;
+
 struct mc_run_report {
     struct mc_check_result *checks;
     int n_checks, cap_checks;
@@ -71,6 +82,11 @@ struct mc_run_report {
     double duration_s;
     int64_t started_unix;
     const char *rerun_options; /* from the options (borrowed) */
+    struct mc_run_golden *goldens; /* one per case that ran */
+    int n_goldens, cap_goldens;
+    /* set by the caller for the writers (borrowed, may be NULL): provenance.h, baseline.h */
+    const struct mc_provenance *provenance;
+    const struct mc_baseline_result *baseline;
 };
 
 struct mc_run_callbacks {
@@ -101,7 +117,7 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
 void mc_run_report_free(struct mc_run_report *report);
 
 /* 2 when a case had an input problem or something asked for ran no check, 1 when a check failed,
- * errored or was nondeterministic, 125 when nothing could be tested (a backend missing, every check
+ * errored, was nondeterministic or drifted from a baseline, 125 when nothing could be tested (a backend missing, every check
  * unsupported) and nothing failed, else 0. */
 int mc_run_exit_code(const struct mc_run_report *report);
 

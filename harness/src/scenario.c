@@ -30,6 +30,8 @@ const char *mc_check_status_name(enum mc_check_status status)
         return "skipped";
     case MC_CHECK_NONDETERMINISTIC:
         return "nondeterministic";
+    case MC_CHECK_DRIFT:
+        return "drift";
     case MC_CHECK_STATUS_COUNT:
         break;
     }

@@ -24,6 +24,7 @@ enum mc_check_status {
     MC_CHECK_UNSUPPORTED, /* the backend does not do this dtype / configuration */
     MC_CHECK_SKIPPED,
     MC_CHECK_NONDETERMINISTIC, /* the same call on copies of the same cache gave different results */
+    MC_CHECK_DRIFT,       /* passed, but a tensor's numbers grew past --max-drift over the baseline (baseline.h) */
     MC_CHECK_STATUS_COUNT
 };
 

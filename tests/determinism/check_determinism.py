@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """check_determinism.py MIXCHECK OUT_DIR [PATH...] — runs `mixcheck run PATH... --json` twice, once
 with -j 1 --threads 1 and once with -j 2 --threads 2, and requires the two JSON reports to be
-identical once every `started_unix` and `duration_s` key is removed (at any depth). Both runs must
+identical once every `started_unix` and `duration_s` key is removed (at any depth), and the keys of
+the provenance that say how the run was made (its start time, command line, threads and -j). Both runs must
 exit 0. On a difference, prints the first differing records and exits 1. PATH defaults to cases/."""
 import json
 import subprocess
 import sys
 
-VOLATILE = ("started_unix", "duration_s")
+VOLATILE = ("started_unix", "duration_s", "started_utc", "command_line", "threads", "jobs")
 
 
 def normalise(o):
