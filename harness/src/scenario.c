@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "family.h"
 #include "rng.h"
+#include "serving.h"
 #include "session.h"
 
 const char *mc_check_status_name(enum mc_check_status status)
@@ -714,6 +715,14 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
             return bad_param(c, sp, err, "prefill %lld must be in [1, %lld] (a multi-token forward follows it)",
                              (long long)sp->prefill, (long long)(L - 2));
         return MC_ERR_NONE;
+    case MC_SCENARIO_PACKED_PREFILL:
+    case MC_SCENARIO_SLOT_POOL:
+    case MC_SCENARIO_MIXED_STEP:
+    case MC_SCENARIO_PREFIX_RESUME: {
+        char why[256];
+        const char *misfit = mc_serving_misfit(sp, g, why, sizeof why);
+        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+    }
     case MC_SCENARIO_COUNT:
         break;
     }
@@ -792,6 +801,12 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
             break;
         case MC_SCENARIO_DETERMINISM:
             run_determinism(&s);
+            break;
+        case MC_SCENARIO_PACKED_PREFILL:
+        case MC_SCENARIO_SLOT_POOL:
+        case MC_SCENARIO_MIXED_STEP:
+        case MC_SCENARIO_PREFIX_RESUME:
+            mc_serving_run(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));
