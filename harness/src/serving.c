@@ -158,8 +158,9 @@ static void seed_rng(const struct mc_session *s, struct mc_rng *rng)
 /* ---- packed_prefill ------------------------------------------------------------------------------ */
 
 /* One packed call of `sequences` golden rows cut at seeded held positions, back to back (so the
- * boundaries fall inside a chunked backend's chunks); about half resume from the golden state at a
- * held position inside the sequence; a pool of 2n+1 rows, NaN everywhere else, slots shuffled. */
+ * boundaries fall inside a chunked backend's chunks); every second one (in seeded order, the first
+ * fresh) resumes from the golden state at a held position inside the sequence; a pool of 2n+1 rows,
+ * NaN everywhere else, slots shuffled. */
 static void run_packed_prefill(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
@@ -172,14 +173,18 @@ static void run_packed_prefill(struct mc_session *s)
     seed_rng(s, &rng);
     if (scratch == NULL || seq == NULL || (perm = permutation(s, &rng, S)) == NULL || pool_images(s, S, &conv, &state))
         goto out;
-    int any_resume = 0;
+    /* half fresh, half resuming, in seeded order after a fresh first one: with three or more, a fresh
+     * sequence follows another, where a state leaking across the boundary shows */
+    for (int64_t i = 0; i < n; i++)
+        seq[i].resume = i % 2;
+    for (int64_t i = n - 1; i > 1; i--) {
+        int64_t j = 1 + (int64_t)mc_rng_below(&rng, (uint64_t)i), t = seq[i].resume;
+        seq[i].resume = seq[j].resume;
+        seq[j].resume = (int)t;
+    }
     for (int64_t i = 0; i < n; i++) {
         seq[i].slot = perm[i];
         seq[i].row = (int64_t)mc_rng_below(&rng, (uint64_t)g->batch);
-        seq[i].resume = i > 0 && mc_rng_below(&rng, 2) == 1;
-        if (i == n - 1 && n > 1 && !any_resume)
-            seq[i].resume = 1;
-        any_resume |= seq[i].resume;
         seq[i].t0 = seq[i].resume ? draw_held(&rng, g, 0, L - 1, scratch) : 0;
         seq[i].len = draw_held(&rng, g, seq[i].t0, L, scratch) - seq[i].t0;
         if (seq[i].resume)
