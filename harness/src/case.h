@@ -33,7 +33,7 @@ enum mc_scenario_kind {
     MC_SCENARIO_BATCH_INVARIANCE,
     MC_SCENARIO_CACHE_ROUNDTRIP,
     MC_SCENARIO_DETERMINISM,
-    MC_SCENARIO_PACKED_PREFILL, /* the serving-path scenarios (docs/scenarios.md §2.12-2.15): forward_packed */
+    MC_SCENARIO_PACKED_PREFILL, /* the serving-path scenarios (docs/scenarios.md §2.13-2.16): forward_packed */
     MC_SCENARIO_SLOT_POOL,
     MC_SCENARIO_MIXED_STEP,
     MC_SCENARIO_PREFIX_RESUME,

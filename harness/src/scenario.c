@@ -765,6 +765,16 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
     res->dtype = ctx->dtype;
     res->status = MC_CHECK_PASS;
 
+    enum mc_scenario_kind kind = ctx->spec->kind;
+    if ((kind == MC_SCENARIO_PACKED_PREFILL || kind == MC_SCENARIO_SLOT_POOL || kind == MC_SCENARIO_MIXED_STEP ||
+         kind == MC_SCENARIO_PREFIX_RESUME) &&
+        ctx->ops->forward_packed == NULL) {
+        /* said before the model is built: nothing of the check can run */
+        res->status = MC_CHECK_UNSUPPORTED;
+        snprintf(res->message, sizeof res->message, "backend %s has no packed call (forward_packed)", ctx->ops->name);
+        res->duration_s = mc_clock_now_s() - t0;
+        return MC_ERR_NONE;
+    }
     struct mc_session s;
     enum mc_err_code rc = mc_session_open(&s, ctx, res, err);
     if (rc == MC_ERR_NONE && !s.broken) {
