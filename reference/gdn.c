@@ -265,6 +265,7 @@ static enum mc_backend_status gdn_model_create(const struct mc_model_desc *desc,
     m->proj = m->C + m->value_dim + 2 * m->Hv;
     m->ref.window_elems = m->C * m->K;
     m->ref.state_elems = m->Hv * m->dk * m->dv;
+    m->ref.hidden = m->D;
 
     gdn_weight_specs(m, spec, &missing_note);
     if ((st = mc_ref_weights_match(&gdn_family, desc, spec, missing_note, found, msg)) != MC_BACKEND_OK)
@@ -333,6 +334,12 @@ static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cach
     return mc_ref_forward(&gdn_family, model, cache, args, msg);
 }
 
+static enum mc_backend_status gdn_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    return mc_ref_forward_packed(&gdn_family, model, pool, args, msg);
+}
+
 static const struct mc_backend_ops gdn_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -340,7 +347,7 @@ static const struct mc_backend_ops gdn_ops = {
     .device = "cpu",
     .family = MC_FAMILY_GDN,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = 0,
+    .caps = MC_CAP_PACKED,
     .model_create = gdn_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = gdn_cache_alloc,
@@ -349,6 +356,7 @@ static const struct mc_backend_ops gdn_ops = {
     .cache_export = gdn_cache_export,
     .cache_import = gdn_cache_import,
     .forward = gdn_forward,
+    .forward_packed = gdn_forward_packed,
 };
 
 const struct mc_backend_ops *mc_reference_gdn_ops(void)

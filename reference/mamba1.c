@@ -174,6 +174,7 @@ static enum mc_backend_status m1_model_create(const struct mc_model_desc *desc, 
     m->xdim = m->R + 2 * m->N;
     m->ref.window_elems = m->inner * m->K;
     m->ref.state_elems = m->inner * m->N;
+    m->ref.hidden = m->D;
 
     m1_weight_specs(m, spec);
     if ((st = mc_ref_weights_match(&m1_family, desc, spec, "", found, msg)) != MC_BACKEND_OK ||
@@ -219,6 +220,12 @@ static enum mc_backend_status m1_forward(struct mc_model *model, struct mc_cache
     return mc_ref_forward(&m1_family, model, cache, args, msg);
 }
 
+static enum mc_backend_status m1_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    return mc_ref_forward_packed(&m1_family, model, pool, args, msg);
+}
+
 static const struct mc_backend_ops m1_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -226,7 +233,7 @@ static const struct mc_backend_ops m1_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA1,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = 0,
+    .caps = MC_CAP_PACKED,
     .model_create = m1_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = m1_cache_alloc,
@@ -235,6 +242,7 @@ static const struct mc_backend_ops m1_ops = {
     .cache_export = m1_cache_export,
     .cache_import = m1_cache_import,
     .forward = m1_forward,
+    .forward_packed = m1_forward_packed,
 };
 
 const struct mc_backend_ops *mc_reference_mamba1_ops(void)

@@ -206,6 +206,7 @@ static enum mc_backend_status m2_model_create(const struct mc_model_desc *desc, 
     m->R = m->H / m->G;
     m->ref.window_elems = m->C * m->K;
     m->ref.state_elems = m->H * m->P * m->N;
+    m->ref.hidden = m->D;
 
     m2_weight_specs(m, spec);
     if ((st = mc_ref_weights_match(&m2_family, desc, spec, "", found, msg)) != MC_BACKEND_OK ||
@@ -251,6 +252,12 @@ static enum mc_backend_status m2_forward(struct mc_model *model, struct mc_cache
     return mc_ref_forward(&m2_family, model, cache, args, msg);
 }
 
+static enum mc_backend_status m2_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    return mc_ref_forward_packed(&m2_family, model, pool, args, msg);
+}
+
 static const struct mc_backend_ops m2_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -258,7 +265,7 @@ static const struct mc_backend_ops m2_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA2,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = 0,
+    .caps = MC_CAP_PACKED,
     .model_create = m2_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = m2_cache_alloc,
@@ -267,6 +274,7 @@ static const struct mc_backend_ops m2_ops = {
     .cache_export = m2_cache_export,
     .cache_import = m2_cache_import,
     .forward = m2_forward,
+    .forward_packed = m2_forward_packed,
 };
 
 const struct mc_backend_ops *mc_reference_mamba2_ops(void)

@@ -369,3 +369,134 @@ cleanup:
     free(tmp_window);
     return st;
 }
+
+/* ---- the packed call --------------------------------------------------------------------------- */
+
+void mc_ref_cache_row(const struct mc_model *model, const struct mc_cache *cache, int64_t row, void **window,
+                      void **state)
+{
+    const struct mc_ref_model *m = (const struct mc_ref_model *)(const void *)model;
+    *window = (unsigned char *)cache->window + (size_t)row * (size_t)m->window_elems * m->elem_bytes;
+    *state = m->state_elems > 0 ? (unsigned char *)cache->state + (size_t)row * (size_t)m->state_elems * m->elem_bytes
+                                : NULL;
+}
+
+/* The argument checks of forward_packed (backend.h struct mc_packed_args), before anything is written. */
+static enum mc_backend_status ref_packed_check(const struct mc_ref_family *fam, const struct mc_model *model,
+                                               const struct mc_cache *pool, const struct mc_packed_args *args,
+                                               struct mc_msg *msg)
+{
+    const char *fn = fam->name;
+    if (!model || !pool || !args)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: forward_packed needs a model, a pool and arguments",
+                           fn);
+    const int64_t n = args->n_seqs;
+    if (n < 0 || n > pool->batch)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: forward_packed: n_seqs %lld must be in [0, %lld] (the pool's rows)", fn,
+                           (long long)n, (long long)pool->batch);
+    if (!args->cu_seqlens || (n > 0 && (!args->slots || !args->has_initial_state)))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: forward_packed needs cu_seqlens [n+1], slots [n] and has_initial_state [n]",
+                           fn);
+    if (args->cu_seqlens[0] != 0)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "%s reference: forward_packed: cu_seqlens[0] must be 0 (got %lld)",
+                           fn, (long long)args->cu_seqlens[0]);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t len = args->cu_seqlens[i + 1] - args->cu_seqlens[i];
+        if (args->cu_seqlens[i + 1] < args->cu_seqlens[i])
+            return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                               "%s reference: forward_packed: cu_seqlens must be non-decreasing (cu_seqlens[%lld] = "
+                               "%lld after %lld)",
+                               fn, (long long)(i + 1), (long long)args->cu_seqlens[i + 1],
+                               (long long)args->cu_seqlens[i]);
+        if (len > INT_MAX)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                               "%s reference: forward_packed: sequence %lld has %lld tokens, above the BLAS limit %d",
+                               fn, (long long)i, (long long)len, INT_MAX);
+        if (args->slots[i] < 0 || args->slots[i] >= pool->batch)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                               "%s reference: forward_packed: slots[%lld] = %lld is outside the pool [0, %lld)", fn,
+                               (long long)i, (long long)args->slots[i], (long long)pool->batch);
+        if (args->has_initial_state[i] > 1)
+            return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                               "%s reference: forward_packed: has_initial_state[%lld] must be 0 or 1 (got %u)", fn,
+                               (long long)i, (unsigned)args->has_initial_state[i]);
+    }
+    /* distinct slots: n <= S, so a quadratic scan only where the pool is small */
+    for (int64_t i = 1; i < n; i++)
+        for (int64_t j = 0; j < i; j++)
+            if (args->slots[i] == args->slots[j])
+                return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                                   "%s reference: forward_packed: slot %lld is given to sequences %lld and %lld (slots "
+                                   "must be distinct)",
+                                   fn, (long long)args->slots[i], (long long)j, (long long)i);
+    if (args->cu_seqlens[n] > 0 && (!args->x || !args->y))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "%s reference: forward_packed needs x [T][D] and y [T][D] for T = %lld tokens", fn,
+                           (long long)args->cu_seqlens[n]);
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_ref_forward_packed(const struct mc_ref_family *fam, struct mc_model *model,
+                                             struct mc_cache *pool, const struct mc_packed_args *args,
+                                             struct mc_msg *msg)
+{
+    enum mc_backend_status st = ref_packed_check(fam, model, pool, args, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    const struct mc_ref_model *m = ref_base(model);
+    const int64_t n = args->n_seqs, T = args->cu_seqlens[n];
+    if (T == 0)
+        return MC_BACKEND_OK; /* zero-length sequences change nothing */
+    const int has_state = m->state_elems > 0;
+    const size_t wbytes = ref_bytes(m, 1, m->window_elems), sbytes = ref_bytes(m, 1, m->state_elems);
+    void *window = malloc(wbytes);
+    void *state = has_state ? malloc(sbytes) : NULL;
+    if (!window || (has_state && !state)) {
+        st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "%s reference: out of memory for a pool row", fam->name);
+        goto cleanup;
+    }
+    if (!pool->primed) { /* a pool no call has written is all zeros (forward contract (a)) */
+        memset(pool->window, 0, ref_bytes(m, pool->batch, m->window_elems));
+        if (has_state)
+            memset(pool->state, 0, ref_bytes(m, pool->batch, m->state_elems));
+        pool->primed = 1;
+    }
+    const size_t tok_bytes = (size_t)m->hidden * m->elem_bytes;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t t0 = args->cu_seqlens[i], len = args->cu_seqlens[i + 1] - t0;
+        if (len == 0)
+            continue;
+        void *slot_window, *slot_state;
+        mc_ref_cache_row(model, pool, args->slots[i], &slot_window, &slot_state);
+        if (args->has_initial_state[i]) {
+            memcpy(window, slot_window, wbytes);
+            if (has_state)
+                memcpy(state, slot_state, sbytes);
+        } else {
+            memset(window, 0, wbytes);
+            if (has_state)
+                memset(state, 0, sbytes);
+        }
+        const struct mc_forward_args one = {
+            .batch = 1,
+            .len = len,
+            .x = (const unsigned char *)args->x + (size_t)t0 * tok_bytes,
+            .mask = NULL,
+            .y = (unsigned char *)args->y + (size_t)t0 * tok_bytes,
+        };
+        st = m->dtype == MC_DTYPE_F64 ? fam->forward_f64(model, window, state, &one, msg)
+                                      : fam->forward_f32(model, window, state, &one, msg);
+        if (st != MC_BACKEND_OK)
+            goto cleanup;
+        memcpy(slot_window, window, wbytes);
+        if (has_state)
+            memcpy(slot_state, state, sbytes);
+    }
+
+cleanup:
+    free(state);
+    free(window);
+    return st;
+}

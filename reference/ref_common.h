@@ -62,10 +62,12 @@ struct mc_ref_model {
     size_t elem_bytes;
     int64_t window_elems;        /* per batch row: [C][K] */
     int64_t state_elems;         /* per batch row; 0 = no recurrent state */
+    int64_t hidden;              /* D: a token's elements in x and y (the packed call's token stride) */
     void *w[MC_REF_MAX_WEIGHTS]; /* owned copies in the model dtype by the family's enum; NULL when absent */
 };
 
-/* The cache of every family. */
+/* The cache of every family. Row b of a cache (a slot of a state pool) is window + b*window_elems and
+ * state + b*state_elems elements (mc_ref_cache_row). */
 struct mc_cache {
     int64_t batch;
     int primed;   /* a forward or an import has written it */
@@ -134,5 +136,20 @@ enum mc_backend_status mc_ref_cache_import(const struct mc_ref_family *fam, stru
  * primed, primed after a success) or, without a cache, on a zero window and state of its own. */
 enum mc_backend_status mc_ref_forward(const struct mc_ref_family *fam, struct mc_model *model, struct mc_cache *cache,
                                       const struct mc_forward_args *args, struct mc_msg *msg);
+
+/* Row `row` of a cache: its window [C][K] and state (NULL without recurrent state), in the model dtype. */
+void mc_ref_cache_row(const struct mc_model *model, const struct mc_cache *cache, int64_t row, void **window,
+                      void **state);
+
+/* The packed call (backend.h struct mc_packed_args, docs/scenarios.md §1.2), by its definition: the
+ * arguments checked first (INVALID with a message, nothing written), then each sequence of nonzero
+ * length run alone as a batch of one through fam->forward_f32/_f64 on a copy of its slot's row (zeros
+ * when has_initial_state is 0 or the pool was never primed), its outputs written to its token range
+ * of y and the row copied back into its slot; no other slot is read or written. A pool that was never
+ * primed is zeroed and marked primed by a call with tokens. A failure of the math after the checks
+ * leaves the sequences before the failing one written. */
+enum mc_backend_status mc_ref_forward_packed(const struct mc_ref_family *fam, struct mc_model *model,
+                                             struct mc_cache *pool, const struct mc_packed_args *args,
+                                             struct mc_msg *msg);
 
 #endif

@@ -135,6 +135,7 @@ static enum mc_backend_status sc_model_create(const struct mc_model_desc *desc, 
     m->K = m->cfg.conv_kernel;
     m->ref.window_elems = m->D * m->K;
     m->ref.state_elems = 0;
+    m->ref.hidden = m->D;
 
     sc_weight_specs(m, spec);
     if ((st = mc_ref_weights_match(&sc_family, desc, spec, "", found, msg)) != MC_BACKEND_OK ||
@@ -180,6 +181,12 @@ static enum mc_backend_status sc_forward(struct mc_model *model, struct mc_cache
     return mc_ref_forward(&sc_family, model, cache, args, msg);
 }
 
+static enum mc_backend_status sc_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    return mc_ref_forward_packed(&sc_family, model, pool, args, msg);
+}
+
 static const struct mc_backend_ops sc_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -187,7 +194,7 @@ static const struct mc_backend_ops sc_ops = {
     .device = "cpu",
     .family = MC_FAMILY_SHORTCONV,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = 0,
+    .caps = MC_CAP_PACKED,
     .model_create = sc_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = sc_cache_alloc,
@@ -196,6 +203,7 @@ static const struct mc_backend_ops sc_ops = {
     .cache_export = sc_cache_export,
     .cache_import = sc_cache_import,
     .forward = sc_forward,
+    .forward_packed = sc_forward_packed,
 };
 
 const struct mc_backend_ops *mc_reference_shortconv_ops(void)

@@ -23,6 +23,8 @@
 #define MAX_SPLIT_SETS 1000
 #define MAX_RANDOM_SETS 1000
 #define MAX_CHUNK_SIZES 64
+#define MAX_PACKED_SEQS 256   /* sequences of one packed call */
+#define MAX_POOL_ROWS 65536   /* rows of a slot_pool state pool */
 
 _Static_assert(MC_CASE_MAX_FILE_BYTES == MC_YAML_MAX_FILE_BYTES, "case.h and yamldoc.h disagree on the file cap");
 
@@ -95,6 +97,10 @@ static const char *const KEYS_LEFT_PADDED[] = {"prefill", "decode"};
 static const char *const KEYS_CHUNK_SIZES[] = {"chunk_sizes"};
 static const char *const KEYS_RANDOM[] = {"sets", "seed"};
 static const char *const KEYS_ROUNDTRIP[] = {"splits"};
+static const char *const KEYS_PACKED[] = {"sequences", "seed"};
+static const char *const KEYS_SLOT_POOL[] = {"sequences", "pool", "seed"};
+static const char *const KEYS_MIXED[] = {"drafts", "seed"};
+static const char *const KEYS_RESUME[] = {"at", "splits", "seed"};
 
 struct scenario_keys {
     const char *const *names;
@@ -113,6 +119,10 @@ static const struct scenario_keys SCENARIO_KEYS[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_BATCH_INVARIANCE] = {KEYS_NONE, 0},
     [MC_SCENARIO_CACHE_ROUNDTRIP] = {KEYS_ROUNDTRIP, COUNT(KEYS_ROUNDTRIP)},
     [MC_SCENARIO_DETERMINISM] = {KEYS_DECODE, COUNT(KEYS_DECODE)},
+    [MC_SCENARIO_PACKED_PREFILL] = {KEYS_PACKED, COUNT(KEYS_PACKED)},
+    [MC_SCENARIO_SLOT_POOL] = {KEYS_SLOT_POOL, COUNT(KEYS_SLOT_POOL)},
+    [MC_SCENARIO_MIXED_STEP] = {KEYS_MIXED, COUNT(KEYS_MIXED)},
+    [MC_SCENARIO_PREFIX_RESUME] = {KEYS_RESUME, COUNT(KEYS_RESUME)},
 };
 
 static void scenario_free(struct mc_scenario_spec *s)
@@ -195,8 +205,8 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
     if ((rc = mc_yaml_fields(ld, map, kp, keys->names, keys->n, v, NULL)) != MC_ERR_NONE)
         return rc;
     for (size_t i = 0; i < keys->n; i++) {
-        bool optional =
-            strcmp(keys->names[i], "seed") == 0 || strcmp(keys->names[i], "decode") == 0 || kind == MC_SCENARIO_CHUNKED;
+        bool optional = strcmp(keys->names[i], "seed") == 0 || strcmp(keys->names[i], "decode") == 0 ||
+                        kind == MC_SCENARIO_CHUNKED || (kind == MC_SCENARIO_PREFIX_RESUME && i == 1);
         if (!optional && (rc = mc_yaml_require(ld, map, kp, keys->names[i], v[i])) != MC_ERR_NONE)
             return rc;
         mc_yaml_kp_key(pk[i], kp, keys->names[i]);
@@ -219,6 +229,42 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
     }
     case MC_SCENARIO_CHUNKED:
         rc = ld_chunked(ld, map, kp, v, s);
+        break;
+    case MC_SCENARIO_PACKED_PREFILL:
+        if ((rc = mc_yaml_int(ld, v[0], pk[0], 1, MAX_PACKED_SEQS, "a packed call holds at most 256 sequences",
+                              &s->sequences)) == MC_ERR_NONE)
+            rc = ld_seed(ld, v[1], pk[1], &s->seed);
+        break;
+    case MC_SCENARIO_SLOT_POOL:
+        if ((rc = mc_yaml_int(ld, v[0], pk[0], 1, MAX_PACKED_SEQS, "a packed call holds at most 256 sequences",
+                              &s->sequences)) == MC_ERR_NONE &&
+            (rc = mc_yaml_int(ld, v[1], pk[1], 4, MAX_POOL_ROWS, "a pool holds at most 65536 rows", &s->pool)) ==
+                MC_ERR_NONE &&
+            (rc = ld_seed(ld, v[2], pk[2], &s->seed)) == MC_ERR_NONE && s->pool < 4 * s->sequences)
+            rc = mc_yaml_fail(ld, v[1]->start_mark, pk[1], "must be at least 4 x sequences (%lld) (got %lld)",
+                              (long long)(4 * s->sequences), (long long)s->pool);
+        break;
+    case MC_SCENARIO_MIXED_STEP:
+        if ((rc = ld_tokens(ld, v[0], pk[0], 2, &s->len)) == MC_ERR_NONE)
+            rc = ld_seed(ld, v[1], pk[1], &s->seed);
+        break;
+    case MC_SCENARIO_PREFIX_RESUME:
+        if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->prefill)) != MC_ERR_NONE ||
+            (rc = ld_seed(ld, v[2], pk[2], &s->seed)) != MC_ERR_NONE || v[1] == NULL)
+            break;
+        s->split_sets = mc_calloc(1, sizeof *s->split_sets);
+        if (s->split_sets == NULL)
+            return mc_yaml_nomem(ld);
+        s->n_split_sets = 1;
+        {
+            int n = 0;
+            rc = ld_int_list(ld, v[1], pk[1], 1, MC_CASE_MAX_TOKENS, MC_CASE_MAX_TOKENS, true,
+                             &s->split_sets[0].points, &n);
+            s->split_sets[0].n = n;
+        }
+        if (rc == MC_ERR_NONE && s->split_sets[0].points[0] <= s->prefill)
+            rc = mc_yaml_fail(ld, v[1]->start_mark, pk[1], "split points must be > at (%lld) (got %lld)",
+                              (long long)s->prefill, (long long)s->split_sets[0].points[0]);
         break;
     case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
         if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->prefill)) == MC_ERR_NONE &&

@@ -33,6 +33,10 @@ enum mc_scenario_kind {
     MC_SCENARIO_BATCH_INVARIANCE,
     MC_SCENARIO_CACHE_ROUNDTRIP,
     MC_SCENARIO_DETERMINISM,
+    MC_SCENARIO_PACKED_PREFILL, /* the serving-path scenarios (docs/scenarios.md §2.13-2.16): forward_packed */
+    MC_SCENARIO_SLOT_POOL,
+    MC_SCENARIO_MIXED_STEP,
+    MC_SCENARIO_PREFIX_RESUME,
     MC_SCENARIO_COUNT
 };
 
@@ -68,13 +72,16 @@ struct mc_scenario_spec {
     enum mc_scenario_kind kind;
     int line, column;            /* of the scenario's key, for messages */
     int64_t prefill;             /* decode, first_token_causality, speculative_verify, left_padded_batch,
-                                    determinism */
+                                    determinism; prefix_resume: the export position `at` */
     int64_t len;                 /* first_token_causality: segment length S (>= 2);
-                                    speculative_verify: draft tokens k */
+                                    speculative_verify, mixed_step: draft tokens k */
+    int64_t sequences;           /* packed_prefill, slot_pool: sequences in the packed call */
+    int64_t pool;                /* slot_pool: rows of the state pool (>= 4 * sequences) */
     int64_t accept;              /* speculative_verify: accepted tokens j (< k) */
     int64_t decode_steps;        /* left_padded_batch: single-token steps between prefill and the chunk */
     uint64_t seed;               /* distractor / random split seed */
-    struct mc_split_set *split_sets; /* chunked: explicit split point sets; cache_roundtrip: one set */
+    struct mc_split_set *split_sets; /* chunked: explicit split point sets; cache_roundtrip: one set;
+                                        prefix_resume: at most one (the schedule after `at`) */
     int n_split_sets;
     int64_t random_sets;         /* chunked: extra split sets drawn from `seed` */
     int64_t *chunk_sizes;        /* chunk_size_invariance */

@@ -15,6 +15,10 @@ const char *const mc_case_scenario_names[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_BATCH_INVARIANCE] = "batch_invariance",
     [MC_SCENARIO_CACHE_ROUNDTRIP] = "cache_roundtrip",
     [MC_SCENARIO_DETERMINISM] = "determinism",
+    [MC_SCENARIO_PACKED_PREFILL] = "packed_prefill",
+    [MC_SCENARIO_SLOT_POOL] = "slot_pool",
+    [MC_SCENARIO_MIXED_STEP] = "mixed_step",
+    [MC_SCENARIO_PREFIX_RESUME] = "prefix_resume",
 };
 
 const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "family.h"
 #include "rng.h"
+#include "serving.h"
 #include "session.h"
 
 const char *mc_check_status_name(enum mc_check_status status)
@@ -746,6 +747,14 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
             return bad_param(c, sp, err, "prefill %lld must be in [1, %lld] (a multi-token forward follows it)",
                              (long long)sp->prefill, (long long)(L - 2));
         return MC_ERR_NONE;
+    case MC_SCENARIO_PACKED_PREFILL:
+    case MC_SCENARIO_SLOT_POOL:
+    case MC_SCENARIO_MIXED_STEP:
+    case MC_SCENARIO_PREFIX_RESUME: {
+        char why[256];
+        const char *misfit = mc_serving_misfit(sp, g, why, sizeof why);
+        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+    }
     case MC_SCENARIO_COUNT:
         break;
     }
@@ -803,6 +812,16 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
     res->dtype = ctx->dtype;
     res->status = MC_CHECK_PASS;
 
+    enum mc_scenario_kind kind = ctx->spec->kind;
+    if ((kind == MC_SCENARIO_PACKED_PREFILL || kind == MC_SCENARIO_SLOT_POOL || kind == MC_SCENARIO_MIXED_STEP ||
+         kind == MC_SCENARIO_PREFIX_RESUME) &&
+        ctx->ops->forward_packed == NULL) {
+        /* said before the model is built: nothing of the check can run */
+        res->status = MC_CHECK_UNSUPPORTED;
+        snprintf(res->message, sizeof res->message, "backend %s has no packed call (forward_packed)", ctx->ops->name);
+        res->duration_s = mc_clock_now_s() - t0;
+        return MC_ERR_NONE;
+    }
     struct mc_session s;
     enum mc_err_code rc = mc_session_open(&s, ctx, res, err);
     if (rc == MC_ERR_NONE && !s.broken) {
@@ -839,6 +858,12 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
             break;
         case MC_SCENARIO_DETERMINISM:
             run_determinism(&s);
+            break;
+        case MC_SCENARIO_PACKED_PREFILL:
+        case MC_SCENARIO_SLOT_POOL:
+        case MC_SCENARIO_MIXED_STEP:
+        case MC_SCENARIO_PREFIX_RESUME:
+            mc_serving_run(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));

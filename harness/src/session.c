@@ -319,18 +319,29 @@ out:
     return rc;
 }
 
-/* Exports a cache as float64: conv [batch][C][K], state [batch][state dims] (state may be NULL). */
-int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c, double *conv, double *state)
+/* The dtype of exported and imported caches: f64 for f64 models, else f32. */
+static enum mc_dtype export_dtype(const struct mc_session *s)
+{
+    return s->ctx->dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+}
+
+size_t mc_session_export_size(const struct mc_session *s)
+{
+    return mc_dtype_size(export_dtype(s));
+}
+
+int mc_session_cache_read_raw(struct mc_session *s, const struct mc_session_cache *c, void *conv, void *state)
 {
     if (s->broken)
         return -1;
-    enum mc_dtype edt = s->ctx->dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+    enum mc_dtype edt = export_dtype(s);
+    size_t esz = mc_dtype_size(edt);
     size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
     size_t nstate = (size_t)(c->batch * mc_family_state_elems(&s->shape));
     int rc = -1;
     struct mc_guarded gc = {0}, gs = {0};
-    void *cb = mc_guard_alloc(&gc, nconv * mc_dtype_size(edt));
-    void *sb = nstate ? mc_guard_alloc(&gs, nstate * mc_dtype_size(edt)) : NULL;
+    void *cb = mc_guard_alloc(&gc, nconv * esz);
+    void *sb = nstate ? mc_guard_alloc(&gs, nstate * esz) : NULL;
     if (cb == NULL || (nstate && sb == NULL)) {
         mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
         goto out;
@@ -346,9 +357,67 @@ int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c
         backend_failed(s, st, "cache_export", &msg);
         goto out;
     }
-    mc_dtype_to_f64(edt, cb, conv, nconv);
+    memcpy(conv, cb, nconv * esz);
     if (sb != NULL && state != NULL)
-        mc_dtype_to_f64(edt, sb, state, nstate);
+        memcpy(state, sb, nstate * esz);
+    rc = 0;
+out:
+    mc_guard_free(&gc);
+    mc_guard_free(&gs);
+    return rc;
+}
+
+/* Exports a cache as float64: conv [batch][C][K], state [batch][state dims] (state may be NULL). */
+int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c, double *conv, double *state)
+{
+    if (s->broken)
+        return -1;
+    enum mc_dtype edt = export_dtype(s);
+    size_t esz = mc_dtype_size(edt);
+    size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
+    size_t nstate = (size_t)(c->batch * mc_family_state_elems(&s->shape));
+    void *cb = mc_session_calloc(nconv, esz, s);
+    void *sb = nstate ? mc_session_calloc(nstate, esz, s) : NULL;
+    int rc = -1;
+    if (cb != NULL && (nstate == 0 || sb != NULL) && mc_session_cache_read_raw(s, c, cb, sb) == 0) {
+        mc_dtype_to_f64(edt, cb, conv, nconv);
+        if (sb != NULL && state != NULL)
+            mc_dtype_to_f64(edt, sb, state, nstate);
+        rc = 0;
+    }
+    free(cb);
+    free(sb);
+    return rc;
+}
+
+int mc_session_cache_write_raw(struct mc_session *s, struct mc_session_cache *c, const void *conv, const void *state)
+{
+    if (s->broken)
+        return -1;
+    size_t esz = mc_dtype_size(export_dtype(s));
+    size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
+    size_t nstate = state != NULL ? (size_t)(c->batch * mc_family_state_elems(&s->shape)) : 0;
+    int rc = -1;
+    struct mc_guarded gc = {0}, gs = {0};
+    void *cb = mc_guard_alloc(&gc, nconv * esz);
+    void *sb = nstate ? mc_guard_alloc(&gs, nstate * esz) : NULL;
+    if (cb == NULL || (nstate && sb == NULL)) {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    memcpy(cb, conv, nconv * esz);
+    if (nstate)
+        memcpy(sb, state, nstate * esz);
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->ops->cache_import(s->model, c->h, cb, sb, &msg);
+    if (!guard_ok(s, "cache_import", &gc, "conv_state") || !guard_ok(s, "cache_import", &gs, "recurrent_state") ||
+        !input_unchanged(s, "cache_import", "conv_state", cb, conv, nconv * esz, esz) ||
+        (nstate && !input_unchanged(s, "cache_import", "recurrent_state", sb, state, nstate * esz, esz)))
+        goto out;
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, "cache_import", &msg);
+        goto out;
+    }
     rc = 0;
 out:
     mc_guard_free(&gc);
@@ -360,42 +429,113 @@ int mc_session_cache_write(struct mc_session *s, struct mc_session_cache *c, con
 {
     if (s->broken)
         return -1;
-    enum mc_dtype edt = s->ctx->dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+    enum mc_dtype edt = export_dtype(s);
     size_t esz = mc_dtype_size(edt);
     size_t nconv = (size_t)(c->batch * s->shape.conv_channels * s->shape.conv_kernel);
     size_t nstate = state != NULL ? (size_t)(c->batch * mc_family_state_elems(&s->shape)) : 0;
+    void *cb = mc_session_calloc(nconv, esz, s);
+    void *sb = nstate ? mc_session_calloc(nstate, esz, s) : NULL;
     int rc = -1;
-    struct mc_guarded gc = {0}, gs = {0};
-    void *cb = mc_guard_alloc(&gc, nconv * esz);
-    void *sb = nstate ? mc_guard_alloc(&gs, nstate * esz) : NULL;
-    void *ccopy = mc_session_calloc(nconv, esz, s);
-    void *scopy = nstate ? mc_session_calloc(nstate, esz, s) : NULL;
-    if (cb == NULL || ccopy == NULL || (nstate && (sb == NULL || scopy == NULL))) {
+    if (cb != NULL && (nstate == 0 || sb != NULL)) {
+        mc_dtype_from_f64(edt, conv, cb, nconv);
+        if (nstate)
+            mc_dtype_from_f64(edt, state, sb, nstate);
+        rc = mc_session_cache_write_raw(s, c, cb, sb);
+    }
+    free(cb);
+    free(sb);
+    return rc;
+}
+
+int mc_session_need_packed(struct mc_session *s)
+{
+    if (s->broken)
+        return -1;
+    if (s->ops->forward_packed != NULL)
+        return 0;
+    s->res->status = MC_CHECK_UNSUPPORTED;
+    snprintf(s->res->message, sizeof s->res->message, "backend %s has no packed call (forward_packed)",
+             s->ops->name);
+    s->broken = 1;
+    return -1;
+}
+
+int mc_session_forward_packed(struct mc_session *s, struct mc_session_cache *pool, const struct mc_packed_seq *seq,
+                              int64_t n, double *y)
+{
+    if (mc_session_need_packed(s) != 0)
+        return -1;
+    const struct mc_golden *g = s->g;
+    const int64_t D = s->shape.hidden;
+    int64_t T = 0;
+    for (int64_t i = 0; i < n; i++)
+        T += seq[i].len;
+    size_t nx = (size_t)(T * D);
+    int rc = -1;
+    char call[96];
+    snprintf(call, sizeof call, "forward_packed(%lld sequences, %lld tokens, pool of %lld)", (long long)n,
+             (long long)T, (long long)pool->batch);
+    struct mc_guarded gx = {0}, gy = {0}, gcu = {0}, gsl = {0}, ghi = {0};
+    double *xf = mc_session_calloc(nx, sizeof *xf, s);
+    void *xcopy = mc_session_calloc(nx, s->esz, s);
+    void *xb = mc_guard_alloc(&gx, nx * s->esz);
+    void *yb = mc_guard_alloc(&gy, nx * s->esz);
+    int64_t *cu = mc_guard_alloc(&gcu, (size_t)(n + 1) * sizeof *cu);
+    int64_t *slots = mc_guard_alloc(&gsl, (size_t)n * sizeof *slots);
+    uint8_t *hi = mc_guard_alloc(&ghi, (size_t)n);
+    int64_t *cu_copy = mc_session_calloc((size_t)(n + 1), sizeof *cu_copy, s);
+    int64_t *slots_copy = mc_session_calloc((size_t)n, sizeof *slots_copy, s);
+    uint8_t *hi_copy = mc_session_calloc((size_t)n, 1, s);
+    if (xf == NULL || xcopy == NULL || xb == NULL || yb == NULL || cu == NULL || (n && (slots == NULL || hi == NULL)) ||
+        cu_copy == NULL || slots_copy == NULL || hi_copy == NULL) {
         mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
         goto out;
     }
-    mc_dtype_from_f64(edt, conv, cb, nconv);
-    memcpy(ccopy, cb, nconv * esz);
-    if (nstate) {
-        mc_dtype_from_f64(edt, state, sb, nstate);
-        memcpy(scopy, sb, nstate * esz);
+    cu[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        cu[i + 1] = cu[i] + seq[i].len;
+        slots[i] = seq[i].slot;
+        hi[i] = (uint8_t)(seq[i].resume ? 1 : 0);
+        if (seq[i].len > 0) {
+            const double *src = seq[i].x != NULL ? seq[i].x
+                                                 : g->hidden_states.data + (seq[i].row * g->len + seq[i].t0) * D;
+            memcpy(xf + cu[i] * D, src, (size_t)(seq[i].len * D) * sizeof *xf);
+        }
     }
+    mc_dtype_from_f64(s->ctx->dtype, xf, xb, nx);
+    memcpy(xcopy, xb, nx * s->esz);
+    memcpy(cu_copy, cu, (size_t)(n + 1) * sizeof *cu);
+    memcpy(slots_copy, slots, (size_t)n * sizeof *slots);
+    memcpy(hi_copy, hi, (size_t)n);
+    mc_dtype_fill_nan(s->ctx->dtype, yb, nx);
+    struct mc_packed_args args = {
+        .n_seqs = n, .cu_seqlens = cu, .slots = slots, .has_initial_state = hi, .x = xb, .y = yb};
     struct mc_msg msg = {{0}};
-    enum mc_backend_status st = s->ops->cache_import(s->model, c->h, cb, sb, &msg);
-    if (!guard_ok(s, "cache_import", &gc, "conv_state") || !guard_ok(s, "cache_import", &gs, "recurrent_state") ||
-        !input_unchanged(s, "cache_import", "conv_state", cb, ccopy, nconv * esz, esz) ||
-        (nstate && !input_unchanged(s, "cache_import", "recurrent_state", sb, scopy, nstate * esz, esz)))
+    enum mc_backend_status st = s->ops->forward_packed(s->model, pool->h, &args, &msg);
+    if (!guard_ok(s, call, &gy, "y") || !guard_ok(s, call, &gx, "x") || !guard_ok(s, call, &gcu, "cu_seqlens") ||
+        !guard_ok(s, call, &gsl, "slots") || !guard_ok(s, call, &ghi, "has_initial_state") ||
+        !input_unchanged(s, call, "x", xb, xcopy, nx * s->esz, s->esz) ||
+        !input_unchanged(s, call, "cu_seqlens", cu, cu_copy, (size_t)(n + 1) * sizeof *cu, sizeof *cu) ||
+        (n && !input_unchanged(s, call, "slots", slots, slots_copy, (size_t)n * sizeof *slots, sizeof *slots)) ||
+        (n && !input_unchanged(s, call, "has_initial_state", hi, hi_copy, (size_t)n, 1)))
         goto out;
     if (st != MC_BACKEND_OK) {
-        backend_failed(s, st, "cache_import", &msg);
+        backend_failed(s, st, call, &msg);
         goto out;
     }
+    mc_dtype_to_f64(s->ctx->dtype, yb, y, nx);
     rc = 0;
 out:
-    free(ccopy);
-    free(scopy);
-    mc_guard_free(&gc);
-    mc_guard_free(&gs);
+    free(xf);
+    free(xcopy);
+    free(cu_copy);
+    free(slots_copy);
+    free(hi_copy);
+    mc_guard_free(&gx);
+    mc_guard_free(&gy);
+    mc_guard_free(&gcu);
+    mc_guard_free(&gsl);
+    mc_guard_free(&ghi);
     return rc;
 }
 
@@ -575,4 +715,69 @@ int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_ca
     free(cnow);
     free(snow);
     return rc;
+}
+
+void mc_session_check_row_state(struct mc_session *s, const double *conv, const double *state, int64_t slot,
+                                int64_t row, int64_t pos)
+{
+    const struct mc_golden *g = s->g;
+    int64_t ti = mc_golden_position_index(g, pos);
+    if (ti < 0 || s->broken)
+        return;
+    int64_t nconv_row = s->shape.conv_channels * s->shape.conv_kernel;
+    int64_t nstate_row = mc_family_state_elems(&s->shape);
+    int64_t conv_at = (ti * g->batch + row) * nconv_row, state_at = (ti * g->batch + row) * nstate_row;
+    struct mc_compare_view v;
+    mc_session_conv_view(s, row, 1, pos, &v);
+    mc_session_compare(s, "conv_state", MC_TENSOR_CONV_STATE, 0, conv + slot * nconv_row, g->conv_state.data + conv_at,
+                       &v);
+    if (s->ref != NULL)
+        mc_session_compare(s, "ref_conv_state", MC_TENSOR_REF_CONV_STATE, 0, conv + slot * nconv_row,
+                           s->ref->conv_state + conv_at, &v);
+    if (nstate_row && state != NULL) {
+        mc_session_state_view(s, row, 1, pos, &v);
+        mc_session_compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, 0, state + slot * nstate_row,
+                           g->recurrent_state.data + state_at, &v);
+        if (s->ref != NULL)
+            mc_session_compare(s, "ref_recurrent_state", MC_TENSOR_REF_RECURRENT_STATE, 0, state + slot * nstate_row,
+                               s->ref->recurrent_state + state_at, &v);
+    }
+}
+
+/* Elements [n] of size esz: 0 where now and before hold the same bytes, 1 where they differ. */
+static void byte_diff(const unsigned char *now, const unsigned char *before, size_t n, size_t esz, double *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = memcmp(now + i * esz, before + i * esz, esz) == 0 ? 0.0 : 1.0;
+}
+
+void mc_session_check_row_bytes(struct mc_session *s, const char *name, const void *conv_now, const void *state_now,
+                                const void *conv_before, const void *state_before, int64_t slot)
+{
+    if (s->broken)
+        return;
+    size_t esz = mc_session_export_size(s);
+    int64_t nconv_row = s->shape.conv_channels * s->shape.conv_kernel;
+    int64_t nstate_row = mc_family_state_elems(&s->shape);
+    int64_t most = nconv_row > nstate_row ? nconv_row : nstate_row;
+    double *diff = mc_session_calloc((size_t)most, sizeof *diff, s);
+    double *zero = mc_session_calloc((size_t)most, sizeof *zero, s);
+    if (diff == NULL || zero == NULL)
+        goto out;
+    size_t at = (size_t)(slot * nconv_row) * esz;
+    byte_diff((const unsigned char *)conv_now + at, (const unsigned char *)conv_before + at, (size_t)nconv_row, esz,
+              diff);
+    struct mc_compare_view v;
+    mc_session_conv_view(s, slot, 1, 0, &v);
+    mc_session_compare(s, name, MC_TENSOR_CONV_STATE, 1, diff, zero, &v);
+    if (nstate_row && state_now != NULL && state_before != NULL) {
+        at = (size_t)(slot * nstate_row) * esz;
+        byte_diff((const unsigned char *)state_now + at, (const unsigned char *)state_before + at, (size_t)nstate_row,
+                  esz, diff);
+        mc_session_state_view(s, slot, 1, 0, &v);
+        mc_session_compare(s, name, MC_TENSOR_RECURRENT_STATE, 1, diff, zero, &v);
+    }
+out:
+    free(diff);
+    free(zero);
 }

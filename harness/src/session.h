@@ -66,6 +66,38 @@ int mc_session_cache_read(struct mc_session *s, const struct mc_session_cache *c
  * back unchanged. */
 int mc_session_cache_write(struct mc_session *s, struct mc_session_cache *c, const double *conv, const double *state);
 
+/* The export/import element size (8 for f64 models, else 4), and a cache read and written in that
+ * dtype as raw bytes (conv [batch][C][K], state [batch][...]; state may be NULL), for bit-exact
+ * comparisons and for NaN payloads float64 would not keep. */
+size_t mc_session_export_size(const struct mc_session *s);
+int mc_session_cache_read_raw(struct mc_session *s, const struct mc_session_cache *c, void *conv, void *state);
+int mc_session_cache_write_raw(struct mc_session *s, struct mc_session_cache *c, const void *conv, const void *state);
+
+/* One sequence of a packed call: tokens [t0, t0+len) of golden row `row` (or x [len][D] when x is not
+ * NULL), in pool row `slot`, has_initial_state `resume`. */
+struct mc_packed_seq {
+    int64_t row, t0, len, slot;
+    int resume;
+    const double *x;
+};
+
+/* 0 when the backend has forward_packed; else marks the check unsupported ("backend X has no packed
+ * call (forward_packed)") and the session broken, and returns -1. */
+int mc_session_need_packed(struct mc_session *s);
+/* One forward_packed call on `pool` over seq [n] packed back to back (NaN-poisoned y, guarded inputs
+ * that must come back unchanged); y receives [T][D] in float64. */
+int mc_session_forward_packed(struct mc_session *s, struct mc_session_cache *pool, const struct mc_packed_seq *seq,
+                              int64_t n, double *y);
+/* Compares row `slot` of pool readings conv [S][C][K] and state [S][...] (float64, state NULL for
+ * ShortConv) with the golden cache of row `row` at `pos`, when the golden holds that position. */
+void mc_session_check_row_state(struct mc_session *s, const double *conv, const double *state, int64_t slot,
+                                int64_t row, int64_t pos);
+/* Compares row `slot` of two raw pool readings (mc_session_cache_read_raw) byte for byte under tensor
+ * `name`: an element counts as failing (1 against 0) when any of its bytes changed, NaN payloads
+ * included. */
+void mc_session_check_row_bytes(struct mc_session *s, const char *name, const void *conv_now, const void *state_now,
+                                const void *conv_before, const void *state_before, int64_t slot);
+
 /* One forward over a slice; y receives [nrows][len][D] in float64. */
 int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl, double *y);
 /* Forward and compare the output with the golden. */

@@ -129,6 +129,20 @@ static void test_valid_case(void **state)
     assert_int_equal(s[MC_SCENARIO_CACHE_ROUNDTRIP].split_sets[0].points[1], 9);
     assert_int_equal(s[MC_SCENARIO_DETERMINISM].prefill, 7);
 
+    /* the serving scenarios: packed_prefill {sequences: 6, seed: 4}, slot_pool {sequences: 5, pool: 23,
+     * seed: 2}, mixed_step {drafts: 3, seed: 8}, prefix_resume {at: 5, splits: [7, 12], seed: 6} */
+    assert_int_equal(s[MC_SCENARIO_PACKED_PREFILL].sequences, 6);
+    assert_int_equal(s[MC_SCENARIO_PACKED_PREFILL].seed, 4);
+    assert_int_equal(s[MC_SCENARIO_SLOT_POOL].sequences, 5);
+    assert_int_equal(s[MC_SCENARIO_SLOT_POOL].pool, 23);
+    assert_int_equal(s[MC_SCENARIO_SLOT_POOL].seed, 2);
+    assert_int_equal(s[MC_SCENARIO_MIXED_STEP].len, 3);
+    assert_int_equal(s[MC_SCENARIO_MIXED_STEP].seed, 8);
+    assert_int_equal(s[MC_SCENARIO_PREFIX_RESUME].prefill, 5);
+    assert_int_equal(s[MC_SCENARIO_PREFIX_RESUME].n_split_sets, 1);
+    assert_int_equal(s[MC_SCENARIO_PREFIX_RESUME].split_sets[0].n, 2);
+    assert_int_equal(s[MC_SCENARIO_PREFIX_RESUME].split_sets[0].points[1], 12);
+
     /* first_token_causality: {prefill: 6, len: 5, seed: 3} */
     assert_int_equal(s[3].line, 15);
     assert_int_equal(s[3].prefill, 6);
@@ -271,7 +285,11 @@ static void test_names(void **state)
                                        "chunk_size_invariance",
                                        "batch_invariance",
                                        "cache_roundtrip",
-                                       "determinism"};
+                                       "determinism",
+                                       "packed_prefill",
+                                       "slot_pool",
+                                       "mixed_step",
+                                       "prefix_resume"};
     enum mc_scenario_kind k;
     for (int i = 0; i < MC_SCENARIO_COUNT; i++) {
         assert_string_equal(mc_scenario_name((enum mc_scenario_kind)i), scen[i]);
@@ -466,7 +484,7 @@ static const struct bad_fixture BAD[] = {
     {"unknown_scenario.yaml", 0, MC_ERR_INPUT,
      "unknown_scenario.yaml:10:3: in 'scenarios': unknown key 'prefil' (valid keys: prefill, decode, chunked, "
      "first_token_causality, speculative_verify, left_padded_batch, right_padded_batch, chunk_size_invariance, "
-     "batch_invariance, cache_roundtrip, determinism)",
+     "batch_invariance, cache_roundtrip, determinism, packed_prefill, slot_pool, mixed_step, prefix_resume)",
      NULL},
 };
 

@@ -151,5 +151,8 @@ struct mc_backend_ops fault_backend(const struct mc_backend_ops *inner, enum fau
     o.cache_export = f_export;
     o.cache_import = f_import;
     o.forward = f_forward;
+    /* the wrapper has models and caches of its own: the inner packed call cannot take them */
+    o.forward_packed = NULL;
+    o.caps &= ~MC_CAP_PACKED;
     return o;
 }

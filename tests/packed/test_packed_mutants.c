@@ -1,0 +1,212 @@
+/*
+ * test_packed_mutants.c — the packed-call mutants (packed_mutants.c) through the CLI on every family's tiny
+ * case,
+ *     mixcheck run cases/<family>/tiny.yaml --plugin libmc_packed_mutants.so --backend <mutant> --dtype f32 -k <scenario>
+ * each must exit 1 with the scenario meant for it failing on the named tensor (read from the JSON
+ * report); the correct packed call (control.packed) and the reference must pass all four serving
+ * scenarios (exit 0); a backend without forward_packed gets every serving check `unsupported` with its
+ * message. Also the golden checks of the serving scenarios: a golden without a state position inside
+ * the sequence is refused (exit 2), and one that holds few positions (m130m: 0, 16, 32) is cut there.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static const char *const families[] = {"mamba2", "mamba1", "gdn", "shortconv"};
+static const char *const serving[] = {"packed_prefill", "slot_pool", "mixed_step", "prefix_resume"};
+
+/* Each mutant, the scenario meant to catch it and the tensor that must fail there. */
+static const struct {
+    const char *backend, *scenario, *tensor;
+} kills[] = {
+    {"mutant.S2.3-state-leak", "packed_prefill", "output"},
+    {"mutant.S2.4-initial-state-ignored", "slot_pool", "output"},
+    {"mutant.S2.5-wrong-slot", "slot_pool", "untouched"},
+    {"mutant.S2.6-one-token-prefill-decode", "mixed_step", "output"},
+};
+
+static char dir[] = "/tmp/mixcheck-packed-XXXXXX";
+static char out[1 << 20];
+
+static int run(const char *cmd)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The CLI on `path` for backend (a plugin one unless "reference") and scenario pattern `k`; returns its
+ * exit status; the console output is kept in `console`. */
+static char console[1 << 20];
+static int run_cli(const char *path, const char *backend, const char *k, int json)
+{
+    char cmd[4096];
+    int builtin = strcmp(backend, "reference") == 0;
+    snprintf(cmd, sizeof cmd, MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype f32 %s%s -q --color never %s%s%s",
+             path, builtin ? "" : "--plugin " MC_PACKED_MUTANTS, backend, k ? "-k " : "", k ? k : "",
+             json ? "--json " : "", json ? dir : "", json ? "/r.json" : "");
+    int rc = run(cmd);
+    memcpy(console, out, sizeof console);
+    return rc;
+}
+
+/* Status of (scenario, tensor) in the JSON report, or NULL when absent. */
+static const char *status_of(const char *scenario, const char *tensor)
+{
+    static char st[32];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import json, sys\n"
+             "for x in json.load(open(sys.argv[1]))[\"results\"]:\n"
+             "    if x[\"scenario\"] == sys.argv[2] and (x[\"tensor\"] or \"-\") == sys.argv[3]: print(x[\"status\"])' "
+             "%s/r.json %s %s",
+             dir, scenario, tensor);
+    if (run(cmd) != 0 || out[0] == '\0')
+        return NULL;
+    snprintf(st, sizeof st, "%.*s", (int)strcspn(out, "\n"), out);
+    return st;
+}
+
+static void test_mutants_caught(void **state)
+{
+    (void)state;
+    char path[256];
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        snprintf(path, sizeof path, "cases/%s/tiny.yaml", families[f]);
+        for (size_t m = 0; m < sizeof kills / sizeof kills[0]; m++) {
+            int rc = run_cli(path, kills[m].backend, kills[m].scenario, 1);
+            if (rc != 1)
+                fail_msg("%s on %s, %s: exit %d, expected 1:\n%s", kills[m].backend, path, kills[m].scenario, rc,
+                         console);
+            if (strstr(console, kills[m].tensor) == NULL)
+                fail_msg("%s on %s: the diagnosis does not name '%s':\n%s", kills[m].backend, path, kills[m].tensor,
+                         console);
+            const char *st = status_of(kills[m].scenario, kills[m].tensor);
+            if (st == NULL || strcmp(st, "fail") != 0)
+                fail_msg("%s on %s: %s/%s is %s, expected fail:\n%s", kills[m].backend, path, kills[m].scenario,
+                         kills[m].tensor, st ? st : "absent", console);
+            printf("%-10s %-38s caught by %s -> %s\n", families[f], kills[m].backend, kills[m].scenario,
+                   kills[m].tensor);
+        }
+    }
+}
+
+static void test_correct_packed_passes(void **state)
+{
+    (void)state;
+    char path[256];
+    const char *backends[] = {"control.packed", "reference"};
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        snprintf(path, sizeof path, "cases/%s/tiny.yaml", families[f]);
+        for (size_t b = 0; b < 2; b++) {
+            for (size_t s = 0; s < sizeof serving / sizeof serving[0]; s++) {
+                int rc = run_cli(path, backends[b], serving[s], 0);
+                if (rc != 0)
+                    fail_msg("%s on %s, %s: exit %d, expected 0:\n%s", backends[b], path, serving[s], rc, console);
+            }
+        }
+    }
+}
+
+static void test_no_packed_call_unsupported(void **state)
+{
+    (void)state;
+    char path[256];
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        snprintf(path, sizeof path, "cases/%s/tiny.yaml", families[f]);
+        for (size_t s = 0; s < sizeof serving / sizeof serving[0]; s++) {
+            /* every check that ran was unsupported: 125, never a pass */
+            int rc = run_cli(path, "control.no-packed", serving[s], 0);
+            if (rc != 125 || strstr(console, "backend control.no-packed has no packed call (forward_packed)") == NULL ||
+                strstr(console, "UNSUP") == NULL)
+                fail_msg("control.no-packed on %s, %s: exit %d, expected 125 and the message:\n%s", path, serving[s],
+                         rc, console);
+        }
+    }
+}
+
+/* Writes a one-scenario case on `golden` into dir/name and returns its path. */
+static const char *write_case(const char *name, const char *family, const char *golden, const char *scenario)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp,
+            "id: %s\nwhy: \"serving scenario against this golden\"\nfamily: %s\ngolden: %s/golden/%s\n"
+            "tolerance: %s/cases/tolerances/%s.yaml\nbackends: [reference]\ndtypes: [f32]\nscenarios:\n  %s\n",
+            family, family, MC_SOURCE_DIR, golden, MC_SOURCE_DIR, family, scenario);
+    fclose(fp);
+    return path;
+}
+
+static void test_golden_positions(void **state)
+{
+    (void)state;
+    /* qwen3next holds states at 0 and 16 = L only: nothing to resume from inside the sequence */
+    const char *p = write_case("q3n.yaml", "gdn", "gdn/qwen3next.h5", "packed_prefill: {sequences: 2}");
+    int rc = run_cli(p, "reference", NULL, 0);
+    if (rc != 2 || strstr(console, "needs a state position inside the sequence") == NULL)
+        fail_msg("qwen3next packed_prefill: exit %d, expected 2 and the reason:\n%s", rc, console);
+    p = write_case("q3n-mixed.yaml", "gdn", "gdn/qwen3next.h5", "mixed_step: {drafts: 2}");
+    rc = run_cli(p, "reference", NULL, 0);
+    if (rc != 2 || strstr(console, "to verify from") == NULL)
+        fail_msg("qwen3next mixed_step: exit %d, expected 2 and the reason:\n%s", rc, console);
+    /* a masked golden with padding: a packed call has no mask */
+    p = write_case("lp.yaml", "mamba2", "mamba2/leftpad.h5", "slot_pool: {sequences: 2, pool: 8}");
+    rc = run_cli(p, "reference", NULL, 0);
+    if (rc != 2 || strstr(console, "a packed call has no mask") == NULL)
+        fail_msg("leftpad slot_pool: exit %d, expected 2 and the reason:\n%s", rc, console);
+    /* m130m holds 0, 16, 32: sequences are cut and resumed there (16 is inside the 256-token chunk) */
+    p = write_case("m130m.yaml", "mamba2", "mamba2/m130m.h5", "packed_prefill: {sequences: 2, seed: 3}");
+    rc = run_cli(p, "reference", NULL, 1);
+    if (rc != 0)
+        fail_msg("m130m packed_prefill: exit %d, expected 0:\n%s", rc, console);
+    const char *st = status_of("packed_prefill", "recurrent_state");
+    assert_non_null(st);
+    assert_string_equal(st, "pass");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        fprintf(stderr, "test_packed_mutants: /usr/bin/python3 is needed to read the JSON report\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mutants_caught),
+        cmocka_unit_test(test_correct_packed_passes),
+        cmocka_unit_test(test_no_packed_call_unsupported),
+        cmocka_unit_test(test_golden_positions),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
