@@ -243,7 +243,7 @@ static const struct mc_backend_ops m2c_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA2,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS,
+    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED,
     .model_create = m2c_model_create,
     .model_destroy = m2c_model_destroy,
     .cache_alloc = m2c_cache_alloc,
@@ -252,6 +252,7 @@ static const struct mc_backend_ops m2c_ops = {
     .cache_export = m2c_cache_export,
     .cache_import = m2c_cache_import,
     .forward = m2c_forward,
+    .forward_packed = mc_mamba2_cpu_forward_packed,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba2_ops(void)
