@@ -619,6 +619,16 @@ static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struc
     return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
 }
 
+/* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */
+static enum mc_backend_status m1c_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return m1c_forward_packed(model, pool, args, msg);
+    return mc_cpu_packed_streamed(model, pool, args, msg, m1c_forward_packed, &model->cache_shape, model->D,
+                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), M1C_WHO);
+}
+
 static const struct mc_backend_ops m1c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -635,7 +645,7 @@ static const struct mc_backend_ops m1c_ops = {
     .cache_export = m1c_cache_export,
     .cache_import = m1c_cache_import,
     .forward = m1c_forward_streamed,
-    .forward_packed = m1c_forward_packed,
+    .forward_packed = m1c_forward_packed_streamed,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba1_ops(void)

@@ -173,10 +173,8 @@ struct scc_run {
 /* Row b of a forward: batch row b (tokens b·L .., window row b), or sequence b of a packed call
  * (tokens cu_seqlens[b] .., window row slots[b]): the conv of each sequence reads its own window and
  * tokens only. */
-static void scc_row_task(void *ctx, int64_t b, int worker)
+static void scc_row_cols(const struct scc_run *r, int64_t b, int64_t c0, int64_t c1)
 {
-    (void)worker;
-    const struct scc_run *r = ctx;
     const struct mc_model *m = r->m;
     const int64_t t0 = r->pk ? r->pk->cu_seqlens[b] : b * r->len;
     const int64_t L = r->pk ? r->pk->cu_seqlens[b + 1] - t0 : r->len, D = m->D;
@@ -185,22 +183,40 @@ static void scc_row_task(void *ctx, int64_t b, int worker)
     for (int64_t t = 0; t < L; t++) {
         const float *restrict row = r->bcx + (t0 + t) * 3 * D;
         float *restrict bx = r->bx + (t0 + t) * D;
-        for (int64_t j = 0; j < D; j++)
+        for (int64_t j = c0; j < c1; j++)
             bx[j] = row[j] * row[2 * D + j];
     }
-    mc_cpu_conv_row(L, D, m->K, r->bx + t0 * D, D, mask, r->window + slot * scc_window_elems(m), m->conv_kc,
-                    m->w[SCC_CONV_BIAS], 0, r->co + t0 * D, D);
+    mc_cpu_conv_cols(L, D, c0, c1, m->K, r->bx + t0 * D, D, mask, r->window + slot * scc_window_elems(m), m->conv_kc,
+                     m->w[SCC_CONV_BIAS], 0, r->co + t0 * D, D);
     for (int64_t t = 0; t < L; t++) {
         const float *restrict cg = r->bcx + (t0 + t) * 3 * D + D;
         const float *restrict co = r->co + (t0 + t) * D;
         float *restrict out = r->bx + (t0 + t) * D;
         if (mask && !mask[t]) {
-            memset(out, 0, (size_t)D * sizeof *out);
+            memset(out + c0, 0, (size_t)(c1 - c0) * sizeof *out);
             continue;
         }
-        for (int64_t j = 0; j < D; j++)
+        for (int64_t j = c0; j < c1; j++)
             out[j] = cg[j] * co[j];
     }
+}
+
+static void scc_row_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct scc_run *r = ctx;
+    scc_row_cols(r, b, 0, r->m->D);
+}
+
+/* A packed call's task: one (sequence, block of MC_CPU_CONV_COLS channels), so a few long sequences
+ * still spread over every thread (the same bits per channel as the whole row). */
+static void scc_packed_task(void *ctx, int64_t task, int worker)
+{
+    (void)worker;
+    const struct scc_run *r = ctx;
+    const int64_t D = r->m->D, nb = (D + MC_CPU_CONV_COLS - 1) / MC_CPU_CONV_COLS;
+    const int64_t c0 = task % nb * MC_CPU_CONV_COLS, c1 = c0 + MC_CPU_CONV_COLS < D ? c0 + MC_CPU_CONV_COLS : D;
+    scc_row_cols(r, task / nb, c0, c1);
 }
 
 static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cache *cache,
@@ -313,7 +329,8 @@ static enum mc_backend_status scc_forward_packed(struct mc_model *model, struct 
     }
     struct scc_run run = {.m = m, .len = T, .bcx = bcx, .bx = bx, .co = co, .window = pool->window, .pk = args};
     mc_cpu_linear_tiled(T, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
-    mc_cpu_parallel_for(args->n_seqs, scc_row_task, &run, m->threads);
+    mc_cpu_parallel_for(args->n_seqs * ((D + MC_CPU_CONV_COLS - 1) / MC_CPU_CONV_COLS), scc_packed_task, &run,
+                        m->threads);
     mc_cpu_linear_tiled(T, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
     mc_cpu_out_bias(T, D, NULL, m->w[SCC_OUT_PROJ_BIAS], y);
     if (m->dtype != MC_DTYPE_F32)
@@ -387,6 +404,16 @@ cleanup:
     return st;
 }
 
+/* The ops forward_packed: scc_forward_packed over the packed axis in blocks (stream.h). */
+static enum mc_backend_status scc_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return scc_forward_packed(model, pool, args, msg);
+    return mc_cpu_packed_streamed(model, pool, args, msg, scc_forward_packed, &model->cache_shape, model->D,
+                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), SCC_WHO);
+}
+
 static const struct mc_backend_ops scc_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -403,7 +430,7 @@ static const struct mc_backend_ops scc_ops = {
     .cache_export = scc_cache_export,
     .cache_import = scc_cache_import,
     .forward = scc_forward_streamed,
-    .forward_packed = scc_forward_packed,
+    .forward_packed = scc_forward_packed_streamed,
 };
 
 const struct mc_backend_ops *mc_cpu_shortconv_ops(void)

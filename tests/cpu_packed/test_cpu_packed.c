@@ -11,6 +11,8 @@
  *   - each sequence's outputs and its slot afterwards equal the sequence run alone (f32, bf16, f16
  *     storage; chunk lengths that put boundaries inside chunks, and one chunk holding every sequence);
  *   - every other slot (and the slots of zero-length sequences) bit for bit unchanged;
+ *   - the same through the streamed packed call (stream.h: blocks of whole chunks of the packed axis,
+ *     forced down to a few tokens so that sequences cross blocks);
  *   - the packed call is bitwise the same for 1, 2 and 3 threads;
  *   - argument errors (bad cu_seqlens, duplicate or out-of-range slots) leave the pool unchanged.
  */
@@ -28,6 +30,7 @@
 #include "common.h"
 #include "cpu.h"
 #include "cpu_testutil.h"
+#include "stream.h"
 
 /*
  * Tolerances, packed against alone, both cpu f32 on the same f32 inputs. The two differ only in the
@@ -473,6 +476,10 @@ static void test_mamba2_packed(void **state)
         pk_mamba2(&f, which);
         for (int c = 0; c < PK_N_CHUNKS; c++)
             pk_check(&f, MC_DTYPE_F32, pk_chunks[c], c % 2 ? 2 : 1);
+        mc_cpu_stream_set_tokens(2); /* packed blocks of 8 chunks: 24 tokens at chunk 3, 40 at 5 */
+        pk_check(&f, MC_DTYPE_F32, 3, 2);
+        pk_check(&f, MC_DTYPE_F32, 5, 1);
+        mc_cpu_stream_set_tokens(-1);
         pk_check(&f, MC_DTYPE_BF16, 8, 2);
         pk_check(&f, MC_DTYPE_F16, 3, 1);
         pk_threads(&f, 8);
@@ -486,6 +493,9 @@ static void pk_unchunked(struct pk_family *f)
 {
     pk_check(f, MC_DTYPE_F32, 0, 1);
     pk_check(f, MC_DTYPE_F32, 0, 3);
+    mc_cpu_stream_set_tokens(2); /* packed blocks of 16 tokens: sequences cross blocks */
+    pk_check(f, MC_DTYPE_F32, 0, 2);
+    mc_cpu_stream_set_tokens(-1);
     pk_check(f, MC_DTYPE_BF16, 0, 2);
     pk_check(f, MC_DTYPE_F16, 0, 1);
     pk_threads(f, 0);
