@@ -12,6 +12,12 @@
  *      peak RSS (wait4 → ru_maxrss) is its own: a warm-up run, then --reps runs; the median counts.
  *      The reference runs at --reference-len tokens (default min(L, 1024)) and is compared per token.
  *   3. report: one table line per configuration on stdout; --json FILE with one record each.
+ * --packed (layer mode, a backend with MC_CAP_PACKED) times the packed call of serving engines
+ * (backend.h: forward_packed) against the batched forward at the same tokens, in ONE child process
+ * with the two alternating rep by rep (the same warm caches, the same machine noise): batched is
+ * [B][L] (every row real, the batched path's best case), packed the same B·L tokens of x as --seqs
+ * sequences of mixed lengths (bench_work.h: mc_bench_packed_lengths) on sparse slots of a pool, every
+ * other one continuing from its slot. The report is tokens/s of each and packed/batched.
  * Threads: --threads N (default 2) is mc_model_desc.threads. The cpu kernels parallelise themselves
  * (mc_cpu_parallel_for over tiles and heads, each task calling sgemm), so backend runs set OpenBLAS to
  * one thread (openblas_set_num_threads(1): N OpenBLAS threads under N workers would nest N×N threads);
@@ -58,7 +64,9 @@ struct bench_opts {
     const char *backend;
     enum mc_dtype dtype;
     int64_t len, batch, ref_len;
-    int threads, reps, core;
+    int threads, reps, core, packed;
+    int64_t seqs; /* --packed: sequences of the packed call */
+    int explicit_len, explicit_batch;
     const char *json_path;
     const char *cases_dir;
     const char *plugins[MC_PLUGIN_MAX];
@@ -72,6 +80,7 @@ struct bench_timing {
     int ok;
     char msg[512];
     double median_s, min_s;
+    double packed_median_s; /* --packed: the packed call's median, timed in the same child */
     double footprint_bytes;
     int64_t sgemm_n;
     /* /proc/self/status of the child: VmRSS before any setup (libraries and the inherited image), and
@@ -90,6 +99,8 @@ struct bench_record {
     long long peak_rss_bytes, ref_peak_rss_bytes, sgemm_peak_rss_bytes;
     long long baseline_rss_bytes, run_peak_rss_bytes; /* bench_timing's; -1 unknown */
     double footprint_bytes;
+    double packed_tokens_per_s, packed_ratio; /* --packed */
+    int64_t packed_min_len, packed_max_len;
 };
 
 static int progress_on; /* stdout is a terminal */
@@ -134,6 +145,10 @@ static void usage(FILE *out)
             "  --shape ssm_scan    ggml's SSM_SCAN perf shape: mamba2 core, N 128, P 64, 48 heads,\n"
             "                      1 group, 512 tokens, chunk 64 (implies --core --family mamba2 --len 512)\n"
             "  --heads H --head-dim P --state N --groups G --chunk Q   mamba2 shape overrides\n"
+            "  --packed            time the packed call (forward_packed) against the batched forward at\n"
+            "                      the same tokens, alternating in one process; default [8][512] batched\n"
+            "                      against 12 sequences of mixed lengths packed\n"
+            "  --seqs N            sequences of the packed call (with --packed; default 12)\n"
             "  --json FILE         one record per configuration\n"
             "  --plugin LIB        load backends from a shared library (repeatable)\n"
             "  --cases DIR         where the gate's cases are (default cases; DIR/<family> is run)\n"
@@ -174,6 +189,8 @@ enum {
     OPT_JSON,
     OPT_PLUGIN,
     OPT_CASES,
+    OPT_PACKED,
+    OPT_SEQS,
     OPT_HELP,
 };
 
@@ -190,6 +207,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         {"state", required_argument, NULL, OPT_STATE},     {"groups", required_argument, NULL, OPT_GROUPS},
         {"chunk", required_argument, NULL, OPT_CHUNK},     {"json", required_argument, NULL, OPT_JSON},
         {"plugin", required_argument, NULL, OPT_PLUGIN},   {"cases", required_argument, NULL, OPT_CASES},
+        {"packed", no_argument, NULL, OPT_PACKED},         {"seqs", required_argument, NULL, OPT_SEQS},
         {"help", no_argument, NULL, OPT_HELP},             {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -231,6 +249,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case OPT_CORE:
             o->core = 1;
             break;
+        case OPT_PACKED:
+            o->packed = 1;
+            break;
         case OPT_SHAPE:
             if (strcmp(optarg, "ssm_scan") != 0) {
                 fprintf(stderr, "mixcheck bench: --shape: unknown preset '%s' (ssm_scan)\n", optarg);
@@ -263,6 +284,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case OPT_HEAD_DIM:
         case OPT_STATE:
         case OPT_GROUPS:
+        case OPT_SEQS:
         case OPT_CHUNK: {
             const int64_t hi = c == OPT_REPS ? BENCH_MAX_REPS : c == OPT_THREADS ? 256 : 1 << 24;
             if (parse_i64(optarg, 1, hi, &v) != 0) {
@@ -271,8 +293,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                 return 2;
             }
             switch (c) {
-            case OPT_LEN: o->len = v; break;
-            case OPT_BATCH: o->batch = v; break;
+            case OPT_LEN: o->len = v; o->explicit_len = 1; break;
+            case OPT_BATCH: o->batch = v; o->explicit_batch = 1; break;
+            case OPT_SEQS: o->seqs = v; break;
             case OPT_THREADS: o->threads = (int)v; break;
             case OPT_REPS: o->reps = (int)v; break;
             case OPT_REF_LEN: o->ref_len = v; break;
@@ -322,6 +345,27 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
     }
     if (o->core && o->dtype != MC_DTYPE_F32) {
         fprintf(stderr, "mixcheck bench: --core runs in f32 (the cores' compute type)\n");
+        return 2;
+    }
+    if (o->packed && o->core) {
+        fprintf(stderr, "mixcheck bench: --packed times the whole layer; it does not combine with --core or --shape\n");
+        return 2;
+    }
+    if (o->packed) {
+        /* the same tokens both ways: [8][512] batched against 12 mixed-length sequences packed */
+        if (!o->explicit_batch)
+            o->batch = 8;
+        if (!o->explicit_len)
+            o->len = 512;
+        if (!o->seqs)
+            o->seqs = 12;
+        if (o->seqs > o->batch * o->len) {
+            fprintf(stderr, "mixcheck bench: --seqs %lld exceeds the %lld tokens\n", (long long)o->seqs,
+                    (long long)(o->batch * o->len));
+            return 2;
+        }
+    } else if (o->seqs) {
+        fprintf(stderr, "mixcheck bench: --seqs needs --packed\n");
         return 2;
     }
     if (o->n_families == 0) {
@@ -543,6 +587,55 @@ done:
     mc_bench_work_free(w);
 }
 
+struct packed_job {
+    struct work_job work;
+    int64_t seqs;
+};
+
+/* --packed: the batched forward and the packed call of the same model and tokens, alternating rep by
+ * rep in this one child (warm-up of each first). */
+static void job_packed(const void *arg, struct bench_timing *out)
+{
+    const struct packed_job *pj = arg;
+    const struct work_job *j = &pj->work;
+    struct mc_bench_work *w = NULL;
+    double tb[BENCH_MAX_REPS], tp[BENCH_MAX_REPS], mn = 0.0;
+    malloc_trim(0);
+    out->baseline_rss_bytes = proc_status_bytes("VmRSS:");
+    out->run_peak_rss_bytes = -1;
+    if (mc_bench_work_init(&w, j->shape, j->impl, j->ops, j->dtype, j->batch, j->len, j->threads, BENCH_SEED, out->msg,
+                           sizeof out->msg) != 0)
+        return;
+    if (mc_bench_work_packed_init(w, pj->seqs, out->msg, sizeof out->msg) != 0)
+        goto done;
+    out->footprint_bytes = (double)mc_bench_work_footprint_bytes(w);
+    malloc_trim(0);
+    const int hwm = reset_peak_rss() == 0;
+    for (int r = -1; r < j->reps; r++) {
+        progress("%s: %s %d/%d", j->label, r < 0 ? "warm-up" : "rep", r < 0 ? 1 : r + 1, r < 0 ? 1 : j->reps);
+        if (mc_bench_work_reset(w, out->msg, sizeof out->msg) != 0)
+            goto done;
+        double t0 = now_s();
+        if (mc_bench_work_run(w, out->msg, sizeof out->msg) != 0)
+            goto done;
+        if (r >= 0)
+            tb[r] = now_s() - t0;
+        if (mc_bench_work_packed_reset(w, out->msg, sizeof out->msg) != 0)
+            goto done;
+        t0 = now_s();
+        if (mc_bench_work_packed_run(w, out->msg, sizeof out->msg) != 0)
+            goto done;
+        if (r >= 0)
+            tp[r] = now_s() - t0;
+    }
+    median_min(tb, j->reps, &out->median_s, &out->min_s);
+    median_min(tp, j->reps, &out->packed_median_s, &mn);
+    out->run_peak_rss_bytes = hwm ? proc_status_bytes("VmHWM:") : -1;
+    out->ok = 1;
+done:
+    mc_bench_work_free(w);
+}
+
 struct sgemm_job {
     double flops;
     int reps;
@@ -734,7 +827,7 @@ static int write_json(const char *path, const struct bench_opts *o, const struct
         json_string(f, o->backend);
         fprintf(f, ", \"dtype\": \"%s\", \"batch\": %lld, \"len\": %lld, \"threads\": %d, \"mode\": \"%s\", \"shape\": ",
                 mc_dtype_name(o->dtype), (long long)o->batch, (long long)o->len, o->threads,
-                o->core ? "core" : "layer");
+                o->core ? "core" : o->packed ? "packed" : "layer");
         json_string(f, r->shape);
         fprintf(f, ", \"tokens_per_s\": ");
         json_number(f, r->tokens_per_s);
@@ -762,6 +855,14 @@ static int write_json(const char *path, const struct bench_opts *o, const struct
         fprintf(f, ", \"baseline_rss_bytes\": %lld, \"run_peak_rss_bytes\": %lld, \"run_rss_over_footprint\": ",
                 r->baseline_rss_bytes, r->run_peak_rss_bytes);
         json_number(f, run_over_footprint(r));
+        if (o->packed) {
+            fprintf(f, ", \"packed_seqs\": %lld, \"packed_min_len\": %lld, \"packed_max_len\": %lld, "
+                       "\"packed_tokens_per_s\": ",
+                    (long long)o->seqs, (long long)r->packed_min_len, (long long)r->packed_max_len);
+            json_number(f, r->packed_tokens_per_s);
+            fprintf(f, ", \"packed_over_batched\": ");
+            json_number(f, r->packed_ratio);
+        }
         fprintf(f, "}");
     }
     fprintf(f, "\n]}\n");
@@ -771,6 +872,23 @@ static int write_json(const char *path, const struct bench_opts *o, const struct
         return -1;
     }
     return 0;
+}
+
+/* --packed: tokens/s of the batched forward and of the packed call at the same tokens, and their ratio. */
+static void print_packed_header(void)
+{
+    printf("%-9s %-10s %-4s %9s %5s %11s %3s %12s %12s %8s %9s\n", "family", "backend", "type", "batched", "seqs",
+           "lengths", "thr", "batched t/s", "packed t/s", "packed/b", "peak RSS");
+}
+
+static void print_packed_record(const struct bench_opts *o, const struct bench_record *r)
+{
+    char bl[32], lens[32];
+    snprintf(bl, sizeof bl, "%lldx%lld", (long long)o->batch, (long long)o->len);
+    snprintf(lens, sizeof lens, "%lld..%lld", (long long)r->packed_min_len, (long long)r->packed_max_len);
+    printf("%-9s %-10s %-4s %9s %5lld %11s %3d %12.0f %12.0f %7.3fx %7.0fMB\n", mc_family_name(r->family), o->backend,
+           mc_dtype_name(o->dtype), bl, (long long)o->seqs, lens, o->threads, r->tokens_per_s, r->packed_tokens_per_s,
+           r->packed_ratio, (double)r->peak_rss_bytes / 1e6);
 }
 
 static void print_header(void)
@@ -836,6 +954,46 @@ static int bench_family(const struct mc_registry *reg, const struct bench_opts *
         progress_clear();
         printf("gate: %-9s cpu core   f32  matches the plain f64 recurrence (B 2, L 53 in two calls, chunk-crossing)\n",
                fam);
+    }
+    if (o->packed) {
+        if (!(ops->caps & MC_CAP_PACKED) || !ops->forward_packed) {
+            fprintf(stderr, "mixcheck bench: backend '%s' (%s) does not implement forward_packed: nothing to time\n",
+                    o->backend, fam);
+            return 125;
+        }
+        char plabel[128];
+        snprintf(plabel, sizeof plabel, "%s %s batched [%lld][%lld] / packed %lld seqs", fam, o->backend,
+                 (long long)o->batch, (long long)o->len, (long long)o->seqs);
+        const struct packed_job pj = {
+            .work = {.label = plabel, .shape = &shape, .impl = MC_BENCH_IMPL_BACKEND, .ops = ops, .dtype = o->dtype,
+                     .batch = o->batch, .len = o->len, .threads = o->threads, .reps = o->reps},
+            .seqs = o->seqs};
+        struct bench_timing pt;
+        if (run_in_child(job_packed, &pj, 1, &pt, &rec->peak_rss_bytes) != 0) {
+            fprintf(stderr, "mixcheck bench: %s: %s\n", plabel, pt.msg);
+            return 1;
+        }
+        const double tokens = (double)(o->batch * o->len);
+        rec->median_s = pt.median_s;
+        rec->tokens_per_s = tokens / pt.median_s;
+        rec->gflop_per_s = rec->flop_tok * tokens / pt.median_s * 1e-9;
+        rec->packed_tokens_per_s = tokens / pt.packed_median_s;
+        rec->packed_ratio = rec->packed_tokens_per_s / rec->tokens_per_s;
+        rec->footprint_bytes = pt.footprint_bytes;
+        rec->baseline_rss_bytes = pt.baseline_rss_bytes;
+        rec->run_peak_rss_bytes = pt.run_peak_rss_bytes;
+        rec->sgemm_gflop_per_s = rec->peak_fraction = NAN;
+        int64_t *lens = calloc((size_t)o->seqs, sizeof *lens);
+        if (lens) {
+            mc_bench_packed_lengths(o->batch * o->len, o->seqs, lens);
+            rec->packed_min_len = rec->packed_max_len = lens[0];
+            for (int64_t i = 1; i < o->seqs; i++) {
+                rec->packed_min_len = lens[i] < rec->packed_min_len ? lens[i] : rec->packed_min_len;
+                rec->packed_max_len = lens[i] > rec->packed_max_len ? lens[i] : rec->packed_max_len;
+            }
+            free(lens);
+        }
+        return 0;
     }
     int time_ref = 0;
     if (o->core) {
@@ -956,7 +1114,20 @@ int mc_cli_bench(int argc, char **argv, mc_bench_register_fn register_builtins)
                 o.backend);
         worst = 125;
     }
-    if (n_recs > 0) {
+    if (n_recs > 0 && o.packed) {
+        printf("\n");
+        print_packed_header();
+        for (int i = 0; i < n_recs; i++)
+            print_packed_record(&o, &recs[i]);
+        printf("\n");
+        for (int i = 0; i < n_recs; i++)
+            printf("%-9s %s\n", mc_family_name(recs[i].family), recs[i].shape);
+        printf("batched = one forward over [B][L], every token real; packed = one forward_packed over the same B*L "
+               "tokens as %lld sequences of mixed lengths on sparse slots of a pool of %lld rows, every other one "
+               "continuing from its slot; the two alternate rep by rep in one process; packed/b = packed tokens/s / "
+               "batched tokens/s\n",
+               (long long)o.seqs, (long long)(2 * o.seqs));
+    } else if (n_recs > 0) {
         printf("\n");
         print_header();
         for (int i = 0; i < n_recs; i++)

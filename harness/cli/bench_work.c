@@ -290,6 +290,11 @@ struct mc_bench_work {
     int64_t C, K, state_elems, y_w;
     float *window, *state, *out;       /* core: f32 */
     double *pwindow, *pstate, *pout;   /* plain: f64 */
+    /* packed: the B·L tokens of x as n_packed sequences on a pool of 2·n_packed rows */
+    int64_t n_packed;
+    int64_t *cu, *slots;
+    uint8_t *has_init;
+    struct mc_cache *pool;
 };
 
 static int bw_fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -856,10 +861,74 @@ size_t mc_bench_work_footprint_bytes(const struct mc_bench_work *w)
     return w->footprint;
 }
 
+void mc_bench_packed_lengths(int64_t total, int64_t n, int64_t *lens)
+{
+    static const int64_t weight[8] = {1, 5, 2, 7, 3, 1, 6, 4};
+    int64_t sum = 0, used = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += weight[i % 8];
+    for (int64_t i = 0; i < n; i++) {
+        lens[i] = i == n - 1 ? total - used : total * weight[i % 8] / sum;
+        used += lens[i];
+    }
+}
+
+int mc_bench_work_packed_init(struct mc_bench_work *w, int64_t n_seqs, char *err, size_t err_len)
+{
+    if (w->impl != MC_BENCH_IMPL_BACKEND || n_seqs < 1)
+        return bw_fail(err, err_len, "the packed workload needs a layer workload and n_seqs >= 1");
+    if (!(w->ops->caps & MC_CAP_PACKED) || !w->ops->forward_packed)
+        return bw_fail(err, err_len, "%s does not implement forward_packed (MC_CAP_PACKED)", w->ops->name);
+    w->n_packed = n_seqs;
+    w->cu = calloc((size_t)n_seqs + 1, sizeof *w->cu);
+    w->slots = calloc((size_t)n_seqs, sizeof *w->slots);
+    w->has_init = calloc((size_t)n_seqs, sizeof *w->has_init);
+    int64_t *lens = calloc((size_t)n_seqs, sizeof *lens);
+    if (!w->cu || !w->slots || !w->has_init || !lens) {
+        free(lens);
+        return bw_fail(err, err_len, "out of memory for the packed arguments");
+    }
+    mc_bench_packed_lengths(w->B * w->L, n_seqs, lens);
+    for (int64_t i = 0; i < n_seqs; i++) {
+        w->cu[i + 1] = w->cu[i] + lens[i];
+        w->slots[i] = 2 * n_seqs - 1 - 2 * i;
+        w->has_init[i] = (uint8_t)(i % 2);
+    }
+    free(lens);
+    return 0;
+}
+
+int mc_bench_work_packed_reset(struct mc_bench_work *w, char *err, size_t err_len)
+{
+    if (w->pool)
+        w->ops->cache_free(w->model, w->pool);
+    w->pool = NULL;
+    struct mc_msg msg = {{0}};
+    if (w->ops->cache_alloc(w->model, 2 * w->n_packed, &w->pool, &msg) != MC_BACKEND_OK)
+        return bw_fail(err, err_len, "%s cache_alloc (pool of %lld): %s", w->ops->name, (long long)(2 * w->n_packed),
+                       msg.text);
+    return 0;
+}
+
+int mc_bench_work_packed_run(struct mc_bench_work *w, char *err, size_t err_len)
+{
+    struct mc_msg msg = {{0}};
+    const struct mc_packed_args args = {.n_seqs = w->n_packed, .cu_seqlens = w->cu, .slots = w->slots,
+                                        .has_initial_state = w->has_init, .x = w->x, .y = w->y};
+    if (w->ops->forward_packed(w->model, w->pool, &args, &msg) != MC_BACKEND_OK)
+        return bw_fail(err, err_len, "%s forward_packed: %s", w->ops->name, msg.text);
+    return 0;
+}
+
 void mc_bench_work_free(struct mc_bench_work *w)
 {
     if (!w)
         return;
+    if (w->pool)
+        w->ops->cache_free(w->model, w->pool);
+    free(w->cu);
+    free(w->slots);
+    free(w->has_init);
     if (w->cache)
         w->ops->cache_free(w->model, w->cache);
     if (w->model)

@@ -76,6 +76,21 @@ size_t mc_bench_work_footprint_bytes(const struct mc_bench_work *w);
 
 void mc_bench_work_free(struct mc_bench_work *w);
 
+/* The packed call (`mixcheck bench --packed`, backend.h: forward_packed) on a layer workload: the
+ * same B·L tokens of x cut into n_seqs >= 1 sequences of mixed lengths (mc_bench_packed_lengths),
+ * each on its own slot of a pool of 2·n_seqs rows (sparse, reversed order), every other sequence
+ * continuing from its slot (has_initial_state = 1). The backend must set MC_CAP_PACKED. 0 or -1 with a
+ * message. */
+int mc_bench_work_packed_init(struct mc_bench_work *w, int64_t n_seqs, char *err, size_t err_len);
+
+/* Untimed: a fresh pool for the next packed run. Timed: one forward_packed over all B·L tokens. */
+int mc_bench_work_packed_reset(struct mc_bench_work *w, char *err, size_t err_len);
+int mc_bench_work_packed_run(struct mc_bench_work *w, char *err, size_t err_len);
+
+/* The sequence lengths of the packed workload: T tokens over n sequences in the fixed proportions
+ * 1 : 5 : 2 : 7 : 3 : 1 : 6 : 4 (cycled), the remainder on the last; every length >= 0, sum T. */
+void mc_bench_packed_lengths(int64_t total, int64_t n, int64_t *lens);
+
 /* Validates the cpu core of a family against the plain f64 recurrence at a small shape (several
  * chunks, a partial last chunk, B = 2, G > 1 where the family has groups, continued from a primed
  * window and state). 0 when every element of y and of the final state is within

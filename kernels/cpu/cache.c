@@ -118,3 +118,90 @@ enum mc_backend_status mc_cpu_cache_import(const struct mc_cpu_cache_shape *shap
     cache->primed = 1;
     return MC_BACKEND_OK;
 }
+
+/* ---- the packed call --------------------------------------------------------------------------- */
+
+static int cache_cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+enum mc_backend_status mc_cpu_packed_check(const struct mc_model *model, const struct mc_cache *pool,
+                                           const struct mc_packed_args *args, const char *who, int64_t *total,
+                                           struct mc_msg *msg)
+{
+    if (!model || !pool || !args || !total)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward_packed needs a model, a pool and arguments", who);
+    const int64_t n = args->n_seqs;
+    if (n < 0)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward_packed needs n_seqs >= 0 (got %lld)", who,
+                           (long long)n);
+    if (!args->cu_seqlens || (n > 0 && (!args->slots || !args->has_initial_state)))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "%s: forward_packed needs cu_seqlens [n+1], slots [n] and has_initial_state [n]", who);
+    if (args->cu_seqlens[0] != 0)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward_packed needs cu_seqlens[0] == 0 (got %lld)", who,
+                           (long long)args->cu_seqlens[0]);
+    for (int64_t i = 0; i < n; i++) {
+        if (args->cu_seqlens[i + 1] < args->cu_seqlens[i])
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                               "%s: forward_packed needs non-decreasing cu_seqlens (cu_seqlens[%lld] = %lld < "
+                               "cu_seqlens[%lld] = %lld)",
+                               who, (long long)(i + 1), (long long)args->cu_seqlens[i + 1], (long long)i,
+                               (long long)args->cu_seqlens[i]);
+        if (args->cu_seqlens[i + 1] > INT_MAX)
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward_packed: T = %lld exceeds the BLAS limit %d",
+                               who, (long long)args->cu_seqlens[i + 1], INT_MAX);
+        if (args->slots[i] < 0 || args->slots[i] >= pool->batch)
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                               "%s: forward_packed: slots[%lld] = %lld is outside the pool [0, %lld)", who,
+                               (long long)i, (long long)args->slots[i], (long long)pool->batch);
+        if (args->has_initial_state[i] > 1)
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                               "%s: forward_packed: has_initial_state[%lld] must be 0 or 1 (got %u)", who,
+                               (long long)i, (unsigned)args->has_initial_state[i]);
+    }
+    const int64_t T = args->cu_seqlens[n];
+    if (T > 0 && (!args->x || !args->y))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward_packed needs x [T][D] and y [T][D]", who);
+    if (n > 1) {
+        int64_t *sorted = malloc((size_t)n * sizeof *sorted);
+        if (!sorted)
+            return mc_cpu_fail(msg, MC_BACKEND_NOMEM, "%s: forward_packed: out of memory checking %lld slots", who,
+                               (long long)n);
+        memcpy(sorted, args->slots, (size_t)n * sizeof *sorted);
+        qsort(sorted, (size_t)n, sizeof *sorted, cache_cmp_i64);
+        int64_t dup = -1;
+        for (int64_t i = 1; i < n && dup < 0; i++)
+            if (sorted[i] == sorted[i - 1])
+                dup = sorted[i];
+        free(sorted);
+        if (dup >= 0)
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: forward_packed: slot %lld is given twice", who,
+                               (long long)dup);
+    }
+    *total = T;
+    return MC_BACKEND_OK;
+}
+
+void mc_cpu_packed_reset(const struct mc_cpu_cache_shape *shape, struct mc_cache *pool,
+                         const struct mc_packed_args *args)
+{
+    const size_t win = mc_cpu_cache_window_elems(shape);
+    for (int64_t i = 0; i < args->n_seqs; i++) {
+        if (args->cu_seqlens[i + 1] == args->cu_seqlens[i] || args->has_initial_state[i])
+            continue;
+        const size_t s = (size_t)args->slots[i];
+        memset(pool->window + s * win, 0, win * sizeof(float));
+        if (shape->state_elems)
+            memset(pool->state + s * shape->state_elems, 0, shape->state_elems * sizeof(float));
+    }
+}
+
+void mc_cpu_packed_token_seq(const struct mc_packed_args *args, int64_t *tok_seq)
+{
+    for (int64_t i = 0; i < args->n_seqs; i++)
+        for (int64_t t = args->cu_seqlens[i]; t < args->cu_seqlens[i + 1]; t++)
+            tok_seq[t] = i;
+}

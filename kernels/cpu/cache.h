@@ -62,4 +62,28 @@ enum mc_backend_status mc_cpu_cache_import(const struct mc_cpu_cache_shape *shap
                                            struct mc_cache *cache, const void *conv_state,
                                            const void *recurrent_state, struct mc_msg *msg);
 
+/* ---- the packed call on a state pool (backend.h: forward_packed, struct mc_packed_args) ----------
+ *
+ * Every family's forward_packed treats its cache as a pool of rows (slots) and runs the n sequences of
+ * a call back to back along one packed token axis; these are the steps all of them share. */
+
+/* The argument checks every family's forward_packed opens with, in this order: model, pool and args
+ * non-NULL; n_seqs >= 0, cu_seqlens, slots and has_initial_state present when n_seqs > 0; cu_seqlens[0]
+ * == 0 and non-decreasing, T = cu_seqlens[n] within int (BLAS rows); every slot in [0, pool->batch)
+ * and distinct; has_initial_state 0 or 1; x and y present when T > 0. Writes T to *total. Messages
+ * start with `who`; a failed check touches nothing. */
+enum mc_backend_status mc_cpu_packed_check(const struct mc_model *model, const struct mc_cache *pool,
+                                           const struct mc_packed_args *args, const char *who, int64_t *total,
+                                           struct mc_msg *msg);
+
+/* The start of a packed call, once its allocations have succeeded: the slot of every non-empty
+ * sequence with has_initial_state == 0 gets a zero window and a zero state (whatever it held, NaN
+ * included); every other slot is left as it is. An unprimed pool is all zeros already (cache_alloc),
+ * so a sequence continuing from a slot of it starts from zeros, as a forward on a fresh cache does. */
+void mc_cpu_packed_reset(const struct mc_cpu_cache_shape *shape, struct mc_cache *pool,
+                         const struct mc_packed_args *args);
+
+/* tok_seq[t] = the sequence owning packed token t, for t in [0, T). */
+void mc_cpu_packed_token_seq(const struct mc_packed_args *args, int64_t *tok_seq);
+
 #endif

@@ -2,6 +2,10 @@
  * cpu.h — the optimized CPU backend ("cpu", device "cpu"): one ops struct per family, each validated
  * against the reference (tests/cpu) before it is timed. f32/bf16/f16 storage, f32 compute and cache,
  * OpenBLAS sgemm for the projections and the chunk matrix products, pthreads over (batch, head).
+ * Every family also implements the packed call of serving engines (backend.h: forward_packed,
+ * MC_CAP_PACKED): one pass over the packed token axis on a state pool, the chunked families on one
+ * chunk grid restarting at every sequence boundary (mamba2_forward.c, gdn_packed.c), in blocks of
+ * whole chunks (stream.h: mc_cpu_packed_streamed).
  */
 #ifndef MC_KERNELS_CPU_H
 #define MC_KERNELS_CPU_H

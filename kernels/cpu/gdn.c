@@ -398,7 +398,7 @@ static const struct mc_backend_ops gdn_ops = {
     .device = "cpu",
     .family = MC_FAMILY_GDN,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS,
+    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED,
     .model_create = gdn_model_create,
     .model_destroy = gdn_model_destroy,
     .cache_alloc = gdn_cache_alloc,
@@ -407,6 +407,7 @@ static const struct mc_backend_ops gdn_ops = {
     .cache_export = gdn_cache_export,
     .cache_import = gdn_cache_import,
     .forward = gdn_forward,
+    .forward_packed = mc_gdn_cpu_forward_packed,
 };
 
 const struct mc_backend_ops *mc_cpu_gdn_ops(void)

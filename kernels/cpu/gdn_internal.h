@@ -39,4 +39,8 @@ struct mc_model {
 enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cache *cache,
                                           const struct mc_forward_args *args, struct mc_msg *msg);
 
+/* The packed call of the ops struct (backend.h: forward_packed), in gdn_packed.c. */
+enum mc_backend_status mc_gdn_cpu_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                 const struct mc_packed_args *args, struct mc_msg *msg);
+
 #endif

@@ -216,17 +216,36 @@ struct m1c_run {
     float *window;       /* [B][K][I] */
     float *state;        /* [B][I][N] */
     float *scratch;      /* [workers][N] */
+    /* the packed call: batch 1, len T, row b of the tasks is sequence b, window and state above are
+     * the pool's, indexed by slot; NULL for a batched forward */
+    const struct mc_packed_args *pk;
 };
+
+/* Row b of a forward's tasks: its tokens [m1c_row_start, + m1c_row_len) on the token axis and its
+ * window / state row. A batched forward's row b is batch row b; a packed call's is sequence b on the
+ * packed axis, with its slot, so every per-row step restarts at the sequence boundaries. */
+static int64_t m1c_row_start(const struct m1c_run *r, int64_t b)
+{
+    return r->pk ? r->pk->cu_seqlens[b] : b * r->len;
+}
+static int64_t m1c_row_len(const struct m1c_run *r, int64_t b)
+{
+    return r->pk ? r->pk->cu_seqlens[b + 1] - r->pk->cu_seqlens[b] : r->len;
+}
+static size_t m1c_row_slot(const struct m1c_run *r, int64_t b)
+{
+    return (size_t)(r->pk ? r->pk->slots[b] : b);
+}
 
 static void m1c_conv_task(void *ctx, int64_t b, int worker)
 {
     (void)worker;
     const struct m1c_run *r = ctx;
     const struct mc_model *m = r->m;
-    const int64_t L = r->len, inner = m->inner;
-    mc_cpu_conv_row(L, inner, m->K, r->xz + b * L * 2 * inner, 2 * inner, r->mask ? r->mask + b * L : NULL,
-                    r->window + (size_t)b * m1c_window_elems(m), m->conv_kc, m->w[M1C_CONV_BIAS], 1,
-                    r->xc + b * L * inner, inner);
+    const int64_t t0 = m1c_row_start(r, b), n = m1c_row_len(r, b), inner = m->inner;
+    mc_cpu_conv_row(n, inner, m->K, r->xz + t0 * 2 * inner, 2 * inner, r->mask ? r->mask + t0 : NULL,
+                    r->window + m1c_row_slot(r, b) * m1c_window_elems(m), m->conv_kc, m->w[M1C_CONV_BIAS], 1,
+                    r->xc + t0 * inner, inner);
 }
 
 /* delta = softplus(dt_proj(dt_low) + dt_proj.bias), once per (token, channel), over a row block. */
@@ -250,14 +269,16 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
 {
     const struct m1c_run *r = ctx;
     const struct mc_model *m = r->m;
-    const int64_t inner = m->inner, N = m->N, xdim = m->xdim, L = r->len;
+    const int64_t inner = m->inner, N = m->N, xdim = m->xdim;
     const int64_t n_blocks = (inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
     const int64_t b = task / n_blocks, i0 = (task % n_blocks) * M1C_CHAN_BLOCK;
     const int64_t i1 = i0 + M1C_CHAN_BLOCK < inner ? i0 + M1C_CHAN_BLOCK : inner;
+    const int64_t t0 = m1c_row_start(r, b), L = m1c_row_len(r, b);
+    const size_t slot = m1c_row_slot(r, b);
     const float *d_skip = m->w[M1C_D];
     float *restrict e = r->scratch + (size_t)worker * (size_t)N; /* [N] exp(delta·A) */
     for (int64_t t = 0; t < L; t++) {
-        const int64_t row = b * L + t;
+        const int64_t row = t0 + t;
         float *yo = r->yg + row * inner;
         if (r->mask && !r->mask[row]) {
             for (int64_t i = i0; i < i1; i++)
@@ -270,7 +291,7 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
             const float d = r->delta[row * inner + i], u = r->xc[row * inner + i];
             const float du = d * u;
             const float *restrict a = m->a_neg + i * N;
-            float *restrict s = r->state + ((size_t)b * (size_t)inner + (size_t)i) * (size_t)N;
+            float *restrict s = r->state + (slot * (size_t)inner + (size_t)i) * (size_t)N;
             for (int64_t n = 0; n < N; n++)
                 e[n] = d * a[n];
             mc_cpu_vexp(e, N);
@@ -291,6 +312,26 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
         if (r->xz) /* the gate y·silu(z) over the block; no xz: the core alone */
             mc_cpu_vmul_silu(yo + i0, r->xz + row * 2 * inner + inner + i0, i1 - i0);
     }
+}
+
+/* The forward over the M = batch·len token rows of `run` (f32 x and y), in `rows` rows of tasks
+ * (batch rows, or the sequences of a packed call): projections over all M rows at once, conv and
+ * scan per row. */
+static void m1c_run_all(const struct m1c_run *run, const float *x, float *y, int64_t rows, int workers)
+{
+    const struct mc_model *m = run->m;
+    const int64_t M = run->batch * run->len, inner = m->inner;
+    const int64_t n_blocks = (inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
+    void *ctx = (void *)(uintptr_t)run; /* the tasks only read it */
+    mc_cpu_linear_tiled(M, 2 * inner, m->D, x, m->D, m->w[M1C_IN_PROJ], m->w[M1C_IN_PROJ_BIAS], run->xz, 2 * inner,
+                        m->threads);
+    mc_cpu_parallel_for(rows, m1c_conv_task, ctx, m->threads);
+    mc_cpu_linear_tiled(M, m->xdim, inner, run->xc, inner, m->w[M1C_X_PROJ], NULL, run->dbc, m->xdim, m->threads);
+    mc_cpu_linear_tiled(M, inner, m->R, run->dbc, m->xdim, m->w[M1C_DT_PROJ], NULL, run->delta, inner, m->threads);
+    mc_cpu_parallel_for((M + M1C_ROW_BLOCK - 1) / M1C_ROW_BLOCK, m1c_delta_task, ctx, m->threads);
+    mc_cpu_parallel_for(rows * n_blocks, m1c_scan_task, ctx, workers);
+    mc_cpu_linear_tiled(M, m->D, inner, run->yg, inner, m->w[M1C_OUT_PROJ], NULL, y, m->D, m->threads);
+    mc_cpu_out_bias(M, m->D, run->mask, m->w[M1C_OUT_PROJ_BIAS], y);
 }
 
 static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cache *cache,
@@ -356,15 +397,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         .scratch = scratch,
     };
 
-    mc_cpu_linear_tiled(M, 2 * inner, m->D, x, m->D, m->w[M1C_IN_PROJ], m->w[M1C_IN_PROJ_BIAS], xz, 2 * inner,
-                        m->threads);
-    mc_cpu_parallel_for(Bsz, m1c_conv_task, &run, m->threads);
-    mc_cpu_linear_tiled(M, m->xdim, inner, xc, inner, m->w[M1C_X_PROJ], NULL, dbc, m->xdim, m->threads);
-    mc_cpu_linear_tiled(M, inner, m->R, dbc, m->xdim, m->w[M1C_DT_PROJ], NULL, delta, inner, m->threads);
-    mc_cpu_parallel_for((M + M1C_ROW_BLOCK - 1) / M1C_ROW_BLOCK, m1c_delta_task, &run, m->threads);
-    mc_cpu_parallel_for(Bsz * n_blocks, m1c_scan_task, &run, workers);
-    mc_cpu_linear_tiled(M, m->D, inner, yg, inner, m->w[M1C_OUT_PROJ], NULL, y, m->D, m->threads);
-    mc_cpu_out_bias(M, m->D, args->mask, m->w[M1C_OUT_PROJ_BIAS], y);
+    m1c_run_all(&run, x, y, Bsz, workers);
     if (m->dtype != MC_DTYPE_F32)
         mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
     if (cache)
@@ -373,6 +406,84 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
 cleanup:
     free(tmp_state);
     free(tmp_window);
+    free(scratch);
+    free(yg);
+    free(delta);
+    free(dbc);
+    free(xc);
+    free(xz);
+    free(yf);
+    free(xf);
+    return st;
+}
+
+
+/* ---- the packed call on a state pool (backend.h: forward_packed) -------------------------------
+ *
+ * The n sequences lie back to back on one token axis of T tokens: in_proj, x_proj, dt_proj, softplus
+ * and out_proj run once over all T rows; the conv and the selective scan (sequential per channel)
+ * run per sequence over its own tokens, from its slot's window and state (zeros when
+ * has_initial_state = 0), and leave its last K inputs and its final state in that slot only. A
+ * sequence never reads another's tokens or state: the scan restarts at every boundary. */
+static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                 const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
+    int64_t T = 0;
+    if ((st = mc_cpu_packed_check(model, pool, args, M1C_WHO, &T, msg)) != MC_BACKEND_OK)
+        return st;
+    if (T == 0)
+        return MC_BACKEND_OK;
+    const int64_t n = args->n_seqs, inner = m->inner;
+    const int64_t n_blocks = (inner + M1C_CHAN_BLOCK - 1) / M1C_CHAN_BLOCK;
+    const int workers = (int)(m->threads < n * n_blocks ? m->threads : n * n_blocks);
+
+    /* every allocation before the pool is touched, so a failure leaves it unchanged */
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(T * m->D) * sizeof *xf);
+        yf = malloc((size_t)(T * m->D) * sizeof *yf);
+    }
+    xz = malloc((size_t)(T * 2 * inner) * sizeof *xz);
+    xc = malloc((size_t)(T * inner) * sizeof *xc);
+    dbc = malloc((size_t)(T * m->xdim) * sizeof *dbc);
+    delta = malloc((size_t)(T * inner) * sizeof *delta);
+    yg = malloc((size_t)(T * inner) * sizeof *yg);
+    scratch = malloc((size_t)workers * (size_t)m->N * sizeof *scratch);
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !xz || !xc || !dbc || !delta || !yg || !scratch) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward_packed: out of memory for T=%lld scratch",
+                         (long long)T);
+        goto cleanup;
+    }
+    mc_cpu_packed_reset(&m->cache_shape, pool, args);
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * m->D));
+        x = xf;
+        y = yf;
+    }
+    const struct m1c_run run = {
+        .m = m,
+        .batch = 1,
+        .len = T,
+        .xz = xz,
+        .xc = xc,
+        .dbc = dbc,
+        .delta = delta,
+        .yg = yg,
+        .window = pool->window,
+        .state = pool->state,
+        .scratch = scratch,
+        .pk = args,
+    };
+    m1c_run_all(&run, x, y, n, workers);
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * m->D));
+    pool->primed = 1;
+
+cleanup:
     free(scratch);
     free(yg);
     free(delta);
@@ -508,6 +619,16 @@ static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struc
     return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
 }
 
+/* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */
+static enum mc_backend_status m1c_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return m1c_forward_packed(model, pool, args, msg);
+    return mc_cpu_packed_streamed(model, pool, args, msg, m1c_forward_packed, &model->cache_shape, model->D,
+                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), M1C_WHO);
+}
+
 static const struct mc_backend_ops m1c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -515,7 +636,7 @@ static const struct mc_backend_ops m1c_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA1,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_THREADS,
+    .caps = MC_CAP_THREADS | MC_CAP_PACKED,
     .model_create = m1c_model_create,
     .model_destroy = m1c_model_destroy,
     .cache_alloc = m1c_cache_alloc,
@@ -524,6 +645,7 @@ static const struct mc_backend_ops m1c_ops = {
     .cache_export = m1c_cache_export,
     .cache_import = m1c_cache_import,
     .forward = m1c_forward_streamed,
+    .forward_packed = m1c_forward_packed_streamed,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba1_ops(void)

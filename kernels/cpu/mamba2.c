@@ -236,6 +236,16 @@ static enum mc_backend_status m2c_forward(struct mc_model *model, struct mc_cach
     return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
 }
 
+/* The ops forward_packed: mc_mamba2_cpu_forward_packed over the packed axis in blocks (stream.h). */
+static enum mc_backend_status m2c_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return mc_mamba2_cpu_forward_packed(model, pool, args, msg);
+    return mc_cpu_packed_streamed(model, pool, args, msg, mc_mamba2_cpu_forward_packed, &model->cache_shape, model->D,
+                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(model->chunk), M2C_WHO);
+}
+
 static const struct mc_backend_ops m2c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -243,7 +253,7 @@ static const struct mc_backend_ops m2c_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA2,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS,
+    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED,
     .model_create = m2c_model_create,
     .model_destroy = m2c_model_destroy,
     .cache_alloc = m2c_cache_alloc,
@@ -252,6 +262,7 @@ static const struct mc_backend_ops m2c_ops = {
     .cache_export = m2c_cache_export,
     .cache_import = m2c_cache_import,
     .forward = m2c_forward,
+    .forward_packed = m2c_forward_packed,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba2_ops(void)

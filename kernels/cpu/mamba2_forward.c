@@ -37,6 +37,9 @@ struct m2c_run {
     const int64_t *gram_off; /* [B] offset of row b's first Gram matrix in gram */
     float *scratch;        /* [workers][scratch_elems] */
     size_t scratch_elems;
+    /* the packed call (batch 1, len T): window and state above are the pool's, indexed by slot */
+    const struct mc_packed_args *pk;
+    const int64_t *tok_seq; /* [T] the sequence of each packed token */
 };
 
 /* Rows of one panel of the intra-chunk product (m2c_chunk_core): 64, or the chunk when shorter. */
@@ -385,6 +388,218 @@ static void m2c_core_task(void *ctx, int64_t task, int worker)
     }
 }
 
+/* ---- the packed call: one chunk grid over the packed token axis --------------------------------
+ *
+ * The n sequences of a packed call lie back to back on one token axis of T tokens, and the chunked
+ * SSD runs over it on ONE grid of chunks of Q tokens (tokens 0, Q, 2Q, ... of the packed axis), as the
+ * varlen kernels of serving engines do: a chunk may hold the tail of one sequence, several whole short
+ * ones and the head of the next. Inside a chunk every quantity that crosses tokens restarts where a
+ * sequence begins (a segment: the tokens of one sequence inside one chunk):
+ *   - the prefix sums exp(Σ_{k=start..l} a_k) that decay the entering state to token l start at the
+ *     segment's first token, not at the chunk's (S2.2);
+ *   - the suffix sums exp(Σ_{k=l+1..end-1} a_k) that decay token l's input to the state run to the
+ *     segment's last token, not the chunk's;
+ *   - the intra-chunk mask E[l][s] is zero when s and l belong to different sequences (S2.3);
+ *   - the entering state of a segment is its own sequence's: the state carried in its slot from the
+ *     sequence's previous chunk, or, when the sequence begins in this chunk, its slot's initial state
+ *     (zeroed beforehand when has_initial_state = 0), so no state flows from sequence i-1 into i, and a
+ *     sequence that starts mid-chunk decays its initial state from its own first token (S2.1, S2.2);
+ *   - each segment's state update S = exp(Σ_seg a)·S + (sfx ⊙ Xd)ᵀ·B writes its own slot only.
+ * The state lives in the pool row of its sequence throughout (slot-indexed reads and writes), so the
+ * state at a chunk boundary that a sequence crosses is simply its slot's content at that point. */
+
+/* The packed SSD of one block of heads [h0, h1) of one group over the whole packed axis. */
+static void m2c_packed_chunk_core(const struct m2c_run *r, int64_t h0, int64_t h1, float *scratch)
+{
+    const struct mc_model *m = r->m;
+    const struct mc_packed_args *pk = r->pk;
+    const int64_t P = m->P, N = m->N, Q = r->Q, g = h0 / m->R, SB = m2c_panel(Q), nh = h1 - h0, W = nh * P;
+    const int64_t T = r->len, C = m->C, nch = (T + Q - 1) / Q;
+    const size_t se = m2c_state_elems(m);
+    const int64_t *seq = r->tok_seq;
+
+    float *Pm = scratch;
+    float *Gp = Pm + SB * Q;
+    float *Xd = Gp + SB * Q;
+    float *Xs = Xd + nh * Q * P;
+    float *Y = Xs + Q * W;
+    float *ea = Y + Q * W + 2 * Q * N; /* the same layout as m2c_chunk_core (Bg, Cg unused: in place) */
+    float *av = ea + nh * Q;
+    float *sfx = av + nh * Q;
+    float *seg = sfx + nh * Q;
+    float *w = seg + Q;
+    float *u = w + Q;
+
+    for (int64_t c0 = 0; c0 < T; c0 += Q) {
+        const int64_t q = T - c0 < Q ? T - c0 : Q;
+        const float *Bc = r->xbc + c0 * C + m->inner + g * N, *Cc = Bc + m->GN;
+        const int64_t ld = C;
+        for (int64_t l = 0; l < q; l++) {
+            const int64_t row = c0 + l;
+            const float *xr = r->xbc + row * C;
+            for (int64_t j = 0; j < nh; j++) {
+                const int64_t h = h0 + j;
+                const float dt = r->dt[row * m->H + h];
+                const float *restrict xh = xr + h * P;
+                float *restrict xd = Xd + (j * Q + l) * P;
+                for (int64_t p = 0; p < P; p++)
+                    xd[p] = xh[p] * dt;
+                av[j * Q + l] = m->a_neg[h] * dt;
+            }
+        }
+        /* prefix sums restarting at each segment's first token, suffix sums at its last */
+        for (int64_t j = 0; j < nh; j++) {
+            const float *a = av + j * Q;
+            float *e = ea + j * Q, *sf = sfx + j * Q;
+            float run = 0.0f;
+            for (int64_t l = 0; l < q; l++) {
+                if (l > 0 && seq[c0 + l] != seq[c0 + l - 1])
+                    run = 0.0f;
+                run += a[l];
+                e[l] = run;
+            }
+            run = 0.0f;
+            for (int64_t l = q - 1; l >= 0; l--) {
+                if (l < q - 1 && seq[c0 + l] != seq[c0 + l + 1])
+                    run = 0.0f;
+                sf[l] = run;
+                run += a[l];
+            }
+            mc_cpu_vexp(e, q);
+            mc_cpu_vexp(sf, q);
+        }
+        /* state -> output, segment by segment from each segment's own (slot) state */
+        for (int64_t s0 = 0, s1; s0 < q; s0 = s1) {
+            const int64_t i = seq[c0 + s0];
+            s1 = pk->cu_seqlens[i + 1] - c0 < q ? pk->cu_seqlens[i + 1] - c0 : q;
+            const float *S = r->state + (size_t)pk->slots[i] * se + (size_t)(h0 * P * N);
+            mc_cpu_sgemm(0, 1, s1 - s0, W, N, 1.0f, Cc + s0 * ld, ld, S, N, 0.0f, Y + s0 * W, W);
+        }
+        for (int64_t l = 0; l < q; l++)
+            for (int64_t j = 0; j < nh; j++) {
+                const float f = ea[j * Q + l];
+                float *restrict yl = Y + l * W + j * P;
+                for (int64_t p = 0; p < P; p++)
+                    yl[p] *= f;
+            }
+        /* intra-chunk, as m2c_chunk_core, with the mask cut at each row's segment start */
+        const float *gram = r->gram ? r->gram + (g * nch + c0 / Q) * Q * Q : NULL;
+        for (int64_t r0 = 0; r0 < q; r0 += SB) {
+            const int64_t r1 = r0 + SB < q ? r0 + SB : q, nr = r1 - r0;
+            const float *G = Gp;
+            int64_t ldg = r1;
+            if (gram) {
+                G = gram + r0 * q;
+                ldg = q;
+            } else {
+                mc_cpu_sgemm(0, 1, nr, r1, N, 1.0f, Cc + r0 * ld, ld, Bc, ld, 0.0f, Gp, r1);
+            }
+            for (int64_t j = 0; j < nh; j++) {
+                const float *a = av + j * Q;
+                if (r0 > 0) {
+                    float acc = 0.0f;
+                    w[r0 - 1] = 0.0f;
+                    for (int64_t s2 = r0 - 2; s2 >= 0; s2--) {
+                        acc += a[s2 + 1];
+                        w[s2] = acc;
+                    }
+                    acc = 0.0f;
+                    for (int64_t l = 0; l < nr; l++) {
+                        acc += a[r0 + l];
+                        u[l] = acc;
+                    }
+                    mc_cpu_vexp(w, r0);
+                    mc_cpu_vexp(u, nr);
+                }
+                for (int64_t l = 0; l < nr; l++) {
+                    float *restrict pl = Pm + l * r1;
+                    const float *restrict gl = G + l * ldg;
+                    const float ul = u[l];
+                    for (int64_t s2 = 0; s2 < r0; s2++)
+                        pl[s2] = gl[s2] * (ul * w[s2]);
+                    const float al = a[r0 + l];
+                    for (int64_t s2 = 0; s2 < l; s2++)
+                        seg[s2] += al;
+                    seg[l] = 0.0f;
+                    mc_cpu_vexp_to(seg, pl + r0, l + 1);
+                    for (int64_t s2 = r0; s2 <= r0 + l; s2++)
+                        pl[s2] *= gl[s2];
+                    for (int64_t s2 = r0 + l + 1; s2 < r1; s2++)
+                        pl[s2] = 0.0f;
+                    /* no token of another sequence reaches row l: zero left of its segment start */
+                    const int64_t lo = pk->cu_seqlens[seq[c0 + r0 + l]] - c0;
+                    for (int64_t s2 = 0; s2 < lo; s2++)
+                        pl[s2] = 0.0f;
+                }
+                mc_cpu_sgemm(0, 0, nr, P, r1, 1.0f, Pm, r1, Xd + j * Q * P, P, 1.0f, Y + r0 * W + j * P, W);
+            }
+        }
+        /* each segment's state update into its own slot: S *= exp(Σ_seg a), S += (sfx ⊙ Xd)ᵀ·B */
+        for (int64_t j = 0; j < nh; j++) {
+            const float *sf = sfx + j * Q;
+            for (int64_t l = 0; l < q; l++) {
+                const float f = sf[l];
+                const float *restrict xl = Xd + (j * Q + l) * P;
+                float *restrict xsl = Xs + l * W + j * P;
+                for (int64_t p = 0; p < P; p++)
+                    xsl[p] = xl[p] * f;
+            }
+        }
+        for (int64_t s0 = 0, s1; s0 < q; s0 = s1) {
+            const int64_t i = seq[c0 + s0];
+            s1 = pk->cu_seqlens[i + 1] - c0 < q ? pk->cu_seqlens[i + 1] - c0 : q;
+            float *S = r->state + (size_t)pk->slots[i] * se + (size_t)(h0 * P * N);
+            for (int64_t j = 0; j < nh; j++) {
+                const float e = ea[j * Q + s1 - 1];
+                float *restrict sh = S + j * P * N;
+                for (int64_t k = 0; k < P * N; k++)
+                    sh[k] *= e;
+            }
+            mc_cpu_sgemm(1, 0, W, N, s1 - s0, 1.0f, Xs + s0 * W, W, Bc + s0 * ld, ld, 1.0f, S, N);
+        }
+        for (int64_t l = 0; l < q; l++) {
+            const int64_t row = c0 + l;
+            const float *restrict xh = r->xbc + row * C + h0 * P;
+            const float *restrict yl = Y + l * W;
+            float *restrict yo = r->hn + row * m->inner + h0 * P;
+            for (int64_t j = 0; j < nh; j++) {
+                const float dskip = m->w[M2C_D][h0 + j];
+                for (int64_t p = j * P; p < (j + 1) * P; p++)
+                    yo[p] = yl[p] + dskip * xh[p];
+            }
+        }
+    }
+}
+
+/* Packed core task: one (group, head block) over the whole packed axis. */
+static void m2c_packed_core_task(void *ctx, int64_t task, int worker)
+{
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t HB = m2c_head_block(m->R), per_group = (m->R + HB - 1) / HB;
+    const int64_t g = task / per_group, h0 = g * m->R + task % per_group * HB;
+    const int64_t h1 = h0 + HB < (g + 1) * m->R ? h0 + HB : (g + 1) * m->R;
+    m2c_packed_chunk_core(r, h0, h1, r->scratch + (size_t)worker * r->scratch_elems);
+}
+
+/* Packed conv task: one (sequence, channel block), the sequence's tokens convolved from its slot's
+ * window (zeros when it starts fresh: mc_cpu_packed_reset), which then holds its last K inputs. No
+ * token of another sequence is read. */
+static void m2c_packed_conv_task(void *ctx, int64_t task, int worker)
+{
+    (void)worker;
+    const struct m2c_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t nb = m2c_conv_blocks(m->C), i = task / nb, c0 = task % nb * MC_CPU_CONV_COLS;
+    const int64_t c1 = c0 + MC_CPU_CONV_COLS < m->C ? c0 + MC_CPU_CONV_COLS : m->C;
+    const int64_t t0 = r->pk->cu_seqlens[i], n = r->pk->cu_seqlens[i + 1] - t0;
+    if (n == 0)
+        return;
+    mc_cpu_conv_cols(n, m->C, c0, c1, m->K, r->zx + t0 * m->proj + m->inner, m->proj, NULL,
+                     r->window + (size_t)r->pk->slots[i] * m2c_window_elems(m), m->conv_kc, m->w[M2C_CONV_BIAS], 0,
+                     r->xbc + t0 * m->C, m->C);
+}
+
 /* Gated RMSNorm over a block of token rows (gate before norm, groups of gs); padding rows are left
  * alone (their output is set from out_proj.bias afterwards). */
 static void m2c_norm_task(void *ctx, int64_t blk, int worker)
@@ -532,6 +747,112 @@ cleanup:
     free(gram);
     free(gram_off);
     free(n_real);
+    free(idx);
+    free(hn);
+    free(dt);
+    free(xbc);
+    free(zx);
+    free(yf);
+    free(xf);
+    return st;
+}
+
+enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                    const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *xf = NULL, *yf = NULL, *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL, *gram = NULL;
+    int64_t *idx = NULL, *tok_seq = NULL;
+    int64_t T = 0;
+
+    if ((st = mc_cpu_packed_check(model, pool, args, M2C_WHO, &T, msg)) != MC_BACKEND_OK)
+        return st;
+    if (T == 0)
+        return MC_BACKEND_OK; /* only zero-length sequences: nothing changes */
+
+    const int64_t Q = m->chunk < T ? m->chunk : T;
+    const int64_t core_tasks = m2c_core_tasks(m, 1);
+    const int workers = (int)(m->threads < core_tasks ? m->threads : core_tasks);
+    const size_t scratch_elems = m2c_scratch_elems(m, Q);
+    const int64_t nch = T > 1 ? (T + Q - 1) / Q : 0, n_gram = m->G * nch;
+    const int64_t n_real = T, gram_off = 0;
+
+    /* every allocation before the pool is touched, so a failure leaves it unchanged */
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(T * m->D) * sizeof *xf);
+        yf = malloc((size_t)(T * m->D) * sizeof *yf);
+    }
+    zx = malloc((size_t)(T * m->proj) * sizeof *zx);
+    xbc = malloc((size_t)(T * m->C) * sizeof *xbc);
+    dt = malloc((size_t)(T * m->H) * sizeof *dt);
+    hn = malloc((size_t)(T * m->inner) * sizeof *hn);
+    idx = malloc((size_t)T * sizeof *idx);
+    tok_seq = malloc((size_t)T * sizeof *tok_seq);
+    scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !zx || !xbc || !dt || !hn || !idx || !tok_seq || !scratch) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu forward_packed: out of memory for T=%lld scratch",
+                         (long long)T);
+        goto cleanup;
+    }
+    /* the shared C·Bᵀ per (group, chunk) of the packed grid; per head when it does not fit */
+    if (m->R > 1 && n_gram > 0 && (size_t)(n_gram * Q * Q) <= M2C_GRAM_MAX_BYTES / sizeof(float))
+        gram = malloc((size_t)(n_gram * Q * Q) * sizeof *gram);
+    mc_cpu_packed_reset(&m->cache_shape, pool, args);
+
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * m->D));
+        x = xf;
+        y = yf;
+    }
+    for (int64_t t = 0; t < T; t++)
+        idx[t] = t;
+    mc_cpu_packed_token_seq(args, tok_seq);
+
+    /* as a forward of one row of T tokens (projections, SiLU/dt, Gram, norm), with the conv and the
+     * core restarting at every sequence boundary */
+    struct m2c_run run = {
+        .m = m,
+        .batch = 1,
+        .len = T,
+        .Q = Q,
+        .zx = zx,
+        .xbc = xbc,
+        .dt = dt,
+        .hn = hn,
+        .window = pool->window,
+        .state = pool->state,
+        .idx = idx,
+        .n_real = &n_real,
+        .gram = gram,
+        .gram_off = &gram_off,
+        .scratch = scratch,
+        .scratch_elems = scratch_elems,
+        .pk = args,
+        .tok_seq = tok_seq,
+    };
+    const int64_t row_blocks = (T + M2C_ROW_BLOCK - 1) / M2C_ROW_BLOCK;
+
+    mc_cpu_linear_tiled(T, m->proj, m->D, x, m->D, m->w[M2C_IN_PROJ], m->w[M2C_IN_PROJ_BIAS], zx, m->proj,
+                        m->threads);
+    mc_cpu_parallel_for(args->n_seqs * m2c_conv_blocks(m->C), m2c_packed_conv_task, &run, m->threads);
+    mc_cpu_parallel_for(row_blocks, m2c_silu_dt_task, &run, m->threads);
+    if (gram)
+        mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
+    mc_cpu_parallel_for(core_tasks, m2c_packed_core_task, &run, workers);
+    mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
+    mc_cpu_linear_tiled(T, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
+    mc_cpu_out_bias(T, m->D, NULL, m->w[M2C_OUT_PROJ_BIAS], y);
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * m->D));
+    pool->primed = 1;
+
+cleanup:
+    free(scratch);
+    free(gram);
+    free(tok_seq);
     free(idx);
     free(hn);
     free(dt);

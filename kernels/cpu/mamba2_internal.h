@@ -57,4 +57,9 @@ static inline size_t m2c_state_elems(const struct mc_model *m)
 enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_cache *cache,
                                              const struct mc_forward_args *args, struct mc_msg *msg);
 
+/* The packed call on a state pool (backend.h: forward_packed), in mamba2_forward.c: one chunked SSD
+ * over the packed token axis, restarting at every sequence boundary. */
+enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                    const struct mc_packed_args *args, struct mc_msg *msg);
+
 #endif

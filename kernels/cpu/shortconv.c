@@ -165,34 +165,58 @@ struct scc_run {
     float *bx;           /* [B][L][D]  B ⊙ x, then C ⊙ conv */
     float *co;           /* [B][L][D]  conv output */
     float *window;       /* [B][K][D] */
+    /* the packed call: len T, row b is sequence b on the packed axis, window above is the pool's,
+     * indexed by slot; NULL for a batched forward */
+    const struct mc_packed_args *pk;
 };
+
+/* Row b of a forward: batch row b (tokens b·L .., window row b), or sequence b of a packed call
+ * (tokens cu_seqlens[b] .., window row slots[b]): the conv of each sequence reads its own window and
+ * tokens only. */
+static void scc_row_cols(const struct scc_run *r, int64_t b, int64_t c0, int64_t c1)
+{
+    const struct mc_model *m = r->m;
+    const int64_t t0 = r->pk ? r->pk->cu_seqlens[b] : b * r->len;
+    const int64_t L = r->pk ? r->pk->cu_seqlens[b + 1] - t0 : r->len, D = m->D;
+    const size_t slot = (size_t)(r->pk ? r->pk->slots[b] : b);
+    const uint8_t *mask = r->mask ? r->mask + t0 : NULL;
+    for (int64_t t = 0; t < L; t++) {
+        const float *restrict row = r->bcx + (t0 + t) * 3 * D;
+        float *restrict bx = r->bx + (t0 + t) * D;
+        for (int64_t j = c0; j < c1; j++)
+            bx[j] = row[j] * row[2 * D + j];
+    }
+    mc_cpu_conv_cols(L, D, c0, c1, m->K, r->bx + t0 * D, D, mask, r->window + slot * scc_window_elems(m), m->conv_kc,
+                     m->w[SCC_CONV_BIAS], 0, r->co + t0 * D, D);
+    for (int64_t t = 0; t < L; t++) {
+        const float *restrict cg = r->bcx + (t0 + t) * 3 * D + D;
+        const float *restrict co = r->co + (t0 + t) * D;
+        float *restrict out = r->bx + (t0 + t) * D;
+        if (mask && !mask[t]) {
+            memset(out + c0, 0, (size_t)(c1 - c0) * sizeof *out);
+            continue;
+        }
+        for (int64_t j = c0; j < c1; j++)
+            out[j] = cg[j] * co[j];
+    }
+}
 
 static void scc_row_task(void *ctx, int64_t b, int worker)
 {
     (void)worker;
     const struct scc_run *r = ctx;
-    const struct mc_model *m = r->m;
-    const int64_t L = r->len, D = m->D;
-    const uint8_t *mask = r->mask ? r->mask + b * L : NULL;
-    for (int64_t t = 0; t < L; t++) {
-        const float *restrict row = r->bcx + (b * L + t) * 3 * D;
-        float *restrict bx = r->bx + (b * L + t) * D;
-        for (int64_t j = 0; j < D; j++)
-            bx[j] = row[j] * row[2 * D + j];
-    }
-    mc_cpu_conv_row(L, D, m->K, r->bx + b * L * D, D, mask, r->window + (size_t)b * scc_window_elems(m), m->conv_kc,
-                    m->w[SCC_CONV_BIAS], 0, r->co + b * L * D, D);
-    for (int64_t t = 0; t < L; t++) {
-        const float *restrict cg = r->bcx + (b * L + t) * 3 * D + D;
-        const float *restrict co = r->co + (b * L + t) * D;
-        float *restrict out = r->bx + (b * L + t) * D;
-        if (mask && !mask[t]) {
-            memset(out, 0, (size_t)D * sizeof *out);
-            continue;
-        }
-        for (int64_t j = 0; j < D; j++)
-            out[j] = cg[j] * co[j];
-    }
+    scc_row_cols(r, b, 0, r->m->D);
+}
+
+/* A packed call's task: one (sequence, block of MC_CPU_CONV_COLS channels), so a few long sequences
+ * still spread over every thread (the same bits per channel as the whole row). */
+static void scc_packed_task(void *ctx, int64_t task, int worker)
+{
+    (void)worker;
+    const struct scc_run *r = ctx;
+    const int64_t D = r->m->D, nb = (D + MC_CPU_CONV_COLS - 1) / MC_CPU_CONV_COLS;
+    const int64_t c0 = task % nb * MC_CPU_CONV_COLS, c1 = c0 + MC_CPU_CONV_COLS < D ? c0 + MC_CPU_CONV_COLS : D;
+    scc_row_cols(r, task / nb, c0, c1);
 }
 
 static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cache *cache,
@@ -267,6 +291,61 @@ static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struc
     return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
 }
 
+
+/* The packed call on a state pool (backend.h: forward_packed): in_proj and out_proj once over the T
+ * packed tokens, B ⊙ x → conv → C ⊙ per sequence from its slot's window (zeros when
+ * has_initial_state = 0), which then holds the sequence's last K inputs; no other slot is touched. */
+static enum mc_backend_status scc_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                 const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *xf = NULL, *yf = NULL, *bcx = NULL, *bx = NULL, *co = NULL;
+    int64_t T = 0;
+    if ((st = mc_cpu_packed_check(model, pool, args, SCC_WHO, &T, msg)) != MC_BACKEND_OK)
+        return st;
+    if (T == 0)
+        return MC_BACKEND_OK;
+    const int64_t D = m->D;
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(T * D) * sizeof *xf);
+        yf = malloc((size_t)(T * D) * sizeof *yf);
+    }
+    bcx = malloc((size_t)(T * 3 * D) * sizeof *bcx);
+    bx = malloc((size_t)(T * D) * sizeof *bx);
+    co = malloc((size_t)(T * D) * sizeof *co);
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !bcx || !bx || !co) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu forward_packed: out of memory for T=%lld scratch",
+                         (long long)T);
+        goto cleanup;
+    }
+    mc_cpu_packed_reset(&m->cache_shape, pool, args);
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * D));
+        x = xf;
+        y = yf;
+    }
+    struct scc_run run = {.m = m, .len = T, .bcx = bcx, .bx = bx, .co = co, .window = pool->window, .pk = args};
+    mc_cpu_linear_tiled(T, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
+    mc_cpu_parallel_for(args->n_seqs * ((D + MC_CPU_CONV_COLS - 1) / MC_CPU_CONV_COLS), scc_packed_task, &run,
+                        m->threads);
+    mc_cpu_linear_tiled(T, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
+    mc_cpu_out_bias(T, D, NULL, m->w[SCC_OUT_PROJ_BIAS], y);
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * D));
+    pool->primed = 1;
+
+cleanup:
+    free(co);
+    free(bx);
+    free(bcx);
+    free(yf);
+    free(xf);
+    return st;
+}
+
 /* ---- the core alone (cpu.h: mc_cpu_shortconv_core) -------------------------------------------- */
 
 /* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
@@ -325,6 +404,16 @@ cleanup:
     return st;
 }
 
+/* The ops forward_packed: scc_forward_packed over the packed axis in blocks (stream.h). */
+static enum mc_backend_status scc_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    if (!model)
+        return scc_forward_packed(model, pool, args, msg);
+    return mc_cpu_packed_streamed(model, pool, args, msg, scc_forward_packed, &model->cache_shape, model->D,
+                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), SCC_WHO);
+}
+
 static const struct mc_backend_ops scc_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -332,7 +421,7 @@ static const struct mc_backend_ops scc_ops = {
     .device = "cpu",
     .family = MC_FAMILY_SHORTCONV,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_THREADS,
+    .caps = MC_CAP_THREADS | MC_CAP_PACKED,
     .model_create = scc_model_create,
     .model_destroy = scc_model_destroy,
     .cache_alloc = scc_cache_alloc,
@@ -341,6 +430,7 @@ static const struct mc_backend_ops scc_ops = {
     .cache_export = scc_cache_export,
     .cache_import = scc_cache_import,
     .forward = scc_forward_streamed,
+    .forward_packed = scc_forward_packed_streamed,
 };
 
 const struct mc_backend_ops *mc_cpu_shortconv_ops(void)

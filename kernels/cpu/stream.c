@@ -183,3 +183,82 @@ enum mc_backend_status mc_cpu_core_blocks(const void *args, int64_t batch, int64
     free(tmp);
     return st;
 }
+
+/* ---- the packed call in blocks ----------------------------------------------------------------- */
+
+int64_t mc_cpu_packed_block_tokens(int64_t chunk)
+{
+    const int64_t t = mc_cpu_stream_tokens(chunk);
+    return t >= INT_MAX / MC_CPU_PACKED_ROWS ? INT64_MAX : t * MC_CPU_PACKED_ROWS;
+}
+
+enum mc_backend_status mc_cpu_packed_streamed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg,
+                                              mc_cpu_packed_fn fn, const struct mc_cpu_cache_shape *shape,
+                                              int64_t hidden, size_t elem_bytes, int64_t block, const char *who)
+{
+    int64_t T = 0;
+    enum mc_backend_status st = mc_cpu_packed_check(model, pool, args, who, &T, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    if (T <= block || block < 1)
+        return fn(model, pool, args, msg);
+
+    const int64_t n = args->n_seqs;
+    const size_t win = mc_cpu_cache_window_elems(shape), se = shape->state_elems, row = (size_t)hidden * elem_bytes;
+    int64_t *cu = malloc((size_t)(n + 1) * sizeof *cu), *slots = malloc((size_t)n * sizeof *slots);
+    uint8_t *init = malloc((size_t)n);
+    float *snap = malloc((size_t)n * (win + se) * sizeof *snap);
+    const int primed = pool->primed;
+    if (!cu || !slots || !init || !snap) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "%s forward_packed: out of memory for the streamed call (T=%lld)", who,
+                         (long long)T);
+        goto cleanup;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const size_t s = (size_t)args->slots[i];
+        memcpy(snap + (size_t)i * (win + se), pool->window + s * win, win * sizeof *snap);
+        if (se)
+            memcpy(snap + (size_t)i * (win + se) + win, pool->state + s * se, se * sizeof *snap);
+    }
+    int64_t first = 0; /* the first sequence that may overlap the block */
+    for (int64_t t0 = 0; t0 < T; t0 += block) {
+        const int64_t t1 = T - t0 < block ? T : t0 + block;
+        while (first < n && args->cu_seqlens[first + 1] <= t0)
+            first++;
+        int64_t k = 0;
+        cu[0] = 0;
+        for (int64_t i = first; i < n && args->cu_seqlens[i] < t1; i++) {
+            const int64_t a = args->cu_seqlens[i] > t0 ? args->cu_seqlens[i] : t0;
+            const int64_t b = args->cu_seqlens[i + 1] < t1 ? args->cu_seqlens[i + 1] : t1;
+            if (b <= a)
+                continue;
+            slots[k] = args->slots[i];
+            init[k] = args->cu_seqlens[i] < t0 ? 1 : args->has_initial_state[i];
+            cu[k + 1] = cu[k] + (b - a);
+            k++;
+        }
+        const struct mc_packed_args blk = {.n_seqs = k, .cu_seqlens = cu, .slots = slots, .has_initial_state = init,
+                                           .x = (const unsigned char *)args->x + (size_t)t0 * row,
+                                           .y = (unsigned char *)args->y + (size_t)t0 * row};
+        st = fn(model, pool, &blk, msg);
+        if (st != MC_BACKEND_OK) {
+            for (int64_t i = 0; i < n; i++) {
+                const size_t s = (size_t)args->slots[i];
+                memcpy(pool->window + s * win, snap + (size_t)i * (win + se), win * sizeof *snap);
+                if (se)
+                    memcpy(pool->state + s * se, snap + (size_t)i * (win + se) + win, se * sizeof *snap);
+            }
+            pool->primed = primed;
+            stream_note_block(msg, t0, t1, T, 1);
+            goto cleanup;
+        }
+    }
+
+cleanup:
+    free(snap);
+    free(init);
+    free(slots);
+    free(cu);
+    return st;
+}

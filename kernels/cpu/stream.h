@@ -90,6 +90,34 @@ enum mc_backend_status mc_cpu_core_blocks(const void *args, int64_t batch, int64
                                           float *window, size_t window_row, int needs_window,
                                           mc_cpu_core_block_fn run, const char *who, struct mc_msg *msg);
 
+/* ---- the packed call in blocks (backend.h: forward_packed) ------------------------------------
+ *
+ * A family's forward_packed holds per-token intermediates over all T packed tokens. The streamed
+ * packed call runs the packed axis in blocks of whole chunks: block j holds packed tokens [t0, t1) with
+ * t0 a multiple of the block length, itself a multiple of the family's chunk length, so the chunk grid
+ * of the packed axis (tokens 0, Q, 2Q, ...) is the same as unstreamed and a chunk never spans two
+ * blocks. A block calls the family's packed call on the pieces of the sequences that overlap it, each
+ * on its own slot; a piece that continues a sequence of an earlier block has has_initial_state = 1
+ * (its slot holds the state and window where the earlier block left it, in f32 as the unstreamed
+ * call keeps them, so a row without a chunk across blocks computes the same math). Failure: the slots of the call's non-empty sequences are
+ * snapshotted before the first block and restored when a block fails (MC_BACKEND_NOMEM before anything
+ * is touched when the snapshot cannot be had), so a failed call leaves the pool as it was. */
+
+/* Block length of a packed call: MC_CPU_PACKED_ROWS rows' worth of the batched block
+ * (mc_cpu_stream_tokens(chunk) per row), a multiple of chunk; INT64_MAX when streaming is off. */
+#define MC_CPU_PACKED_ROWS 8
+int64_t mc_cpu_packed_block_tokens(int64_t chunk);
+
+typedef enum mc_backend_status (*mc_cpu_packed_fn)(struct mc_model *model, struct mc_cache *pool,
+                                                   const struct mc_packed_args *args, struct mc_msg *msg);
+
+/* The family's packed call `fn` over the packed axis in blocks of `block` tokens (above). Argument
+ * errors are mc_cpu_packed_check's (cache.h) with `who`. */
+enum mc_backend_status mc_cpu_packed_streamed(struct mc_model *model, struct mc_cache *pool,
+                                              const struct mc_packed_args *args, struct mc_msg *msg,
+                                              mc_cpu_packed_fn fn, const struct mc_cpu_cache_shape *shape,
+                                              int64_t hidden, size_t elem_bytes, int64_t block, const char *who);
+
 /* Test hook: tokens > 0 sets the block length of every later forward in this process, 0 turns
  * streaming off, < 0 returns to the default (MC_CPU_STREAM_ENV, else MC_CPU_STREAM_TOKENS). Safe to
  * call while no forward runs; a forward reads it once at its start. */
