@@ -313,11 +313,16 @@ static void test_plugin_backend_runs_on_every_case_of_its_family(void **state)
             n_ref++;
             char twin[512];
             snprintf(twin, sizeof twin, "%s/%s", cid, scen);
+            /* the example has no packed call: its serving checks are UNSUP (with the reason), never PASS */
+            int packed = strcmp(scen, "packed_prefill") == 0 || strcmp(scen, "slot_pool") == 0 ||
+                         strcmp(scen, "mixed_step") == 0 || strcmp(scen, "prefix_resume") == 0;
+            n_ref -= packed;
             int found = 0;
             for (const char *m = out; *m && !found; m = strchr(m, '\n') ? strchr(m, '\n') + 1 : m + strlen(m)) {
                 char w2[16], c2[128], s2[64], b2[128], d2[8];
-                found = sscanf(m, "%15s %127s %63s %127s %7s", w2, c2, s2, b2, d2) == 5 && strcmp(w2, "PASS") == 0 &&
-                        strcmp(c2, cid) == 0 && strcmp(s2, scen) == 0 && strcmp(b2, "example") == 0;
+                found = sscanf(m, "%15s %127s %63s %127s %7s", w2, c2, s2, b2, d2) == 5 &&
+                        strcmp(w2, packed ? "UNSUP" : "PASS") == 0 && strcmp(c2, cid) == 0 && strcmp(s2, scen) == 0 &&
+                        strcmp(b2, "example") == 0;
             }
             if (!found)
                 fail_msg("no example check for %s in:\n%s", twin, out);
