@@ -53,7 +53,10 @@ void *mc_guard_alloc_input(struct mc_guarded *g, size_t bytes, size_t elem_bytes
 /* 0 when both guards are intact; otherwise -1 and a description such as
  * "out-of-bounds write past the end of 'y' (12 bytes; offsets +0 .. +11 after it)" in buf. */
 int mc_guard_check(const struct mc_guarded *g, const char *name, char *buf, size_t len);
+/* Frees the buffer; a fenced one's mapping is kept for reuse (up to a few) until mc_guard_trim. */
 void mc_guard_free(struct mc_guarded *g);
+/* Unmaps the fenced mappings kept for reuse. */
+void mc_guard_trim(void);
 
 enum mc_guard_access { MC_GUARD_ACCESS_UNKNOWN = 0, MC_GUARD_ACCESS_READ = 1, MC_GUARD_ACCESS_WRITE = 2 };
 /* Async-signal-safe (a fixed table, no allocation, no stdio): when addr lies in the fence of a live

@@ -133,6 +133,7 @@ static int start(struct child *ch, struct mc_job *job, int index, const struct m
             _exit(3);
         fault_handler_install(fds[1], r);
         fn(job, user);
+        mc_guard_trim();
         r->res = job->res;
         r->err = job->err;
         r->magic = REPLY_MAGIC;
@@ -213,6 +214,7 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
         for (int i = 0; i < n; i++)
             fn(&jobs[i], user);
         fault_handler_remove();
+        mc_guard_trim();
         return MC_ERR_NONE;
     }
     int slots = opt->jobs < 1 ? 1 : opt->jobs > MC_ISOLATE_MAX_JOBS ? MC_ISOLATE_MAX_JOBS : opt->jobs;
