@@ -207,6 +207,7 @@ static void preset_identity(struct mc_job *job)
 enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isolate_options *opt, mc_job_fn fn,
                                 void *user, struct mc_error *err)
 {
+    mc_guard_mode(); /* read MIXCHECK_GUARD_MODE here, not in every child (one warning at most) */
     if (!opt->isolate) {
         /* a fence fault still ends the process; the handler prints which buffer first */
         static struct reply note;
