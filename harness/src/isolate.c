@@ -1,24 +1,31 @@
 /* isolate.c — see isolate.h. */
+#define _GNU_SOURCE /* REG_ERR in ucontext_t (x86-64): whether a fault was a read or a write */
 #include "isolate.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "guard.h"
 
-/* What a child sends back: the whole job result, then a trailer proving it arrived whole. */
+/* What a child sends back: the whole job result, then a trailer proving it arrived whole. A child
+ * that faults in a guard fence (guard.h) sends FAULT_MAGIC instead, with the diagnosis in
+ * res.message and the signal in res.n_tensors, and then dies of the signal. */
 struct reply {
     struct mc_check_result res;
     struct mc_error err;
     uint32_t magic;
 };
 #define REPLY_MAGIC 0x6d697863u
+#define FAULT_MAGIC 0x6d786674u
 
 struct child {
     pid_t pid;
@@ -43,6 +50,69 @@ static void write_all(int fd, const void *p, size_t n)
     }
 }
 
+/* ---- fence faults: SIGSEGV/SIGBUS in a fenced input becomes a diagnosis ----------------------- */
+
+static int fault_fd = -1;            /* the child's reply pipe, or 2 (stderr) without isolation */
+static struct reply *fault_reply;    /* preallocated: nothing is allocated in the handler */
+static atomic_flag fault_once = ATOMIC_FLAG_INIT;
+static struct sigaction fault_prev[2]; /* SIGSEGV, SIGBUS as they were */
+
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+    int saved = errno;
+    enum mc_guard_access access = MC_GUARD_ACCESS_UNKNOWN;
+#if defined(__x86_64__) && defined(REG_ERR)
+    /* the page-fault error code: bit 1 set for a write */
+    const ucontext_t *uc = ucv;
+    access = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? MC_GUARD_ACCESS_WRITE : MC_GUARD_ACCESS_READ;
+#else
+    (void)ucv;
+#endif
+    /* si_code > 0: raised by the hardware, so si_addr is the faulting address (not kill/raise) */
+    if (si->si_code > 0 && fault_reply != NULL && !atomic_flag_test_and_set(&fault_once)) {
+        struct mc_check_result *r = &fault_reply->res;
+        if (mc_guard_describe_fault(si->si_addr, access, r->message, sizeof r->message)) {
+            if (fault_fd == 2) {
+                write_all(2, "mixcheck: crashed: ", 19);
+                write_all(2, r->message, strlen(r->message));
+                write_all(2, "\n", 1);
+            } else {
+                r->n_tensors = sig;
+                fault_reply->magic = FAULT_MAGIC;
+                write_all(fault_fd, fault_reply, sizeof *fault_reply);
+            }
+        }
+    }
+    /* back to what handled the signal before (the default, or ASan's): a fault re-executes and
+     * reaches it with its own siginfo; a sent signal is sent again */
+    sigaction(sig, &fault_prev[sig == SIGBUS], NULL);
+    errno = saved;
+    if (si->si_code <= 0)
+        raise(sig);
+}
+
+/* Installs on_fault: a child sends the diagnosis as a reply on fd; with fd 2 (no isolation) it is
+ * printed to stderr. */
+static void fault_handler_install(int fd, struct reply *reply)
+{
+    fault_fd = fd;
+    fault_reply = reply;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &fault_prev[0]);
+    sigaction(SIGBUS, &sa, &fault_prev[1]);
+}
+
+static void fault_handler_remove(void)
+{
+    sigaction(SIGSEGV, &fault_prev[0], NULL);
+    sigaction(SIGBUS, &fault_prev[1], NULL);
+    fault_reply = NULL;
+}
+
 static int start(struct child *ch, struct mc_job *job, int index, const struct mc_isolate_options *opt,
                  mc_job_fn fn, void *user, struct mc_error *err)
 {
@@ -61,7 +131,9 @@ static int start(struct child *ch, struct mc_job *job, int index, const struct m
         struct reply *r = calloc(1, sizeof *r);
         if (r == NULL)
             _exit(3);
+        fault_handler_install(fds[1], r);
         fn(job, user);
+        mc_guard_trim();
         r->res = job->res;
         r->err = job->err;
         r->magic = REPLY_MAGIC;
@@ -88,12 +160,20 @@ static void finish(struct child *ch, struct mc_job *job, int timed_out, const st
     close(ch->fd);
     /* identity of the check, in case the child never sent it */
     struct mc_check_result *r = &job->res;
-    int whole = ch->got == sizeof *ch->buf && ch->buf->magic == REPLY_MAGIC;
+    int all = ch->got == sizeof *ch->buf, whole = all && ch->buf->magic == REPLY_MAGIC;
     if (whole && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         *r = ch->buf->res;
         job->err = ch->buf->err;
     } else if (timed_out) {
         snprintf(r->message, sizeof r->message, "timed out after %.0f s (killed)", opt->timeout_s);
+        r->status = MC_CHECK_ERROR;
+        r->n_tensors = 0;
+    } else if (all && ch->buf->magic == FAULT_MAGIC) {
+        /* a fault in a fence: the child's handler named the buffer; it then died of the signal, or
+         * a sanitizer's handler (reached after ours) ended it */
+        int sig = ch->buf->res.n_tensors;
+        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s): %.900s", sig, strsignal(sig),
+                 ch->buf->res.message);
         r->status = MC_CHECK_ERROR;
         r->n_tensors = 0;
     } else if (WIFSIGNALED(status)) {
@@ -127,9 +207,15 @@ static void preset_identity(struct mc_job *job)
 enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isolate_options *opt, mc_job_fn fn,
                                 void *user, struct mc_error *err)
 {
+    mc_guard_mode(); /* read MIXCHECK_GUARD_MODE here, not in every child (one warning at most) */
     if (!opt->isolate) {
+        /* a fence fault still ends the process; the handler prints which buffer first */
+        static struct reply note;
+        fault_handler_install(2, &note);
         for (int i = 0; i < n; i++)
             fn(&jobs[i], user);
+        fault_handler_remove();
+        mc_guard_trim();
         return MC_ERR_NONE;
     }
     int slots = opt->jobs < 1 ? 1 : opt->jobs > MC_ISOLATE_MAX_JOBS ? MC_ISOLATE_MAX_JOBS : opt->jobs;

@@ -159,17 +159,19 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
     }
     struct mc_weight *w = mc_session_calloc((size_t)g->n_weights, sizeof *w, s);
     void **bufs = mc_session_calloc((size_t)g->n_weights, sizeof *bufs, s);
-    if (w == NULL || bufs == NULL) {
+    struct mc_guarded *gw = mc_session_calloc((size_t)g->n_weights, sizeof *gw, s);
+    if (w == NULL || bufs == NULL || gw == NULL) {
         rc = MC_ERR_NOMEM;
         goto out;
     }
-    /* the backend gets its own copy; the weightset stays pristine to check it against */
+    /* the backend gets its own copy; the weightset stays pristine to check it against. The copies are
+     * read-only inputs: guarded, and fenced (guard.h) so a read past a weight's end faults */
     for (int i = 0; i < g->n_weights; i++) {
         const struct mc_array *a = &g->weights[i].value;
         size_t bytes = (size_t)mc_array_elems(a) * s->esz;
-        bufs[i] = mc_session_calloc(bytes, 1, s);
+        bufs[i] = mc_guard_alloc_input(&gw[i], bytes, s->esz, g->weights[i].name, "model_create");
         if (bufs[i] == NULL) {
-            rc = MC_ERR_NOMEM;
+            rc = mc_error_set(s->err, MC_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
             goto out;
         }
         memcpy(bufs[i], ws->data[i], bytes);
@@ -201,9 +203,10 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
         input_unchanged(s, "model_create", g->weights[i].name, bufs[i], ws->data[i],
                         (size_t)mc_array_elems(&g->weights[i].value) * s->esz, s->esz);
 out:
-    if (bufs != NULL)
+    if (gw != NULL)
         for (int i = 0; i < g->n_weights; i++)
-            free(bufs[i]);
+            mc_guard_free(&gw[i]);
+    free(gw);
     free(bufs);
     free(w);
     mc_weightset_free(&own);
@@ -267,10 +270,11 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     char call[96];
     snprintf(call, sizeof call, "forward(rows %lld..%lld, tokens %lld..%lld)", (long long)sl->r0,
              (long long)(sl->r0 + sl->nrows - 1), (long long)sl->t0, (long long)(sl->t0 + sl->len - 1));
+    /* x and the mask are read-only inputs: fenced as well as guarded (guard.h) */
     struct mc_guarded gx = {0}, gy = {0}, gm = {0};
     double *xf = mc_session_calloc(n, sizeof *xf, s);
     void *xcopy = mc_session_calloc(n, s->esz, s);
-    void *xb = mc_guard_alloc(&gx, n * s->esz);
+    void *xb = mc_guard_alloc_input(&gx, n * s->esz, s->esz, "x", call);
     void *yb = mc_guard_alloc(&gy, n * s->esz);
     uint8_t *mask = NULL, *mask_copy = NULL;
     if (xf == NULL || xcopy == NULL || xb == NULL || yb == NULL) {
@@ -285,7 +289,7 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     mc_dtype_from_f64(s->ctx->dtype, xf, xb, n);
     memcpy(xcopy, xb, n * s->esz);
     if (sl->masked && g->mask != NULL) {
-        mask = mc_guard_alloc(&gm, nmask);
+        mask = mc_guard_alloc_input(&gm, nmask, 1, "mask", call);
         mask_copy = mc_session_calloc(nmask, 1, s);
         if (mask == NULL || mask_copy == NULL) {
             mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");

@@ -1,7 +1,9 @@
 /*
  * test_robust.c — a backend that segfaults, aborts, hangs, exits, writes past its output, returns NaN
  * or modifies its input fails its own check with the cause, while every other check of the same run
- * passes and the reports hold every record.
+ * passes and the reports hold every record. A backend that reads past an input fails too: by the
+ * poison guards, by the page fence with the buffer named, or both (README, Robustness: the table
+ * test_read_overruns checks, one MIXCHECK_GUARD_MODE at a time).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,6 +112,86 @@ static void test_misbehaving_backends_are_contained(void **state)
     assert_int_equal(atoi(out), 8);
 }
 
+/* The read overruns of robust_plugin.c, and how each guard mode sees each: P the poison guards
+ * (the check fails on a NaN output), F the fence (the check errors with the buffer named), '-' it
+ * passes unseen, '?' not asserted (a read beyond the 1 KiB guard sees whatever the heap holds). */
+static const struct {
+    const char *backend;
+    const char *fault; /* the fence's diagnosis */
+    const char *seen;  /* in modes none, poison, fence, both */
+} reads[] = {
+#define FWD " during forward(rows 0..2, tokens 0..19)"
+    {"robust_read_x_end", "read past the end of 'x' (buffer of 7680 bytes, at +0 after its end)" FWD, "-PFF"},
+    {"robust_read_x_before", "", "-P-P"},
+    {"robust_read_x_discard", "read past the end of 'x' (buffer of 7680 bytes, at +0 after its end)" FWD, "--FF"},
+    {"robust_read_mask_end", "read past the end of 'mask' (buffer of 60 bytes, at +0 after its end)" FWD, "--FF"},
+    {"robust_read_weight_end", "read past the end of 'D' (buffer of 16 bytes, at +0 after its end) during model_create",
+     "-PFF"},
+    {"robust_read_x_64", "read past the end of 'x' (buffer of 7680 bytes, at +64 after its end)" FWD, "-PFF"},
+    {"robust_read_x_4k", "read past the end of 'x' (buffer of 7680 bytes, at +4096 after its end)" FWD, "??FF"},
+#undef FWD
+};
+#define N_READS (sizeof reads / sizeof reads[0])
+
+static void expect_read(int k, char seen, int asan_default)
+{
+    const char *b = reads[k].backend;
+    if (seen == '?')
+        return;
+    if (seen == '-') {
+        expect(b, "PASS", "");
+    } else if (seen == 'P') {
+        expect(b, "FAIL", "non-finite");
+    } else if (asan_default && line_of(b) != NULL && strstr(line_of(b), "exited with status") != NULL) {
+        /* ASan's own SEGV handler ended the child before ours could report: still an error */
+        expect(b, "ERROR", "before reporting");
+    } else {
+        expect(b, "ERROR", "crashed: signal 11 (Segmentation fault): ");
+        expect(b, "ERROR", reads[k].fault);
+    }
+}
+
+static void test_read_overruns(void **state)
+{
+    (void)state;
+    char text[2048], cmd[2048], path[600];
+    int used = snprintf(text, sizeof text,
+                        "id: reads\nwhy: \"read overruns\"\nfamily: mamba2\ngolden: %s/golden/mamba2/leftpad.h5\n"
+                        "tolerance: %s/cases/tolerances/mamba2.yaml\nbackends: [reference",
+                        MC_SOURCE_DIR, MC_SOURCE_DIR);
+    for (size_t k = 0; k < N_READS; k++)
+        used += snprintf(text + used, sizeof text - (size_t)used, ", %s", reads[k].backend);
+    snprintf(text + used, sizeof text - (size_t)used, "]\ndtypes: [f32]\nscenarios:\n  prefill: {}\n");
+    snprintf(path, sizeof path, "%s/reads.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    static const char *modes[] = {"none", "poison", "fence", "both", NULL /* unset: the default, both */};
+    for (int m = 0; m < 5; m++) {
+        int asan_default = 0;
+        char env[96] = "";
+        if (modes[m] != NULL)
+            snprintf(env, sizeof env, "MIXCHECK_GUARD_MODE=%s ", modes[m]);
+#ifdef __SANITIZE_ADDRESS__
+        /* the default run keeps ASan's SEGV handler: ours must coexist with it */
+        if (modes[m] == NULL)
+            asan_default = 1;
+        else
+            strcat(env, "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 ");
+#endif
+        snprintf(cmd, sizeof cmd, "%s" MC_BINARY_DIR "/mixcheck run %s --plugin %s --timeout 10 -j 4 --color never",
+                 env, path, MC_ROBUST_PLUGIN);
+        int rc = run(cmd);
+        int mi = m < 4 ? m : 3;
+        expect("reference", "PASS", "");
+        for (size_t k = 0; k < N_READS; k++)
+            expect_read((int)k, reads[k].seen[mi], asan_default);
+        if (mi != 0) /* with none, the exit status is robust_read_x_4k's heap read */
+            assert_int_equal(rc, 1);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -128,6 +210,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_misbehaving_backends_are_contained),
+        cmocka_unit_test(test_read_overruns),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
