@@ -403,8 +403,9 @@ int mc_session_cache_write_raw(struct mc_session *s, struct mc_session_cache *c,
     size_t nstate = state != NULL ? (size_t)(c->batch * mc_family_state_elems(&s->shape)) : 0;
     int rc = -1;
     struct mc_guarded gc = {0}, gs = {0};
-    void *cb = mc_guard_alloc(&gc, nconv * esz);
-    void *sb = nstate ? mc_guard_alloc(&gs, nstate * esz) : NULL;
+    /* read-only for the backend: fenced like x (guard.h) */
+    void *cb = mc_guard_alloc_input(&gc, nconv * esz, esz, "conv_state", "cache_import");
+    void *sb = nstate ? mc_guard_alloc_input(&gs, nstate * esz, esz, "recurrent_state", "cache_import") : NULL;
     if (cb == NULL || (nstate && sb == NULL)) {
         mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
         goto out;
