@@ -167,10 +167,13 @@ void mc_cpu_vsigmoid_to(const float *restrict src, float *restrict dst, int64_t 
     vm_sigmoid_to_loop(src, dst, n);
 }
 
-VM_CLONES static void vm_add_loop(float *restrict x, int64_t n, float a)
+VM_CLONES static void vm_segsum_exp_loop(float *restrict seg, int64_t n, float a, float *restrict out)
 {
-    for (int64_t i = 0; i < n; i++)
-        x[i] += a;
+    for (int64_t i = 0; i < n; i++) {
+        const float x = seg[i] + a;
+        seg[i] = x;
+        out[i] = vm_exp(x);
+    }
 }
 
 /* The decay factors (vmath.h). The running sums are serial (one rounding per term, in segment order);
@@ -197,9 +200,9 @@ void mc_cpu_vexp_suffix(const float *restrict a, float *restrict out, int64_t n)
 
 void mc_cpu_vexp_segsum_row(float *restrict seg, int64_t l, float al, float *restrict out)
 {
-    vm_add_loop(seg, l, al);
+    vm_segsum_exp_loop(seg, l, al, out);
     seg[l] = 0.0f;
-    vm_exp_to_loop(seg, out, l + 1);
+    out[l] = 1.0f; /* exp(0), exactly as vm_exp gives it */
 }
 
 /* The K-tap depthwise sum of mc_cpu_vtaps, one loop per common K so the tap loop is unrolled and the
