@@ -449,7 +449,7 @@ def mamba2_selftest():
     report(f"leftpad {spec.left_pad} vs rows alone", diffs, 1e-13)
 
     # right padding: the generic padded-row check (README "Self-test"): caches frozen after the last real token
-    for spec in family_specs("mamba2", ("rightpad")):
+    for spec in family_specs("mamba2", ("rightpad", "leftpad_long", "rightpad_long")):
         cfg = mamba2_config(spec.config)
         padding_selftest(spec, mamba2_make_golden(spec),
                          lambda w, u, **kw: mamba2_forward(cfg, w, u, **kw)[:3], report)
@@ -716,7 +716,7 @@ def mamba1_selftest():
                     "recurrent_state": maxdiff(c_state, states[L])}, 1e-12)
         split_selftest(spec.name, lambda w_, u_, **kw: mamba1_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
                        (out, windows, states), report)
-    for spec in family_specs("mamba1", ("leftpad", "rightpad")):
+    for spec in family_specs("mamba1", ("leftpad", "rightpad", "leftpad_long", "rightpad_long")):
         cfg = mamba1_config(spec.config)
         padding_selftest(spec, mamba1_make_golden(spec), lambda w_, u_, **kw: mamba1_forward(cfg, w_, u_, **kw),
                          report)
@@ -935,7 +935,7 @@ def gdn_selftest():
                         "recurrent_state": maxdiff(c_state, states[L])}, 1e-12)
         split_selftest(spec.name, lambda w_, u_, **kw: gdn_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
                        (out, windows, states), report)
-    for spec in family_specs("gdn", ("leftpad", "rightpad")):
+    for spec in family_specs("gdn", ("leftpad", "rightpad", "leftpad_long", "rightpad_long")):
         cfg = gdn_config(spec.config)
         padding_selftest(spec, gdn_make_golden(spec), lambda w_, u_, **kw: gdn_forward(cfg, w_, u_, **kw), report)
     return report.ok
@@ -1029,7 +1029,7 @@ def shortconv_selftest():
                    {"output": maxdiff(c_out, out[:, s:]), "conv_state": maxdiff(c_win, windows[L])}, 1e-12)
         split_selftest(spec.name, lambda w_, u_, **kw: shortconv_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
                        (out, windows, None), report)
-    for spec in family_specs("shortconv", ("leftpad", "rightpad")):
+    for spec in family_specs("shortconv", ("leftpad", "rightpad", "leftpad_long", "rightpad_long")):
         cfg = shortconv_config(spec.config)
         padding_selftest(spec, shortconv_make_golden(spec),
                          lambda w_, u_, **kw: shortconv_forward(cfg, w_, u_, **kw), report)
@@ -1080,12 +1080,25 @@ SPECS = {s.key: s for s in [
                batch=3, length=20, seed=7, right_pad=(0, 5, 12)),
     # Long goldens (L 300 > the cpu backend's 256-token streaming block, kernels/cpu/stream.h) with
     # n_groups 3. `decay`: heads whose cumulative log decay over the sequence reaches about -1000, for
-    # chunks as long as the sequence (8.12: cumsum differences lose precision there).
+    # chunks as long as the sequence (8.12: cumsum differences lose precision there); the padded pair:
+    # padding and each row's real/pad boundary on both sides of token 256.
     GoldenSpec("decay", "mamba2",
                "strong decay (sum of A*dt over 300 tokens down to about -1000) with n_groups 3: precision of "
                "long internal chunks (unstable segsum, 8.12), head->group mapping with G 3 (8.13)",
                dict(hidden_size=64, num_heads=6, head_dim=32, state_size=64, n_groups=3, chunk_size=256),
                batch=1, length=300, seed=8, positions=(0, 256, 300), a_range=(1.0, 16.0), dt_range=(0.01, 0.5)),
+    GoldenSpec("leftpad_long", "mamba2",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300), n_groups 3: "
+               "pads never reach the cache (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=32, num_heads=6, head_dim=8, state_size=16, n_groups=3, chunk_size=64),
+               batch=4, length=300, seed=9, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "mamba2",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256), "
+               "n_groups 3: cache frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=32, num_heads=6, head_dim=8, state_size=16, n_groups=3, chunk_size=64),
+               batch=4, length=300, seed=10, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 
     # Mamba1
     GoldenSpec("tiny", "mamba1",
@@ -1112,6 +1125,18 @@ SPECS = {s.key: s for s in [
                "falcon-mamba-like layer shape (D 768, I 1536, N 16, R 48, K 4): realistic sizes and magnitudes",
                dict(hidden_size=768, intermediate_size=1536, state_size=16, conv_kernel=4, time_step_rank=48),
                batch=1, length=32, seed=15, positions=(0, 16, 32), proj_grid_bits=BIG_PROJ_GRID_BITS),
+    GoldenSpec("leftpad_long", "mamba1",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300): pads never "
+               "reach the cache (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=4, length=300, seed=16, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "mamba1",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256): cache "
+               "frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=4, length=300, seed=17, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 
     # Gated DeltaNet
     GoldenSpec("tiny", "gdn",
@@ -1167,6 +1192,20 @@ SPECS = {s.key: s for s in [
                dict(hidden_size=64, linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=128,
                     linear_value_head_dim=128, linear_conv_kernel_dim=4, chunk_size=64),
                batch=1, length=300, seed=41, positions=(0, 256, 300), a_range=(1.3, 2.6)),
+    GoldenSpec("leftpad_long", "gdn",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300): pads never "
+               "reach the cache (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=64),
+               batch=4, length=300, seed=28, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "gdn",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256): cache "
+               "frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=64),
+               batch=4, length=300, seed=29, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 
     # ShortConv (LFM2)
     GoldenSpec("tiny", "shortconv",
@@ -1193,6 +1232,18 @@ SPECS = {s.key: s for s in [
                "LFM2-like layer shape (D 1024, K 3): realistic sizes and magnitudes",
                dict(hidden_size=1024, conv_L_cache=3),
                batch=1, length=32, seed=36, proj_grid_bits=BIG_PROJ_GRID_BITS),
+    GoldenSpec("leftpad_long", "shortconv",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300): pads never "
+               "reach the conv window (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=4, length=300, seed=37, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "shortconv",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256): window "
+               "frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=4, length=300, seed=38, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 ]}
 
 
