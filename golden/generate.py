@@ -33,7 +33,8 @@ import h5py
 import numpy as np
 
 GENERATOR = "golden/generate.py"
-GENERATOR_VERSION = "1.1"   # 1.1: mamba1, gdn, shortconv, mamba2/rightpad (Mamba2 numbers unchanged)
+GENERATOR_VERSION = "1.2"   # 1.1: mamba1, gdn, shortconv, mamba2/rightpad (Mamba2 numbers unchanged);
+                            # 1.2: GoldenSpec.a_range / dt_range, the 300-token goldens (no older number changed)
 FORMAT = "mixcheck-golden"
 FORMAT_VERSION = 1
 GOLDEN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -106,6 +107,9 @@ class GoldenSpec:
     require_dt_clamps: bool = False     # fail unless both time_step_limit bounds bind on some token
     right_pad: Optional[tuple] = None   # per-row count of trailing padding tokens (mask 0); None = no mask
     proj_grid_bits: int = GRID_BITS     # grid bits of the projection matrices (*proj*.weight); README
+    a_range: Optional[tuple] = None     # (lo, hi) of the U(lo, hi) draw of exp(A_log) per head (mamba2, gdn);
+                                        # None: the family's init (mamba2 (1, 16), gdn (0.01, 16))
+    dt_range: Optional[tuple] = None    # (lo, hi) of the log-uniform dt init (mamba2); None: (0.001, 0.1)
 
     @property
     def key(self):
@@ -172,8 +176,10 @@ def mamba2_config(spec_config):
     return cfg
 
 
-def mamba2_init(cfg, rng):
-    """Realistic init (docs/semantics.md §2.2, docs/scenarios.md §4), quantized; draw order is fixed (README)."""
+def mamba2_init(cfg, rng, a_range=(1.0, 16.0), dt_range=(0.001, 0.1)):
+    """Realistic init (docs/semantics.md §2.2, docs/scenarios.md §4), quantized; draw order is fixed (README).
+    a_range / dt_range: the U(lo, hi) of exp(A_log) and the log-uniform dt range (the upstream init by
+    default; wider for the strong-decay golden, with the same draws)."""
     d = Mamba2Dims.of(cfg)
     w = {}
     w["in_proj.weight"] = uniform_init(rng, (d.proj, d.D), d.D)
@@ -183,10 +189,11 @@ def mamba2_init(cfg, rng):
     if cfg["use_conv_bias"]:
         w["conv1d.bias"] = uniform_init(rng, (d.C,), d.K)
     # dt log-uniform in [time_step_min, time_step_max] = [0.001, 0.1], floor 1e-4, stored as softplus^-1.
-    dt = np.exp(rng.uniform(0.0, 1.0, d.H) * (np.log(0.1) - np.log(0.001)) + np.log(0.001))
+    lo, hi = dt_range
+    dt = np.exp(rng.uniform(0.0, 1.0, d.H) * (np.log(hi) - np.log(lo)) + np.log(lo))
     dt = np.maximum(dt, 1e-4)
     w["dt_bias"] = quantize(dt + np.log(-np.expm1(-dt)))
-    w["A_log"] = quantize(np.log(rng.uniform(1.0, 16.0, d.H)))
+    w["A_log"] = quantize(np.log(rng.uniform(a_range[0], a_range[1], d.H)))
     # D and norm.weight are perturbed from their all-ones init so per-head / per-channel indexing errors show.
     w["D"] = quantize(1.0 + 0.1 * rng.standard_normal(d.H))
     w["norm.weight"] = quantize(1.0 + 0.1 * rng.standard_normal(d.I))
@@ -283,7 +290,7 @@ def mamba2_make_golden(spec):
     cfg = mamba2_config(spec.config)
     d = Mamba2Dims.of(cfg)
     rng = np.random.default_rng(spec.seed)
-    weights = mamba2_init(cfg, rng)
+    weights = mamba2_init(cfg, rng, spec.a_range or (1.0, 16.0), spec.dt_range or (0.001, 0.1))
     hidden = quantize(rng.standard_normal((spec.batch, spec.length, d.D)), scale=1.0)
     mask = spec.mask()
 
@@ -291,6 +298,9 @@ def mamba2_make_golden(spec):
     out, windows, states, dt_free = mamba2_forward(cfg, w64, hidden.astype(np.float64), mask)
 
     notes = []
+    if spec.a_range is not None or spec.dt_range is not None:
+        _, _, dt, _ = mamba2_front(cfg, w64, hidden.astype(np.float64))
+        notes.append(decay_note(dt * -np.exp(w64["A_log"]), mask))
     lo, hi = cfg["time_step_limit"]
     if lo > 0.0 or np.isfinite(hi):
         real = dt_free if mask is None else dt_free[mask.astype(bool)]
@@ -391,7 +401,7 @@ def mamba2_selftest():
         text = ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
         print(f"  {label:<38} max|diff|: {text}{'' if worst <= limit else '  FAIL (> %.0e)' % limit}")
 
-    for name in ("tiny", "groups2", "ragged", "dtlimit"):
+    for name in ("tiny", "groups2", "ragged", "dtlimit", "decay"):
         spec = SPECS["mamba2/" + name]
         cfg = mamba2_config(spec.config)
         g = mamba2_make_golden(spec)
@@ -439,10 +449,10 @@ def mamba2_selftest():
     report(f"leftpad {spec.left_pad} vs rows alone", diffs, 1e-13)
 
     # right padding: the generic padded-row check (README "Self-test"): caches frozen after the last real token
-    spec = SPECS["mamba2/rightpad"]
-    cfg = mamba2_config(spec.config)
-    padding_selftest(spec, mamba2_make_golden(spec), lambda w, u, **kw: mamba2_forward(cfg, w, u, **kw)[:3],
-                     report)
+    for spec in family_specs("mamba2", ("rightpad", "leftpad_long", "rightpad_long")):
+        cfg = mamba2_config(spec.config)
+        padding_selftest(spec, mamba2_make_golden(spec),
+                         lambda w, u, **kw: mamba2_forward(cfg, w, u, **kw)[:3], report)
     return ok
 
 
@@ -547,6 +557,14 @@ def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/
     if states is not None:
         tensors[state_key] = states
     return Golden(config, tensors, [])
+
+
+def decay_note(logdecay, mask):
+    """One line: Σ_t of the per-token log decay [B, L, H] over each row's real tokens, per row and head
+    (what a chunked form's in-chunk cumulative sum reaches when one chunk holds the row, docs/semantics.md §8.12)."""
+    live = np.ones(logdecay.shape[:2], bool) if mask is None else mask.astype(bool)
+    total = np.sum(np.where(live[..., None], logdecay, 0.0), axis=1)
+    return "cumulative log decay per head, by row: " + "; ".join(" ".join(f"{v:.4g}" for v in row) for row in total)
 
 
 def family_specs(family, names):
@@ -698,7 +716,7 @@ def mamba1_selftest():
                     "recurrent_state": maxdiff(c_state, states[L])}, 1e-12)
         split_selftest(spec.name, lambda w_, u_, **kw: mamba1_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
                        (out, windows, states), report)
-    for spec in family_specs("mamba1", ("leftpad", "rightpad")):
+    for spec in family_specs("mamba1", ("leftpad", "rightpad", "leftpad_long", "rightpad_long")):
         cfg = mamba1_config(spec.config)
         padding_selftest(spec, mamba1_make_golden(spec), lambda w_, u_, **kw: mamba1_forward(cfg, w_, u_, **kw),
                          report)
@@ -735,8 +753,9 @@ def gdn_config(spec_config):
     return cfg
 
 
-def gdn_init(cfg, rng, bits):
-    """docs/semantics.md §4.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices."""
+def gdn_init(cfg, rng, bits, a_range=(0.01, 16.0)):
+    """docs/semantics.md §4.2 init, quantized; draw order fixed (README). `bits`: grid of the *proj matrices;
+    a_range: the U(lo, hi) of exp(A_log) (the post-#47630 init by default)."""
     d = gdn_dims(cfg)
     w = {}
     if d.layout == "qwen3_5":
@@ -749,7 +768,7 @@ def gdn_init(cfg, rng, bits):
         w["in_proj_ba.weight"] = uniform_init(rng, (2 * d.Hv, d.D), d.D, bits)
     w["conv1d.weight"] = uniform_init(rng, (d.C, 1, d.K), d.K)
     w["dt_bias"] = quantize(1.0 + 0.1 * rng.standard_normal(d.Hv))            # upstream ones, perturbed
-    w["A_log"] = quantize(np.log(rng.uniform(0.01, 16.0, d.Hv)))
+    w["A_log"] = quantize(np.log(rng.uniform(a_range[0], a_range[1], d.Hv)))
     w["norm.weight"] = quantize(1.0 + 0.1 * rng.standard_normal(d.dv))         # upstream ones, perturbed
     w["out_proj.weight"] = uniform_init(rng, (d.D, d.vd), d.vd, bits)
     return w
@@ -886,16 +905,22 @@ def gdn_chunked_forward(cfg, w, u, window, state, Q):
 def gdn_make_golden(spec):
     cfg = gdn_config(spec.config)
     rng = np.random.default_rng(spec.seed)
-    weights = gdn_init(cfg, rng, spec.proj_grid_bits)
+    weights = gdn_init(cfg, rng, spec.proj_grid_bits, spec.a_range or (0.01, 16.0))
     config = {k: np.int64(cfg[k]) for k in GDN_INT_ATTRS}
     config["rms_norm_eps"] = np.float64(cfg["rms_norm_eps"])
     config["projection_layout"] = cfg["projection_layout"]
-    return finish_golden(spec, cfg, rng, weights, gdn_forward, config)
+    g = finish_golden(spec, cfg, rng, weights, gdn_forward, config)
+    # the cumulative log decay Σ_t g_t of each row and value head over its real tokens (what a chunked
+    # form's in-chunk cumulative sums reach when one chunk holds the whole sequence, docs/semantics.md §8.12)
+    w64 = float64_weights(g)
+    _, _, b, a = gdn_front(cfg, w64, g.tensors["inputs/hidden_states"].astype(np.float64))
+    g.notes.append(decay_note(gdn_gates(w64, b, a)[1], spec.mask()))
+    return g
 
 
 def gdn_selftest():
     report = Reporter()
-    for spec in family_specs("gdn", ("tiny", "odd", "next")):
+    for spec in family_specs("gdn", ("tiny", "odd", "next", "decay")):
         cfg = gdn_config(spec.config)
         g = gdn_make_golden(spec)
         w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
@@ -910,7 +935,7 @@ def gdn_selftest():
                         "recurrent_state": maxdiff(c_state, states[L])}, 1e-12)
         split_selftest(spec.name, lambda w_, u_, **kw: gdn_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
                        (out, windows, states), report)
-    for spec in family_specs("gdn", ("leftpad", "rightpad")):
+    for spec in family_specs("gdn", ("leftpad", "rightpad", "leftpad_long", "rightpad_long")):
         cfg = gdn_config(spec.config)
         padding_selftest(spec, gdn_make_golden(spec), lambda w_, u_, **kw: gdn_forward(cfg, w_, u_, **kw), report)
     return report.ok
@@ -1004,7 +1029,7 @@ def shortconv_selftest():
                    {"output": maxdiff(c_out, out[:, s:]), "conv_state": maxdiff(c_win, windows[L])}, 1e-12)
         split_selftest(spec.name, lambda w_, u_, **kw: shortconv_forward(cfg, w_, u_, **kw), w, u, (1, 3, 8, 9),
                        (out, windows, None), report)
-    for spec in family_specs("shortconv", ("leftpad", "rightpad")):
+    for spec in family_specs("shortconv", ("leftpad", "rightpad", "leftpad_long", "rightpad_long")):
         cfg = shortconv_config(spec.config)
         padding_selftest(spec, shortconv_make_golden(spec),
                          lambda w_, u_, **kw: shortconv_forward(cfg, w_, u_, **kw), report)
@@ -1053,6 +1078,27 @@ SPECS = {s.key: s for s in [
                "(8.5), pads never reach the cache (8.4, 8.6)",
                dict(hidden_size=32, num_heads=4, head_dim=16, state_size=8, n_groups=2, chunk_size=8),
                batch=3, length=20, seed=7, right_pad=(0, 5, 12)),
+    # Long goldens (L 300 > the cpu backend's 256-token streaming block, kernels/cpu/stream.h) with
+    # n_groups 3. `decay`: heads whose cumulative log decay over the sequence reaches about -1000, for
+    # chunks as long as the sequence (8.12: cumsum differences lose precision there); the padded pair:
+    # padding and each row's real/pad boundary on both sides of token 256.
+    GoldenSpec("decay", "mamba2",
+               "strong decay (sum of A*dt over 300 tokens down to about -1000) with n_groups 3: precision of "
+               "long internal chunks (unstable segsum, 8.12), head->group mapping with G 3 (8.13)",
+               dict(hidden_size=64, num_heads=6, head_dim=32, state_size=64, n_groups=3, chunk_size=256),
+               batch=1, length=300, seed=8, positions=(0, 256, 300), a_range=(1.0, 16.0), dt_range=(0.01, 0.5)),
+    GoldenSpec("leftpad_long", "mamba2",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300), n_groups 3: "
+               "pads never reach the cache (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=32, num_heads=6, head_dim=8, state_size=16, n_groups=3, chunk_size=64),
+               batch=4, length=300, seed=9, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "mamba2",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256), "
+               "n_groups 3: cache frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=32, num_heads=6, head_dim=8, state_size=16, n_groups=3, chunk_size=64),
+               batch=4, length=300, seed=10, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 
     # Mamba1
     GoldenSpec("tiny", "mamba1",
@@ -1079,6 +1125,18 @@ SPECS = {s.key: s for s in [
                "falcon-mamba-like layer shape (D 768, I 1536, N 16, R 48, K 4): realistic sizes and magnitudes",
                dict(hidden_size=768, intermediate_size=1536, state_size=16, conv_kernel=4, time_step_rank=48),
                batch=1, length=32, seed=15, positions=(0, 16, 32), proj_grid_bits=BIG_PROJ_GRID_BITS),
+    GoldenSpec("leftpad_long", "mamba1",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300): pads never "
+               "reach the cache (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=4, length=300, seed=16, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "mamba1",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256): cache "
+               "frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),
+               batch=4, length=300, seed=17, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 
     # Gated DeltaNet
     GoldenSpec("tiny", "gdn",
@@ -1120,6 +1178,34 @@ SPECS = {s.key: s for s in [
                dict(hidden_size=128, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=128,
                     linear_value_head_dim=128, linear_conv_kernel_dim=4, chunk_size=64),
                batch=1, length=16, seed=26, positions=(0, 16), proj_grid_bits=BIG_PROJ_GRID_BITS),
+    # Long goldens (L 300 > the cpu backend's 256-token streaming block). `decay`: the Qwen3-Next head
+    # shape (dk = dv = 128, r 2; 1 key / 2 value heads) with exp(A_log) drawn from U(1.3, 2.6), so the
+    # cumulative log decay over the sequence reaches -851 and -1025 while one token still keeps
+    # exp(g) ~ 0.03..0.2 of the state: a chunk holding the whole sequence builds its decays from in-chunk
+    # cumulative sums of that size (8.12). Per-token decays of -1.7..-3.4 are where the f32 spacing of
+    # such a sum (6.1e-5 on [512, 1024)) costs most; a stronger decay hides it (exp(g) ~ 0), a weaker
+    # one keeps the sum small. Seed 41 of 27, 40, 41, 42: the one whose f32 output and state both fail
+    # on the cumsum-difference form (README).
+    GoldenSpec("decay", "gdn",
+               "strong decay (cumulative log decay -851 / -1025 over 300 tokens), head dims 128: precision "
+               "of long internal chunks, decays from cumsum differences (8.12)",
+               dict(hidden_size=64, linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=128,
+                    linear_value_head_dim=128, linear_conv_kernel_dim=4, chunk_size=64),
+               batch=1, length=300, seed=41, positions=(0, 256, 300), a_range=(1.3, 2.6)),
+    GoldenSpec("leftpad_long", "gdn",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300): pads never "
+               "reach the cache (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=64),
+               batch=4, length=300, seed=28, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "gdn",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256): cache "
+               "frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                    linear_value_head_dim=8, linear_conv_kernel_dim=4, chunk_size=64),
+               batch=4, length=300, seed=29, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 
     # ShortConv (LFM2)
     GoldenSpec("tiny", "shortconv",
@@ -1146,6 +1232,18 @@ SPECS = {s.key: s for s in [
                "LFM2-like layer shape (D 1024, K 3): realistic sizes and magnitudes",
                dict(hidden_size=1024, conv_L_cache=3),
                batch=1, length=32, seed=36, proj_grid_bits=BIG_PROJ_GRID_BITS),
+    GoldenSpec("leftpad_long", "shortconv",
+               "left padding across the 256-token streaming block (pads 0, 250, 256, 270 of 300): pads never "
+               "reach the conv window (8.4, 8.6) in any block, a block with no real token",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=4, length=300, seed=37, left_pad=(0, 250, 256, 270),
+               positions=(0, 128, 250, 256, 257, 270, 280, 281, 282, 300)),
+    GoldenSpec("rightpad_long", "shortconv",
+               "right padding across the 256-token streaming block (real lengths 300, 241, 270, 256): window "
+               "frozen at each row's last real token (8.5) in any block",
+               dict(hidden_size=16, conv_L_cache=3),
+               batch=4, length=300, seed=38, right_pad=(0, 59, 30, 44),
+               positions=(0, 128, 241, 256, 257, 270, 300)),
 ]}
 
 

@@ -2,7 +2,7 @@
  * gdn.c — the optimized CPU Gated DeltaNet mixer (backend "cpu", device "cpu") behind the backend
  * interface (mixcheck/backend.h), validated against reference/gdn.c by tests/cpu_gdn.
  *
- * Semantics: exactly the reference's (mixers.md §4 with mixcheck's §A): HF Qwen3NextGatedDeltaNet /
+ * Semantics: exactly the reference's (docs/semantics.md §4 with mixcheck's §A): HF Qwen3NextGatedDeltaNet /
  * Qwen3_5GatedDeltaNet, both projection layouts, conv1d without bias + SiLU over the cached K-column
  * window, β = σ(b), g = −exp(A_log)·softplus(a + dt_bias), value head h reads key head h/r,
  * q̂ = l2norm(q)·dk^{-1/2}, k̂ = l2norm(k), gated RMSNorm per head norm before gate, out_proj, no

@@ -1,10 +1,11 @@
 /*
- * gdn_chunk.c — the gated delta rule core of the cpu Gated DeltaNet (gdn_chunk.h, mixers.md §4.4).
+ * gdn_chunk.c — the gated delta rule core of the cpu Gated DeltaNet (gdn_chunk.h, docs/semantics.md §4.4).
  *
  * Variants:
  *   - mc_gdn_chunk_run       chunked form. Per chunk of cl <= c tokens (rows i, j < cl):
  *       once per key head:  [q̂; k̂] (2cl × dk) · k̂ᵀ (dk × cl)  -> Gq = q̂k̂ᵀ, Gk = k̂k̂ᵀ   (sgemm)
- *       per value head:     γ = cumsum(g), Aut = diag(β)·Gk ⊙ Dec (strictly lower), P = Gq ⊙ Dec
+ *       per value head:     Dec[i][j] = exp(Σ_{j<s<=i} g_s), Aut = diag(β)·Gk ⊙ Dec (strictly lower),
+ *                           P = Gq ⊙ Dec; exp(γ_i) = exp(Σ_{s<=i} g_s), exp(γ_last − γ_i) = exp(Σ_{s>i} g_s)
  *                           X = [Kβ⊙exp(γ) | Vβ] (cl × (dk+dv)); X <- (I + Aut)^{-1} X = [W | U]
  *                                                                       (strsm, forward substitution)
  *                           [W; q̂⊙exp(γ)] (2cl × dk) · S (dk × dv) -> [WS; QS]              (sgemm)
@@ -13,8 +14,13 @@
  *     The last chunk is run as a shorter chunk: the §4.4 zero-padded rows (g = β = k = 0) would add
  *     nothing to any product and leave γ_last at the last real token.
  *   - mc_gdn_recurrent_run   recurrent form, token by token, in the reference's order of operations.
- * The exponentials are always of non-positive arguments (γ_i − γ_j for j <= i, γ_i, γ_last − γ_i),
- * so nothing overflows; a strong decay underflows to 0, which is the limit of the exact value.
+ * Every decay is the exp of a sum over its own segment of g (vmath.h: mc_cpu_vexp_prefix / _suffix /
+ * _segsum_row, shared with the Mamba2 SSD), never exp(γ_i − γ_j) of the in-chunk cumulative sum γ:
+ * with a strong decay γ reaches hundreds within a chunk, and in f32 its spacing there (6.1e-5 on
+ * [512, 1024)) is the absolute error of every such difference, i.e. a relative error of each decay
+ * factor near the diagonal, the ones that carry the state (docs/semantics.md §8.12). The segment sums err
+ * relative to their own size instead. The arguments are sums of g <= 0, so nothing overflows; a strong
+ * decay underflows to 0, which is the limit of the exact value.
  */
 #include "gdn_chunk.h"
 
@@ -44,7 +50,7 @@ size_t mc_gdn_chunk_work_floats(int64_t chunk, int64_t dk, int64_t dv)
     const size_t c = (size_t)chunk, k = (size_t)dk, v = (size_t)dv;
     return 2 * c * k        /* qk  [2c][dk]   */
            + 2 * c * c      /* G   [2c][c]    */
-           + 3 * c          /* γ, exp(γ), exp(γ_last − γ) */
+           + 4 * c          /* g, exp(γ), exp(γ_last − γ), segment sums of one Dec row */
            + 2 * c * c      /* Aut, P [c][c]  */
            + 2 * c * (k + v) /* X   [2c][dk+dv] */
            + 2 * c * v      /* R   [2c][dv]   */
@@ -57,10 +63,11 @@ void mc_gdn_chunk_run(const struct mc_gdn_core_args *a, float *work)
     const int64_t c = a->chunk < n ? a->chunk : n;
     float *qk = work;              /* [2c][dk]: q̂ rows, then k̂ rows */
     float *G = qk + 2 * c * dk;    /* [2cl][cl]: Gq rows, then Gk rows */
-    float *gam = G + 2 * c * c;    /* [c] */
-    float *eg = gam + c;           /* [c] exp(γ_i) */
-    float *ed = eg + c;            /* [c] exp(γ_last − γ_i) */
-    float *A = ed + c;             /* [cl][cl] Aut, strictly lower part used */
+    float *gc = G + 2 * c * c;     /* [c] g of the chunk, contiguous */
+    float *eg = gc + c;            /* [c] exp(γ_i) = exp(Σ_{s<=i} g_s) */
+    float *ed = eg + c;            /* [c] exp(γ_last − γ_i) = exp(Σ_{s>i} g_s) */
+    float *seg = ed + c;           /* [c] Σ_{j<s<=i} g_s of the current Dec row i */
+    float *A = seg + c;            /* [cl][cl] Aut, strictly lower part used */
     float *P = A + c * c;          /* [cl][cl] Gq ⊙ Dec, lower incl. diagonal, zero above */
     float *X = P + c * c;          /* [2cl][dk+dv]: rows < cl [Kβe | Vβ] -> [W | U -> Vn]; rows >= cl [Qe | -] */
     float *R = X + 2 * c * xw;     /* [2cl][dv]: WS, then QS */
@@ -83,25 +90,16 @@ void mc_gdn_chunk_run(const struct mc_gdn_core_args *a, float *work)
             float *S = a->state + s * dk * dv;
             float *o = a->o + t0 * a->ld_o + s * dv;
 
-            float acc = 0.0f;
-            for (int64_t i = 0; i < cl; i++) {
-                acc += g[i * a->ld_gb];
-                gam[i] = acc;
-            }
-            const float glast = gam[cl - 1];
             for (int64_t i = 0; i < cl; i++)
-                ed[i] = glast - gam[i];
-            mc_cpu_vexp_to(gam, eg, cl);
-            mc_cpu_vexp(ed, cl);
+                gc[i] = g[i * a->ld_gb];
+            mc_cpu_vexp_prefix(gc, eg, cl);
+            mc_cpu_vexp_suffix(gc, ed, cl);
             for (int64_t i = 0; i < cl; i++) {
-                const float bi = beta[i * a->ld_gb], gi = gam[i];
+                const float bi = beta[i * a->ld_gb];
                 float *restrict arow = A + i * cl, *restrict prow = P + i * cl;
                 const float *restrict gkrow = Gk + i * cl, *restrict gqrow = Gq + i * cl;
-                /* Dec[i][j] = exp(γ_i − γ_j), j < i: the exponents first, into the P row, then one
-                 * array exp over them */
-                for (int64_t j = 0; j < i; j++)
-                    prow[j] = gi - gam[j];
-                mc_cpu_vexp(prow, i);
+                /* Dec[i][0..i] into the P row (Dec[i][i] = 1), from the segment sums of row i − 1 */
+                mc_cpu_vexp_segsum_row(seg, i, gc[i], prow);
                 for (int64_t j = 0; j < i; j++) {
                     const float dec = prow[j];
                     arow[j] = bi * gkrow[j] * dec;

@@ -218,22 +218,10 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h0, int64
                 memcpy(Cg + l * N, xr + m->inner + m->GN + g * N, (size_t)N * sizeof(float));
             }
         }
-        /* prefix and suffix sums of a per head (same-sign terms), then their exps */
+        /* exps of the prefix and suffix sums of a per head (same-sign terms, vmath.h) */
         for (int64_t j = 0; j < nh; j++) {
-            const float *a = av + j * Q;
-            float *e = ea + j * Q, *sf = sfx + j * Q;
-            float run = 0.0f;
-            for (int64_t l = 0; l < q; l++) {
-                run += a[l];
-                e[l] = run;
-            }
-            run = 0.0f;
-            for (int64_t l = q - 1; l >= 0; l--) {
-                sf[l] = run;
-                run += a[l];
-            }
-            mc_cpu_vexp(e, q);
-            mc_cpu_vexp(sf, q);
+            mc_cpu_vexp_prefix(av + j * Q, ea + j * Q, q);
+            mc_cpu_vexp_suffix(av + j * Q, sfx + j * Q, q);
         }
         /* state -> output for the block: Y = Cc·S_blkᵀ, head j's columns scaled by exp(Σ_{k<=l} a_k) */
         mc_cpu_sgemm(0, 1, q, W, N, 1.0f, Cc, ld, S, N, 0.0f, Y, W);
@@ -258,20 +246,9 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h0, int64
             }
             for (int64_t j = 0; j < nh; j++) {
                 const float *a = av + j * Q;
-                if (r0 > 0) {
-                    float acc = 0.0f;
-                    w[r0 - 1] = 0.0f;
-                    for (int64_t s2 = r0 - 2; s2 >= 0; s2--) {
-                        acc += a[s2 + 1];
-                        w[s2] = acc;
-                    }
-                    acc = 0.0f;
-                    for (int64_t l = 0; l < nr; l++) {
-                        acc += a[r0 + l];
-                        u[l] = acc;
-                    }
-                    mc_cpu_vexp(w, r0);
-                    mc_cpu_vexp(u, nr);
+                if (r0 > 0) { /* w_s = exp(Σ_{k=s+1..r0-1} a_k), u_l = exp(Σ_{k=r0..r0+l} a_k) */
+                    mc_cpu_vexp_suffix(a, w, r0);
+                    mc_cpu_vexp_prefix(a + r0, u, nr);
                 }
                 for (int64_t l = 0; l < nr; l++) {
                     float *restrict pl = Pm + l * r1;
@@ -280,11 +257,7 @@ static void m2c_chunk_core(const struct m2c_run *r, int64_t b, int64_t h0, int64
                     for (int64_t s2 = 0; s2 < r0; s2++) /* left of the diagonal block: rank-one mask */
                         pl[s2] = gl[s2] * (ul * w[s2]);
                     /* the diagonal block: the stable segsum row, seg[s] of row l = seg[s] of row l-1 + a_l */
-                    const float al = a[r0 + l];
-                    for (int64_t s2 = 0; s2 < l; s2++)
-                        seg[s2] += al;
-                    seg[l] = 0.0f;
-                    mc_cpu_vexp_to(seg, pl + r0, l + 1);
+                    mc_cpu_vexp_segsum_row(seg, l, a[r0 + l], pl + r0);
                     for (int64_t s2 = r0; s2 <= r0 + l; s2++)
                         pl[s2] *= gl[s2];
                     for (int64_t s2 = r0 + l + 1; s2 < r1; s2++)

@@ -167,6 +167,44 @@ void mc_cpu_vsigmoid_to(const float *restrict src, float *restrict dst, int64_t 
     vm_sigmoid_to_loop(src, dst, n);
 }
 
+VM_CLONES static void vm_segsum_exp_loop(float *restrict seg, int64_t n, float a, float *restrict out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = seg[i] + a;
+        seg[i] = x;
+        out[i] = vm_exp(x);
+    }
+}
+
+/* The decay factors (vmath.h). The running sums are serial (one rounding per term, in segment order);
+ * the exps are the vectorized loop. */
+void mc_cpu_vexp_prefix(const float *restrict a, float *restrict out, int64_t n)
+{
+    float run = 0.0f;
+    for (int64_t l = 0; l < n; l++) {
+        run += a[l];
+        out[l] = run;
+    }
+    vm_exp_loop(out, n);
+}
+
+void mc_cpu_vexp_suffix(const float *restrict a, float *restrict out, int64_t n)
+{
+    float run = 0.0f;
+    for (int64_t l = n - 1; l >= 0; l--) {
+        out[l] = run;
+        run += a[l];
+    }
+    vm_exp_loop(out, n);
+}
+
+void mc_cpu_vexp_segsum_row(float *restrict seg, int64_t l, float al, float *restrict out)
+{
+    vm_segsum_exp_loop(seg, l, al, out);
+    seg[l] = 0.0f;
+    out[l] = 1.0f; /* exp(0), exactly as vm_exp gives it */
+}
+
 /* The K-tap depthwise sum of mc_cpu_vtaps, one loop per common K so the tap loop is unrolled and the
  * channel loop vectorizes; the sums run bias first, then taps 0..K-1, as the generic loop does. */
 VM_CLONES static void vm_taps_loop(int64_t n, int64_t K, const float *const *src, const float *w, int64_t ws,

@@ -10,7 +10,21 @@
  *   - mc_cpu_vsigmoid_to dst[i] = 1 / (1 + exp(-src[i]))
  *   - mc_cpu_vtaps       out[c] = bias[c] + Σ_k w[k·w_stride + c]·src[k][c]   (a depthwise conv's K
  *                        taps for one token; summed in that order, bias NULL = 0)
- * The `_to` and `mul` forms take pointers that must not overlap (restrict).
+ * The decay factors of a chunked scan (Mamba2 SSD, gated delta rule), from per-token log decays
+ * a[0..n) (<= 0). Each factor is the exp of a sum over its own segment, accumulated from that segment's
+ * terms only, never the difference of two cumulative sums: once the in-chunk cumulative sum reaches
+ * hundreds, its f32 spacing (6e-5 at 1000) becomes the absolute error of every exponent taken from a
+ * difference, i.e. a relative error of the decay (docs/semantics.md §8.12, the unstable segsum).
+ *   - mc_cpu_vexp_prefix  out[l] = exp(a_0 + … + a_l)             (chunk start to token l; summed left
+ *                         to right)
+ *   - mc_cpu_vexp_suffix  out[l] = exp(a_{l+1} + … + a_{n−1})      (token l to the chunk end, out[n−1]
+ *                         = 1; summed right to left)
+ *   - mc_cpu_vexp_segsum_row   row l of the decay matrix E[l][s] = exp(a_{s+1} + … + a_l), s <= l:
+ *                         seg[0..l) holds row l−1's exponents on entry (nothing when l == 0); a_l is
+ *                         added to each, seg[l] = 0, and out[s] = exp(seg[s]) for s <= l (out[l] = 1).
+ *                         Called for l = 0, 1, … on one seg buffer it walks the rows of a chunk; each
+ *                         exponent is summed over its own segment, oldest term first.
+ * The `_to`, `mul` and decay forms take pointers that must not overlap (restrict).
  *
  * The exp (vmath.c has the derivation): Cody-Waite reduction x = n·ln2 + r, |r| <= ln2/2, a degree-7
  * polynomial for e^r and the scale 2^n put into the exponent bits. Accuracy: relative error under
@@ -34,6 +48,9 @@ void mc_cpu_vexp_to(const float *restrict src, float *restrict dst, int64_t n);
 void mc_cpu_vsilu(float *restrict x, int64_t n);
 void mc_cpu_vmul_silu(float *restrict x, const float *restrict z, int64_t n);
 void mc_cpu_vsigmoid_to(const float *restrict src, float *restrict dst, int64_t n);
+void mc_cpu_vexp_prefix(const float *restrict a, float *restrict out, int64_t n);
+void mc_cpu_vexp_suffix(const float *restrict a, float *restrict out, int64_t n);
+void mc_cpu_vexp_segsum_row(float *restrict seg, int64_t l, float al, float *restrict out);
 void mc_cpu_vtaps(int64_t n, int64_t K, const float *const *src, const float *w, int64_t w_stride, const float *bias,
                   float *restrict out);
 

@@ -8,7 +8,9 @@
  *   - the array exp / SiLU / sigmoid (vmath.h) against double libm: a strided sweep of every float in
  *     [-104, 89] plus random ones and the special values, the measured worst error printed; and each
  *     element's result independent of its position and of the call's length (the kernels' thread-count
- *     determinism rests on it).
+ *     determinism rests on it);
+ *   - the decay factors (exps of prefix, suffix and segment sums) against their definition, bitwise,
+ *     and against the f64 exp of the exact segment sums over a long strongly decaying sequence.
  */
 #include <float.h>
 #include <math.h>
@@ -394,6 +396,60 @@ static void test_vmath_position(void **state)
     assert_memory_equal(a, b, sizeof b);
 }
 
+/* The decay factors of vmath.h: each the exp of a sum over its own segment, summed in the documented
+ * order (compared bitwise with that loop), and close to the f64 exp of the exact segment sum whatever
+ * the size of the sums around it. With a = -3.3 per token the cumulative sum reaches -990 after 300
+ * tokens, where exp(γ_i − γ_j) of the f32 cumulative sums would err by up to 6e-5 relative (its
+ * spacing); a segment sum of k terms errs by at most about k·2^-24 of itself (one token: ~7e-7). */
+static void test_vexp_decays(void **state)
+{
+    (void)state;
+    enum { NA = 300 };
+    static float a[NA], pre[NA], suf[NA], seg[NA], row[NA], want[NA];
+    struct tu_lcg g = {11};
+    for (int i = 0; i < NA; i++)
+        a[i] = (float)(-3.3 * (1.0 + 0.2 * tu_lcg_next(&g)));
+    mc_cpu_vexp_prefix(a, pre, NA);
+    mc_cpu_vexp_suffix(a, suf, NA);
+    float run = 0.0f;
+    for (int l = 0; l < NA; l++) {
+        run += a[l];
+        want[l] = run;
+    }
+    mc_cpu_vexp(want, NA);
+    assert_memory_equal(pre, want, sizeof want);
+    run = 0.0f;
+    for (int l = NA - 1; l >= 0; l--) {
+        want[l] = run;
+        run += a[l];
+    }
+    mc_cpu_vexp(want, NA);
+    assert_memory_equal(suf, want, sizeof want);
+    assert_true(suf[NA - 1] == 1.0f);
+
+    double worst = 0.0;
+    for (int l = 0; l < NA; l++) {
+        mc_cpu_vexp_segsum_row(seg, l, a[l], row);
+        assert_true(row[l] == 1.0f && seg[l] == 0.0f);
+        double exact = 0.0; /* Σ_{s<k<=l} a_k, in f64, for s from l down */
+        for (int s2 = l - 1; s2 >= 0; s2--) {
+            exact += (double)a[s2 + 1];
+            const double e = exp(exact);
+            if (e < 1e-30)
+                break; /* f32 flush region and below: nothing a state keeps */
+            /* k = l - s2 terms, each addition rounding by at most 2^-24 of a partial sum (<= |exact|),
+             * plus the exp's 2 ulp: the exponent errs by <= k·2^-24·|exact|, relative error of the decay */
+            const double rel = fabs((double)row[s2] - e) / e, bound = 0x1p-24 * ((l - s2) * fabs(exact) + 4.0);
+            worst = fmax(worst, rel / bound);
+            if (rel > bound)
+                fail_msg("row %d, column %d: exp(segment sum) %.9g, exact %.9g (rel %.2e > %.2e)", l, s2,
+                         (double)row[s2], e, rel, bound);
+        }
+    }
+    print_message("vexp decays: segment-sum rows, worst error %.3g of the bound over 300 rows (cumulative sum "
+                  "%.1f)\n", worst, (double)run);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_vexp),
         cmocka_unit_test(test_vsilu),
         cmocka_unit_test(test_vmath_position),
+        cmocka_unit_test(test_vexp_decays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * against a scalar f64 recurrence written here from docs/semantics.md §4.4 (recurrent form, in-kernel q/k
  * l2norm): the chunked form for chunk lengths 1, 2, 3, 5, 16, n−1, n, 64 and > n (a last chunk
  * shorter than the rest, a single chunk longer than the sequence), and the recurrent form; weak and
- * strong decay (exp(γ) underflowing inside a chunk); a random initial state; nh value heads sharing
+ * strong decay (exp(γ) underflowing inside a chunk); a long chunk whose cumulative log decay reaches
+ * hundreds (the unstable segsum of docs/semantics.md §8.12); a random initial state; nh value heads sharing
  * one key head. Measured errors are printed. Metric: rel = max|a − b| / max|b|.
  */
 #include <math.h>
@@ -186,10 +187,26 @@ static void test_core_vs_oracle(void **state)
     assert_true(core_case(150, 64, 48, 2, 0.1, big, 4, 4) < 1e-5);
 }
 
+/* Regression (docs/semantics.md §8.12): one chunk holding a long sequence with a strong decay. g of -4..0
+ * per token (mean -2) puts the in-chunk cumulative log decay near -600 after 300 tokens, while one
+ * token still keeps exp(g) ~ 0.1 of the state. Decays built as exp(γ_i − γ_j) from the f32 cumulative
+ * sum γ carry its spacing there (6.1e-5 on [512, 1024)) as a relative error of every factor near the
+ * diagonal; segment sums err relative to their own size. Measured (rel, o / state) at chunk 64, 300,
+ * 512: cumsum differences 1.8e-6 / 7.2e-7, 1.4e-5 / 4.7e-6, 1.4e-5 / 4.7e-6; segment sums 2.9e-7 /
+ * 2.1e-7 at every chunk length (the recurrent form 3.1e-7 / 1.8e-7). The bound 1e-6 is 3.4x the fixed
+ * kernel's error and 14x under the cumsum-difference form's at the long chunks. */
+static void test_long_chunk_strong_decay(void **state)
+{
+    (void)state;
+    static const int64_t chunks[] = {0, 64, 300, 512};
+    assert_true(core_case(300, 64, 64, 2, 4.0, chunks, 4, 5) < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_core_vs_oracle),
+        cmocka_unit_test(test_long_chunk_strong_decay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
