@@ -1,5 +1,5 @@
 /*
- * serving.h — the serving-path scenarios (docs/scenarios.md §2.13-2.16, /work/shared/spec/serving.md S1,
+ * serving.h — the serving-path scenarios (docs/scenarios.md §2.13-2.16, docs/semantics.md §9,
  * S2): packed_prefill, slot_pool, mixed_step and prefix_resume, driving a backend's forward_packed on
  * state pools with the session machinery of session.h. Expected values come from the golden: the
  * outputs of every row, and caches at the positions it holds (/expected/state_positions).

@@ -1,12 +1,12 @@
 /*
  * packed_mutants.c — the packed-call mutant library (mc_packed_mutants): the reference mixers of every
- * family with a forward_packed broken like a shipped serving-path bug (/work/shared/spec/serving.md S2),
+ * family with a forward_packed broken like a shipped serving-path bug (docs/semantics.md §9),
  * plus the correct packed call as a control. Everything but forward_packed is the reference's own
  * ops; the packed call runs each sequence as a batch-of-one cache through the reference forward, like
  * mc_ref_forward_packed, with exactly one fault switched on. tests/packed/test_packed.c runs each
  * through the CLI and asserts the scenario meant for it fails, naming the tensor.
  *
- * | backend                                | upstream thread (serving.md)              | what it computes                                                             | caught by (tiny case: scenario -> tensor) |
+ * | backend                                | upstream thread (semantics §9)           | what it computes                                                             | caught by (tiny case: scenario -> tensor) |
  * |----------------------------------------|-------------------------------------------|------------------------------------------------------------------------------|-------------------------------------------|
  * | mutant.S2.3-state-leak                 | S2.3: FLA#1184; causal-conv1d#118         | a fresh sequence (has_initial_state 0) after another starts from the previous sequence's final window and state, not zeros | packed_prefill -> output |
  * | mutant.S2.4-initial-state-ignored      | S2.4: vllm-ascend#10558; vllm#56524       | has_initial_state ignored: every sequence starts from whatever its slot holds | slot_pool -> output                      |
