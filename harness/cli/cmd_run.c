@@ -121,6 +121,13 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* Appends "option value" to the options a rerun command needs (quoted where the shell needs it). */
+static void rerun_option(struct run_cli *cli, size_t *used, const char *option, const char *value)
+{
+    mc_cli_append_arg(cli->rerun, sizeof cli->rerun, used, option);
+    mc_cli_append_arg(cli->rerun, sizeof cli->rerun, used, value);
+}
+
 /* Parses argv (argv[1] == "run"); 0, or the exit code of a usage error (already printed). */
 static int parse_args(int argc, char **argv, struct run_cli *cli)
 {
@@ -193,15 +200,13 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             if (cli->n_plugins >= MC_PLUGIN_MAX)
                 return usage_error("--plugin: at most 16 plugins (got '%s' too)", optarg);
             cli->plugins[cli->n_plugins++] = optarg;
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--plugin");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--plugin", optarg);
             break;
         case OPT_TOLERANCE:
             if (o->n_tolerances >= MC_RUN_MAX_TOLERANCES)
                 return usage_error("--tolerance: at most 8 profiles (got '%s' too)", optarg);
             cli->tolerance_paths[o->n_tolerances++] = optarg;
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--tolerance");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--tolerance", optarg);
             break;
         case OPT_DEVICE_PROFILE: {
             char *eq = strchr(optarg, '=');
@@ -209,8 +214,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
                 return usage_error("--device-profile: expected DEVICE=AS, e.g. myport=cpu (got '%s')", optarg);
             if (o->n_device_map >= MC_RUN_MAX_DEVICE_MAP)
                 return usage_error("--device-profile: at most 8 mappings (got '%s' too)", optarg);
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--device-profile");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--device-profile", optarg);
             *eq = '\0'; /* argv is ours to split */
             o->device_map[o->n_device_map].device = optarg;
             o->device_map[o->n_device_map++].as = eq + 1;
@@ -221,8 +225,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             break;
         case OPT_BASELINE:
             cli->baseline_path = optarg;
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--baseline");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--baseline", optarg);
             break;
         case OPT_MAX_DRIFT: {
             char *end;
@@ -230,15 +233,13 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             if (end == optarg || *end != '\0' || !(r > 1.0) || !(r < 1e300))
                 return usage_error("--max-drift: expected a ratio greater than 1, e.g. 1.3 (got '%s')", optarg);
             cli->max_drift = r;
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--max-drift");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--max-drift", optarg);
             break;
         }
         case OPT_SEEDS:
             if (mc_cli_parse_count(optarg, 100000, &o->seeds) != 0)
                 return usage_error("--seeds: expected an integer in [1, 100000] (got '%s')", optarg);
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--seeds");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--seeds", optarg);
             break;
         case 'j':
             if (mc_cli_parse_count(optarg, 64, &o->jobs) != 0)
@@ -255,8 +256,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         case OPT_THREADS:
             if (mc_cli_parse_count(optarg, 1024, &o->threads) != 0)
                 return usage_error("--threads: expected an integer in [1, 1024] (got '%s')", optarg);
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--threads");
-            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, optarg);
+            rerun_option(cli, &used, "--threads", optarg);
             break;
         case OPT_HELP:
         case 'h':
