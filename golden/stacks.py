@@ -1,0 +1,425 @@
+"""mixcheck model-level goldens: whole `...ForCausalLM` stacks in float64 (docs/models.md).
+
+The stack glue is written from the upstream modeling files (transformers `Mamba2ForCausalLM`,
+`MambaForCausalLM`): embedding lookup, per layer RMSNorm -> mixer -> residual, final RMSNorm, LM head
+(tied to the embedding or not, per config). The mixer layers are the float64 sequential oracles of
+generate.py (mamba2_forward, mamba1_forward), never the C code under test. Weights are stored under the
+upstream checkpoint names (`state_dict()` keys), so they load into the upstream class with
+load_state_dict(strict=True) (README "Model-level checks").
+
+A model golden holds (golden/README.md "Model goldens"): root `kind = "model"`; /config with `model_type`
+and `config_json` (the upstream config.json); /weights/<checkpoint name>; /inputs/input_ids [B, L] and
+/inputs/attention_mask [B, L] (left padding); /expected/logits [B, L, V]; /expected/hidden_states
+[n_layers + 1, B, L, D] (the residual stream after the embedding and after every layer); the caches of
+every layer at /expected/state_positions; and a greedy continuation /expected/greedy_tokens [B, G] with
+/expected/greedy_logits [B, G, V], greedy_logits[:, g] being the logits greedy_tokens[:, g] is the argmax
+of (g = 0: the prompt's last position; g > 0: the decode step that fed token g - 1 through the cache).
+
+Commands (reached through generate.py):
+  generate.py list models                    the model goldens and their sizes
+  generate.py regenerate models/NAME ...     write model goldens
+  generate.py check [--selftest] models/NAME ...
+"""
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+import generate as G
+
+MODELS_DIR = os.path.join(G.GOLDEN_DIR, "models")
+
+
+# ---------------------------------------------------------------------------------------------------
+# specs
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    model_type: str
+    description: str
+    config: dict              # the upstream config.json (HF names); model defaults fill the rest
+    batch: int
+    length: int
+    left_pad: tuple           # per-row leading padding tokens
+    greedy: int               # G, greedy tokens generated through the cache
+    seed: int
+    positions: tuple          # state positions stored for every layer
+
+    @property
+    def key(self):
+        return f"models/{self.name}"
+
+    @property
+    def path(self):
+        return os.path.join(MODELS_DIR, self.name + ".h5")
+
+    def mask(self):
+        t = np.arange(self.length)[None, :]
+        return (t >= np.array(self.left_pad)[:, None]).astype(np.int8)
+
+
+# Upstream config defaults for the keys the glue reads (transformers Mamba2Config / MambaConfig).
+MODEL_DEFAULTS = {
+    "mamba2": dict(layer_norm_epsilon=1e-5, residual_in_fp32=True, tie_word_embeddings=False, n_groups=1,
+                   conv_kernel=4, use_bias=False, use_conv_bias=True, chunk_size=256),
+    "mamba": dict(layer_norm_epsilon=1e-5, residual_in_fp32=True, tie_word_embeddings=True, conv_kernel=4,
+                  use_bias=False, use_conv_bias=True, expand=2),
+}
+ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM"}
+
+SPECS = {s.key: s for s in [
+    ModelSpec("mamba2", "mamba2",
+              "4-layer Mamba2 stack, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_heads=4, head_dim=16, expand=2,
+                   state_size=16, n_groups=1, conv_kernel=4, chunk_size=8, tie_word_embeddings=False),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=101, positions=(6, 12)),
+    ModelSpec("mamba", "mamba",
+              "4-layer Mamba1 stack, head tied to the embedding, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, intermediate_size=64, state_size=8,
+                   conv_kernel=4, time_step_rank=4, tie_word_embeddings=True),
+              batch=3, length=12, left_pad=(0, 4, 9), greedy=16, seed=102, positions=(6, 12)),
+]}
+
+
+def model_config(spec):
+    cfg = dict(MODEL_DEFAULTS[spec.model_type])
+    cfg.update(spec.config)
+    cfg["model_type"] = spec.model_type
+    cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------------
+# layers: each kind has init (its checkpoint-named weights under a prefix), a float64 forward over one
+# segment from its cache, and its cache's zero value
+# ---------------------------------------------------------------------------------------------------
+
+def rmsnorm(x, w, eps):
+    """Mamba2RMSNorm / MambaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight."""
+    return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
+
+
+def mixer_config(cfg):
+    """The mixer-level (generate.py) configuration of one layer of the model."""
+    if cfg["model_type"] == "mamba2":
+        m = {k: cfg[k] for k in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel",
+                                 "chunk_size", "layer_norm_epsilon")}
+        m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]),
+                 time_step_limit=tuple(cfg.get("time_step_limit", (0.0, float("inf")))),
+                 norm_group_size=cfg["num_heads"] * cfg["head_dim"])
+        assert m["norm_group_size"] == cfg["expand"] * cfg["hidden_size"], "num_heads * head_dim != expand * D"
+        return m
+    m = {k: cfg[k] for k in ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank")}
+    m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]))
+    return m
+
+
+def mixer_init(cfg, mcfg, rng):
+    if cfg["model_type"] == "mamba2":
+        return G.mamba2_init(mcfg, rng)
+    return G.mamba1_init(mcfg, rng, G.GRID_BITS)
+
+
+def mixer_forward(cfg, mcfg, w, u, mask, cache):
+    """One segment through one mixer from cache (window, state) or zeros; returns out, (window, state)
+    after the segment and the per-position caches (windows [L+1], states [L+1])."""
+    window, state = cache if cache is not None else (None, None)
+    if cfg["model_type"] == "mamba2":
+        out, windows, states, _ = G.mamba2_forward(mcfg, w, u, mask, window, state)
+    else:
+        out, windows, states = G.mamba1_forward(mcfg, w, u, mask, window, state)
+    return out, (windows[-1], states[-1]), windows, states
+
+
+def layer_prefix(i):
+    return f"backbone.layers.{i}."
+
+
+def init_weights(cfg, rng):
+    """Checkpoint-named weights, drawn in a fixed order: embedding, then per layer norm and mixer, then
+    norm_f, then lm_head (drawn even when tied, so the draw order does not depend on tying). Stored as
+    float32 values on the bf16-exact grid (generate.py "Quantization")."""
+    D, V = cfg["hidden_size"], cfg["vocab_size"]
+    mcfg = mixer_config(cfg)
+    w = {"backbone.embeddings.weight": G.quantize(rng.standard_normal((V, D)), scale=1.0)}
+    for i in range(cfg["num_hidden_layers"]):
+        w[layer_prefix(i) + "norm.weight"] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        for k, v in mixer_init(cfg, mcfg, rng).items():
+            w[layer_prefix(i) + "mixer." + k] = v
+    w["backbone.norm_f.weight"] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+    head = G.quantize(rng.standard_normal((V, D)), scale=1.0)
+    # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
+    w["lm_head.weight"] = w["backbone.embeddings.weight"].copy() if cfg["tie_word_embeddings"] else head
+    return w
+
+
+def layer_weights(w64, i):
+    p = layer_prefix(i) + "mixer."
+    return {k[len(p):]: v for k, v in w64.items() if k.startswith(p)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the stack
+# ---------------------------------------------------------------------------------------------------
+
+class Stack:
+    """A float64 model: forward over one segment of token ids from per-layer caches."""
+
+    def __init__(self, cfg, weights):
+        self.cfg = cfg
+        self.mcfg = mixer_config(cfg)
+        self.w = {k: v.astype(np.float64) for k, v in weights.items()}
+        self.n = cfg["num_hidden_layers"]
+        self.mixers = [layer_weights(self.w, i) for i in range(self.n)]
+
+    def head(self):
+        return self.w["backbone.embeddings.weight"] if self.cfg["tie_word_embeddings"] else self.w["lm_head.weight"]
+
+    def forward(self, ids, mask, caches=None):
+        """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
+        [B, L, V], hidden [n + 1, B, L, D], new caches and per-layer per-position caches."""
+        eps = self.cfg["layer_norm_epsilon"]
+        h = self.w["backbone.embeddings.weight"][ids]
+        hidden = [h]
+        new_caches, per_pos = [], []
+        for i in range(self.n):
+            x = rmsnorm(h, self.w[layer_prefix(i) + "norm.weight"], eps)
+            out, cache, windows, states = mixer_forward(self.cfg, self.mcfg, self.mixers[i], x, mask,
+                                                        None if caches is None else caches[i])
+            h = h + out
+            hidden.append(h)
+            new_caches.append(cache)
+            per_pos.append((windows, states))
+        logits = rmsnorm(h, self.w["backbone.norm_f.weight"], eps) @ self.head().T
+        return logits, np.stack(hidden), new_caches, per_pos
+
+    def greedy(self, ids, mask, steps):
+        """Prefill, then `steps` greedy tokens through the cache: (tokens [B, G], logits [B, G, V])."""
+        logits, _, caches, _ = self.forward(ids, mask)
+        step_logits = logits[:, -1]
+        tokens, all_logits = [], []
+        for g in range(steps):
+            tok = np.argmax(step_logits, axis=-1)
+            tokens.append(tok)
+            all_logits.append(step_logits)
+            if g + 1 < steps:
+                out, _, caches, _ = self.forward(tok[:, None], None, caches)
+                step_logits = out[:, 0]
+        return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
+
+
+def margin_note(logits, mask=None):
+    """One line: the smallest gap between the top two logits over the compared positions."""
+    top2 = np.sort(logits, axis=-1)[..., -2:]
+    gap = top2[..., 1] - top2[..., 0]
+    if mask is not None:
+        gap = gap[mask.astype(bool)]
+    return f"top-1 margin min {np.min(gap):.3g}, median {np.median(gap):.3g}"
+
+
+def build(spec):
+    cfg = model_config(spec)
+    rng = np.random.default_rng(spec.seed)
+    weights = init_weights(cfg, rng)
+    mask = spec.mask()
+    ids = rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)).astype(np.int64)
+    ids = np.where(mask.astype(bool), ids, 0)   # pad token id 0 (never looked at: masked)
+    st = Stack(cfg, weights)
+    logits, hidden, _, per_pos = st.forward(ids, mask)
+    tokens, glogits = st.greedy(ids, mask, spec.greedy)
+    pos = np.array(spec.positions, dtype=np.int64)
+    tensors = {"weights/" + k: v for k, v in weights.items()}
+    tensors["inputs/input_ids"] = ids
+    tensors["inputs/attention_mask"] = mask
+    tensors["expected/logits"] = logits
+    tensors["expected/hidden_states"] = hidden
+    tensors["expected/state_positions"] = pos
+    for i, (windows, states) in enumerate(per_pos):
+        tensors[f"expected/layers/{i}/conv_state"] = windows[pos]
+        tensors[f"expected/layers/{i}/recurrent_state"] = states[pos]
+    tensors["expected/greedy_tokens"] = tokens
+    tensors["expected/greedy_logits"] = glogits
+    for k, v in tensors.items():
+        assert np.all(np.isfinite(v)), f"{spec.name}: non-finite values in {k}"
+    config = {"model_type": spec.model_type, "config_json": json.dumps(cfg, sort_keys=True)}
+    notes = [margin_note(logits, mask), "greedy " + margin_note(glogits)]
+    return G.Golden(config, tensors, notes)
+
+
+def identity_attrs(spec):
+    return {"format": G.FORMAT, "format_version": np.int64(G.FORMAT_VERSION), "kind": "model",
+            "model_type": spec.model_type, "name": spec.name, "description": spec.description,
+            "seed": np.int64(spec.seed)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# self-test: padding and the cache, at the stack level
+# ---------------------------------------------------------------------------------------------------
+
+def selftest(spec, report):
+    """A left-padded row equals the row alone (logits, hidden states); the greedy logits through the
+    cache equal a full no-cache forward of prompt + generated tokens; a prompt split in two equals one pass."""
+    cfg = model_config(spec)
+    rng = np.random.default_rng(spec.seed)
+    weights = init_weights(cfg, rng)
+    mask = spec.mask()
+    ids = np.where(mask.astype(bool), rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)), 0)
+    st = Stack(cfg, weights)
+    logits, hidden, _, _ = st.forward(ids, mask)
+    d = {"logits": 0.0, "hidden": 0.0}
+    for b, p in enumerate(spec.left_pad):
+        lo, ho, _, _ = st.forward(ids[b:b + 1, p:], None)
+        d["logits"] = max(d["logits"], G.maxdiff(lo[0], logits[b, p:]))
+        d["hidden"] = max(d["hidden"], G.maxdiff(ho[:, 0], hidden[:, b, p:]))
+    report(f"{spec.key} left pad vs rows alone", d, 1e-12)
+    tokens, glogits = st.greedy(ids, mask, spec.greedy)
+    full = np.concatenate([ids, tokens[:, :-1]], axis=1)
+    fmask = np.concatenate([mask, np.ones_like(tokens[:, :-1], dtype=np.int8)], axis=1)
+    lf, _, _, _ = st.forward(full, fmask)
+    report(f"{spec.key} greedy cached vs full", {"logits": G.maxdiff(lf[:, spec.length - 1:], glogits)}, 1e-12)
+    s = spec.length // 2
+    l1, _, c1, _ = st.forward(ids[:, :s], mask[:, :s])
+    l2, _, _, _ = st.forward(ids[:, s:], mask[:, s:], c1)
+    both = np.concatenate([l1, l2], axis=1)
+    live = mask.astype(bool)
+    report(f"{spec.key} split at {s} vs one pass", {"logits": G.maxdiff(both[live], logits[live])}, 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------
+# files and commands
+# ---------------------------------------------------------------------------------------------------
+
+def write(spec_attrs, g, path, provenance=None):
+    """As generate.write, with the model golden's identity attributes."""
+    import h5py
+    with h5py.File(path, "w") as f:
+        for k, v in {**spec_attrs, **(provenance or G.provenance_attrs()),
+                     "content_sha256": G.content_sha256(g.tensors)}.items():
+            f.attrs[k] = v
+        cfg = f.create_group("config")
+        for k, v in g.config.items():
+            cfg.attrs[k] = v
+        for key, v in g.tensors.items():
+            f.create_dataset(key, data=v, chunks=v.shape, shuffle=True, compression="gzip",
+                             compression_opts=9, track_times=False)
+
+
+def write_atomic(attrs, g, path, provenance=None):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    try:
+        write(attrs, g, tmp, provenance)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def wants_models(argv):
+    """True when a generate.py command line is about model goldens (handled here)."""
+    if not argv:
+        return False
+    if argv[0] == "from-checkpoint":
+        return True
+    return argv[0] in ("list", "regenerate", "check") and any(a == "models" or a.startswith("models/")
+                                                                for a in argv[1:])
+
+
+def select(names):
+    picked = []
+    for n in names:
+        if n.startswith("-"):
+            continue
+        if n == "models":
+            picked += list(SPECS.values())
+        elif n in SPECS:
+            picked.append(SPECS[n])
+        else:
+            print(f"unknown model golden {n} (known: {' '.join(SPECS)}, or `models`)", file=sys.stderr)
+            sys.exit(2)
+    return picked
+
+
+def cmd_list(names):
+    total = 0
+    for spec in select(names):
+        size = os.path.getsize(spec.path) if os.path.exists(spec.path) else None
+        total += size or 0
+        print(f"{spec.key:<20} {('%d' % size) if size is not None else 'missing':>9} bytes  {spec.model_type} "
+              f"B={spec.batch} L={spec.length} G={spec.greedy} layers={spec.config['num_hidden_layers']}")
+    print(f"total {total} bytes")
+    return 0
+
+
+def cmd_regenerate(names):
+    for spec in select(names):
+        g = build(spec)
+        print(f"{spec.key} -> golden/models/{spec.name}.h5")
+        for note in g.notes:
+            print(f"  {note}")
+        old = G.read_file(spec.path) if os.path.exists(spec.path) else (None, {}, {})
+        keep = (G.bit_identical(g.tensors, old[0]) and not G.attr_differences(g.config, old[1])
+                and all(k in old[2] for k in G.PROVENANCE_KEYS))
+        write_atomic(identity_attrs(spec), g, spec.path,
+                     {k: old[2][k] for k in G.PROVENANCE_KEYS} if keep else None)
+        for key, text, _ in G.compare(g.tensors, old[0]):
+            if text != "max|change| = 0.000e+00":
+                print(f"  {key:<36} {text}")
+        print(f"  {os.path.getsize(spec.path)} bytes")
+    return 0
+
+
+def cmd_check(names, selftest_first):
+    ok = True
+    specs = select(names)
+    if selftest_first:
+        rep = G.Reporter()
+        for spec in specs:
+            selftest(spec, rep)
+        ok &= rep.ok
+    for spec in specs:
+        if not os.path.exists(spec.path):
+            print(f"{spec.key}: MISSING {spec.path}")
+            ok = False
+            continue
+        g = build(spec)
+        stored, stored_config, stored_root = G.read_file(spec.path)
+        rows = G.compare(g.tensors, stored)
+        ident = identity_attrs(spec)
+        changed = (["config/" + k for k in G.attr_differences(g.config, stored_config)]
+                   + G.attr_differences(ident, stored_root, keys=sorted(ident)))
+        recorded = stored_root.get("content_sha256")
+        if isinstance(recorded, bytes):
+            recorded = recorded.decode("utf-8", "replace")
+        same = all(m for _, _, m in rows) and not changed and recorded == G.content_sha256(stored)
+        print(f"{spec.key}: {'ok' if same else 'DIFFERS'}")
+        for key, text, match in rows:
+            if not match:
+                print(f"  {key:<36} {text}")
+        if changed:
+            print(f"  attributes differ: {' '.join(changed)}")
+        ok &= same
+    return 0 if ok else 1
+
+
+def main(argv):
+    if argv[0] == "from-checkpoint":
+        import checkpoint
+        return checkpoint.main(argv[1:])
+    names = [a for a in argv[1:] if not a.startswith("-")]
+    if argv[0] == "list":
+        return cmd_list(names)
+    if argv[0] == "regenerate":
+        if "--all" in argv:
+            print("regenerate: model goldens are named (models/NAME or models), not --all", file=sys.stderr)
+            return 2
+        return cmd_regenerate(names)
+    return cmd_check(names, "--selftest" in argv)
