@@ -289,7 +289,8 @@ static void test_names(void **state)
                                        "packed_prefill",
                                        "slot_pool",
                                        "mixed_step",
-                                       "prefix_resume"};
+                                       "prefix_resume",
+                                       "greedy"};
     enum mc_scenario_kind k;
     for (int i = 0; i < MC_SCENARIO_COUNT; i++) {
         assert_string_equal(mc_scenario_name((enum mc_scenario_kind)i), scen[i]);
@@ -314,6 +315,8 @@ static void test_names(void **state)
     assert_string_equal(mc_tensor_name(MC_TENSOR_CONV_STATE), "conv_state");
     assert_string_equal(mc_tensor_name(MC_TENSOR_RECURRENT_STATE), "recurrent_state");
     assert_string_equal(mc_tensor_name(MC_TENSOR_CONSISTENCY), "consistency");
+    assert_string_equal(mc_tensor_name(MC_TENSOR_LOGITS), "logits");
+    assert_string_equal(mc_tensor_name(MC_TENSOR_HIDDEN_STATES), "hidden_states");
     assert_string_equal(mc_tensor_name(MC_TENSOR_COUNT), "default");
 }
 
