@@ -18,6 +18,9 @@ struct mc_stack {
     double *head;                      /* [V][D]: lm_head, or the embedding when tied */
     double *final_norm;                /* [D] */
     double *norm;                      /* [n][D] */
+    enum mc_stack_glue_fault fault;    /* MC_STACK_GLUE_NONE but in the mutant tests */
+    int64_t fault_layer;
+    double *fresh_head;                /* MC_STACK_GLUE_HEAD_UNTIED: [V][D] */
 };
 
 static int fail(struct mc_msg *msg, const char *fmt, const char *a, long long b)
@@ -153,7 +156,24 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->embed);
     free(s->head);
     free(s->final_norm);
+    free(s->fresh_head);
     free(s);
+}
+
+void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer)
+{
+    s->fault = fault;
+    s->fault_layer = layer;
+    if (fault == MC_STACK_GLUE_HEAD_UNTIED && s->fresh_head == NULL) {
+        s->fresh_head = malloc((size_t)(s->V * s->D) * sizeof *s->fresh_head);
+        uint64_t x = 0x9e3779b97f4a7c15u;
+        for (int64_t i = 0; s->fresh_head != NULL && i < s->V * s->D; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* an init of its own, U(-1/sqrt(D), 1/sqrt(D)) */
+            s->fresh_head[i] = store(s, ((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0) / sqrt((double)s->D));
+        }
+        if (s->fresh_head == NULL)
+            s->fault = MC_STACK_GLUE_NONE;
+    }
 }
 
 const struct mc_stack_config *mc_stack_config_of(const struct mc_stack *s)
@@ -254,17 +274,19 @@ static void block_norm(const struct mc_stack *s, const double *w, const double *
 static void final_head(const struct mc_stack *s, const double *h, int64_t rows, double *logits, double *tmp)
 {
     int64_t D = s->D, V = s->V;
-    const double *head = s->cfg->tied ? s->embed : s->head;
+    const double *head = s->fault == MC_STACK_GLUE_HEAD_UNTIED ? s->fresh_head : s->cfg->tied ? s->embed : s->head;
+    int skip = s->fault == MC_STACK_GLUE_FINAL_NORM_SKIPPED;
     for (int64_t r = 0; r < rows; r++) {
         const double *hr = h + r * D;
         double ss = 0.0;
         for (int64_t d = 0; d < D; d++)
             ss += hr[d] * hr[d];
-        double inv = 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
+        double inv = skip ? 1.0 : 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
         /* the residual's own dtype: float32 (promotion by the T weight keeps float32), or T */
         for (int64_t d = 0; d < D; d++) {
             double n = s->cfg->residual_in_fp32 ? compute(s, hr[d] * inv) : store(s, hr[d] * inv);
-            double y = s->cfg->residual_in_fp32 ? compute(s, s->final_norm[d] * n) : store(s, s->final_norm[d] * n);
+            double w = skip ? 1.0 : s->final_norm[d];
+            double y = s->cfg->residual_in_fp32 ? compute(s, w * n) : store(s, w * n);
             tmp[d] = store(s, y); /* lm_head reads it in T */
         }
         for (int64_t v = 0; v < V; v++) {
@@ -304,14 +326,19 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
 /* The residual add of one layer: float32 (or float64) when residual_in_fp32, else in T. */
 static void residual_add(const struct mc_stack *s, double *h, const double *y, size_t n)
 {
+    int fp32 = s->cfg->residual_in_fp32 && s->fault != MC_STACK_GLUE_RESIDUAL_NOT_FP32;
     for (size_t i = 0; i < n; i++)
-        h[i] = s->cfg->residual_in_fp32 ? compute(s, h[i] + y[i]) : store(s, h[i] + y[i]);
+        h[i] = fp32 ? compute(s, h[i] + y[i]) : store(s, h[i] + y[i]);
 }
 
 static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
                                          double *h, const uint8_t *mask, double *x, double *y, struct mc_msg *msg)
 {
-    block_norm(s, s->norm + l * s->D, h, B * L, x);
+    if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
+        for (int64_t i = 0; i < B * L * s->D; i++)
+            x[i] = store(s, h[i]);
+    else
+        block_norm(s, s->norm + l * s->D, h, B * L, x);
     enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, y, msg);
     if (st == MC_BACKEND_OK)
         residual_add(s, h, y, (size_t)(B * L * s->D));

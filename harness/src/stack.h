@@ -38,6 +38,18 @@ enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_
                                        struct mc_stack **out, struct mc_msg *msg);
 void mc_stack_destroy(struct mc_stack *s);
 
+/* Planted glue bugs, for the mutant tests only (tests/stacks): the engine with exactly one
+ * upstream-style glue bug switched on, at `layer` where the bug sits in a layer. MC_STACK_GLUE_NONE is
+ * the engine itself. (Positions counted with padding needs an attention layer: not here yet.) */
+enum mc_stack_glue_fault {
+    MC_STACK_GLUE_NONE,
+    MC_STACK_GLUE_RESIDUAL_NOT_FP32, /* the residual stream rounded to the model dtype after every add */
+    MC_STACK_GLUE_BLOCK_NORM_SKIPPED, /* layer `layer`'s mixer reads the residual without its norm */
+    MC_STACK_GLUE_FINAL_NORM_SKIPPED, /* the head reads the residual without the final norm */
+    MC_STACK_GLUE_HEAD_UNTIED,       /* tied config, but the head is a matrix of its own (a fresh init) */
+};
+void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
+
 const struct mc_stack_config *mc_stack_config_of(const struct mc_stack *s);
 const struct mc_backend_ops *mc_stack_layer_ops(const struct mc_stack *s, int64_t layer);
 

@@ -24,6 +24,7 @@ struct sess {
     /* localisation: the smallest failing hidden level (0 = embedding, j = after layer j - 1) */
     int loc_level;
     int64_t loc_token, loc_row;
+    double level_headroom[MC_STACK_MAX_LAYERS + 1]; /* worst headroom of each hidden level */
     int logits_failed;
     int64_t logits_token, logits_row;
     char run[160];
@@ -199,6 +200,8 @@ static int forward(struct sess *s, struct mc_stack_cache *c, const struct fwd *f
         gather(s, s->g->hidden.data + j * s->B * s->L * s->D, s->D, &gf, gh);
         if (!compare(s, "hidden_states", MC_TENSOR_HIDDEN_STATES, hidden + j * rows * s->D, gh, &v, &one))
             note_hidden_failure(s, (int)j, &one);
+        if (!(one.headroom <= s->level_headroom[j]))
+            s->level_headroom[j] = one.headroom;
     }
     if (logits_out != NULL)
         memcpy(logits_out, logits, (size_t)(rows * s->V) * sizeof *logits);
@@ -573,10 +576,30 @@ static void localise(struct sess *s)
     if (s->broken || (!s->logits_failed && s->loc_level < 0) || r->diagnosis[0])
         return;
     if (s->loc_level < 0) {
+        /* the hidden state nearest its tolerance relative to the one before it: where a small divergence that
+         * the head amplifies most likely entered */
+        int64_t jump = -1;
+        double best = -1.0;
+        for (int64_t j = 0; j <= s->n; j++) {
+            double prev = j > 0 ? s->level_headroom[j - 1] : 0.0, ratio = s->level_headroom[j] / (prev > 1e-300 ? prev : 1e-300);
+            if (s->level_headroom[j] > 0.5 && ratio > best) { /* near its tolerance, above bf16 noise */
+                best = ratio;
+                jump = j;
+            }
+        }
+        char hint[120] = "";
+        if (jump >= 0)
+            snprintf(hint, sizeof hint, "; nearest its tolerance: the hidden state %s%lld (headroom %.3g)",
+                     jump == 0 ? "of the embedding" : "after layer ", (long long)(jump == 0 ? 0 : jump - 1),
+                     s->level_headroom[jump]);
+        if (jump == 0)
+            snprintf(hint, sizeof hint, "; nearest its tolerance: the embedding's hidden state (headroom %.3g)",
+                     s->level_headroom[0]);
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "glue after the last layer (final norm / LM head%s): every hidden state is within tolerance, the "
-                 "logits leave it at token %lld (row %lld)",
-                 cfg->tied ? ", tied to the embedding" : "", (long long)s->logits_token, (long long)s->logits_row);
+                 "logits leave it at token %lld (row %lld)%s",
+                 cfg->tied ? ", tied to the embedding" : "", (long long)s->logits_token, (long long)s->logits_row,
+                 hint);
         return;
     }
     if (s->loc_level == 0) {
@@ -759,6 +782,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
     if (st != MC_BACKEND_OK) {
         backend_failed(&s, st, &msg, "model_create");
     } else {
+        mc_stack_set_glue_fault(s.st, (enum mc_stack_glue_fault)ctx->glue_fault, ctx->glue_fault_layer);
         switch (ctx->spec->kind) {
         case MC_SCENARIO_PREFILL:
             run_prefill(&s);

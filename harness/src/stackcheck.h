@@ -31,6 +31,8 @@ struct mc_stack_ctx {
     uint64_t seed_offset;
     const struct mc_tolerance_profile *tolerance; /* NULL = the case's */
     const char *tolerance_device;                 /* NULL = ops->device */
+    int glue_fault;                               /* enum mc_stack_glue_fault: 0 but in the mutant tests */
+    int64_t glue_fault_layer;
 };
 
 /* Checks a scenario's parameters against the model golden; MC_ERR_INPUT naming the case file, the
