@@ -254,6 +254,9 @@ static void golden_write(const char *path, const struct model *m)
             attr_write_str(f, "/config", fields[i].name,
                            *(const int32_t *)src == MC_GDN_LAYOUT_QWEN3_NEXT ? "qwen3_next" : "qwen3_5", 1);
             break;
+        case MC_FIELD_QK_NORM:
+            attr_write_str(f, "/config", fields[i].name, mc_qk_norm_name(*(const int32_t *)src), 1);
+            break;
         }
     }
     for (int i = 0; i < m->n_specs; i++) {
