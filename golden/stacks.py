@@ -1,16 +1,18 @@
 """mixcheck model-level goldens: whole `...ForCausalLM` stacks in float64 (docs/models.md).
 
 The stack glue is written from the upstream modeling files (transformers `Mamba2ForCausalLM`,
-`MambaForCausalLM`): embedding lookup, per layer RMSNorm -> mixer -> residual, final RMSNorm, LM head
-(tied to the embedding or not, per config). The mixer layers are the float64 sequential oracles of
-generate.py (mamba2_forward, mamba1_forward), never the C code under test. Weights are stored under the
+`MambaForCausalLM`, `Lfm2ForCausalLM`): embedding lookup, per layer RMSNorm -> mixer -> residual (lfm2: then
+RMSNorm -> SwiGLU feed-forward -> residual), final RMSNorm, LM head (tied to the embedding or not, per
+config). The mixer layers are the float64 sequential oracles of generate.py (mamba2_forward,
+mamba1_forward, shortconv_forward) and models.py (attention_forward), never the C code under test. Weights are stored under the
 upstream checkpoint names (`state_dict()` keys), so they load into the upstream class with
 load_state_dict(strict=True) (README "Model-level checks").
 
 A model golden holds (golden/README.md "Model goldens"): root `kind = "model"`; /config with `model_type`
 and `config_json` (the upstream config.json); /weights/<checkpoint name>; /inputs/input_ids [B, L] and
 /inputs/attention_mask [B, L] (left padding); /expected/logits [B, L, V]; /expected/hidden_states
-[n_layers + 1, B, L, D] (the residual stream after the embedding and after every layer); the caches of
+[n_layers + 1, B, L, D] (the residual stream after the embedding and after every layer);
+/expected/mixer_outputs [n_layers, B, L, D] (each layer's mixer output, for localisation); the caches of
 every layer at /expected/state_positions; and a greedy continuation /expected/greedy_tokens [B, G] with
 /expected/greedy_logits [B, G, V], greedy_logits[:, g] being the logits greedy_tokens[:, g] is the argmax
 of (g = 0: the prompt's last position; g > 0: the decode step that fed token g - 1 through the cache).
@@ -30,6 +32,7 @@ from typing import Optional
 import numpy as np
 
 import generate as G
+import models as M   # the attention family's oracle (registered by generate)
 
 MODELS_DIR = os.path.join(G.GOLDEN_DIR, "models")
 
@@ -70,8 +73,10 @@ MODEL_DEFAULTS = {
                    conv_kernel=4, use_bias=False, use_conv_bias=True, chunk_size=256),
     "mamba": dict(layer_norm_epsilon=1e-5, residual_in_fp32=True, tie_word_embeddings=True, conv_kernel=4,
                   use_bias=False, use_conv_bias=True, expand=2),
+    "lfm2": dict(norm_eps=1e-5, tie_word_embeddings=True, conv_bias=False, conv_L_cache=3, rope_theta=1000000.0,
+                 block_auto_adjust_ff_dim=True, block_ffn_dim_multiplier=1.0, block_multiple_of=256),
 }
-ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM"}
+ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM"}
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -84,6 +89,13 @@ SPECS = {s.key: s for s in [
               dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, intermediate_size=64, state_size=8,
                    conv_kernel=4, time_step_rank=4, tie_word_embeddings=True),
               batch=3, length=12, left_pad=(0, 4, 9), greedy=16, seed=102, positions=(6, 12)),
+    ModelSpec("lfm2", "lfm2",
+              "4-layer LFM2 hybrid (conv, attention, conv, attention; GQA 4/2, q/k layernorm, RoPE), SwiGLU "
+              "feed-forward, tied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, block_auto_adjust_ff_dim=False, conv_L_cache=3, rope_theta=10000.0,
+                   max_position_embeddings=32, layer_types=["conv", "full_attention", "conv", "full_attention"]),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=103, positions=(6, 12)),
 ]}
 
 
@@ -105,8 +117,41 @@ def rmsnorm(x, w, eps):
     return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
 
 
-def mixer_config(cfg):
-    """The mixer-level (generate.py) configuration of one layer of the model."""
+def lfm2_ffn_size(cfg):
+    """Lfm2MLP's intermediate size: block_auto_adjust_ff_dim takes 2/3 of it, times the multiplier, rounded
+    up to block_multiple_of."""
+    size = cfg["intermediate_size"]
+    if cfg["block_auto_adjust_ff_dim"]:
+        size = int(2 * size / 3)
+        if cfg["block_ffn_dim_multiplier"] is not None:
+            size = int(cfg["block_ffn_dim_multiplier"] * size)
+            size = cfg["block_multiple_of"] * ((size + cfg["block_multiple_of"] - 1) // cfg["block_multiple_of"])
+    return size
+
+
+def layer_kind(cfg, i):
+    """The family of layer i: the model's mixer, or for lfm2 "shortconv" / "attention" per layer_types."""
+    if cfg["model_type"] == "lfm2":
+        return "attention" if cfg["layer_types"][i] == "full_attention" else "shortconv"
+    return cfg["model_type"]
+
+
+# lfm2 checkpoint names of the attention parameters that the attention family (models.py) names otherwise
+LFM2_ATTENTION_NAMES = {"o_proj.weight": "out_proj.weight", "q_norm.weight": "q_layernorm.weight",
+                        "k_norm.weight": "k_layernorm.weight"}
+
+
+def mixer_config(cfg, kind=None):
+    """The mixer-level (generate.py / models.py) configuration of one layer of the model."""
+    kind = kind or cfg["model_type"]
+    if kind == "shortconv":
+        return dict(hidden_size=cfg["hidden_size"], conv_L_cache=cfg["conv_L_cache"], conv_bias=int(cfg["conv_bias"]))
+    if kind == "attention":
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
+                    head_dim=cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=1.0, rope_theta=cfg["rope_theta"], rms_norm_eps=cfg["norm_eps"],
+                    qk_norm="rms", attn_output_gate=0, attention_bias=0)
     if cfg["model_type"] == "mamba2":
         m = {k: cfg[k] for k in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel",
                                  "chunk_size", "layer_norm_epsilon")}
@@ -120,48 +165,97 @@ def mixer_config(cfg):
     return m
 
 
-def mixer_init(cfg, mcfg, rng):
-    if cfg["model_type"] == "mamba2":
+def mixer_init(kind, mcfg, rng):
+    """Family-named weights of one mixer layer."""
+    if kind == "mamba2":
         return G.mamba2_init(mcfg, rng)
-    return G.mamba1_init(mcfg, rng, G.GRID_BITS)
+    if kind == "mamba":
+        return G.mamba1_init(mcfg, rng, G.GRID_BITS)
+    if kind == "shortconv":
+        return G.shortconv_init(mcfg, rng, G.GRID_BITS)
+    return M.attention_init(mcfg, rng, G.GRID_BITS)
 
 
-def mixer_forward(cfg, mcfg, w, u, mask, cache):
+def mixer_forward(kind, mcfg, w, u, mask, cache):
     """One segment through one mixer from cache (window, state) or zeros; returns out, (window, state)
-    after the segment and the per-position caches (windows [L+1], states [L+1])."""
+    after the segment and the per-position caches (windows [L+1], states [L+1] or None)."""
     window, state = cache if cache is not None else (None, None)
-    if cfg["model_type"] == "mamba2":
+    if kind == "mamba2":
         out, windows, states, _ = G.mamba2_forward(mcfg, w, u, mask, window, state)
-    else:
+    elif kind == "mamba":
         out, windows, states = G.mamba1_forward(mcfg, w, u, mask, window, state)
-    return out, (windows[-1], states[-1]), windows, states
+    elif kind == "shortconv":
+        out, windows, states = G.shortconv_forward(mcfg, w, u, mask, window, state)
+    else:
+        out, windows, states = M.attention_forward(mcfg, w, u, mask, window, state)
+    return out, (windows[-1], None if states is None else states[-1]), windows, states
 
 
-def layer_prefix(i):
-    return f"backbone.layers.{i}."
+def names(cfg):
+    """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
+    mixer prefix, and (lfm2) feed-forward norm and prefix."""
+    if cfg["model_type"] == "lfm2":
+        return dict(embed="model.embed_tokens.weight", final="model.embedding_norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="operator_norm.weight", ffn_norm="ffn_norm.weight",
+                    ffn="feed_forward.")
+    return dict(embed="backbone.embeddings.weight", final="backbone.norm_f.weight", head="lm_head.weight",
+                layer="backbone.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
+
+
+def mixer_prefix(cfg, i):
+    n = names(cfg)["layer"].format(i)
+    if cfg["model_type"] == "lfm2":
+        return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "conv.")
+    return n + "mixer."
+
+
+def checkpoint_name(cfg, i, family_name):
+    """A mixer parameter's checkpoint name (lfm2 names three attention parameters its own way)."""
+    if cfg["model_type"] == "lfm2" and layer_kind(cfg, i) == "attention":
+        family_name = LFM2_ATTENTION_NAMES.get(family_name, family_name)
+    return mixer_prefix(cfg, i) + family_name
+
+
 
 
 def init_weights(cfg, rng):
-    """Checkpoint-named weights, drawn in a fixed order: embedding, then per layer norm and mixer, then
-    norm_f, then lm_head (drawn even when tied, so the draw order does not depend on tying). Stored as
-    float32 values on the bf16-exact grid (generate.py "Quantization")."""
+    """Checkpoint-named weights, drawn in a fixed order: embedding, then per layer its norm, its mixer and
+    (lfm2) its feed-forward norm and w1, w3, w2, then the final norm, then lm_head (drawn even when tied, so
+    the draw order does not depend on tying). Stored as float32 values on the bf16-exact grid
+    (generate.py "Quantization")."""
     D, V = cfg["hidden_size"], cfg["vocab_size"]
-    mcfg = mixer_config(cfg)
-    w = {"backbone.embeddings.weight": G.quantize(rng.standard_normal((V, D)), scale=1.0)}
+    nm = names(cfg)
+    w = {nm["embed"]: G.quantize(rng.standard_normal((V, D)), scale=1.0)}
     for i in range(cfg["num_hidden_layers"]):
-        w[layer_prefix(i) + "norm.weight"] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
-        for k, v in mixer_init(cfg, mcfg, rng).items():
-            w[layer_prefix(i) + "mixer." + k] = v
-    w["backbone.norm_f.weight"] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        pre = nm["layer"].format(i)
+        kind = layer_kind(cfg, i)
+        w[pre + nm["norm"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
+            w[checkpoint_name(cfg, i, k)] = v
+        if nm["ffn"]:
+            F = lfm2_ffn_size(cfg)
+            w[pre + nm["ffn_norm"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+            w[pre + nm["ffn"] + "w1.weight"] = G.uniform_init(rng, (F, D), D)
+            w[pre + nm["ffn"] + "w3.weight"] = G.uniform_init(rng, (F, D), D)
+            w[pre + nm["ffn"] + "w2.weight"] = G.uniform_init(rng, (D, F), F)
+    w[nm["final"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
     head = G.quantize(rng.standard_normal((V, D)), scale=1.0)
     # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
-    w["lm_head.weight"] = w["backbone.embeddings.weight"].copy() if cfg["tie_word_embeddings"] else head
+    w[nm["head"]] = w[nm["embed"]].copy() if cfg["tie_word_embeddings"] else head
     return w
 
 
-def layer_weights(w64, i):
-    p = layer_prefix(i) + "mixer."
-    return {k[len(p):]: v for k, v in w64.items() if k.startswith(p)}
+def layer_weights(cfg, w64, i):
+    """Family-named weights of layer i's mixer."""
+    out = {}
+    for k, v in w64.items():
+        p = mixer_prefix(cfg, i)
+        if k.startswith(p):
+            fam = k[len(p):]
+            if cfg["model_type"] == "lfm2" and layer_kind(cfg, i) == "attention":
+                fam = {v2: k2 for k2, v2 in LFM2_ATTENTION_NAMES.items()}.get(fam, fam)
+            out[fam] = v
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -173,35 +267,48 @@ class Stack:
 
     def __init__(self, cfg, weights):
         self.cfg = cfg
-        self.mcfg = mixer_config(cfg)
+        self.nm = names(cfg)
         self.w = {k: v.astype(np.float64) for k, v in weights.items()}
         self.n = cfg["num_hidden_layers"]
-        self.mixers = [layer_weights(self.w, i) for i in range(self.n)]
+        self.kinds = [layer_kind(cfg, i) for i in range(self.n)]
+        self.mcfgs = [mixer_config(cfg, k) for k in self.kinds]
+        self.mixers = [layer_weights(cfg, self.w, i) for i in range(self.n)]
+        self.eps = cfg.get("layer_norm_epsilon", cfg.get("norm_eps"))
 
     def head(self):
-        return self.w["backbone.embeddings.weight"] if self.cfg["tie_word_embeddings"] else self.w["lm_head.weight"]
+        return self.w[self.nm["embed"]] if self.cfg["tie_word_embeddings"] else self.w[self.nm["head"]]
+
+    def ffn(self, i, h):
+        """Lfm2MLP on the ffn_norm of h: w2(silu(w1 x) * w3 x)."""
+        pre = self.nm["layer"].format(i)
+        x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps)
+        f = pre + self.nm["ffn"]
+        return (G.silu(x @ self.w[f + "w1.weight"].T) * (x @ self.w[f + "w3.weight"].T)) @ self.w[f + "w2.weight"].T
 
     def forward(self, ids, mask, caches=None):
         """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
-        [B, L, V], hidden [n + 1, B, L, D], new caches and per-layer per-position caches."""
-        eps = self.cfg["layer_norm_epsilon"]
-        h = self.w["backbone.embeddings.weight"][ids]
-        hidden = [h]
+        [B, L, V], hidden [n + 1, B, L, D], new caches, per-layer per-position caches, and each layer's
+        mixer output [n, B, L, D]."""
+        h = self.w[self.nm["embed"]][ids]
+        hidden, mixed = [h], []
         new_caches, per_pos = [], []
         for i in range(self.n):
-            x = rmsnorm(h, self.w[layer_prefix(i) + "norm.weight"], eps)
-            out, cache, windows, states = mixer_forward(self.cfg, self.mcfg, self.mixers[i], x, mask,
+            x = rmsnorm(h, self.w[self.nm["layer"].format(i) + self.nm["norm"]], self.eps)
+            out, cache, windows, states = mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
                                                         None if caches is None else caches[i])
             h = h + out
+            if self.nm["ffn"]:
+                h = h + self.ffn(i, h)
             hidden.append(h)
+            mixed.append(out)
             new_caches.append(cache)
             per_pos.append((windows, states))
-        logits = rmsnorm(h, self.w["backbone.norm_f.weight"], eps) @ self.head().T
-        return logits, np.stack(hidden), new_caches, per_pos
+        logits = rmsnorm(h, self.w[self.nm["final"]], self.eps) @ self.head().T
+        return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
 
     def greedy(self, ids, mask, steps):
         """Prefill, then `steps` greedy tokens through the cache: (tokens [B, G], logits [B, G, V])."""
-        logits, _, caches, _ = self.forward(ids, mask)
+        logits, _, caches, _, _ = self.forward(ids, mask)
         step_logits = logits[:, -1]
         tokens, all_logits = [], []
         for g in range(steps):
@@ -209,7 +316,7 @@ class Stack:
             tokens.append(tok)
             all_logits.append(step_logits)
             if g + 1 < steps:
-                out, _, caches, _ = self.forward(tok[:, None], None, caches)
+                out, _, caches, _, _ = self.forward(tok[:, None], None, caches)
                 step_logits = out[:, 0]
         return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
 
@@ -231,7 +338,7 @@ def build(spec):
     ids = rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)).astype(np.int64)
     ids = np.where(mask.astype(bool), ids, 0)   # pad token id 0 (never looked at: masked)
     st = Stack(cfg, weights)
-    logits, hidden, _, per_pos = st.forward(ids, mask)
+    logits, hidden, _, per_pos, mixed = st.forward(ids, mask)
     tokens, glogits = st.greedy(ids, mask, spec.greedy)
     pos = np.array(spec.positions, dtype=np.int64)
     tensors = {"weights/" + k: v for k, v in weights.items()}
@@ -239,10 +346,12 @@ def build(spec):
     tensors["inputs/attention_mask"] = mask
     tensors["expected/logits"] = logits
     tensors["expected/hidden_states"] = hidden
+    tensors["expected/mixer_outputs"] = mixed
     tensors["expected/state_positions"] = pos
     for i, (windows, states) in enumerate(per_pos):
         tensors[f"expected/layers/{i}/conv_state"] = windows[pos]
-        tensors[f"expected/layers/{i}/recurrent_state"] = states[pos]
+        if states is not None:
+            tensors[f"expected/layers/{i}/recurrent_state"] = states[pos]
     tensors["expected/greedy_tokens"] = tokens
     tensors["expected/greedy_logits"] = glogits
     for k, v in tensors.items():
@@ -271,21 +380,21 @@ def selftest(spec, report):
     mask = spec.mask()
     ids = np.where(mask.astype(bool), rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)), 0)
     st = Stack(cfg, weights)
-    logits, hidden, _, _ = st.forward(ids, mask)
+    logits, hidden, _, _, _ = st.forward(ids, mask)
     d = {"logits": 0.0, "hidden": 0.0}
     for b, p in enumerate(spec.left_pad):
-        lo, ho, _, _ = st.forward(ids[b:b + 1, p:], None)
+        lo, ho, _, _, _ = st.forward(ids[b:b + 1, p:], None)
         d["logits"] = max(d["logits"], G.maxdiff(lo[0], logits[b, p:]))
         d["hidden"] = max(d["hidden"], G.maxdiff(ho[:, 0], hidden[:, b, p:]))
     report(f"{spec.key} left pad vs rows alone", d, 1e-12)
     tokens, glogits = st.greedy(ids, mask, spec.greedy)
     full = np.concatenate([ids, tokens[:, :-1]], axis=1)
     fmask = np.concatenate([mask, np.ones_like(tokens[:, :-1], dtype=np.int8)], axis=1)
-    lf, _, _, _ = st.forward(full, fmask)
+    lf, _, _, _, _ = st.forward(full, fmask)
     report(f"{spec.key} greedy cached vs full", {"logits": G.maxdiff(lf[:, spec.length - 1:], glogits)}, 1e-12)
     s = spec.length // 2
-    l1, _, c1, _ = st.forward(ids[:, :s], mask[:, :s])
-    l2, _, _, _ = st.forward(ids[:, s:], mask[:, s:], c1)
+    l1, _, c1, _, _ = st.forward(ids[:, :s], mask[:, :s])
+    l2, _, _, _, _ = st.forward(ids[:, s:], mask[:, s:], c1)
     both = np.concatenate([l1, l2], axis=1)
     live = mask.astype(bool)
     report(f"{spec.key} split at {s} vs one pass", {"logits": G.maxdiff(both[live], logits[live])}, 1e-12)

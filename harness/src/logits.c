@@ -37,6 +37,22 @@ int mc_logits_in_topk(const double *row, int64_t V, int64_t t, int64_t k)
     return t >= 0 && t < V && rank_of(row, V, t) < k;
 }
 
+/* The k largest of row [V] (ties towards the lower index), k <= MC_LOGITS_TOPK. */
+static void top_k(const double *row, int64_t V, int64_t k, int64_t *out)
+{
+    for (int64_t i = 0; i < k; i++) {
+        int64_t best = -1;
+        for (int64_t v = 0; v < V; v++) {
+            int taken = 0;
+            for (int64_t j = 0; j < i; j++)
+                taken |= out[j] == v;
+            if (!taken && !isnan(row[v]) && (best < 0 || row[v] > row[best]))
+                best = v;
+        }
+        out[i] = best;
+    }
+}
+
 /* log-softmax normaliser: max + log(sum exp(x - max)). */
 static double log_norm(const double *row, int64_t V)
 {
@@ -64,9 +80,12 @@ void mc_logits_accumulate(const double *cand, const double *gold, int64_t n, int
         double kl = INFINITY, dlp = INFINITY;
         if (finite) {
             m->top1_agree += mc_logits_argmax(a, V) == tg;
-            int64_t overlap = 0;
-            for (int64_t v = 0; v < V; v++)
-                overlap += rank_of(b, V, v) < k && rank_of(a, V, v) < k;
+            int64_t overlap = 0, ta[MC_LOGITS_TOPK], tb[MC_LOGITS_TOPK];
+            top_k(a, V, k, ta);
+            top_k(b, V, k, tb);
+            for (int64_t i2 = 0; i2 < k; i2++)
+                for (int64_t j = 0; j < k; j++)
+                    overlap += ta[i2] == tb[j];
             m->topk_overlap_sum += (double)overlap / (double)k;
             double za = log_norm(a, V), zb = log_norm(b, V);
             kl = 0.0;

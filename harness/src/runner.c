@@ -16,6 +16,7 @@
 #include "golden.h"
 #include "isolate.h"
 #include "stackcheck.h"
+#include "stackconfig.h"
 #include "stackgolden.h"
 
 /* ---- discovery ------------------------------------------------------------------------------------ */
@@ -256,6 +257,20 @@ static enum mc_err_code run_check(struct mc_scenario_ctx *ctx, const struct mc_r
     free(more);
     return err->code;
 }
+/* A backend of the case's family, or for a model case of any family its layers may have. */
+static const struct mc_backend_ops *case_find(const struct mc_registry *reg, const char *name, const struct mc_case *c)
+{
+    enum mc_family fams[4] = {c->family};
+    enum mc_model_type t;
+    int n = c->model_type != NULL && mc_model_type_from_name(c->model_type, &t) == 0 ? mc_model_type_families(t, fams) : 1;
+    for (int i = 0; i < n; i++) {
+        const struct mc_backend_ops *o = mc_registry_find(reg, name, fams[i]);
+        if (o != NULL)
+            return o;
+    }
+    return NULL;
+}
+
 /* The backends to run on a case: the case's own list plus every backend a plugin registered for its
  * family (a loaded port runs everywhere it applies), or only the one --backend names, which also runs
  * on cases that do not list it when it is registered for their family. */
@@ -267,7 +282,7 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
         int listed = 0;
         for (int i = 0; i < c->n_backends; i++)
             listed |= strcmp(c->backends[i], only) == 0;
-        if (listed || mc_registry_find(reg, only, c->family) != NULL) {
+        if (listed || case_find(reg, only, c) != NULL) {
             names[0] = only;
             return 1;
         }
@@ -278,7 +293,7 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
         names[n++] = c->backends[i];
     for (int i = 0; i < reg->n; i++) {
         const struct mc_backend_ops *o = reg->entries[i].ops;
-        if (reg->entries[i].plugin == 0 || o->family != c->family)
+        if (reg->entries[i].plugin == 0 || case_find(reg, o->name, c) != o)
             continue;
         int listed = 0;
         for (int k = 0; k < n; k++)
@@ -308,7 +323,7 @@ static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_
     *selected = *not_applicable = 0;
     int n = case_backends(c, reg, opt, names);
     for (int bi = 0; bi < n; bi++) {
-        const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
+        const struct mc_backend_ops *ops = case_find(reg, names[bi], c);
         for (int si = 0; si < c->n_scenarios; si++)
             for (int di = 0; di < c->n_dtypes; di++) {
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
@@ -676,7 +691,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     }
     int n_names = case_backends(c, reg, opt, names);
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
-        const struct mc_backend_ops *bops = mc_registry_find(reg, names[bi], c->family);
+        const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
         enum mc_family missing = c->family;
         int covered = assign_layers(c, &g, reg, names[bi], ops, under, &missing);
         if (covered < 0 || bops == NULL) {

@@ -18,6 +18,8 @@ struct mc_stack {
     double *head;                      /* [V][D]: lm_head, or the embedding when tied */
     double *final_norm;                /* [D] */
     double *norm;                      /* [n][D] */
+    int64_t F;                         /* feed-forward size (0 = none) */
+    double *ffn_norm, *w1, *w3, *w2;   /* [n][D], [n][F][D], [n][F][D], [n][D][F] */
     enum mc_stack_glue_fault fault;    /* MC_STACK_GLUE_NONE but in the mutant tests */
     int64_t fault_layer;
     double *fresh_head;                /* MC_STACK_GLUE_HEAD_UNTIED: [V][D] */
@@ -59,12 +61,11 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
     int ns = mc_family_weight_specs(fc, specs);
     struct mc_weight w[MC_FAMILY_MAX_WEIGHTS];
     void *bufs[MC_FAMILY_MAX_WEIGHTS] = {0};
-    char prefix[MC_STACK_NAME_LEN], full[MC_STACK_NAME_LEN + 32];
+    char full[MC_STACK_NAME_LEN + 32];
     enum mc_backend_status st = MC_BACKEND_OK;
-    mc_stack_name_mixer_prefix(s->cfg, l, prefix);
     size_t esz = mc_dtype_size(s->dtype);
     for (int i = 0; i < ns && st == MC_BACKEND_OK; i++) {
-        snprintf(full, sizeof full, "%s%s", prefix, specs[i].name);
+        mc_stack_name_mixer_param(s->cfg, l, specs[i].name, full);
         const struct mc_array *a = mc_stack_golden_weight(g, full);
         int64_t n = a ? mc_array_elems(a) : 0;
         bufs[i] = a ? malloc((size_t)n * esz + 1) : NULL;
@@ -118,6 +119,26 @@ enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_
     mc_stack_name_final_norm(s->cfg, name);
     s->final_norm = weight_copy(s, g, name, s->D);
     enum mc_backend_status st = MC_BACKEND_OK;
+    s->F = g->config.ffn_size;
+    if (s->F > 0) {
+        int64_t D = s->D, F = s->F;
+        s->ffn_norm = malloc((size_t)(s->n * D) * sizeof(double));
+        s->w1 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        s->w3 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        s->w2 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        double *dst[4] = {s->ffn_norm, s->w1, s->w3, s->w2};
+        int64_t size[4] = {D, F * D, F * D, F * D};
+        for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++)
+            for (int part = 0; part < 4 && st == MC_BACKEND_OK; part++) {
+                mc_stack_name_ffn(s->cfg, l, part, name);
+                double *w = dst[part] ? weight_copy(s, g, name, size[part]) : NULL;
+                if (w == NULL)
+                    st = MC_BACKEND_NOMEM;
+                else
+                    memcpy(dst[part] + l * size[part], w, (size_t)size[part] * sizeof *w);
+                free(w);
+            }
+    }
     if (s->ops == NULL || s->models == NULL || s->norm == NULL || s->embed == NULL || s->final_norm == NULL ||
         (!s->cfg->tied && s->head == NULL))
         st = MC_BACKEND_NOMEM;
@@ -157,6 +178,10 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->head);
     free(s->final_norm);
     free(s->fresh_head);
+    free(s->ffn_norm);
+    free(s->w1);
+    free(s->w3);
+    free(s->w2);
     free(s);
 }
 
@@ -331,6 +356,42 @@ static void residual_add(const struct mc_stack *s, double *h, const double *y, s
         h[i] = fp32 ? compute(s, h[i] + y[i]) : store(s, h[i] + y[i]);
 }
 
+/* The SwiGLU feed-forward after layer l's mixer (Lfm2MLP): h += w2(silu(w1 x) * w3 x), x the ffn_norm of
+ * h; every product stored in the model dtype. x and y are [rows][D] scratch. */
+static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_t rows, double *h, double *x)
+{
+    int64_t D = s->D, F = s->F;
+    const double *w1 = s->w1 + l * F * D, *w3 = s->w3 + l * F * D, *w2 = s->w2 + l * F * D;
+    double *a = malloc((size_t)F * sizeof *a);
+    if (a == NULL)
+        return MC_BACKEND_NOMEM;
+    block_norm(s, s->ffn_norm + l * D, h, rows, x);
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D;
+        for (int64_t f = 0; f < F; f++) {
+            double g = 0.0, u = 0.0;
+            for (int64_t d = 0; d < D; d++) {
+                g += w1[f * D + d] * xr[d];
+                u += w3[f * D + d] * xr[d];
+            }
+            g = store(s, g);
+            u = store(s, u);
+            a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+        }
+        double *hr = h + r * D;
+        for (int64_t d = 0; d < D; d++) {
+            double y = 0.0;
+            for (int64_t f = 0; f < F; f++)
+                y += w2[d * F + f] * a[f];
+            y = store(s, y);
+            hr[d] = s->cfg->residual_in_fp32 && s->fault != MC_STACK_GLUE_RESIDUAL_NOT_FP32 ? compute(s, hr[d] + y)
+                                                                                          : store(s, hr[d] + y);
+        }
+    }
+    free(a);
+    return MC_BACKEND_OK;
+}
+
 static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
                                          double *h, const uint8_t *mask, double *x, double *y, struct mc_msg *msg)
 {
@@ -342,6 +403,8 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
     enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, y, msg);
     if (st == MC_BACKEND_OK)
         residual_add(s, h, y, (size_t)(B * L * s->D));
+    if (st == MC_BACKEND_OK && s->F > 0 && (st = feed_forward(s, l, B * L, h, x)) == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
     return st;
 }
 

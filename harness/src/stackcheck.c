@@ -27,6 +27,8 @@ struct sess {
     double level_headroom[MC_STACK_MAX_LAYERS + 1]; /* worst headroom of each hidden level */
     int logits_failed;
     int64_t logits_token, logits_row;
+    int64_t state_layer, state_pos; /* the first layer whose cache failed (-1: none), at position state_pos */
+    const char *state_tensor;
     char run[160];
 };
 
@@ -247,13 +249,20 @@ static void check_states(struct sess *s, struct mc_stack_cache *c, int64_t r0, i
             struct mc_compare_view v = {.ndim = 3, .dims = {nb, sh.conv_channels, sh.conv_kernel},
                                         .dim_names = {"batch", "channel", "k"}, .token_axis = -1,
                                         .token_offset = pos, .batch_offset = r0};
-            compare(s, "conv_state", MC_TENSOR_CONV_STATE, conv, ls->conv_state.data + (pi * s->B + r0) * ce, &v,
-                    NULL);
+            int ok = compare(s, "conv_state", MC_TENSOR_CONV_STATE, conv, ls->conv_state.data + (pi * s->B + r0) * ce,
+                             &v, NULL);
+            const char *which = ok ? NULL : "conv_state";
             if (se) {
                 struct mc_compare_view w = {.ndim = 2, .dims = {nb, se}, .dim_names = {"batch", "state"},
                                             .token_axis = -1, .token_offset = pos, .batch_offset = r0};
-                compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, state,
-                        ls->recurrent_state.data + (pi * s->B + r0) * se, &w, NULL);
+                if (!compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, state,
+                             ls->recurrent_state.data + (pi * s->B + r0) * se, &w, NULL) && which == NULL)
+                    which = "recurrent_state";
+            }
+            if (which != NULL && (s->state_layer < 0 || l < s->state_layer)) {
+                s->state_layer = l;
+                s->state_pos = pos;
+                s->state_tensor = which;
             }
         }
         free(conv);
@@ -527,7 +536,7 @@ static void run_greedy(struct sess *s)
             u += (size_t)snprintf(d + u, sizeof s->res->diagnosis - u,
                                   "row %lld leaves the golden's tokens at step %lld within the top-%lld rule; ",
                                   (long long)b, (long long)diverged[b], (long long)k);
-    if (u == 0 && !s->broken)
+    if (u == 0 && !s->broken && !s->logits_failed && s->loc_level < 0)
         snprintf(d, sizeof s->res->diagnosis, "greedy: %lld tokens of every row equal the golden's", (long long)G);
     else if (u >= 2 && u < sizeof s->res->diagnosis)
         d[u - 2] = '\0';
@@ -573,8 +582,23 @@ static void localise(struct sess *s)
 {
     struct mc_check_result *r = s->res;
     const struct mc_stack_config *cfg = &s->g->config;
-    if (s->broken || (!s->logits_failed && s->loc_level < 0) || r->diagnosis[0])
+    if (s->broken || r->diagnosis[0])
         return;
+    if (!s->logits_failed && s->loc_level < 0) {
+        if (s->state_layer >= 0) {
+            const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, s->state_layer);
+            snprintf(r->diagnosis, sizeof r->diagnosis,
+                     "layer %lld's cache (%s mixer on '%s'): %s leaves tolerance at position %lld while every logit "
+                     "and hidden state is within it (%s)",
+                     (long long)s->state_layer, mc_family_name(cfg->layers[s->state_layer].family), ops->name,
+                     s->state_tensor, (long long)s->state_pos,
+                     cfg->layers[s->state_layer].family == MC_FAMILY_ATTENTION
+                         ? "the keys are cached at other positions: outputs of this prompt agree, a continuation or "
+                           "a cache moved to another engine does not"
+                         : "outputs agree so far; the next forward from this cache will not");
+        }
+        return;
+    }
     if (s->loc_level < 0) {
         /* the hidden state nearest its tolerance relative to the one before it: where a small divergence that
          * the head amplifies most likely entered */
@@ -636,8 +660,7 @@ static void localise(struct sess *s)
         snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the mixer alone failed: %.200s", where, msg.text);
         goto out;
     }
-    for (int64_t i = 0; i < N; i++)
-        dm[i] = h_next[i] - h_in[i];
+    memcpy(dm, s->g->mixer_outputs.data + l * N, (size_t)N * sizeof *dm);
     int mixer_ok = within(s, ym, dm, &t_mixer);
     if (!mixer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
@@ -645,9 +668,9 @@ static void localise(struct sess *s)
                  (long long)t_mixer);
     else if (!layer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the mixer (norm / residual) — the mixer alone is within tolerance on the golden's "
+                 "%s: glue around the mixer (norm / residual%s) — the mixer alone is within tolerance on the golden's "
                  "input, the layer leaves it at token %lld",
-                 where, (long long)t_layer);
+                 where, cfg->ffn_size > 0 ? " / feed-forward" : "", (long long)t_layer);
     else
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: on the golden's input the layer is within tolerance from an empty cache; it diverges on "
@@ -756,7 +779,8 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
     res->device = ctx->ops->device;
     res->dtype = ctx->dtype;
     res->status = MC_CHECK_PASS;
-    struct sess s = {.ctx = ctx, .g = ctx->g, .res = res, .err = err, .loc_level = -1, .loc_token = -1};
+    struct sess s = {.ctx = ctx, .g = ctx->g, .res = res, .err = err, .loc_level = -1, .loc_token = -1,
+                     .state_layer = -1};
     s.B = ctx->g->batch;
     s.L = ctx->g->len;
     s.V = ctx->g->config.vocab;

@@ -15,6 +15,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "mamba2";
     case MC_MODEL_MAMBA:
         return "mamba";
+    case MC_MODEL_LFM2:
+        return "lfm2";
     }
     return "unknown";
 }
@@ -25,6 +27,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_MAMBA2;
     else if (strcmp(name, "mamba") == 0)
         *t = MC_MODEL_MAMBA;
+    else if (strcmp(name, "lfm2") == 0)
+        *t = MC_MODEL_LFM2;
     else
         return -1;
     return 0;
@@ -32,7 +36,16 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
 
 enum mc_family mc_model_type_family(enum mc_model_type t)
 {
-    return t == MC_MODEL_MAMBA ? MC_FAMILY_MAMBA1 : MC_FAMILY_MAMBA2;
+    return t == MC_MODEL_MAMBA ? MC_FAMILY_MAMBA1 : t == MC_MODEL_LFM2 ? MC_FAMILY_SHORTCONV : MC_FAMILY_MAMBA2;
+}
+
+int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
+{
+    out[0] = mc_model_type_family(t);
+    if (t != MC_MODEL_LFM2)
+        return 1;
+    out[1] = MC_FAMILY_ATTENTION;
+    return 2;
 }
 
 /* One key of the config: a number (an integer when `integer`), or a boolean read as 0/1. */
@@ -158,12 +171,73 @@ static int parse_mamba(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* Lfm2Config: layer_types ("conv" / "full_attention"), conv_L_cache, conv_bias, attention heads, norm_eps
+ * (every norm, q/k layernorms included), rope_theta, max_position_embeddings (the KV cache length), and
+ * the feed-forward size rule of Lfm2MLP. */
+static int parse_lfm2(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_shortconv_config sc = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t inter = 0, multiple = 256;
+    int32_t adjust = 1;
+    double mult = 1.0;
+    if (get_int(r, "conv_L_cache", 0, 3, &sc.conv_kernel) || get_bool(r, "conv_bias", 0, &sc.conv_bias) ||
+        get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "max_position_embeddings", 0, 128000, &at.cache_length) ||
+        get_num(r, "rope_theta", 0, 0, 1000000.0, &at.rope_theta) || get_int(r, "intermediate_size", 1, 0, &inter) ||
+        get_bool(r, "block_auto_adjust_ff_dim", 1, &adjust) || get_int(r, "block_multiple_of", 0, 256, &multiple) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        positive(r, "block_multiple_of", multiple, 1 << 20) || positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    const struct mc_json_value *fm = mc_json_get(r->root, "block_ffn_dim_multiplier");
+    int has_mult = fm == NULL || fm->type != MC_JSON_NULL;
+    if (has_mult && get_num(r, "block_ffn_dim_multiplier", 0, 0, 1.0, &mult))
+        return -1;
+    if (adjust) {
+        inter = (int64_t)(2.0 * (double)inter / 3.0);
+        if (has_mult) {
+            inter = (int64_t)(mult * (double)inter);
+            inter = multiple * ((inter + multiple - 1) / multiple);
+        }
+    }
+    if (positive(r, "intermediate_size", inter, 1 << 20))
+        return -1;
+    cfg->ffn_size = inter;
+    at.head_dim = cfg->hidden / at.num_attention_heads;
+    at.partial_rotary_factor = 1.0;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_RMS;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
+                     r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        const struct mc_json_value *v = &lt->items[i];
+        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
+        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, "conv") == 0)) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"conv\" or "
+                         "\"full_attention\"", r->where, (long long)i);
+            return -1;
+        }
+        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_SHORTCONV;
+        cfg->layers[i].mixer.family = cfg->layers[i].family;
+        if (attn)
+            cfg->layers[i].mixer.u.attention = at;
+        else
+            cfg->layers[i].mixer.u.shortconv = sc;
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
-        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba)",
+        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     struct mc_json_value *root = NULL;
@@ -184,9 +258,9 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     if (get_int(&r, "num_hidden_layers", 1, 0, &cfg->n_layers) || get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
-        get_num(&r, "layer_norm_epsilon", 0, 0, 1e-5, &cfg->norm_eps) ||
-        get_bool(&r, "tie_word_embeddings", cfg->type == MC_MODEL_MAMBA, &cfg->tied) ||
-        get_bool(&r, "residual_in_fp32", 1, &cfg->residual_in_fp32) ||
+        get_num(&r, cfg->type == MC_MODEL_LFM2 ? "norm_eps" : "layer_norm_epsilon", 0, 0, 1e-5, &cfg->norm_eps) ||
+        get_bool(&r, "tie_word_embeddings", cfg->type != MC_MODEL_MAMBA2, &cfg->tied) ||
+        get_bool(&r, "residual_in_fp32", cfg->type != MC_MODEL_LFM2, &cfg->residual_in_fp32) ||
         positive(&r, "num_hidden_layers", cfg->n_layers, MC_STACK_MAX_LAYERS) ||
         positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
         goto out;
@@ -194,7 +268,11 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'layer_norm_epsilon' must be > 0", where);
         goto out;
     }
-    if ((cfg->type == MC_MODEL_MAMBA2 ? parse_mamba2(&r, cfg) : parse_mamba(&r, cfg)) != 0)
+    if (cfg->type == MC_MODEL_LFM2)
+        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer adds in the model dtype */
+    if ((cfg->type == MC_MODEL_MAMBA2 ? parse_mamba2(&r, cfg)
+         : cfg->type == MC_MODEL_MAMBA ? parse_mamba(&r, cfg)
+                                       : parse_lfm2(&r, cfg)) != 0)
         goto out;
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
@@ -209,28 +287,59 @@ out:
     return rc == 0 ? MC_ERR_NONE : err->code;
 }
 
+static int lfm2(const struct mc_stack_config *cfg)
+{
+    return cfg->type == MC_MODEL_LFM2;
+}
+
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
-    (void)cfg;
-    snprintf(out, MC_STACK_NAME_LEN, "backbone.embeddings.weight");
+    snprintf(out, MC_STACK_NAME_LEN, "%s", lfm2(cfg) ? "model.embed_tokens.weight" : "backbone.embeddings.weight");
 }
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    (void)cfg;
-    snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.norm.weight", (long long)layer);
+    if (lfm2(cfg))
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.norm.weight", (long long)layer);
 }
 
 void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
+    if (lfm2(cfg))
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn." : "conv.");
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
+}
+
+void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer, const char *family_name,
+                               char out[MC_STACK_NAME_LEN + 32])
+{
+    static const char *const lfm2_attention[][2] = {
+        {"o_proj.weight", "out_proj.weight"}, {"q_norm.weight", "q_layernorm.weight"}, {"k_norm.weight", "k_layernorm.weight"}};
+    char prefix[MC_STACK_NAME_LEN];
+    const char *name = family_name;
+    mc_stack_name_mixer_prefix(cfg, layer, prefix);
+    if (lfm2(cfg) && cfg->layers[layer].family == MC_FAMILY_ATTENTION)
+        for (size_t i = 0; i < sizeof lfm2_attention / sizeof lfm2_attention[0]; i++)
+            if (strcmp(family_name, lfm2_attention[i][0]) == 0)
+                name = lfm2_attention[i][1];
+    snprintf(out, MC_STACK_NAME_LEN + 32, "%s%s", prefix, name);
+}
+
+void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
+{
+    static const char *const parts[] = {"ffn_norm.weight", "feed_forward.w1.weight", "feed_forward.w3.weight",
+                                        "feed_forward.w2.weight"};
     (void)cfg;
-    snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
+    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, parts[part & 3]);
 }
 
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
-    (void)cfg;
-    snprintf(out, MC_STACK_NAME_LEN, "backbone.norm_f.weight");
+    snprintf(out, MC_STACK_NAME_LEN, "%s", lfm2(cfg) ? "model.embedding_norm.weight" : "backbone.norm_f.weight");
 }
 
 void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])

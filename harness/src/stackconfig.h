@@ -19,6 +19,7 @@
 enum mc_model_type {
     MC_MODEL_MAMBA2 = 1, /* Mamba2ForCausalLM */
     MC_MODEL_MAMBA = 2,  /* MambaForCausalLM */
+    MC_MODEL_LFM2 = 3,   /* Lfm2ForCausalLM: ShortConv and attention layers, SwiGLU feed-forward */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -36,14 +37,17 @@ struct mc_stack_config {
     double norm_eps;         /* layer_norm_epsilon: every block norm and the final norm */
     int32_t tied;            /* tie_word_embeddings: the head reads the embedding matrix */
     int32_t residual_in_fp32;
+    int64_t ffn_size;        /* the SwiGLU feed-forward's intermediate size after each mixer; 0 = none */
     struct mc_stack_layer layers[MC_STACK_MAX_LAYERS];
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
-/* Parses "mamba2", "mamba"; 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba", "lfm2"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
+/* Every family a model type's layers may have, into out[0..n); returns n (at most 4). */
+int mc_model_type_families(enum mc_model_type t, enum mc_family out[4]);
 
 /* Reads the upstream config.json text of `model_type` (missing keys take the upstream defaults);
  * MC_ERR_INPUT "<where>: config_json: <key>: <what>" on a missing required key, a wrong type or
@@ -58,5 +62,11 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
 void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN]);
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN]);
 void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN]);
+/* The checkpoint name of layer i's mixer parameter `family_name` (family.h's name; a model may name it
+ * its own way: lfm2's attention has out_proj, q_layernorm, k_layernorm). */
+void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer, const char *family_name,
+                               char out[MC_STACK_NAME_LEN + 32]);
+/* The feed-forward of layer i (ffn_size > 0): part 0 its norm, 1 w1 (gate), 2 w3 (up), 3 w2 (down). */
+void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 
 #endif

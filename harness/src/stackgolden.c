@@ -10,8 +10,8 @@
 
 static const char *const ROOT_LINKS[] = {"config", "weights", "inputs", "expected"};
 static const char *const INPUT_LINKS[] = {"input_ids", "attention_mask"};
-static const char *const EXPECTED_LINKS[] = {"logits",         "hidden_states", "state_positions",
-                                             "layers",         "greedy_tokens", "greedy_logits"};
+static const char *const EXPECTED_LINKS[] = {"logits", "hidden_states", "mixer_outputs", "state_positions",
+                                             "layers", "greedy_tokens", "greedy_logits"};
 static const char *const LAYER_LINKS[] = {"conv_state", "recurrent_state"};
 static const char *const LAYOUT_MSG = "not part of the model golden layout (golden/README.md \"Model goldens\")";
 
@@ -102,11 +102,20 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
         ADD(buf, 1, cfg->hidden, 0, 0);
         struct mc_weight_spec specs[MC_FAMILY_MAX_WEIGHTS];
         int ns = mc_family_weight_specs(&cfg->layers[l].mixer, specs);
-        mc_stack_name_mixer_prefix(cfg, l, buf);
         for (int i = 0; i < ns; i++) {
             char full[MC_STACK_NAME_LEN + 32];
-            snprintf(full, sizeof full, "%s%s", buf, specs[i].name);
+            mc_stack_name_mixer_param(cfg, l, specs[i].name, full);
             ADD(full, specs[i].ndim, specs[i].dims[0], specs[i].dims[1], specs[i].dims[2]);
+        }
+        if (cfg->ffn_size > 0) {
+            mc_stack_name_ffn(cfg, l, 0, buf);
+            ADD(buf, 1, cfg->hidden, 0, 0);
+            mc_stack_name_ffn(cfg, l, 1, buf);
+            ADD(buf, 2, cfg->ffn_size, cfg->hidden, 0);
+            mc_stack_name_ffn(cfg, l, 2, buf);
+            ADD(buf, 2, cfg->ffn_size, cfg->hidden, 0);
+            mc_stack_name_ffn(cfg, l, 3, buf);
+            ADD(buf, 2, cfg->hidden, cfg->ffn_size, 0);
         }
     }
     mc_stack_name_final_norm(cfg, buf);
@@ -119,7 +128,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
 
 static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_golden *g)
 {
-    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 1));
+    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 5));
     char(*names)[MC_STACK_NAME_LEN + 32] = mc_calloc((size_t)cap, sizeof *names);
     struct mc_h5_shape_rule *rules = mc_calloc((size_t)cap, sizeof *rules);
     const char **known = mc_calloc((size_t)cap, sizeof *known);
@@ -206,9 +215,12 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
     struct mc_h5_shape_rule lr = {.ndim = 3, .dims = {B, L, V}, .source = "the inputs and vocab_size"};
     struct mc_h5_shape_rule hr = {.ndim = 4, .dims = {c->n_layers + 1, B, L, D},
                                   .source = "num_hidden_layers + 1, the inputs and hidden_size"};
+    struct mc_h5_shape_rule mr = {.ndim = 4, .dims = {c->n_layers, B, L, D},
+                                  .source = "num_hidden_layers, the inputs and hidden_size"};
     struct mc_h5_shape_rule pr = {.ndim = 1, .max = {L + 1}, .names = {"T"}, .source = "the inputs"};
     if (array_read(r, "/expected/logits", &lr, MC_H5_WANT_F64, &g->logits) ||
         array_read(r, "/expected/hidden_states", &hr, MC_H5_WANT_F64, &g->hidden) ||
+        array_read(r, "/expected/mixer_outputs", &mr, MC_H5_WANT_F64, &g->mixer_outputs) ||
         read_ints(r, "/expected/state_positions", &pr, dims, &g->state_positions))
         return r->err.code;
     g->n_positions = dims[0];
@@ -299,6 +311,7 @@ static enum mc_err_code verify_checksum(struct mc_h5_reader *r, struct mc_stack_
                                                 .dims = ids_dims, .u8 = g->mask};
     F64("expected/logits", &g->logits);
     F64("expected/hidden_states", &g->hidden);
+    F64("expected/mixer_outputs", &g->mixer_outputs);
     items[n++] = (struct mc_golden_digest_item){.path = "expected/state_positions", .is_int = 1, .ndim = 1,
                                                 .dims = pos_dims, .i64 = g->state_positions};
     items[n++] = (struct mc_golden_digest_item){.path = "expected/greedy_tokens", .is_int = 1, .ndim = 2,
@@ -375,6 +388,7 @@ void mc_stack_golden_free(struct mc_stack_golden *g)
     free(g->mask);
     free(g->logits.data);
     free(g->hidden.data);
+    free(g->mixer_outputs.data);
     free(g->state_positions);
     free(g->greedy_tokens);
     free(g->greedy_logits.data);

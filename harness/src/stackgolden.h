@@ -40,6 +40,7 @@ struct mc_stack_golden {
     uint8_t *mask;                /* [B][L] 0/1 */
     struct mc_array logits;       /* [B][L][V] */
     struct mc_array hidden;       /* [n_layers + 1][B][L][D] */
+    struct mc_array mixer_outputs; /* [n_layers][B][L][D]: each layer's mixer output (localisation) */
     int64_t *state_positions;     /* [T] */
     int64_t n_positions;
     struct mc_stack_layer_states *layers; /* [n_layers] */

@@ -47,6 +47,10 @@ static void unload(struct model *m)
 
 static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
 {
+    if (f == MC_FAMILY_SHORTCONV)
+        return cpu ? mc_cpu_shortconv_ops() : mc_reference_shortconv_ops();
+    if (f == MC_FAMILY_ATTENTION)
+        return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     if (f == MC_FAMILY_MAMBA1)
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
     return cpu ? mc_cpu_mamba2_ops() : mc_reference_mamba2_ops();
@@ -86,14 +90,14 @@ static const char *tensor_status(const struct mc_check_result *r, const char *na
 static void test_models_pass(void **state)
 {
     (void)state;
-    static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml"};
+    static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
     } runs[] = {{0, MC_DTYPE_F64}, {0, MC_DTYPE_F32}, {1, MC_DTYPE_F32}, {1, MC_DTYPE_BF16}, {1, MC_DTYPE_F16}};
     struct mc_check_result *res = malloc(sizeof *res);
     assert_non_null(res);
-    for (size_t p = 0; p < 2; p++) {
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
         struct model m;
         load(paths[p], &m);
         for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
@@ -130,6 +134,10 @@ static const struct glue GLUE[] = {
      {"first diverging layer 2 of 4", "glue around the mixer"}},
     {"cases/models/mamba.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
      {"first diverging layer 1 of 4", "glue around the mixer"}},
+    {"cases/models/lfm2.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer (norm / residual / feed-forward)"}},
+    {"cases/models/lfm2.yaml", "glue.final-norm-skipped", MC_STACK_GLUE_FINAL_NORM_SKIPPED, 0, 1, MC_DTYPE_BF16,
+     {"glue after the last layer"}},
     /* at bf16 the residual's own rounding (u/2 of |h| per layer) is as large as the bf16 storage noise the
      * tolerances must admit against a float64 golden: not separable without a bf16 reference stack */
     {"cases/models/mamba2.yaml", "glue.residual-not-fp32", MC_STACK_GLUE_RESIDUAL_NOT_FP32, 0, 1, MC_DTYPE_BF16,
@@ -196,7 +204,7 @@ static void cli_diagnosis(const char *case_path, const char *mutant, const char 
         const struct mc_json_value *d = mc_json_get(&r->items[i], "diagnosis");
         const struct mc_json_value *mt = mc_json_get(&r->items[i], "model_type");
         assert_non_null(mt);
-        assert_string_equal(mt->string, "mamba2");
+        assert_true(strcmp(mt->string, "mamba2") == 0 || strcmp(mt->string, "lfm2") == 0);
         if (d != NULL && d->type == MC_JSON_STRING)
             snprintf(out, len, "%s", d->string);
     }
@@ -219,6 +227,12 @@ static void test_mixer_layer_mutants(void **state)
          {"first diverging layer 0 of 4", "cached path"}},
         {"tests/stacks/cases/mamba2_layer2.yaml", "mutant.8.2a-zero-conv-context", "first_token_causality",
          {"first diverging layer 2 of 4"}},
+        {"tests/stacks/cases/lfm2_layer1.yaml", "mutant.8.13-kv-head-mod", "prefill",
+         {"first diverging layer 1 of 4", "attention mixer on 'mutant.8.13-kv-head-mod'", ": mixer"}},
+        /* RoPE is relative: positions counted with the padding leave this prompt's outputs right and put
+         * the cached keys at the wrong positions */
+        {"tests/stacks/cases/lfm2_layer1.yaml", "mutant.rope-pad-positions", "left_padded_batch",
+         {"layer 1's cache (attention mixer", "recurrent_state leaves tolerance"}},
     };
     char diag[1024];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
