@@ -337,6 +337,11 @@ def build(spec):
     mask = spec.mask()
     ids = rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)).astype(np.int64)
     ids = np.where(mask.astype(bool), ids, 0)   # pad token id 0 (never looked at: masked)
+    return assemble(spec, cfg, weights, ids, mask)
+
+
+def assemble(spec, cfg, weights, ids, mask):
+    """The Golden of a model: cfg (config.json), checkpoint-named weights, ids [B, L], mask [B, L]."""
     st = Stack(cfg, weights)
     logits, hidden, _, per_pos, mixed = st.forward(ids, mask)
     tokens, glogits = st.greedy(ids, mask, spec.greedy)
