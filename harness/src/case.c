@@ -330,7 +330,7 @@ enum { CK_ID, CK_WHY, CK_FAMILY, CK_GOLDEN, CK_TOLERANCE, CK_BACKENDS, CK_DTYPES
        CK_COUNT };
 static const char *const CASE_KEYS[CK_COUNT] = {"id",        "why",      "family", "golden",    "tolerance",
                                                 "backends",  "dtypes",   "scenarios", "model", "layers"};
-/* Scenarios a model case runs (docs/scenarios.md §5); greedy is a model case's only. */
+/* Scenarios a model case runs (docs/models.md §3); greedy is a model case's only. */
 static int model_scenario(enum mc_scenario_kind k)
 {
     return k == MC_SCENARIO_PREFILL || k == MC_SCENARIO_DECODE || k == MC_SCENARIO_CHUNKED ||

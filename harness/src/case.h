@@ -37,7 +37,7 @@ enum mc_scenario_kind {
     MC_SCENARIO_SLOT_POOL,
     MC_SCENARIO_MIXED_STEP,
     MC_SCENARIO_PREFIX_RESUME,
-    MC_SCENARIO_GREEDY, /* model cases only (docs/scenarios.md §5): greedy generation through the cache */
+    MC_SCENARIO_GREEDY, /* model cases only (docs/models.md §3): greedy generation through the cache */
     MC_SCENARIO_COUNT
 };
 
@@ -55,7 +55,7 @@ enum mc_tensor_kind {
     MC_TENSOR_REF_OUTPUT,
     MC_TENSOR_REF_CONV_STATE,
     MC_TENSOR_REF_RECURRENT_STATE,
-    /* model cases (docs/scenarios.md §5): the logits of the LM head, and the residual stream after the
+    /* model cases (docs/models.md §3): the logits of the LM head, and the residual stream after the
      * embedding and after every layer (what localises a logits failure) */
     MC_TENSOR_LOGITS,
     MC_TENSOR_HIDDEN_STATES,
@@ -131,7 +131,7 @@ struct mc_case {
     struct mc_scenario_spec *scenarios;
     int n_scenarios;
     struct mc_tolerance_profile tolerance; /* loaded from the `tolerance:` file */
-    /* model cases (`model:` instead of `family:`, docs/scenarios.md §5): the model type, and the layers
+    /* model cases (`model:` instead of `family:`, docs/models.md §3): the model type, and the layers
      * that run on the backend under test (NULL = every layer of a family it implements) */
     char *model_type;
     int64_t *layers;

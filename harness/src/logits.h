@@ -1,5 +1,5 @@
 /*
- * logits.h — metrics of a logits comparison (docs/scenarios.md §5.3), over positions (rows of V
+ * logits.h — metrics of a logits comparison (docs/models.md §4), over positions (rows of V
  * logits): top-1 agreement, top-k overlap, KL(golden || candidate) mean and max, and the largest
  * difference of the log-probability of the golden's top token; and the top-k helpers of greedy
  * generation (vLLM's check_logprobs_close rule). They describe; the verdict of a logits tensor is its

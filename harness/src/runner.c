@@ -626,7 +626,7 @@ static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const 
     return add_golden_sha(rep, c, g->content_sha256, err);
 }
 
-/* ---- model cases (docs/scenarios.md §5) ------------------------------------------------------------ */
+/* ---- model cases (docs/models.md §3) ------------------------------------------------------------ */
 
 /* Which backend each layer runs on for backend `ops` under test: the layers the case names (all when it
  * names none) whose family `ops`'s name is registered for, the others on the reference. Returns how many

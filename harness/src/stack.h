@@ -1,5 +1,5 @@
 /*
- * stack.h — the stack engine (docs/models.md §1, docs/scenarios.md §5): a whole `...ForCausalLM`
+ * stack.h — the stack engine (docs/models.md §1): a whole `...ForCausalLM`
  * computed as upstream computes it — embedding lookup, per layer pre-norm -> mixer -> residual, the
  * final norm and the (tied or untied) LM head — with every mixer layer reached through the backend
  * interface (mixcheck/backend.h): each layer is a model of the backend the caller assigns to it, so
@@ -70,7 +70,7 @@ enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cach
                                         const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
                                         struct mc_msg *msg);
 
-/* Localisation (docs/scenarios.md §5.4): layer `layer` alone, without cache, on residual input
+/* Localisation (docs/models.md §5): layer `layer` alone, without cache, on residual input
  * h_in [B][L][D] (float64 values, rounded as the engine holds the residual): h_out receives the
  * layer's residual output. */
 enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,

@@ -1,5 +1,5 @@
 /*
- * stackcheck.h — the scenarios of a model case (docs/scenarios.md §5): a whole stack (stack.h) with
+ * stackcheck.h — the scenarios of a model case (docs/models.md §3): a whole stack (stack.h) with
  * the layers under test on the backend under test and the others on the reference, driven through
  * prefill, decode, chunked, first-token causality, left-padded and batch-invariance runs and greedy
  * generation, compared with a model golden (stackgolden.h) on logits (elementwise tolerance, plus the

@@ -1,5 +1,5 @@
 /*
- * test_stacks.c — model-level checks (docs/scenarios.md §5).
+ * test_stacks.c — model-level checks (docs/models.md §3).
  *
  * In process: the model cases (cases/models) pass on the reference at f64/f32 and on cpu at f32/bf16/f16;
  * the stack engine with one planted glue bug (stack.h, enum mc_stack_glue_fault) fails its logits and the
