@@ -180,7 +180,7 @@ def main(argv):
         if args.greedy < 1:
             raise ValueError("--greedy must be >= 1")
         L = ids.shape[1]
-        if "max_position_embeddings" in cfg and cfg["model_type"] == "lfm2":
+        if "max_position_embeddings" in cfg and cfg["model_type"] in ("lfm2", "bamba"):
             # the attention layers' KV cache holds max_position_embeddings positions (mixcheck's cache_length):
             # only the prompt and its continuation are needed, and RoPE does not depend on it
             cfg["max_position_embeddings"] = min(cfg["max_position_embeddings"], L + args.greedy)

@@ -76,7 +76,11 @@ MODEL_DEFAULTS = {
     "lfm2": dict(norm_eps=1e-5, tie_word_embeddings=True, conv_bias=False, conv_L_cache=3, rope_theta=1000000.0,
                  block_auto_adjust_ff_dim=True, block_ffn_dim_multiplier=1.0, block_multiple_of=256),
 }
-ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM"}
+MODEL_DEFAULTS["bamba"] = dict(rms_norm_eps=1e-5, tie_word_embeddings=False, mamba_n_groups=1, mamba_d_conv=4,
+                               mamba_expand=2, mamba_chunk_size=256, mamba_conv_bias=True, mamba_proj_bias=False,
+                               rope_theta=10000.0, partial_rotary_factor=0.5, attention_bias=False, mlp_bias=False)
+ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
+                 "bamba": "BambaForCausalLM"}
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -96,6 +100,13 @@ SPECS = {s.key: s for s in [
                    intermediate_size=48, block_auto_adjust_ff_dim=False, conv_L_cache=3, rope_theta=10000.0,
                    max_position_embeddings=32, layer_types=["conv", "full_attention", "conv", "full_attention"]),
               batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=103, positions=(6, 12)),
+    ModelSpec("bamba", "bamba",
+              "4-layer Bamba hybrid (Mamba2, attention, Mamba2, Mamba2; GQA 4/2, partial rotary 0.5), SwiGLU "
+              "feed-forward, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16, mamba_chunk_size=8,
+                   attn_layer_indices=[1], max_position_embeddings=32),
+              batch=3, length=12, left_pad=(0, 4, 6), greedy=16, seed=104, positions=(6, 12)),
 ]}
 
 
@@ -117,6 +128,11 @@ def rmsnorm(x, w, eps):
     return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
 
 
+def ffn_size(cfg):
+    """The SwiGLU feed-forward's intermediate size (Bamba: intermediate_size; LFM2: lfm2_ffn_size)."""
+    return lfm2_ffn_size(cfg) if cfg["model_type"] == "lfm2" else cfg["intermediate_size"]
+
+
 def lfm2_ffn_size(cfg):
     """Lfm2MLP's intermediate size: block_auto_adjust_ff_dim takes 2/3 of it, times the multiplier, rounded
     up to block_multiple_of."""
@@ -130,9 +146,12 @@ def lfm2_ffn_size(cfg):
 
 
 def layer_kind(cfg, i):
-    """The family of layer i: the model's mixer, or for lfm2 "shortconv" / "attention" per layer_types."""
+    """The family of layer i: the model's mixer; lfm2 "shortconv" / "attention" per layer_types; bamba
+    "attention" at attn_layer_indices, "mamba2" elsewhere."""
     if cfg["model_type"] == "lfm2":
         return "attention" if cfg["layer_types"][i] == "full_attention" else "shortconv"
+    if cfg["model_type"] == "bamba":
+        return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
     return cfg["model_type"]
 
 
@@ -146,6 +165,21 @@ def mixer_config(cfg, kind=None):
     kind = kind or cfg["model_type"]
     if kind == "shortconv":
         return dict(hidden_size=cfg["hidden_size"], conv_L_cache=cfg["conv_L_cache"], conv_bias=int(cfg["conv_bias"]))
+    if cfg["model_type"] == "bamba" and kind == "mamba2":
+        H, D = cfg["mamba_n_heads"], cfg["hidden_size"]
+        P = cfg["mamba_d_head"] if cfg.get("mamba_d_head", "auto") != "auto" else cfg["mamba_expand"] * D // H
+        return dict(hidden_size=D, num_heads=H, head_dim=P, state_size=cfg["mamba_d_state"],
+                    n_groups=cfg["mamba_n_groups"], conv_kernel=cfg["mamba_d_conv"], chunk_size=cfg["mamba_chunk_size"],
+                    layer_norm_epsilon=cfg["rms_norm_eps"], use_bias=int(cfg["mamba_proj_bias"]),
+                    use_conv_bias=int(cfg["mamba_conv_bias"]), time_step_limit=(0.0, float("inf")),
+                    norm_group_size=H * P)   # BambaRMSNormGated over the full intermediate row
+    if kind == "attention" and cfg["model_type"] == "bamba":
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
+                    head_dim=cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=cfg["partial_rotary_factor"], rope_theta=cfg["rope_theta"],
+                    rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none", attn_output_gate=0,
+                    attention_bias=int(cfg["attention_bias"]))
     if kind == "attention":
         H = cfg["num_attention_heads"]
         return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
@@ -193,17 +227,23 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
 
 def names(cfg):
     """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
-    mixer prefix, and (lfm2) feed-forward norm and prefix."""
+    mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if cfg["model_type"] == "bamba":
+        return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
+                    ffn="feed_forward.", mlp=("gate_proj", "up_proj", "down_proj"))
     if cfg["model_type"] == "lfm2":
         return dict(embed="model.embed_tokens.weight", final="model.embedding_norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="operator_norm.weight", ffn_norm="ffn_norm.weight",
-                    ffn="feed_forward.")
+                    ffn="feed_forward.", mlp=("w1", "w3", "w2"))
     return dict(embed="backbone.embeddings.weight", final="backbone.norm_f.weight", head="lm_head.weight",
                 layer="backbone.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
 
 
 def mixer_prefix(cfg, i):
     n = names(cfg)["layer"].format(i)
+    if cfg["model_type"] == "bamba":
+        return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
     if cfg["model_type"] == "lfm2":
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "conv.")
     return n + "mixer."
@@ -233,11 +273,12 @@ def init_weights(cfg, rng):
         for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
             w[checkpoint_name(cfg, i, k)] = v
         if nm["ffn"]:
-            F = lfm2_ffn_size(cfg)
+            F = ffn_size(cfg)
+            gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
             w[pre + nm["ffn_norm"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
-            w[pre + nm["ffn"] + "w1.weight"] = G.uniform_init(rng, (F, D), D)
-            w[pre + nm["ffn"] + "w3.weight"] = G.uniform_init(rng, (F, D), D)
-            w[pre + nm["ffn"] + "w2.weight"] = G.uniform_init(rng, (D, F), F)
+            w[gate] = G.uniform_init(rng, (F, D), D)
+            w[up] = G.uniform_init(rng, (F, D), D)
+            w[down] = G.uniform_init(rng, (D, F), F)
     w[nm["final"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
     head = G.quantize(rng.standard_normal((V, D)), scale=1.0)
     # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
@@ -273,17 +314,17 @@ class Stack:
         self.kinds = [layer_kind(cfg, i) for i in range(self.n)]
         self.mcfgs = [mixer_config(cfg, k) for k in self.kinds]
         self.mixers = [layer_weights(cfg, self.w, i) for i in range(self.n)]
-        self.eps = cfg.get("layer_norm_epsilon", cfg.get("norm_eps"))
+        self.eps = cfg.get("layer_norm_epsilon", cfg.get("norm_eps", cfg.get("rms_norm_eps")))
 
     def head(self):
         return self.w[self.nm["embed"]] if self.cfg["tie_word_embeddings"] else self.w[self.nm["head"]]
 
     def ffn(self, i, h):
-        """Lfm2MLP on the ffn_norm of h: w2(silu(w1 x) * w3 x)."""
+        """Lfm2MLP / BambaMLP on the feed-forward norm of h: down(silu(gate x) * up x)."""
         pre = self.nm["layer"].format(i)
         x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps)
-        f = pre + self.nm["ffn"]
-        return (G.silu(x @ self.w[f + "w1.weight"].T) * (x @ self.w[f + "w3.weight"].T)) @ self.w[f + "w2.weight"].T
+        gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
+        return (G.silu(x @ gate.T) * (x @ up.T)) @ down.T
 
     def forward(self, ids, mask, caches=None):
         """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits

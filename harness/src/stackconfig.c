@@ -17,6 +17,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "mamba";
     case MC_MODEL_LFM2:
         return "lfm2";
+    case MC_MODEL_BAMBA:
+        return "bamba";
     }
     return "unknown";
 }
@@ -29,6 +31,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_MAMBA;
     else if (strcmp(name, "lfm2") == 0)
         *t = MC_MODEL_LFM2;
+    else if (strcmp(name, "bamba") == 0)
+        *t = MC_MODEL_BAMBA;
     else
         return -1;
     return 0;
@@ -42,7 +46,7 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
-    if (t != MC_MODEL_LFM2)
+    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -232,12 +236,74 @@ static int parse_lfm2(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* BambaConfig: mamba_* keys of the Mamba2 layers, attn_layer_indices, attention heads with
+ * partial_rotary_factor (no q/k norm), rms_norm_eps everywhere, intermediate_size of the feed-forward,
+ * max_position_embeddings (the KV cache length). */
+static int parse_bamba(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t expand = 2;
+    if (get_int(r, "mamba_n_heads", 1, 0, &m.num_heads) || get_int(r, "mamba_d_state", 1, 0, &m.state_size) ||
+        get_int(r, "mamba_n_groups", 0, 1, &m.n_groups) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || get_int(r, "mamba_chunk_size", 0, 256, &m.chunk_size) ||
+        get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) || get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        positive(r, "mamba_n_heads", m.num_heads, 1 << 16) ||
+        get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "max_position_embeddings", 0, 262144, &at.cache_length) ||
+        get_num(r, "rope_theta", 0, 0, 10000.0, &at.rope_theta) ||
+        get_num(r, "partial_rotary_factor", 0, 0, 0.5, &at.partial_rotary_factor) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) || get_int(r, "intermediate_size", 1, 0, &cfg->ffn_size) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20))
+        return -1;
+    const struct mc_json_value *dh = mc_json_get(r->root, "mamba_d_head");
+    if (dh == NULL || (dh->type == MC_JSON_STRING && strcmp(dh->string, "auto") == 0))
+        m.head_dim = expand * cfg->hidden / m.num_heads;
+    else if (get_int(r, "mamba_d_head", 1, 0, &m.head_dim))
+        return -1;
+    m.layer_norm_epsilon = cfg->norm_eps;
+    m.time_step_limit[0] = 0.0;
+    m.time_step_limit[1] = INFINITY;
+    m.norm_group_size = m.num_heads * m.head_dim; /* BambaRMSNormGated over the full intermediate row */
+    at.head_dim = cfg->hidden / at.num_attention_heads;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_NONE;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].family = MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.family = MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.u.mamba2 = m;
+    }
+    const struct mc_json_value *ai = mc_json_get(r->root, "attn_layer_indices");
+    if (ai != NULL && ai->type != MC_JSON_NULL) {
+        if (ai->type != MC_JSON_ARRAY) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'attn_layer_indices' must be a list", r->where);
+            return -1;
+        }
+        for (size_t k = 0; k < ai->len; k++) {
+            const struct mc_json_value *v = &ai->items[k];
+            if (v->type != MC_JSON_NUMBER || v->number < 0 || v->number >= (double)cfg->n_layers ||
+                v->number != floor(v->number)) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'attn_layer_indices[%zu]' must be a layer index",
+                             r->where, k);
+                return -1;
+            }
+            int64_t i = (int64_t)v->number;
+            cfg->layers[i].family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.u.attention = at;
+        }
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
-        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2)",
+        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     struct mc_json_value *root = NULL;
@@ -258,9 +324,12 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     if (get_int(&r, "num_hidden_layers", 1, 0, &cfg->n_layers) || get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
-        get_num(&r, cfg->type == MC_MODEL_LFM2 ? "norm_eps" : "layer_norm_epsilon", 0, 0, 1e-5, &cfg->norm_eps) ||
-        get_bool(&r, "tie_word_embeddings", cfg->type != MC_MODEL_MAMBA2, &cfg->tied) ||
-        get_bool(&r, "residual_in_fp32", cfg->type != MC_MODEL_LFM2, &cfg->residual_in_fp32) ||
+        get_num(&r, cfg->type == MC_MODEL_LFM2 ? "norm_eps" : cfg->type == MC_MODEL_BAMBA ? "rms_norm_eps"
+                                                                                         : "layer_norm_epsilon",
+                0, 0, 1e-5, &cfg->norm_eps) ||
+        get_bool(&r, "tie_word_embeddings", cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2, &cfg->tied) ||
+        get_bool(&r, "residual_in_fp32", cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA,
+                 &cfg->residual_in_fp32) ||
         positive(&r, "num_hidden_layers", cfg->n_layers, MC_STACK_MAX_LAYERS) ||
         positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
         goto out;
@@ -268,11 +337,12 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'layer_norm_epsilon' must be > 0", where);
         goto out;
     }
-    if (cfg->type == MC_MODEL_LFM2)
-        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer adds in the model dtype */
-    if ((cfg->type == MC_MODEL_MAMBA2 ? parse_mamba2(&r, cfg)
+    if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA)
+        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer add in the model dtype */
+    if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA ? parse_mamba(&r, cfg)
-                                       : parse_lfm2(&r, cfg)) != 0)
+         : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
+                                       : parse_bamba(&r, cfg)) != 0)
         goto out;
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
@@ -292,14 +362,22 @@ static int lfm2(const struct mc_stack_config *cfg)
     return cfg->type == MC_MODEL_LFM2;
 }
 
+/* The `model.` layouts of the hybrids (lfm2, bamba) as against the `backbone.` of the Mamba models. */
+static int hybrid(const struct mc_stack_config *cfg)
+{
+    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA;
+}
+
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
-    snprintf(out, MC_STACK_NAME_LEN, "%s", lfm2(cfg) ? "model.embed_tokens.weight" : "backbone.embeddings.weight");
+    snprintf(out, MC_STACK_NAME_LEN, "%s", hybrid(cfg) ? "model.embed_tokens.weight" : "backbone.embeddings.weight");
 }
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (lfm2(cfg))
+    if (cfg->type == MC_MODEL_BAMBA)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
+    else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
     else
         snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.norm.weight", (long long)layer);
@@ -307,9 +385,11 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
 
 void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (lfm2(cfg))
+    if (hybrid(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
-                 cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn." : "conv.");
+                 cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
+                 : lfm2(cfg)                                      ? "conv."
+                                                                  : "mamba.");
     else
         snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
 }
@@ -331,15 +411,20 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
 
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
 {
-    static const char *const parts[] = {"ffn_norm.weight", "feed_forward.w1.weight", "feed_forward.w3.weight",
-                                        "feed_forward.w2.weight"};
-    (void)cfg;
-    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, parts[part & 3]);
+    static const char *const lfm2_parts[] = {"ffn_norm.weight", "feed_forward.w1.weight", "feed_forward.w3.weight",
+                                             "feed_forward.w2.weight"};
+    static const char *const bamba_parts[] = {"pre_ff_layernorm.weight", "feed_forward.gate_proj.weight",
+                                              "feed_forward.up_proj.weight", "feed_forward.down_proj.weight"};
+    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+             (lfm2(cfg) ? lfm2_parts : bamba_parts)[part & 3]);
 }
 
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
-    snprintf(out, MC_STACK_NAME_LEN, "%s", lfm2(cfg) ? "model.embedding_norm.weight" : "backbone.norm_f.weight");
+    snprintf(out, MC_STACK_NAME_LEN, "%s",
+             lfm2(cfg)                      ? "model.embedding_norm.weight"
+             : cfg->type == MC_MODEL_BAMBA ? "model.final_layernorm.weight"
+                                           : "backbone.norm_f.weight");
 }
 
 void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])

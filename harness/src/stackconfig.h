@@ -20,6 +20,7 @@ enum mc_model_type {
     MC_MODEL_MAMBA2 = 1, /* Mamba2ForCausalLM */
     MC_MODEL_MAMBA = 2,  /* MambaForCausalLM */
     MC_MODEL_LFM2 = 3,   /* Lfm2ForCausalLM: ShortConv and attention layers, SwiGLU feed-forward */
+    MC_MODEL_BAMBA = 4,  /* BambaForCausalLM: Mamba2 and attention layers, SwiGLU feed-forward */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -42,7 +43,7 @@ struct mc_stack_config {
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
-/* Parses "mamba2", "mamba", "lfm2"; 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba", "lfm2", "bamba"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
@@ -66,7 +67,8 @@ void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAM
  * its own way: lfm2's attention has out_proj, q_layernorm, k_layernorm). */
 void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer, const char *family_name,
                                char out[MC_STACK_NAME_LEN + 32]);
-/* The feed-forward of layer i (ffn_size > 0): part 0 its norm, 1 w1 (gate), 2 w3 (up), 3 w2 (down). */
+/* The feed-forward of layer i (ffn_size > 0): part 0 its norm, 1 the gate (lfm2 w1, bamba gate_proj), 2 up
+ * (w3, up_proj), 3 down (w2, down_proj). */
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 
 #endif

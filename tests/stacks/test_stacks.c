@@ -90,7 +90,8 @@ static const char *tensor_status(const struct mc_check_result *r, const char *na
 static void test_models_pass(void **state)
 {
     (void)state;
-    static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml"};
+    static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml",
+                                        "cases/models/bamba.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -136,6 +137,8 @@ static const struct glue GLUE[] = {
      {"first diverging layer 1 of 4", "glue around the mixer"}},
     {"cases/models/lfm2.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
      {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer (norm / residual / feed-forward)"}},
+    {"cases/models/bamba.yaml", "glue.block-norm-skipped@3", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 3, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 4 (mamba2 mixer on 'cpu')", "glue around the mixer (norm / residual / feed-forward)"}},
     {"cases/models/lfm2.yaml", "glue.final-norm-skipped", MC_STACK_GLUE_FINAL_NORM_SKIPPED, 0, 1, MC_DTYPE_BF16,
      {"glue after the last layer"}},
     /* at bf16 the residual's own rounding (u/2 of |h| per layer) is as large as the bf16 storage noise the
