@@ -373,9 +373,11 @@ static enum mc_err_code ld_kind(struct mc_yaml_doc *ld, yaml_node_t *root, yaml_
     c->family = fam;
     c->family_line = (int)v[CK_MODEL]->start_mark.line + 1;
     c->family_column = (int)v[CK_MODEL]->start_mark.column + 1;
-    if (v[CK_LAYERS] != NULL)
-        return ld_int_list(ld, v[CK_LAYERS], "layers", 0, 1023, 64, true, &c->layers, &c->n_layers);
-    return MC_ERR_NONE;
+    if (v[CK_LAYERS] == NULL)
+        return MC_ERR_NONE;
+    c->layers_line = (int)v[CK_LAYERS]->start_mark.line + 1;
+    c->layers_column = (int)v[CK_LAYERS]->start_mark.column + 1;
+    return ld_int_list(ld, v[CK_LAYERS], "layers", 0, 1023, 64, true, &c->layers, &c->n_layers);
 }
 
 /* rel resolved against the directory of `base` (unchanged when absolute or base has no directory). */

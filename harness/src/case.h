@@ -136,6 +136,7 @@ struct mc_case {
     char *model_type;
     int64_t *layers;
     int n_layers;
+    int layers_line, layers_column; /* of the `layers:` value */
 };
 
 /* Loads a case and its tolerance profile; on failure c is left empty (safe to free). */

@@ -69,6 +69,10 @@ static enum mc_err_code read_header(struct mc_h5_reader *r, struct mc_golden *g)
                    MC_GOLDEN_FORMAT_VERSION);
         goto done;
     }
+    if (mc_h5_attr_exists(r, "/", "kind") == 1 && mc_h5_attr_exists(r, "/", "family") == 0) {
+        mc_h5_fail(r, MC_ERR_INPUT, "/kind", "a model golden (whole stack): a case for it names `model:`, not `family:`");
+        goto done;
+    }
     if (mc_h5_attr_read_string(r, "/", "family", &family))
         goto done;
     if (mc_family_from_name(family, &g->config.family) != 0) {

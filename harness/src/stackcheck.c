@@ -707,8 +707,9 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
     int64_t L = g->len;
     for (int i = 0; i < c->n_layers; i++)
         if (c->layers[i] >= g->config.n_layers)
-            return mc_error_set(err, MC_ERR_INPUT, "%s: in 'layers': layer %lld does not exist (golden %s has %lld)",
-                                c->path, (long long)c->layers[i], c->golden_path, (long long)g->config.n_layers);
+            return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: in 'layers': layer %lld does not exist (golden %s has %lld)",
+                                c->path, c->layers_line, c->layers_column, (long long)c->layers[i], c->golden_path,
+                                (long long)g->config.n_layers);
     if (strcmp(c->model_type, g->config.model_type) != 0)
         return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: in 'model': '%s' but golden %s holds '%s'", c->path,
                             c->family_line, c->family_column, c->model_type, c->golden_path, g->config.model_type);

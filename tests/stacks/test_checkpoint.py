@@ -83,6 +83,25 @@ def main():
             case(lpath, f"family: {family}", lout, ltol, "  prefill: {}\n  decode: {prefill: 3}\n")
             print("  layer: " + run([MIXCHECK, "run", lpath, "-q", "--color", "never"]).strip().splitlines()[0])
             run(GEN + ["from-checkpoint", folder, "--out", lout, "--layer", str(layer), "--family", "gdn"] + args, 2)
+        # a model golden edited after generation, or with a dataset outside the layout, is refused
+        import h5py
+        import shutil
+        src = os.path.join(tmp, "mamba2.h5")
+        for what, edit, expect in (
+                ("edited", lambda f: f["expected/logits"].__setitem__((0, 0, 0), 1.5), "content checksum mismatch"),
+                ("extra", lambda f: f.create_dataset("expected/extra", data=np.zeros(2)),
+                 "/expected/extra: not part of the model golden layout"),
+                ("token", lambda f: f["inputs/input_ids"].__setitem__((0, 0), 999), "outside [0, vocab_size 256)")):
+            dst = os.path.join(tmp, f"mamba2-{what}.h5")
+            shutil.copy(src, dst)
+            with h5py.File(dst, "r+") as f:
+                edit(f)
+            cpath = os.path.join(tmp, f"mamba2-{what}.yaml")
+            case(cpath, "model: mamba2", dst, os.path.join(TOL, "models.yaml"), "  prefill: {}\n")
+            msg = run([MIXCHECK, "run", cpath, "--color", "never"], 2)
+            if expect not in msg or dst not in msg:
+                sys.exit(f"FAIL: {what}: message lacks '{expect}' or the file: {msg}")
+            print(f"  {what}: refused: {expect}")
         # refused: a missing weight, a truncated file, an unknown model type
         bad = os.path.join(tmp, "bad")
         os.makedirs(bad)
