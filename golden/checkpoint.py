@@ -4,7 +4,7 @@
       a model-level golden (golden/README.md "Model goldens") of the checkpoint on the prompt(s): one row per
       --prompt or per line of the file, left-padded to the longest, greedy continuation of G tokens
   generate.py from-checkpoint DIR --out FILE.h5 --prompt ... --layer N --family F
-      a mixer-level golden of layer N (family F: mamba2, mamba1, shortconv, attention) whose input is the
+      a mixer-level golden of layer N (family F: mamba2, mamba1, shortconv, attention, gdn) whose input is the
       layer's real input activation on the prompt (its block norm's output) and whose weights are the layer's
 
 The safetensors file is read here with numpy (an 8-byte little-endian header length, a JSON header naming
@@ -112,12 +112,12 @@ def prompts(args, vocab):
 def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
     kind = S.layer_kind(cfg, layer)
-    fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention"}
+    fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention", "gdn": "gdn"}
     if fam_of[kind] != family:
         raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")
     st = S.Stack(cfg, weights)
     _, hidden, _, _, _ = st.forward(ids, mask)
-    x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps)
+    x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
     mcfg = st.mcfgs[layer]
     fw = {k: v.astype(np.float32) for k, v in S.layer_weights(cfg, weights, layer).items()}
     w64 = {k: v.astype(np.float64) for k, v in fw.items()}
@@ -133,6 +133,10 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         config = {k: np.int64(mcfg[k]) for k in G.MAMBA1_INT_ATTRS}
     elif family == "shortconv":
         config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
+    elif family == "gdn":
+        config = {k: np.int64(mcfg[k]) for k in G.GDN_INT_ATTRS}
+        config["rms_norm_eps"] = np.float64(mcfg["rms_norm_eps"])
+        config["projection_layout"] = mcfg["projection_layout"]
     else:
         config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
         config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
@@ -180,7 +184,7 @@ def main(argv):
         if args.greedy < 1:
             raise ValueError("--greedy must be >= 1")
         L = ids.shape[1]
-        if "max_position_embeddings" in cfg and cfg["model_type"] in ("lfm2", "bamba"):
+        if "max_position_embeddings" in cfg and cfg["model_type"] in ("lfm2", "bamba", "qwen3_5_text"):
             # the attention layers' KV cache holds max_position_embeddings positions (mixcheck's cache_length):
             # only the prompt and its continuation are needed, and RoPE does not depend on it
             cfg["max_position_embeddings"] = min(cfg["max_position_embeddings"], L + args.greedy)

@@ -79,8 +79,11 @@ MODEL_DEFAULTS = {
 MODEL_DEFAULTS["bamba"] = dict(rms_norm_eps=1e-5, tie_word_embeddings=False, mamba_n_groups=1, mamba_d_conv=4,
                                mamba_expand=2, mamba_chunk_size=256, mamba_conv_bias=True, mamba_proj_bias=False,
                                rope_theta=10000.0, partial_rotary_factor=0.5, attention_bias=False, mlp_bias=False)
+MODEL_DEFAULTS["qwen3_5_text"] = dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+                                      linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
-                 "bamba": "BambaForCausalLM"}
+                 "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM"}
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -107,6 +110,14 @@ SPECS = {s.key: s for s in [
                    intermediate_size=48, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16, mamba_chunk_size=8,
                    attn_layer_indices=[1], max_position_embeddings=32),
               batch=3, length=12, left_pad=(0, 4, 6), greedy=16, seed=104, positions=(6, 12)),
+    ModelSpec("qwen3_5", "qwen3_5_text",
+              "4-layer Qwen3.5 text hybrid (3 Gated DeltaNet, gated attention with q/k norm and partial rotary "
+              "0.25), zero-centred RMSNorm, dense SwiGLU MLP, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, intermediate_size=48, linear_num_key_heads=2, linear_num_value_heads=4,
+                   linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=32,
+                   layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"]),
+              batch=3, length=12, left_pad=(0, 2, 8), greedy=16, seed=105, positions=(6, 12)),
 ]}
 
 
@@ -123,9 +134,10 @@ def model_config(spec):
 # segment from its cache, and its cache's zero value
 # ---------------------------------------------------------------------------------------------------
 
-def rmsnorm(x, w, eps):
-    """Mamba2RMSNorm / MambaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight."""
-    return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
+def rmsnorm(x, w, eps, zero_centred=False):
+    """Mamba2RMSNorm / MambaRMSNorm / Lfm2RMSNorm / BambaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight;
+    Qwen3_5RMSNorm (zero_centred): the same times (1 + weight)."""
+    return (1.0 + w if zero_centred else w) * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
 
 
 def ffn_size(cfg):
@@ -145,6 +157,10 @@ def lfm2_ffn_size(cfg):
     return size
 
 
+def zero_centred(cfg):
+    return cfg["model_type"] == "qwen3_5_text"
+
+
 def layer_kind(cfg, i):
     """The family of layer i: the model's mixer; lfm2 "shortconv" / "attention" per layer_types; bamba
     "attention" at attn_layer_indices, "mamba2" elsewhere."""
@@ -152,6 +168,8 @@ def layer_kind(cfg, i):
         return "attention" if cfg["layer_types"][i] == "full_attention" else "shortconv"
     if cfg["model_type"] == "bamba":
         return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
+    if cfg["model_type"] == "qwen3_5_text":
+        return "attention" if cfg["layer_types"][i] == "full_attention" else "gdn"
     return cfg["model_type"]
 
 
@@ -173,6 +191,19 @@ def mixer_config(cfg, kind=None):
                     layer_norm_epsilon=cfg["rms_norm_eps"], use_bias=int(cfg["mamba_proj_bias"]),
                     use_conv_bias=int(cfg["mamba_conv_bias"]), time_step_limit=(0.0, float("inf")),
                     norm_group_size=H * P)   # BambaRMSNormGated over the full intermediate row
+    if kind == "gdn":
+        m = {k: cfg[k] for k in ("hidden_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                 "linear_value_head_dim", "linear_conv_kernel_dim")}
+        m.update(chunk_size=64, rms_norm_eps=cfg["rms_norm_eps"], projection_layout="qwen3_5")
+        return m
+    if kind == "attention" and cfg["model_type"] == "qwen3_5_text":
+        rp = cfg.get("rope_parameters") or {}
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=cfg["num_attention_heads"],
+                    num_key_value_heads=cfg["num_key_value_heads"], head_dim=cfg["head_dim"],
+                    cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=rp.get("partial_rotary_factor", cfg["partial_rotary_factor"]),
+                    rope_theta=rp.get("rope_theta", 10000.0), rms_norm_eps=cfg["rms_norm_eps"], qk_norm="zero_centred",
+                    attn_output_gate=1, attention_bias=int(cfg["attention_bias"]))
     if kind == "attention" and cfg["model_type"] == "bamba":
         H = cfg["num_attention_heads"]
         return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
@@ -207,6 +238,8 @@ def mixer_init(kind, mcfg, rng):
         return G.mamba1_init(mcfg, rng, G.GRID_BITS)
     if kind == "shortconv":
         return G.shortconv_init(mcfg, rng, G.GRID_BITS)
+    if kind == "gdn":
+        return G.gdn_init(mcfg, rng, G.GRID_BITS)
     return M.attention_init(mcfg, rng, G.GRID_BITS)
 
 
@@ -220,6 +253,8 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
         out, windows, states = G.mamba1_forward(mcfg, w, u, mask, window, state)
     elif kind == "shortconv":
         out, windows, states = G.shortconv_forward(mcfg, w, u, mask, window, state)
+    elif kind == "gdn":
+        out, windows, states = G.gdn_forward(mcfg, w, u, mask, window, state)
     else:
         out, windows, states = M.attention_forward(mcfg, w, u, mask, window, state)
     return out, (windows[-1], None if states is None else states[-1]), windows, states
@@ -228,6 +263,10 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
 def names(cfg):
     """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
     mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if cfg["model_type"] == "qwen3_5_text":
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
     if cfg["model_type"] == "bamba":
         return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
@@ -244,6 +283,8 @@ def mixer_prefix(cfg, i):
     n = names(cfg)["layer"].format(i)
     if cfg["model_type"] == "bamba":
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
+    if cfg["model_type"] == "qwen3_5_text":
+        return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "linear_attn.")
     if cfg["model_type"] == "lfm2":
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "conv.")
     return n + "mixer."
@@ -269,17 +310,18 @@ def init_weights(cfg, rng):
     for i in range(cfg["num_hidden_layers"]):
         pre = nm["layer"].format(i)
         kind = layer_kind(cfg, i)
-        w[pre + nm["norm"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        centre = 0.0 if zero_centred(cfg) else 1.0   # Qwen3_5RMSNorm holds w of 1 + w
+        w[pre + nm["norm"]] = G.quantize(centre + 0.1 * rng.standard_normal(D))
         for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
             w[checkpoint_name(cfg, i, k)] = v
         if nm["ffn"]:
             F = ffn_size(cfg)
             gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
-            w[pre + nm["ffn_norm"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+            w[pre + nm["ffn_norm"]] = G.quantize(centre + 0.1 * rng.standard_normal(D))
             w[gate] = G.uniform_init(rng, (F, D), D)
             w[up] = G.uniform_init(rng, (F, D), D)
             w[down] = G.uniform_init(rng, (D, F), F)
-    w[nm["final"]] = G.quantize(1.0 + 0.1 * rng.standard_normal(D))
+    w[nm["final"]] = G.quantize((0.0 if zero_centred(cfg) else 1.0) + 0.1 * rng.standard_normal(D))
     head = G.quantize(rng.standard_normal((V, D)), scale=1.0)
     # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
     w[nm["head"]] = w[nm["embed"]].copy() if cfg["tie_word_embeddings"] else head
@@ -315,6 +357,7 @@ class Stack:
         self.mcfgs = [mixer_config(cfg, k) for k in self.kinds]
         self.mixers = [layer_weights(cfg, self.w, i) for i in range(self.n)]
         self.eps = cfg.get("layer_norm_epsilon", cfg.get("norm_eps", cfg.get("rms_norm_eps")))
+        self.zc = zero_centred(cfg)
 
     def head(self):
         return self.w[self.nm["embed"]] if self.cfg["tie_word_embeddings"] else self.w[self.nm["head"]]
@@ -322,7 +365,7 @@ class Stack:
     def ffn(self, i, h):
         """Lfm2MLP / BambaMLP on the feed-forward norm of h: down(silu(gate x) * up x)."""
         pre = self.nm["layer"].format(i)
-        x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps)
+        x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps, self.zc)
         gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
         return (G.silu(x @ gate.T) * (x @ up.T)) @ down.T
 
@@ -334,7 +377,7 @@ class Stack:
         hidden, mixed = [h], []
         new_caches, per_pos = [], []
         for i in range(self.n):
-            x = rmsnorm(h, self.w[self.nm["layer"].format(i) + self.nm["norm"]], self.eps)
+            x = rmsnorm(h, self.w[self.nm["layer"].format(i) + self.nm["norm"]], self.eps, self.zc)
             out, cache, windows, states = mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
                                                         None if caches is None else caches[i])
             h = h + out
@@ -344,7 +387,7 @@ class Stack:
             mixed.append(out)
             new_caches.append(cache)
             per_pos.append((windows, states))
-        logits = rmsnorm(h, self.w[self.nm["final"]], self.eps) @ self.head().T
+        logits = rmsnorm(h, self.w[self.nm["final"]], self.eps, self.zc) @ self.head().T
         return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
 
     def greedy(self, ids, mask, steps):

@@ -363,9 +363,11 @@ static enum mc_err_code ld_kind(struct mc_yaml_doc *ld, yaml_node_t *root, yaml_
         fam = MC_FAMILY_SHORTCONV;
     else if (strcmp(s, "bamba") == 0)
         fam = MC_FAMILY_MAMBA2;
+    else if (strcmp(s, "qwen3_5_text") == 0)
+        fam = MC_FAMILY_GDN;
     else {
         mc_yaml_node_describe(v[CK_MODEL], got, sizeof got);
-        return mc_yaml_fail(ld, v[CK_MODEL]->start_mark, "model", "unknown model type; valid: mamba2, mamba, lfm2, bamba (got %s)",
+        return mc_yaml_fail(ld, v[CK_MODEL]->start_mark, "model", "unknown model type; valid: mamba2, mamba, lfm2, bamba, qwen3_5_text (got %s)",
                             got);
     }
     if ((c->model_type = mc_strdup(s)) == NULL)

@@ -291,7 +291,9 @@ static void block_norm(const struct mc_stack *s, const double *w, const double *
         }
         double inv = 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
         for (int64_t d = 0; d < D; d++)
-            x[r * D + d] = store(s, w[d] * store(s, store(s, hr[d]) * inv));
+            x[r * D + d] = s->cfg->zero_centred /* Qwen3_5RMSNorm: (x·rsqrt · (1 + w)) in float32, then T */
+                               ? store(s, compute(s, compute(s, store(s, hr[d]) * inv) * (1.0 + w[d])))
+                               : store(s, w[d] * store(s, store(s, hr[d]) * inv));
     }
 }
 
@@ -309,9 +311,14 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
         double inv = skip ? 1.0 : 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
         /* the residual's own dtype: float32 (promotion by the T weight keeps float32), or T */
         for (int64_t d = 0; d < D; d++) {
-            double n = s->cfg->residual_in_fp32 ? compute(s, hr[d] * inv) : store(s, hr[d] * inv);
-            double w = skip ? 1.0 : s->final_norm[d];
-            double y = s->cfg->residual_in_fp32 ? compute(s, w * n) : store(s, w * n);
+            double y;
+            if (s->cfg->zero_centred) {
+                y = store(s, compute(s, compute(s, hr[d] * inv) * (skip ? 1.0 : 1.0 + s->final_norm[d])));
+            } else {
+                double n = s->cfg->residual_in_fp32 ? compute(s, hr[d] * inv) : store(s, hr[d] * inv);
+                double w = skip ? 1.0 : s->final_norm[d];
+                y = s->cfg->residual_in_fp32 ? compute(s, w * n) : store(s, w * n);
+            }
             tmp[d] = store(s, y); /* lm_head reads it in T */
         }
         for (int64_t v = 0; v < V; v++) {

@@ -553,7 +553,8 @@ out:
 /* ---- localisation ----------------------------------------------------------------------------------- */
 
 /* The block norm of residual rows in float64 (the golden's own normalised input of a layer). */
-static void norm_f64(const double *w, const double *h, int64_t rows, int64_t D, double eps, double *x)
+static void norm_f64(const double *w, const double *h, int64_t rows, int64_t D, double eps, int zero_centred,
+                     double *x)
 {
     for (int64_t r = 0; r < rows; r++) {
         double ss = 0.0;
@@ -561,7 +562,7 @@ static void norm_f64(const double *w, const double *h, int64_t rows, int64_t D, 
             ss += h[r * D + d] * h[r * D + d];
         double inv = 1.0 / sqrt(ss / (double)D + eps);
         for (int64_t d = 0; d < D; d++)
-            x[r * D + d] = w[d] * h[r * D + d] * inv;
+            x[r * D + d] = (zero_centred ? 1.0 + w[d] : w[d]) * h[r * D + d] * inv;
     }
 }
 
@@ -654,7 +655,7 @@ static void localise(struct sess *s)
     char nm[MC_STACK_NAME_LEN];
     mc_stack_name_layer_norm(cfg, l, nm);
     const struct mc_array *nw = mc_stack_golden_weight(s->g, nm);
-    norm_f64(nw->data, h_in, s->B * s->L, s->D, cfg->norm_eps, x);
+    norm_f64(nw->data, h_in, s->B * s->L, s->D, cfg->norm_eps, cfg->zero_centred, x);
     st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ym, &msg);
     if (st != MC_BACKEND_OK) {
         snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the mixer alone failed: %.200s", where, msg.text);

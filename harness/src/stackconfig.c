@@ -19,6 +19,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "lfm2";
     case MC_MODEL_BAMBA:
         return "bamba";
+    case MC_MODEL_QWEN3_5:
+        return "qwen3_5_text";
     }
     return "unknown";
 }
@@ -33,6 +35,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_LFM2;
     else if (strcmp(name, "bamba") == 0)
         *t = MC_MODEL_BAMBA;
+    else if (strcmp(name, "qwen3_5_text") == 0)
+        *t = MC_MODEL_QWEN3_5;
     else
         return -1;
     return 0;
@@ -40,13 +44,16 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
 
 enum mc_family mc_model_type_family(enum mc_model_type t)
 {
-    return t == MC_MODEL_MAMBA ? MC_FAMILY_MAMBA1 : t == MC_MODEL_LFM2 ? MC_FAMILY_SHORTCONV : MC_FAMILY_MAMBA2;
+    return t == MC_MODEL_MAMBA     ? MC_FAMILY_MAMBA1
+           : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
+           : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
+                                   : MC_FAMILY_MAMBA2;
 }
 
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
-    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA)
+    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -298,12 +305,68 @@ static int parse_bamba(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* Qwen3_5TextConfig: layer_types ("linear_attention" / "full_attention"), linear_* keys of the Gated DeltaNet
+ * layers (Qwen3.5 projections), attention with head_dim, the output gate, zero-centred q/k norms and
+ * partial rotary (rope_parameters' rope_theta and partial_rotary_factor, or the top-level key), rms_norm_eps
+ * everywhere, intermediate_size of the MLP, max_position_embeddings (the KV cache length). */
+static int parse_qwen3_5(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_gdn_config gd = {.hidden_size = cfg->hidden, .chunk_size = 64, .layout = MC_GDN_LAYOUT_QWEN3_5};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .rope_theta = 10000.0, .partial_rotary_factor = 0.25};
+    if (get_int(r, "linear_num_key_heads", 1, 0, &gd.num_key_heads) ||
+        get_int(r, "linear_num_value_heads", 1, 0, &gd.num_value_heads) ||
+        get_int(r, "linear_key_head_dim", 1, 0, &gd.key_head_dim) ||
+        get_int(r, "linear_value_head_dim", 1, 0, &gd.value_head_dim) ||
+        get_int(r, "linear_conv_kernel_dim", 0, 4, &gd.conv_kernel) ||
+        get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 1, 0, &at.head_dim) || get_int(r, "max_position_embeddings", 0, 32768, &at.cache_length) ||
+        get_num(r, "partial_rotary_factor", 0, 0, 0.25, &at.partial_rotary_factor) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) || get_int(r, "intermediate_size", 1, 0, &cfg->ffn_size) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    const struct mc_json_value *rp = mc_json_get(r->root, "rope_parameters");
+    if (rp != NULL && rp->type == MC_JSON_OBJECT) {
+        struct reader sub = {rp, r->where, r->err};
+        if (get_num(&sub, "rope_theta", 0, 0, at.rope_theta, &at.rope_theta) ||
+            get_num(&sub, "partial_rotary_factor", 0, 0, at.partial_rotary_factor, &at.partial_rotary_factor))
+            return -1;
+    }
+    gd.rms_norm_eps = cfg->norm_eps;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_ZERO_CENTRED;
+    at.attn_output_gate = 1;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
+                     r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        const struct mc_json_value *v = &lt->items[i];
+        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
+        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, "linear_attention") == 0)) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"linear_attention\" "
+                         "or \"full_attention\"", r->where, (long long)i);
+            return -1;
+        }
+        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN;
+        cfg->layers[i].mixer.family = cfg->layers[i].family;
+        if (attn)
+            cfg->layers[i].mixer.u.attention = at;
+        else
+            cfg->layers[i].mixer.u.gdn = gd;
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
-        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba)",
+        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     struct mc_json_value *root = NULL;
@@ -324,9 +387,11 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     if (get_int(&r, "num_hidden_layers", 1, 0, &cfg->n_layers) || get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
-        get_num(&r, cfg->type == MC_MODEL_LFM2 ? "norm_eps" : cfg->type == MC_MODEL_BAMBA ? "rms_norm_eps"
-                                                                                         : "layer_norm_epsilon",
-                0, 0, 1e-5, &cfg->norm_eps) ||
+        get_num(&r,
+                cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
+                : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ? "rms_norm_eps"
+                                                                                : "layer_norm_epsilon",
+                0, 0, cfg->type == MC_MODEL_QWEN3_5 ? 1e-6 : 1e-5, &cfg->norm_eps) ||
         get_bool(&r, "tie_word_embeddings", cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2, &cfg->tied) ||
         get_bool(&r, "residual_in_fp32", cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA,
                  &cfg->residual_in_fp32) ||
@@ -337,12 +402,14 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'layer_norm_epsilon' must be > 0", where);
         goto out;
     }
-    if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA)
-        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer add in the model dtype */
+    if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5)
+        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer add in the model dtype */
+    cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5;
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
-                                       : parse_bamba(&r, cfg)) != 0)
+         : cfg->type == MC_MODEL_BAMBA ? parse_bamba(&r, cfg)
+                                       : parse_qwen3_5(&r, cfg)) != 0)
         goto out;
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
@@ -365,7 +432,7 @@ static int lfm2(const struct mc_stack_config *cfg)
 /* The `model.` layouts of the hybrids (lfm2, bamba) as against the `backbone.` of the Mamba models. */
 static int hybrid(const struct mc_stack_config *cfg)
 {
-    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA;
+    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -375,7 +442,7 @@ void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STAC
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (cfg->type == MC_MODEL_BAMBA)
+    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
@@ -389,6 +456,7 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
                  cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
                  : lfm2(cfg)                                      ? "conv."
+                 : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
                                                                   : "mamba.");
     else
         snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
@@ -415,16 +483,19 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
                                              "feed_forward.w2.weight"};
     static const char *const bamba_parts[] = {"pre_ff_layernorm.weight", "feed_forward.gate_proj.weight",
                                               "feed_forward.up_proj.weight", "feed_forward.down_proj.weight"};
+    static const char *const qwen_parts[] = {"post_attention_layernorm.weight", "mlp.gate_proj.weight",
+                                             "mlp.up_proj.weight", "mlp.down_proj.weight"};
     snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
-             (lfm2(cfg) ? lfm2_parts : bamba_parts)[part & 3]);
+             (lfm2(cfg) ? lfm2_parts : cfg->type == MC_MODEL_QWEN3_5 ? qwen_parts : bamba_parts)[part & 3]);
 }
 
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
-             : cfg->type == MC_MODEL_BAMBA ? "model.final_layernorm.weight"
-                                           : "backbone.norm_f.weight");
+             : cfg->type == MC_MODEL_BAMBA   ? "model.final_layernorm.weight"
+             : cfg->type == MC_MODEL_QWEN3_5 ? "model.norm.weight"
+                                             : "backbone.norm_f.weight");
 }
 
 void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])

@@ -21,6 +21,8 @@ enum mc_model_type {
     MC_MODEL_MAMBA = 2,  /* MambaForCausalLM */
     MC_MODEL_LFM2 = 3,   /* Lfm2ForCausalLM: ShortConv and attention layers, SwiGLU feed-forward */
     MC_MODEL_BAMBA = 4,  /* BambaForCausalLM: Mamba2 and attention layers, SwiGLU feed-forward */
+    MC_MODEL_QWEN3_5 = 5, /* Qwen3_5ForCausalLM (model_type qwen3_5_text): Gated DeltaNet and gated attention
+                             layers, zero-centred RMSNorm, dense SwiGLU MLP */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -39,11 +41,12 @@ struct mc_stack_config {
     int32_t tied;            /* tie_word_embeddings: the head reads the embedding matrix */
     int32_t residual_in_fp32;
     int64_t ffn_size;        /* the SwiGLU feed-forward's intermediate size after each mixer; 0 = none */
+    int32_t zero_centred;    /* every norm multiplies by (1 + weight), in float32 before the rounding */
     struct mc_stack_layer layers[MC_STACK_MAX_LAYERS];
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
-/* Parses "mamba2", "mamba", "lfm2", "bamba"; 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);

@@ -25,7 +25,7 @@ import stacks as S  # noqa: E402
 MIXCHECK = sys.argv[1]
 GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py")]
 PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
-LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention")}
+LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn")}
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -68,7 +68,8 @@ def main():
             d = float(np.max(np.abs(lo[live] - tensors["expected/logits"][live])))
             print(f"{spec.name}: from-checkpoint logits vs oracle max|diff| {d:.1e}, kind {root['kind']}")
             failures += d > 1e-12
-            tol = os.path.join(TOL, {"lfm2": "models-lfm2.yaml", "bamba": "models-bamba.yaml"}.get(spec.model_type,
+            tol = os.path.join(TOL, {"lfm2": "models-lfm2.yaml", "bamba": "models-bamba.yaml",
+                                    "qwen3_5_text": "models-qwen3_5.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,
@@ -82,7 +83,7 @@ def main():
             lpath = os.path.join(tmp, f"{spec.name}-layer.yaml")
             case(lpath, f"family: {family}", lout, ltol, "  prefill: {}\n  decode: {prefill: 3}\n")
             print("  layer: " + run([MIXCHECK, "run", lpath, "-q", "--color", "never"]).strip().splitlines()[0])
-            run(GEN + ["from-checkpoint", folder, "--out", lout, "--layer", str(layer), "--family", "gdn"] + args, 2)
+            run(GEN + ["from-checkpoint", folder, "--out", lout, "--layer", str(layer), "--family", "shortconv" if family != "shortconv" else "gdn"] + args, 2)
         # a model golden edited after generation, or with a dataset outside the layout, is refused
         import h5py
         import shutil

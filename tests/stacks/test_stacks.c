@@ -47,6 +47,8 @@ static void unload(struct model *m)
 
 static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
 {
+    if (f == MC_FAMILY_GDN)
+        return cpu ? mc_cpu_gdn_ops() : mc_reference_gdn_ops();
     if (f == MC_FAMILY_SHORTCONV)
         return cpu ? mc_cpu_shortconv_ops() : mc_reference_shortconv_ops();
     if (f == MC_FAMILY_ATTENTION)
@@ -91,7 +93,7 @@ static void test_models_pass(void **state)
 {
     (void)state;
     static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml",
-                                        "cases/models/bamba.yaml"};
+                                        "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -139,6 +141,10 @@ static const struct glue GLUE[] = {
      {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer (norm / residual / feed-forward)"}},
     {"cases/models/bamba.yaml", "glue.block-norm-skipped@3", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 3, 1, MC_DTYPE_F32,
      {"first diverging layer 3 of 4 (mamba2 mixer on 'cpu')", "glue around the mixer (norm / residual / feed-forward)"}},
+    {"cases/models/qwen3_5.yaml", "glue.block-norm-skipped@3", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 3, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/qwen3_5.yaml", "glue.final-norm-skipped", MC_STACK_GLUE_FINAL_NORM_SKIPPED, 0, 0, MC_DTYPE_F32,
+     {"glue after the last layer"}},
     {"cases/models/lfm2.yaml", "glue.final-norm-skipped", MC_STACK_GLUE_FINAL_NORM_SKIPPED, 0, 1, MC_DTYPE_BF16,
      {"glue after the last layer"}},
     /* at bf16 the residual's own rounding (u/2 of |h| per layer) is as large as the bf16 storage noise the
