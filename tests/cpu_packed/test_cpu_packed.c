@@ -1,7 +1,7 @@
 /*
  * test_cpu_packed.c — the packed call of the cpu backend (backend.h: forward_packed, docs/scenarios.md
- * §1.2) for every family (attention included: its KV slots), against the same backend's batched forward run on each sequence alone as a
- * batch of one, all through the ops structs.
+ * §1.2) for every family (attention included: its KV slots), against the same backend's batched forward
+ * run on each sequence alone as a batch of one, all through the ops structs.
  *
  * One packed call holds 11 sequences of mixed lengths (0, 1, 2, 3 — shorter than the conv width —,
  * 5, 6, 9, 17, 33: not multiples of the chunk, boundaries inside chunks), one-token prefills and
