@@ -130,7 +130,8 @@ static enum mc_backend_status at_config_validate(const struct mc_attention_confi
                            "'num_key_value_heads' (%lld)",
                            (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
     if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
-        return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
                            c->partial_rotary_factor);
     const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
     if (R < 2 || R % 2 != 0)
@@ -162,7 +163,8 @@ static void at_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
     const int64_t qd = m->Hq * m->hd, kvd = m->Hkv * m->hd;
     memset(spec, 0, sizeof(struct mc_ref_weight_spec) * AT_W_COUNT);
 #define AT_SPEC(slot, on, why, nd, d0, d1)                                                                             \
-    (spec[slot] = (struct mc_ref_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), 0}, .absent_why = (why)})
+    (spec[slot] =                                                                                                      \
+         (struct mc_ref_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), 0}, .absent_why = (why)})
     AT_SPEC(AT_W_Q, 1, NULL, 2, m->qrows, m->D);
     AT_SPEC(AT_W_Q_BIAS, bias, no_bias, 1, m->qrows, 0);
     AT_SPEC(AT_W_K, 1, NULL, 2, kvd, m->D);

@@ -284,7 +284,8 @@ static int validate_filters(const struct run_cli *cli, const struct mc_registry 
     enum mc_scenario_kind sk;
     enum mc_dtype dt;
     if (f->family && mc_family_from_name(f->family, &fam) != 0)
-        return usage_error("--family: unknown family '%s' (known: mamba2, mamba1, gdn, shortconv, attention)", f->family);
+        return usage_error("--family: unknown family '%s' (known: mamba2, mamba1, gdn, shortconv, attention)",
+                           f->family);
     if (f->scenario && mc_scenario_from_name(f->scenario, &sk) != 0) {
         char known[1024];
         size_t used = 0;

@@ -215,7 +215,8 @@ static int64_t attention_rotary_dims(const struct mc_attention_config *c)
 
 static enum mc_err_code validate_attention(const struct mc_attention_config *c, struct mc_error *err)
 {
-    if (check_dim("hidden_size", c->hidden_size, err) || check_dim("num_attention_heads", c->num_attention_heads, err) ||
+    if (check_dim("hidden_size", c->hidden_size, err) ||
+        check_dim("num_attention_heads", c->num_attention_heads, err) ||
         check_dim("num_key_value_heads", c->num_key_value_heads, err) || check_dim("head_dim", c->head_dim, err) ||
         check_dim("cache_length", c->cache_length, err))
         return err->code;

@@ -87,7 +87,8 @@ static enum mc_backend_status atc_config_check(const struct mc_attention_config 
                            "'num_key_value_heads' (%lld)",
                            (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
     if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "attention cpu config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
                            c->partial_rotary_factor);
     const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
     if (R < 2 || R % 2 != 0)
@@ -101,14 +102,15 @@ static enum mc_backend_status atc_config_check(const struct mc_attention_config 
                            "> 0 (got %g, %g)",
                            c->rope_theta, c->rms_norm_eps);
     if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "attention cpu config: 'qk_norm' %d is not an enum mc_qk_norm value",
-                           (int)c->qk_norm);
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'qk_norm' %d is not an enum mc_qk_norm value", (int)c->qk_norm);
     if ((c->attn_output_gate != 0 && c->attn_output_gate != 1) || (c->attention_bias != 0 && c->attention_bias != 1))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
                            (int)c->attn_output_gate, (int)c->attention_bias);
     if ((double)c->num_key_value_heads * (double)c->cache_length * (double)c->head_dim * 2.0 > (double)INT_MAX)
-        return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED, "attention cpu: a KV cache row of 2*%lld*%lld*%lld floats is too large",
+        return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED,
+                           "attention cpu: a KV cache row of 2*%lld*%lld*%lld floats is too large",
                            (long long)c->num_key_value_heads, (long long)c->cache_length, (long long)c->head_dim);
     return MC_BACKEND_OK;
 }
@@ -121,7 +123,8 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
     if ((st = mc_cpu_model_desc_check(desc, model, MC_FAMILY_ATTENTION, "attention", ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
     const struct mc_attention_config *c = desc->config;
-    if ((st = atc_config_check(c, msg)) != MC_BACKEND_OK || (st = mc_cpu_threads_check(desc, ATC_WHO, msg)) != MC_BACKEND_OK)
+    if ((st = atc_config_check(c, msg)) != MC_BACKEND_OK ||
+        (st = mc_cpu_threads_check(desc, ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
     m = calloc(1, sizeof *m);
     if (!m) {
@@ -144,11 +147,16 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
     const int64_t D = m->D, qd = m->Hq * m->hd, kvd = m->Hkv * m->hd, hd = m->hd;
     const int bias = c->attention_bias, norm = c->qk_norm != MC_QK_NORM_NONE;
     const struct mc_cpu_weight_spec spec[ATC_COUNT] = {
-        [ATC_Q] = {"q_proj.weight", 1, 2, {m->qrows, D, 0}},   [ATC_Q_BIAS] = {"q_proj.bias", bias, 1, {m->qrows, 0, 0}},
-        [ATC_K] = {"k_proj.weight", 1, 2, {kvd, D, 0}},        [ATC_K_BIAS] = {"k_proj.bias", bias, 1, {kvd, 0, 0}},
-        [ATC_V] = {"v_proj.weight", 1, 2, {kvd, D, 0}},        [ATC_V_BIAS] = {"v_proj.bias", bias, 1, {kvd, 0, 0}},
-        [ATC_O] = {"o_proj.weight", 1, 2, {D, qd, 0}},         [ATC_O_BIAS] = {"o_proj.bias", bias, 1, {D, 0, 0}},
-        [ATC_Q_NORM] = {"q_norm.weight", norm, 1, {hd, 0, 0}}, [ATC_K_NORM] = {"k_norm.weight", norm, 1, {hd, 0, 0}},
+        [ATC_Q] = {"q_proj.weight", 1, 2, {m->qrows, D, 0}},
+        [ATC_Q_BIAS] = {"q_proj.bias", bias, 1, {m->qrows, 0, 0}},
+        [ATC_K] = {"k_proj.weight", 1, 2, {kvd, D, 0}},
+        [ATC_K_BIAS] = {"k_proj.bias", bias, 1, {kvd, 0, 0}},
+        [ATC_V] = {"v_proj.weight", 1, 2, {kvd, D, 0}},
+        [ATC_V_BIAS] = {"v_proj.bias", bias, 1, {kvd, 0, 0}},
+        [ATC_O] = {"o_proj.weight", 1, 2, {D, qd, 0}},
+        [ATC_O_BIAS] = {"o_proj.bias", bias, 1, {D, 0, 0}},
+        [ATC_Q_NORM] = {"q_norm.weight", norm, 1, {hd, 0, 0}},
+        [ATC_K_NORM] = {"k_norm.weight", norm, 1, {hd, 0, 0}},
     };
     if ((st = mc_cpu_weights_load(desc, spec, ATC_COUNT, m->w, ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;

@@ -22,7 +22,8 @@
  * Tolerances. f32: the same token loop as the reference with the RoPE angles from a table (both
  * round cos/sin of a double angle once), the exp of vmath.h and sgemm projections: 1e-5 / 1e-4 as
  * for the other families (measured output max abs 8.8e-8, state 5.4e-7). bf16 / f16: one rounding of the output
- * to storage (2^-8 / 2^-11 relative) plus margin (measured headroom 0.64 bf16, 0.54 f16); the KV cache is f32 and uses the f32 numbers.
+ * to storage (2^-8 / 2^-11 relative) plus margin (measured headroom 0.64 bf16, 0.54 f16); the KV cache
+ * is f32 and uses the f32 numbers.
  * cache_length 70 holds the round trip's two forwards of 33 tokens.
  */
 static struct ft_family fam;

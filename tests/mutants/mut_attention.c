@@ -9,6 +9,8 @@
  *                           when the mask is not turned into positions
  *   MUT_ROTARY_ALL_DIMS     partial rotary ignored: all hd dims rotated, frequencies over hd
  *   MUT_HEAD_MOD            query head h reads kv head h mod Hkv instead of h / (Hq/Hkv)
+ *   MUT_MASK_CONTINUED      (8.4) the mask dropped on a multi-token forward from a primed cache: its
+ *                           pads are cached, counted and attended as real tokens
  *
  * Dimension letters: L tokens, D hidden, Hq query heads, Hkv kv heads, hd head dim, R rotary dims,
  * Lmax cache length.
@@ -114,6 +116,8 @@ static enum mc_backend_status at_segment(const struct mc_model *model, float *wi
     const int64_t D = m->D, Hq = m->Hq, Hkv = m->Hkv, hd = m->hd, Lmax = m->Lmax, qrows = m->qrows;
     const int64_t qd = Hq * hd, kvd = Hkv * hd, r = Hq / Hkv;
     const int gated = m->c.attn_output_gate;
+    if (model->fault == MUT_MASK_CONTINUED && seg->primed && L > 1)
+        mask = NULL;
     const float n0 = win[0];
     if (!(n0 >= 0.0f && n0 <= (float)Lmax) || n0 != floorf(n0))
         return mut_fail(msg, MC_BACKEND_INVALID, "mutant attention: bad cached-position count %g", (double)n0);

@@ -286,7 +286,8 @@ static void test_first_token_by_hand(void **state)
     struct mixer mx;
     struct weight_set ws;
     mixer_init(&mx, &cfg, MC_DTYPE_F64, 7, &ws);
-    const int64_t D = cfg.hidden_size, hd = cfg.head_dim, Hq = cfg.num_attention_heads, r = Hq / cfg.num_key_value_heads;
+    const int64_t D = cfg.hidden_size, hd = cfg.head_dim, Hq = cfg.num_attention_heads;
+    const int64_t r = Hq / cfg.num_key_value_heads;
     double *x = random_x(D, 3), y[12], want[12];
     const double *wq = weight_find(&ws, "q_proj.weight"), *bq = weight_find(&ws, "q_proj.bias");
     const double *wv = weight_find(&ws, "v_proj.weight"), *bv = weight_find(&ws, "v_proj.bias");
