@@ -28,6 +28,39 @@ static void kv_int(struct mc_writer *w, const char *k, long long v)
     fprintf(w->f, ", \"%s\": %lld", k, v);
 }
 
+/* A profile value: 4 significant digits (a plot's precision), null when not finite. */
+static void profile_number(struct mc_writer *w, float v)
+{
+    if (isfinite(v))
+        fprintf(w->f, "%.4g", (double)v);
+    else
+        fputs("null", w->f);
+}
+
+/* "by_position": the tensor's error profile (compare.h): the first position of every bucket that holds
+ * a compared element, with its worst abs error and headroom (null = non-finite). */
+static void write_profile(struct mc_writer *w, const struct mc_position_profile *p)
+{
+    fprintf(w->f, ", \"by_position\": {\"bucket_width\": %lld, \"positions\": [", (long long)p->width);
+    int first = 1;
+    for (int b = 0; b < p->n; b++)
+        if (!(p->max_abs_err[b] < 0.0f)) {
+            fprintf(w->f, "%s%lld", first ? "" : ", ", (long long)mc_compare_profile_position(p, b));
+            first = 0;
+        }
+    for (int k = 0; k < 2; k++) {
+        fputs(k ? "], \"headroom\": [" : "], \"max_abs_err\": [", w->f);
+        first = 1;
+        for (int b = 0; b < p->n; b++)
+            if (!(p->max_abs_err[b] < 0.0f)) {
+                fputs(first ? "" : ", ", w->f);
+                profile_number(w, k ? p->headroom[b] : p->max_abs_err[b]);
+                first = 0;
+            }
+    }
+    fputs("]}", w->f);
+}
+
 static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t,
                          const struct mc_drift *drift)
 {
@@ -89,6 +122,7 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_num(w, "atol", t->tol.atol);
         kv_num(w, "rtol", t->tol.rtol);
         kv_int(w, "comparisons", t->comparisons);
+        write_profile(w, &s->profile);
     }
     if (r->message[0])
         kv_str(w, "message", r->message, 1);
