@@ -63,6 +63,10 @@ static void usage(FILE *out)
             "  --max-drift R   the growth allowed over the baseline, R > 1 (default 1.3)\n"
             "reports:\n"
             "  --json FILE     the JSON report          --junit FILE   the JUnit XML report\n"
+            "  --markdown FILE a Markdown summary (totals, failures with their diagnosis, most drifted,\n"
+            "                  slowest checks), e.g. --markdown \"$GITHUB_STEP_SUMMARY\"\n"
+            "  --html FILE     one self-contained HTML page: the headroom matrix and, per failing or\n"
+            "                  most-drifted check, its error against token position\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures, problems and the summary\n"
             "\n"
@@ -76,6 +80,8 @@ struct run_cli {
     struct mc_run_options opt;
     const char *json_path;
     const char *junit_path;
+    const char *markdown_path;
+    const char *html_path;
     const char *color;
     int quiet;
     int bisect;
@@ -110,6 +116,8 @@ enum {
     OPT_DEVICE_PROFILE,
     OPT_BASELINE,
     OPT_MAX_DRIFT,
+    OPT_MARKDOWN,
+    OPT_HTML,
     OPT_HELP
 };
 
@@ -152,6 +160,8 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
         {"baseline", required_argument, NULL, OPT_BASELINE},
         {"max-drift", required_argument, NULL, OPT_MAX_DRIFT},
+        {"markdown", required_argument, NULL, OPT_MARKDOWN},
+        {"html", required_argument, NULL, OPT_HTML},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -187,6 +197,12 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             break;
         case OPT_JUNIT:
             cli->junit_path = optarg;
+            break;
+        case OPT_MARKDOWN:
+            cli->markdown_path = optarg;
+            break;
+        case OPT_HTML:
+            cli->html_path = optarg;
             break;
         case OPT_COLOR:
             cli->color = optarg;
@@ -384,6 +400,16 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
     mc_error_clear(&werr);
     if (cli->junit_path && mc_report_junit_write(cli->junit_path, &rep, &werr) != MC_ERR_NONE) {
         fprintf(stderr, "mixcheck: --junit: %s\n", werr.msg);
+        code = 2;
+    }
+    mc_error_clear(&werr);
+    if (cli->markdown_path && mc_report_markdown_write(cli->markdown_path, &rep, code, &werr) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: --markdown: %s\n", werr.msg);
+        code = 2;
+    }
+    mc_error_clear(&werr);
+    if (cli->html_path && mc_report_html_write(cli->html_path, &rep, code, &werr) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: --html: %s\n", werr.msg);
         code = 2;
     }
     mc_report_console_baseline(&pr.con, &rep);
