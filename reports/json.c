@@ -306,6 +306,8 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
         const struct mc_run_problem *p = &rep->problems[i];
         fputs(i ? ",\n    {" : "\n    {", w.f);
         kv_str(&w, "path", p->path, 0);
+        kv_str(&w, "case", p->case_id[0] ? p->case_id : NULL, 1);
+        kv_str(&w, "scenario", p->scenario[0] ? p->scenario : NULL, 1);
         kv_str(&w, "kind", p->code == MC_ERR_BACKEND ? "untestable" : p->code == MC_ERR_USAGE ? "not_run" : "input", 1);
         kv_str(&w, "message", p->msg, 1);
         fputc('}', w.f);

@@ -155,8 +155,10 @@ int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum
 
 /* ---- report ------------------------------------------------------------------------------------------- */
 
-static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const struct mc_error *e,
-                                    const struct mc_run_callbacks *cb, struct mc_error *err)
+/* `case_id` and `scenario` may be NULL (not known, or not one scenario's problem). */
+static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const char *case_id,
+                                    const char *scenario, const struct mc_error *e, const struct mc_run_callbacks *cb,
+                                    struct mc_error *err)
 {
     if (rep->n_problems == rep->cap_problems) {
         int cap = rep->cap_problems ? 2 * rep->cap_problems : 8;
@@ -168,6 +170,8 @@ static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path,
     }
     struct mc_run_problem *p = &rep->problems[rep->n_problems++];
     snprintf(p->path, sizeof p->path, "%s", path);
+    snprintf(p->case_id, sizeof p->case_id, "%s", case_id ? case_id : "");
+    snprintf(p->scenario, sizeof p->scenario, "%s", scenario ? scenario : "");
     p->code = e->code;
     snprintf(p->msg, sizeof p->msg, "%s", e->msg);
     if (cb && cb->on_problem)
@@ -330,7 +334,10 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
                         const struct mc_run_callbacks *cb, struct mc_error *err)
 {
     struct mc_error e = {0};
+    int loaded = 0;
+    const char *scenario = NULL; /* the scenario that does not fit the golden */
     if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
+        loaded = 1;
         int selected = 0, not_applicable = 0;
         if (count_selected(c, reg, opt, &selected, &not_applicable, err) != MC_ERR_NONE)
             return -1;
@@ -344,7 +351,8 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
                              c->family_line, c->family_column, mc_family_name(c->family), c->golden_path,
                              mc_family_name(g->config.family));
             for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
-                mc_scenario_validate(c, &c->scenarios[i], g, &e);
+                if (mc_scenario_validate(c, &c->scenarios[i], g, &e) != MC_ERR_NONE)
+                    scenario = mc_scenario_name(c->scenarios[i].kind);
         } else if (e.code != MC_ERR_NOMEM) {
             mc_error_prefix(&e, "%s:%d:%d: in 'golden'", path, c->golden_line, c->golden_column);
         }
@@ -354,7 +362,7 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
     if (e.code == MC_ERR_NOMEM)
         mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
     else
-        add_problem(rep, path, &e, cb, err);
+        add_problem(rep, path, loaded ? c->id : NULL, scenario, &e, cb, err);
     return -1;
 }
 
@@ -424,7 +432,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         if (mc_refrun_build(g, ref_ops, dt, &refs[di], why, sizeof why) != 0) {
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_INPUT, "%s: %s", c->path, why);
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             goto out;
         }
         have_ref[di] = 1;
@@ -435,7 +443,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
                          c->path, names[bi], mc_family_name(c->family));
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             continue;
         }
         const char *tdev = tolerance_device(opt, ops->device);
@@ -460,7 +468,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                      c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, ops->name,
                                      tdev != ops->device ? ", device mapped from " : "",
                                      tdev != ops->device ? ops->device : "", ops->device);
-                        add_problem(rep, c->path, &e, cb, err);
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
                     }
                     continue;
                 }
@@ -486,7 +494,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         goto out;
     for (int i = 0; i < n && err->code == MC_ERR_NONE; i++) {
         if (jobs[i].err.code != MC_ERR_NONE) {
-            add_problem(rep, c->path, &jobs[i].err, cb, err);
+            add_problem(rep, c->path, c->id, mc_scenario_name(jobs[i].ctx.spec->kind), &jobs[i].err, cb, err);
             continue;
         }
         struct mc_check_result *res = next_check(rep, err);
@@ -520,7 +528,7 @@ static void not_run(struct mc_run_report *rep, const char *path, const struct mc
     va_start(ap, fmt);
     vsnprintf(e.msg, sizeof e.msg, fmt, ap);
     va_end(ap);
-    add_problem(rep, path, &e, cb, err);
+    add_problem(rep, path, NULL, NULL, &e, cb, err);
 }
 
 /* The filters of a run as text, for "no check matches": "--family gdn --dtype f64 -k x". */

@@ -56,6 +56,8 @@ struct mc_run_options {
  * something the user asked for that ran no check (MC_ERR_USAGE: a path, a plugin, a -k pattern). */
 struct mc_run_problem {
     char path[512];
+    char case_id[128];  /* the case it belongs to, "" when unknown (a file that does not load) */
+    char scenario[64];  /* the scenario, "" when the problem is not one scenario's */
     enum mc_err_code code;
     char msg[MC_ERROR_MSG_LEN];
 };
