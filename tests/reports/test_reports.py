@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""test_reports.py MODE MIXCHECK DRIFTY_BASE DRIFTY_SCALED MUTANTS SCRATCH [CHROMIUM]
+
+The summary reports of a run with failures and drift: a baseline run of the "drifty" plugin (the
+reference Mamba2 at f32), then the same plugin with its D term scaled by 1 + 1e-5 (drift within
+tolerance) next to mutant 8.1c (no chaining: fails from the first continued token) against it.
+
+MODE "files": by_position in the JSON, the Markdown summary, the JUnit structure (Jenkins' junit-10.xsd
+rules plus testcase properties and testsuites/@skipped), problems named by case and scenario, and the
+HTML page's self-containment. MODE "browser": the HTML page rendered by headless Chromium: the page's
+own script counts the drawn lines into the DOM (--dump-dom), and a screenshot holds the plot colours;
+exit 77 (skipped) without Chromium.
+"""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zlib
+
+mode, mixcheck, base_lib, scaled_lib, mutants_lib, scratch = sys.argv[1:7]
+chromium = sys.argv[7] if len(sys.argv) > 7 else ""
+src = os.getcwd()
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+
+
+def run(args, want):
+    p = subprocess.run([mixcheck] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != want:
+        sys.exit("%s: exit %d, expected %d\n%s" % (" ".join(args), p.returncode, want, p.stdout[-4000:]))
+    return p.stdout
+
+
+def path(name):
+    return os.path.join(scratch, name)
+
+
+run(["run", "cases/mamba2", "--plugin", base_lib, "--backend", "drifty", "-q", "--json", path("base.json")], 0)
+run(["run", "cases/mamba2", "--plugin", scaled_lib, "--plugin", mutants_lib, "-k", "/drifty/", "-k",
+     "/mutant.8.1c-no-chaining/", "-q", "--baseline", path("base.json"), "--json", path("r.json"), "--junit",
+     path("r.xml"), "--markdown", path("r.md"), "--html", path("r.html")], 1)
+rep = json.load(open(path("r.json")))
+html = open(path("r.html"), encoding="utf-8").read()
+n_series = html.count('<polyline class="series"')
+
+
+def check_files():
+    # ---- by_position: every tensor record, bounded, sorted, its max the record's headroom
+    recs = [r for r in rep["results"] if r["tensor"]]
+    assert recs
+    for r in recs:
+        bp = r["by_position"]
+        w, pos = bp["bucket_width"], bp["positions"]
+        assert w >= 1 and (w & (w - 1)) == 0, bp
+        assert len(pos) == len(bp["max_abs_err"]) == len(bp["headroom"]) <= 256, r["tensor"]
+        assert pos == sorted(pos) and all(p % w == 0 for p in pos), pos
+        if r["headroom"] is not None and pos:
+            top = max(h for h in bp["headroom"] if h is not None)
+            assert abs(top - r["headroom"]) <= 1e-3 * r["headroom"] + 1e-30, (top, r["headroom"])
+    # the mutant's chunked output: the profile crosses the tolerance where the first failing token is
+    out = [r for r in recs if r["backend"] == "mutant.8.1c-no-chaining" and r["scenario"] == "chunked" and
+           r["tensor"] == "output" and r["status"] == "fail"]
+    assert out
+    for r in out:
+        bp = r["by_position"]
+        first = next(p for p, h in zip(bp["positions"], bp["headroom"]) if h is None or h > 1)
+        assert first <= r["first_fail_token"] < first + bp["bucket_width"], (first, r["first_fail_token"])
+    # ---- Markdown
+    md = open(path("r.md"), encoding="utf-8").read()
+    s = rep["summary"]
+    assert md.startswith("## mixcheck: failed (exit 1)"), md[:200]
+    assert s["fail"] > 0 and s["drift"] > 0, s
+    assert ("| %d | %d | %d | %d | %d |" % (s["pass"], s["fail"], s["error"], s["nondeterministic"], s["drift"])) in md
+    items = re.findall(r"^- \*\*(FAIL|DRIFT|ERROR|NONDETERMINISTIC)\*\* `([^`]+)`", md, re.M)
+    assert len(items) == min(50, s["fail"] + s["drift"]), len(items)
+    assert "### Most drifted against the baseline" in md and "**drift**" in md
+    assert "### Slowest checks" in md and "rerun: `mixcheck run " in md
+    assert "first failing token" in md
+    # ---- JUnit: junit-10.xsd structure, with testcase properties
+    root = ET.parse(path("r.xml")).getroot()
+    assert root.tag == "testsuites"
+    for a in ("tests", "failures", "errors", "skipped"):
+        assert root.get(a).isdigit(), a
+    assert re.fullmatch(r"[0-9]+(\.[0-9]*)?", root.get("time"))
+    suites = list(root)
+    assert all(x.tag == "testsuite" for x in suites)
+    cases = [c for x in suites for c in x.findall("testcase")]
+    assert int(root.get("tests")) == len(cases)
+    assert int(root.get("failures")) == sum(1 for c in cases if c.find("failure") is not None)
+    assert int(root.get("errors")) == sum(1 for c in cases if c.find("error") is not None)
+    assert int(root.get("skipped")) == sum(1 for c in cases if c.find("skipped") is not None)
+    assert int(root.get("failures")) == s["fail"] + s["drift"] + s["nondeterministic"]
+    for x in suites:
+        for a in ("name", "tests", "failures", "errors"):
+            assert x.get(a) is not None, (x.get("name"), a)
+        assert re.fullmatch(r"[0-9]+(\.[0-9]*)?", x.get("time"))
+        assert set(c.tag for c in x) <= {"properties", "testcase", "system-out", "system-err"}
+        for c in x.findall("testcase"):
+            assert c.get("name") and c.get("classname")
+            assert set(k.tag for k in c) <= {"properties", "skipped", "error", "failure", "system-out", "system-err"}
+            for p in c.iter("property"):
+                assert p.get("name") is not None and p.get("value") is not None
+    passing = [c for c in cases if len([k for k in c if k.tag != "properties"]) == 0]
+    assert passing
+    for c in passing:
+        props = {p.get("name"): p.get("value") for p in c.find("properties")}
+        assert float(props["headroom"]) < 1 and props["worst_tensor"], props
+    # ---- problems named by case and scenario (a missing backend; a scenario that does not fit its golden)
+    os.makedirs(path("cases"))
+    tiny = open("cases/mamba2/tiny.yaml").read()
+    tiny = tiny.replace("../../golden/", src + "/golden/").replace("../tolerances/", src + "/cases/tolerances/")
+    open(path("cases/a.yaml"), "w").write(tiny.replace("backends: [reference, cpu]", "backends: [reference, nosuch]"))
+    open(path("cases/b.yaml"), "w").write(tiny.replace("id: mamba2-tiny", "id: mamba2-tiny-b")
+                                          .replace("decode: {prefill: 5}", "decode: {prefill: 500}"))
+    run(["run", path("cases"), "--dtype", "f64", "-q", "--junit", path("p.xml"), "--json", path("p.json")], 2)
+    probs = [c for x in ET.parse(path("p.xml")).getroot() if x.get("name") == "problems" for c in x]
+    names = sorted(c.get("name") for c in probs)
+    assert names == ["mamba2-tiny-b/decode", "mamba2-tiny/case"], names
+    jp = sorted((p["case"], p["scenario"]) for p in json.load(open(path("p.json")))["problems"])
+    assert jp == [("mamba2-tiny", None), ("mamba2-tiny-b", "decode")], jp
+    # ---- HTML: self-contained, a plot per failing or most-drifted check
+    assert "<script src" not in html and "<link" not in html and "@import" not in html
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)
+    assert 'class="fail"' in html and 'class="drift"' in html
+    assert html.count('<div class="plot"') >= min(40, s["fail"])
+    assert n_series > 0
+    print("files: %d records, %d failing checks, %d lines in the HTML plots" % (len(recs), len(items), n_series))
+
+
+def png_pixels(data):
+    """RGB(A) 8-bit non-interlaced PNG -> (width, height, channels, rows of bytes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, hdr = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            hdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, ctype, _, _, interlace = hdr
+    assert depth == 8 and ctype in (2, 6) and interlace == 0, hdr
+    ch = 3 if ctype == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), w * ch, [], bytearray(w * ch)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - ch] if i >= ch else 0
+            b = prev[i]
+            c = prev[i - ch] if i >= ch else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, ch, rows
+
+
+def check_browser():
+    exe = chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe or not os.access(exe, os.X_OK):
+        print("no chromium: skipped")
+        sys.exit(77)
+    flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + path("profile")]
+    url = "file://" + path("r.html")
+    dom = subprocess.run(flags + ["--dump-dom", url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         timeout=120).stdout
+    m = re.search(r'data-polylines="([0-9]+)"', dom)
+    assert m, dom[:500]
+    assert int(m.group(1)) == n_series > 0, (m.group(1), n_series)
+    assert "%d line(s) drawn." % n_series in dom
+    shot = path("r.png")
+    subprocess.run(flags + ["--window-size=1200,1800", "--screenshot=" + shot, url], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=120)
+    w, h, ch, rows = png_pixels(open(shot, "rb").read())
+    def count(rgb, tol=12):
+        return sum(1 for r in rows for i in range(0, w * ch, ch)
+                   if abs(r[i] - rgb[0]) <= tol and abs(r[i + 1] - rgb[1]) <= tol and abs(r[i + 2] - rgb[2]) <= tol)
+    blue = count((0x1f, 0x77, 0xb4))  # the first series (output)
+    red_cells = count((0xf4, 0xa6, 0xa6), 4)  # failing cells of the matrix
+    assert blue > 200 and red_cells > 200, (blue, red_cells)
+    print("browser: %d lines drawn; screenshot %dx%d with %d line pixels, %d failing-cell pixels" %
+          (n_series, w, h, blue, red_cells))
+
+
+check_files() if mode == "files" else check_browser()
