@@ -62,7 +62,7 @@ static void write_profile(struct mc_writer *w, const struct mc_position_profile 
 }
 
 static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t,
-                         const struct mc_drift *drift)
+                         const struct mc_drift *drift, int flags)
 {
     fputs("    {", w->f);
     kv_str(w, "case", r->case_id, 0);
@@ -122,7 +122,8 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_num(w, "atol", t->tol.atol);
         kv_num(w, "rtol", t->tol.rtol);
         kv_int(w, "comparisons", t->comparisons);
-        write_profile(w, &s->profile);
+        if (!(flags & MC_JSON_NO_PROFILE))
+            write_profile(w, &s->profile);
     }
     if (r->message[0])
         kv_str(w, "message", r->message, 1);
@@ -287,6 +288,12 @@ static void write_provenance(struct mc_writer *w, const struct mc_run_report *re
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err)
 {
+    return mc_report_json_write_flags(path, rep, exit_code, 0, err);
+}
+
+enum mc_err_code mc_report_json_write_flags(const char *path, const struct mc_run_report *rep, int exit_code,
+                                            int flags, struct mc_error *err)
+{
     struct mc_writer w;
     if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
         return err->code;
@@ -322,7 +329,7 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
             fputs(first ? "\n" : ",\n", w.f);
             first = 0;
             write_record(&w, r, r->n_tensors ? &r->tensors[k] : NULL,
-                         r->n_tensors ? mc_baseline_drift_of(rep->baseline, i, k) : NULL);
+                         r->n_tensors ? mc_baseline_drift_of(rep->baseline, i, k) : NULL, flags);
         }
     }
     fputs(first ? "]" : "\n  ]", w.f);

@@ -35,6 +35,10 @@ void mc_report_rerun_command(const struct mc_check_result *res, const char *argv
 
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err);
+/* The same report without the per-position profiles (by_position): the records of a history store. */
+#define MC_JSON_NO_PROFILE 1
+enum mc_err_code mc_report_json_write_flags(const char *path, const struct mc_run_report *rep, int exit_code,
+                                            int flags, struct mc_error *err);
 /* The Markdown summary for a CI step summary (markdown.c). */
 enum mc_err_code mc_report_markdown_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                           struct mc_error *err);

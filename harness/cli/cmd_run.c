@@ -15,6 +15,7 @@
 #include "case.h"
 #include "cli.h"
 #include "family.h"
+#include "history.h"
 #include "provenance.h"
 #include "report.h"
 #include "reportread.h"
@@ -67,6 +68,8 @@ static void usage(FILE *out)
             "                  slowest checks), e.g. --markdown \"$GITHUB_STEP_SUMMARY\"\n"
             "  --html FILE     one self-contained HTML page: the headroom matrix and, per failing or\n"
             "                  most-drifted check, its error against token position\n"
+            "  --record DIR    add this run's numbers to the history store DIR (one new file per run, keyed\n"
+            "                  by commit; read by `mixcheck history DIR` and `mixcheck diff`)\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures, problems and the summary\n"
             "\n"
@@ -82,6 +85,7 @@ struct run_cli {
     const char *junit_path;
     const char *markdown_path;
     const char *html_path;
+    const char *record_dir;
     const char *color;
     int quiet;
     int bisect;
@@ -118,6 +122,7 @@ enum {
     OPT_MAX_DRIFT,
     OPT_MARKDOWN,
     OPT_HTML,
+    OPT_RECORD,
     OPT_HELP
 };
 
@@ -162,6 +167,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"max-drift", required_argument, NULL, OPT_MAX_DRIFT},
         {"markdown", required_argument, NULL, OPT_MARKDOWN},
         {"html", required_argument, NULL, OPT_HTML},
+        {"record", required_argument, NULL, OPT_RECORD},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -203,6 +209,9 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             break;
         case OPT_HTML:
             cli->html_path = optarg;
+            break;
+        case OPT_RECORD:
+            cli->record_dir = optarg;
             break;
         case OPT_COLOR:
             cli->color = optarg;
@@ -411,6 +420,16 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
     if (cli->html_path && mc_report_html_write(cli->html_path, &rep, code, &werr) != MC_ERR_NONE) {
         fprintf(stderr, "mixcheck: --html: %s\n", werr.msg);
         code = 2;
+    }
+    mc_error_clear(&werr);
+    if (cli->record_dir) {
+        char rec[4096];
+        if (mc_history_new_path(cli->record_dir, cli->prov.git_commit, rep.started_unix, rec, sizeof rec, &werr) !=
+                MC_ERR_NONE ||
+            mc_report_json_write_flags(rec, &rep, code, MC_JSON_NO_PROFILE, &werr) != MC_ERR_NONE) {
+            fprintf(stderr, "mixcheck: --record: %s\n", werr.msg);
+            code = 2;
+        }
     }
     mc_report_console_baseline(&pr.con, &rep);
     mc_report_console_summary(&pr.con, &rep, code);

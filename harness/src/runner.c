@@ -115,7 +115,7 @@ void mc_run_files_free(char **files, int n_files)
 
 /* ---- filters ----------------------------------------------------------------------------------------- */
 
-static int pattern_match(const char *pattern, const char *id)
+int mc_run_pattern_match(const char *pattern, const char *id)
 {
     if (strpbrk(pattern, "*?[") != NULL)
         return fnmatch(pattern, id, 0) == 0;
@@ -129,7 +129,7 @@ static void count_pattern_hits(const struct mc_run_filter *f, const char *case_i
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
     for (int i = 0; i < f->n_patterns; i++)
-        hits[i] += pattern_match(f->patterns[i], id);
+        hits[i] += mc_run_pattern_match(f->patterns[i], id);
 }
 
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
@@ -148,7 +148,7 @@ int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
     for (int i = 0; i < f->n_patterns; i++)
-        if (pattern_match(f->patterns[i], id))
+        if (mc_run_pattern_match(f->patterns[i], id))
             return 1;
     return 0;
 }

@@ -103,6 +103,9 @@ enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***
                                  struct mc_error *err);
 void mc_run_files_free(char **files, int n_files);
 
+/* 1 when an id contains `pattern`, or matches it as an fnmatch glob when it holds * ? or [ (-k). */
+int mc_run_pattern_match(const char *pattern, const char *id);
+
 /* 1 when a check id "case/scenario/backend/dtype" passes the filter. */
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
                         enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype);

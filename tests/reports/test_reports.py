@@ -39,16 +39,22 @@ def path(name):
     return os.path.join(scratch, name)
 
 
-run(["run", "cases/mamba2", "--plugin", base_lib, "--backend", "drifty", "-q", "--json", path("base.json")], 0)
-run(["run", "cases/mamba2", "--plugin", scaled_lib, "--plugin", mutants_lib, "-k", "/drifty/", "-k",
-     "/mutant.8.1c-no-chaining/", "-q", "--baseline", path("base.json"), "--json", path("r.json"), "--junit",
-     path("r.xml"), "--markdown", path("r.md"), "--html", path("r.html")], 1)
-rep = json.load(open(path("r.json")))
-html = open(path("r.html"), encoding="utf-8").read()
-n_series = html.count('<polyline class="series"')
+rep, html, n_series = None, "", 0
+
+
+def prepare():
+    global rep, html, n_series
+    run(["run", "cases/mamba2", "--plugin", base_lib, "--backend", "drifty", "-q", "--json", path("base.json")], 0)
+    run(["run", "cases/mamba2", "--plugin", scaled_lib, "--plugin", mutants_lib, "-k", "/drifty/", "-k",
+         "/mutant.8.1c-no-chaining/", "-q", "--baseline", path("base.json"), "--json", path("r.json"), "--junit",
+         path("r.xml"), "--markdown", path("r.md"), "--html", path("r.html")], 1)
+    rep = json.load(open(path("r.json")))
+    html = open(path("r.html"), encoding="utf-8").read()
+    n_series = html.count('<polyline class="series"')
 
 
 def check_files():
+    prepare()
     # ---- by_position: every tensor record, bounded, sorted, its max the record's headroom
     recs = [r for r in rep["results"] if r["tensor"]]
     assert recs
@@ -169,6 +175,7 @@ def png_pixels(data):
 
 
 def check_browser():
+    prepare()
     exe = chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe or not os.access(exe, os.X_OK):
         print("no chromium: skipped")
@@ -195,4 +202,50 @@ def check_browser():
           (n_series, w, h, blue, red_cells))
 
 
-check_files() if mode == "files" else check_browser()
+def check_history():
+    """--record: one file per run, concurrent runs safe; history finds the step and its commit, not
+    within the spread of one commit; diff reads the store's files."""
+    store = path("store")
+    sel = ["run", "cases/mamba2", "--backend", "drifty", "-q", "--record", store]
+    procs = [subprocess.Popen([mixcheck] + sel + ["--plugin", base_lib], stdout=subprocess.DEVNULL) for _ in range(2)]
+    assert [p.wait() for p in procs] == [0, 0]
+    import time
+    time.sleep(1.1)  # runs are ordered by their start second, then by name
+    run(sel + ["--plugin", scaled_lib], 0)
+    time.sleep(1.1)
+    run(sel + ["--plugin", scaled_lib], 0)
+    files = sorted(os.listdir(store))
+    assert len(files) == 4 and all(f.endswith(".json") for f in files), files
+    docs = [json.load(open(os.path.join(store, f))) for f in files]
+    assert all("by_position" not in r for d in docs for r in d["results"])
+    # one build made them all: the same commit, so the D scale is within its spread and is no step
+    out = run(["history", store], 0)
+    assert "0 step(s)" in out, out[-500:]
+    # give the runs commits: base, base = commit a; scaled, scaled = commit b
+    for f, d, c in zip(files, docs, "aabb"):
+        d["provenance"]["git_commit"] = c * 40
+        d["provenance"]["git_describe"] = "v-" + c
+        json.dump(d, open(os.path.join(store, f), "w"))
+    key = "mamba2-decay/prefill/drifty/f32/output"
+    out = run(["history", store, "-k", key], 1)
+    assert re.search(r"STEP x5\.4[0-9]: headroom 0\.075 -> 0\.41.* from run 3: commit bbbbbbbbbbbb \(v-b\)", out), out
+    # every record that moved beyond x1.1 between the commits is a step, as diff counts them
+    out = run(["history", store], 1)
+    steps = int(re.search(r"([0-9]+) step\(s\) in ([0-9]+) of", out).group(1))
+    d = run(["diff", os.path.join(store, files[0]), os.path.join(store, files[2]), "--threshold", "1.1",
+             "--json", path("d.json")], 1)
+    moved = [r for r in json.load(open(path("d.json")))["moved"]]
+    assert steps == len(moved) > 0, (steps, len(moved))
+    # a record whose runs of commit a already differ by x10 has a spread that covers the x5.5 change
+    d1 = docs[1]
+    for r in d1["results"]:
+        if "%s/%s/%s/%s/%s" % (r["case"], r["scenario"], r["backend"], r["dtype"], r["tensor"]) == key:
+            r["headroom"] *= 10
+            r["max_abs_err"] *= 10
+    json.dump(d1, open(os.path.join(store, files[1]), "w"))
+    out = run(["history", store, "-k", key], 0)
+    assert "spread between runs of one commit x10" in out and "STEP" not in out, out
+    print("history: %d steps over 4 runs, as many as diff moved" % steps)
+
+
+{"files": check_files, "browser": check_browser, "history": check_history}[mode]()
