@@ -57,8 +57,8 @@ while [ $# -gt 0 ]; do
     *) run_opts+=("$1"); shift ;;
   esac
 done
-git rev-parse -q --verify "$good^{commit}" >/dev/null || { echo "bisect: unknown commit '$good'" >&2; exit 2; }
-git rev-parse -q --verify "$bad^{commit}" >/dev/null || { echo "bisect: unknown commit '$bad'" >&2; exit 2; }
+good=$(git rev-parse -q --verify "$good^{commit}") || { echo "bisect: unknown commit '$good'" >&2; exit 2; }
+bad=$(git rev-parse -q --verify "$bad^{commit}") || { echo "bisect: unknown commit '$bad'" >&2; exit 2; }
 if ! git diff --quiet HEAD -- || ! git diff --cached --quiet; then
   echo "bisect: the work tree has uncommitted changes; commit or stash them first" >&2
   exit 2
@@ -67,7 +67,7 @@ fi
 tmp=$(mktemp -d /tmp/mixcheck-bisect-XXXXXX)
 start=$(git symbolic-ref -q --short HEAD || git rev-parse HEAD)
 cleanup() {
-  git bisect reset -q >/dev/null 2>&1 || git checkout -q "$start"
+  git bisect reset >/dev/null 2>&1 || git checkout -q "$start"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -111,8 +111,9 @@ elif [ $rc -eq 125 ]; then
   exit 3
 fi
 
-git bisect start -q "$bad" "$good" >/dev/null || exit 1
+git bisect start "$bad" "$good" >/dev/null || exit 1
 git bisect run bash "$tmp/bisect.sh" --step "${run_opts[@]}" >"$tmp/bisect.log" 2>&1
+[ -n "${MC_BISECT_KEEP_LOG:-}" ] && cp "$tmp/bisect.log" "$MC_BISECT_KEEP_LOG"
 grep '^bisect: ' "$tmp/bisect.log"
 first=$(git rev-parse -q --verify refs/bisect/bad)
 if grep -q "is the first bad commit" "$tmp/bisect.log" && [ -n "$first" ]; then
