@@ -35,5 +35,6 @@ int mc_cmd_run(int argc, char **argv);
 int mc_cmd_list(int argc, char **argv);
 int mc_cmd_diff(int argc, char **argv);
 int mc_cmd_history(int argc, char **argv);
+int mc_cmd_merge(int argc, char **argv);
 
 #endif

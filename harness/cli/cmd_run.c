@@ -52,6 +52,10 @@ static void usage(FILE *out)
             "  --threads N     worker threads for backends that take them (default: theirs)\n"
             "  -j, --jobs N    N checks at a time, each in its own process (default: the CPU count)\n"
             "  --timeout S     a check running longer than S seconds is killed and fails (default %d)\n"
+            "  --shard K/N     run shard K (1..N) of the selected checks, split evenly by expected cost\n"
+            "                  (the same plan in every shard; join the reports with `mixcheck merge`).\n"
+            "                  Under Bazel, TEST_TOTAL_SHARDS/TEST_SHARD_INDEX give it, TEST_SHARD_STATUS_FILE\n"
+            "                  is touched and the JUnit report goes to XML_OUTPUT_FILE (unless --junit)\n"
             "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
             "  --bisect        for `git bisect run`: a plugin that cannot be loaded exits 125 (skip the\n"
             "                  commit); everything else keeps its code, so a typo is 2, not a skip\n"
@@ -123,6 +127,7 @@ enum {
     OPT_MARKDOWN,
     OPT_HTML,
     OPT_RECORD,
+    OPT_SHARD,
     OPT_HELP
 };
 
@@ -139,6 +144,46 @@ static void rerun_option(struct run_cli *cli, size_t *used, const char *option, 
 {
     mc_cli_append_arg(cli->rerun, sizeof cli->rerun, used, option);
     mc_cli_append_arg(cli->rerun, sizeof cli->rerun, used, value);
+}
+
+/* "K/N" with 1 <= K <= N <= 100000; 0 on success. */
+static int parse_shard(const char *text, int *k, int *n)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *slash = strchr(buf, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    if (mc_cli_parse_count(buf, 100000, k) != 0 || mc_cli_parse_count(slash + 1, 100000, n) != 0 || *k > *n)
+        return -1;
+    return 0;
+}
+
+/* Bazel's test sharding (TEST_TOTAL_SHARDS, TEST_SHARD_INDEX 0-based), unless --shard was given; 0 or
+ * the exit code of a bad value. Touching TEST_SHARD_STATUS_FILE tells Bazel the test shards itself. */
+static int bazel_shard(struct mc_run_options *o)
+{
+    const char *total = getenv("TEST_TOTAL_SHARDS"), *index = getenv("TEST_SHARD_INDEX");
+    const char *status = getenv("TEST_SHARD_STATUS_FILE");
+    if (status && *status) {
+        FILE *f = fopen(status, "a");
+        if (f)
+            fclose(f);
+    }
+    if (o->shard_count > 0 || total == NULL || *total == '\0')
+        return 0;
+    int n, k;
+    char *end;
+    long idx = index ? strtol(index, &end, 10) : -1;
+    if (mc_cli_parse_count(total, 100000, &n) != 0 || index == NULL || end == index || *end != '\0' || idx < 0 ||
+        idx >= n)
+        return usage_error("TEST_TOTAL_SHARDS / TEST_SHARD_INDEX: expected 0 <= index < total (index '%s')",
+                           index ? index : "unset");
+    k = (int)idx + 1;
+    o->shard_index = k;
+    o->shard_count = n;
+    return 0;
 }
 
 /* Parses argv (argv[1] == "run"); 0, or the exit code of a usage error (already printed). */
@@ -168,6 +213,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"markdown", required_argument, NULL, OPT_MARKDOWN},
         {"html", required_argument, NULL, OPT_HTML},
         {"record", required_argument, NULL, OPT_RECORD},
+        {"shard", required_argument, NULL, OPT_SHARD},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -212,6 +258,10 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             break;
         case OPT_RECORD:
             cli->record_dir = optarg;
+            break;
+        case OPT_SHARD:
+            if (parse_shard(optarg, &o->shard_index, &o->shard_count) != 0)
+                return usage_error("--shard: expected K/N with 1 <= K <= N, e.g. 2/4 (got '%s')", optarg);
             break;
         case OPT_COLOR:
             cli->color = optarg;
@@ -291,6 +341,10 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             return usage_error("run: unknown or incomplete option '%s' (see mixcheck run --help)", argv[optind - 1]);
         }
     }
+    if (bazel_shard(o) != 0)
+        return 2;
+    if (cli->junit_path == NULL && getenv("XML_OUTPUT_FILE") && *getenv("XML_OUTPUT_FILE"))
+        cli->junit_path = getenv("XML_OUTPUT_FILE");
     if (cli->max_drift > 0 && cli->baseline_path == NULL)
         return usage_error("--max-drift%s: needs --baseline REPORT.json", "");
     if (cli->baseline_path && cli->max_drift == 0)

@@ -11,10 +11,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "family.h"
 #include "golden.h"
 #include "isolate.h"
+#include "shard.h"
 
 /* ---- discovery ------------------------------------------------------------------------------------ */
 
@@ -143,10 +145,14 @@ int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum
         return 0;
     if (f->dtype && strcmp(f->dtype, mc_dtype_name(dtype)) != 0)
         return 0;
-    if (f->n_patterns == 0)
+    if (f->n_patterns == 0 && f->shard == NULL)
         return 1;
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
+    if (f->shard && !mc_shard_has(f->shard, id))
+        return 0;
+    if (f->n_patterns == 0)
+        return 1;
     for (int i = 0; i < f->n_patterns; i++)
         if (mc_run_pattern_match(f->patterns[i], id))
             return 1;
@@ -610,9 +616,110 @@ static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const 
     return 0;
 }
 
+/* The checks the filters select over every case file, with their expected cost (shard.h). Case files
+ * that do not load are left to the run itself, which reports them. */
+static enum mc_err_code shard_items(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                    const struct mc_run_options *opt, struct mc_shard_item **items, int *n_items,
+                                    struct mc_error *err)
+{
+    int cap = 0;
+    *items = NULL;
+    *n_items = 0;
+    for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
+        char **files = NULL;
+        int n_files = 0;
+        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+            break;
+        for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
+            struct mc_case c = {0};
+            struct mc_error e = {0};
+            if (mc_case_load(files[i], &c, &e) != MC_ERR_NONE) {
+                mc_case_free(&c);
+                continue;
+            }
+            struct stat st;
+            double bytes = stat(c.golden_path, &st) == 0 ? (double)st.st_size : 1.0;
+            const char **names = calloc((size_t)max_backends(&c, reg), sizeof *names);
+            int nb = names ? case_backends(&c, reg, opt, names) : 0;
+            if (names == NULL)
+                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            for (int bi = 0; bi < nb && err->code == MC_ERR_NONE; bi++) {
+                const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c.family);
+                for (int si = 0; si < c.n_scenarios; si++)
+                    for (int di = 0; di < c.n_dtypes && err->code == MC_ERR_NONE; di++) {
+                        enum mc_scenario_kind k = c.scenarios[si].kind;
+                        if (!mc_run_filter_match(&opt->filter, c.id, c.family, k, names[bi], c.dtypes[di]) ||
+                            (ops && !mc_run_applies(ops, k, c.dtypes[di])))
+                            continue;
+                        if (*n_items == cap) {
+                            cap = cap ? 2 * cap : 256;
+                            struct mc_shard_item *v = realloc(*items, (size_t)cap * sizeof *v);
+                            if (v == NULL) {
+                                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                                break;
+                            }
+                            *items = v;
+                        }
+                        char id[512];
+                        snprintf(id, sizeof id, "%s/%s/%s/%s", c.id, mc_scenario_name(k), names[bi],
+                                 mc_dtype_name(c.dtypes[di]));
+                        struct mc_shard_item *it = &(*items)[*n_items];
+                        it->id = mc_strdup(id);
+                        snprintf(id, sizeof id, "%s/%s", c.id, mc_dtype_name(c.dtypes[di]));
+                        it->group = mc_strdup(id);
+                        it->cost = bytes * mc_shard_scenario_weight(mc_scenario_name(k));
+                        if (it->id == NULL || it->group == NULL) {
+                            free(it->id);
+                            free(it->group);
+                            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                        } else {
+                            (*n_items)++;
+                        }
+                    }
+            }
+            free(names);
+            mc_case_free(&c);
+        }
+        mc_run_files_free(files, n_files);
+    }
+    return err->code;
+}
+
+static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                                struct mc_run_report *rep, struct mc_error *err);
+
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
+{
+    if (opt->shard_count <= 1)
+        return run_all(paths, n_paths, reg, opt, cb, rep, err);
+    struct mc_shard_item *items = NULL;
+    int n_items = 0;
+    struct mc_shard_plan plan = {0};
+    struct mc_run_options o = *opt;
+    memset(rep, 0, sizeof *rep);
+    if (shard_items(paths, n_paths, reg, opt, &items, &n_items, err) == MC_ERR_NONE &&
+        mc_shard_assign(items, n_items, opt->shard_index, opt->shard_count, &plan, err) == MC_ERR_NONE) {
+        o.filter.shard = &plan;
+        run_all(paths, n_paths, reg, &o, cb, rep, err);
+        rep->shard_index = opt->shard_index;
+        rep->shard_count = opt->shard_count;
+        rep->shard_checks = n_items;
+    }
+    mc_shard_plan_free(&plan);
+    for (int i = 0; i < n_items; i++) {
+        free(items[i].id);
+        free(items[i].group);
+    }
+    free(items);
+    return err->code;
+}
+
+static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                                struct mc_run_report *rep, struct mc_error *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->started_unix = (int64_t)time(NULL);
@@ -646,7 +753,10 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     if (err->code == MC_ERR_NONE && n_files_total == 0)
         mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
     rep->duration_s = mc_clock_now_s() - t0;
-    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
+    if (opt->filter.shard) {
+        /* a shard runs part of the selection: what another shard runs is not missing here (an empty
+         * shard included), so requests are accounted by the unsharded run only */
+    } else if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
         char filters[512];
         describe_filters(&opt->filter, filters, sizeof filters);
         if (rep->n_not_applicable > 0)
@@ -684,6 +794,8 @@ int mc_run_exit_code(const struct mc_run_report *rep)
     if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0 ||
         rep->counts[MC_CHECK_DRIFT] > 0)
         return 1;
+    if (rep->shard_count > 1 && rep->n_checks == 0 && !backend_missing)
+        return 0; /* the plan left this shard nothing to run */
     if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
         return 125;
     return 0;
