@@ -64,7 +64,7 @@ enum mc_err_code mc_shard_assign(struct mc_shard_item *items, int n, int index, 
         out->ids = NULL;
         return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
     }
-    struct group *g = calloc((size_t)n + 1, sizeof *g);
+    struct group *g = calloc(2 * (size_t)n + 1, sizeof *g);
     if (g == NULL) {
         free(load);
         free(out->ids);
@@ -74,12 +74,27 @@ enum mc_err_code mc_shard_assign(struct mc_shard_item *items, int n, int index, 
     if (n > 1)
         qsort(items, (size_t)n, sizeof *items, by_group);
     int n_groups = 0;
+    double total = 0;
     for (int i = 0; i < n; i++) {
         if (i == 0 || strcmp(items[i].group, items[i - 1].group) != 0)
             g[n_groups++] = (struct group){.name = items[i].group, .first = i};
         g[n_groups - 1].cost += items[i].cost;
         g[n_groups - 1].n++;
+        total += items[i].cost;
     }
+    /* a group that alone costs more than a shard's share is dealt out check by check */
+    int n_split = n_groups;
+    for (int i = 0; i < n_groups; i++)
+        if (g[i].n > 1 && g[i].cost > total / count)
+            for (int j = 0; j < g[i].n; j++) {
+                const struct mc_shard_item *it = &items[g[i].first + j];
+                g[n_split++] = (struct group){.name = it->id, .cost = it->cost, .first = g[i].first + j, .n = 1};
+            }
+    int kept = 0;
+    for (int i = 0; i < n_split; i++)
+        if (i >= n_groups || !(g[i].n > 1 && g[i].cost > total / count))
+            g[kept++] = g[i];
+    n_groups = kept;
     if (n_groups > 1)
         qsort(g, (size_t)n_groups, sizeof *g, by_cost);
     for (int i = 0; i < n_groups; i++) {

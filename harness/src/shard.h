@@ -2,7 +2,8 @@
  * shard.h — splitting the checks of a run over N shards (`mixcheck run --shard K/N`, Bazel's
  * TEST_TOTAL_SHARDS / TEST_SHARD_INDEX): every selected check gets an expected cost, and the checks are
  * dealt out by longest-processing-time: most expensive first (ties by id), each to the shard with the
- * least cost so far (ties to the lowest shard). The split depends only on the set of checks, so every
+ * least cost so far (ties to the lowest shard). A group that alone costs more than 1/N of the whole is dealt out
+ * check by check instead. The split depends only on the set of checks, so every
  * shard computes the same plan on its own, the shards together run each check exactly once, and their
  * costs differ by at most one group's.
  *
