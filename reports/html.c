@@ -3,7 +3,8 @@
  * script or style. It holds the totals, a headroom matrix (a row per case and backend, a column per
  * scenario, each cell the worst headroom over the dtypes and tensors of those checks, coloured by the
  * worst verdict), and for each failing or most-drifted check a plot of its tensors' headroom against
- * token position (against decode step for long_decode) as inline SVG (svg.c). A short inline script
+ * token position (against decode step for long_decode) as inline SVG (svg.c); when nothing failed or
+ * drifted, the five checks closest to their tolerance get one instead. A short inline script
  * counts the plotted lines into the page (body attribute data-polylines), which the CTest reads back
  * from a headless browser.
  */
@@ -21,6 +22,7 @@
 
 #define HTML_MAX_FAILURE_PLOTS 40
 #define HTML_MAX_DRIFT_PLOTS 15
+#define HTML_CLOSEST_PLOTS 5
 
 static const char style[] =
     "body{font-family:sans-serif;margin:1.5em;color:#222}"
@@ -88,6 +90,16 @@ static void choose_plots(const struct mc_run_report *rep, unsigned char *plotted
     int nd = mc_rank_most_drifted(rep, top, HTML_MAX_DRIFT_PLOTS);
     for (int i = 0; i < nd; i++)
         plotted[top[i]->check] = 1;
+    /* nothing failed or drifted: the checks closest to their tolerance, whose margins are the news */
+    for (int k = 0; k < HTML_CLOSEST_PLOTS && n == 0 && nd == 0; k++) {
+        int best = -1;
+        for (int i = 0; i < rep->n_checks; i++)
+            if (!plotted[i] && rep->checks[i].n_tensors > 0 &&
+                (best < 0 || check_headroom(&rep->checks[i]) > check_headroom(&rep->checks[best])))
+                best = i;
+        if (best >= 0)
+            plotted[best] = 1;
+    }
 }
 
 static void write_matrix(struct mc_writer *w, const struct mc_run_report *rep, const unsigned char *plotted)
