@@ -69,7 +69,7 @@ static void usage(FILE *out)
             "reports:\n"
             "  --json FILE     the JSON report          --junit FILE   the JUnit XML report\n"
             "  --markdown FILE a Markdown summary (totals, failures with their diagnosis, most drifted,\n"
-            "                  slowest checks), e.g. --markdown \"$GITHUB_STEP_SUMMARY\"\n"
+            "                  slowest checks) for a CI step summary (append it to $GITHUB_STEP_SUMMARY)\n"
             "  --html FILE     one self-contained HTML page: the headroom matrix and, per failing or\n"
             "                  most-drifted check, its error against token position\n"
             "  --record DIR    add this run's numbers to the history store DIR (one new file per run, keyed\n"
