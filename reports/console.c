@@ -176,6 +176,9 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL], nondet,
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, rep->duration_s,
             exit_code);
+    if (rep->shard_count > 1)
+        fprintf(con->out, "(shard %d of %d: %d of the %d selected checks)\n", rep->shard_index, rep->shard_count,
+                rep->n_checks, rep->shard_checks);
     if (rep->n_not_applicable > 0)
         fprintf(con->out, "(%d backend/dtype/scenario combination(s) not scheduled: dtypes a backend does not "
                           "declare, chunk_size_invariance without an internal chunk length)\n",

@@ -34,5 +34,7 @@ void mc_cli_append_arg(char *buf, size_t len, size_t *used, const char *word);
 int mc_cmd_run(int argc, char **argv);
 int mc_cmd_list(int argc, char **argv);
 int mc_cmd_diff(int argc, char **argv);
+int mc_cmd_history(int argc, char **argv);
+int mc_cmd_merge(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "family.h"
 #include "golden.h"
@@ -18,6 +19,7 @@
 #include "stackcheck.h"
 #include "stackconfig.h"
 #include "stackgolden.h"
+#include "shard.h"
 
 /* ---- discovery ------------------------------------------------------------------------------------ */
 
@@ -118,7 +120,7 @@ void mc_run_files_free(char **files, int n_files)
 
 /* ---- filters ----------------------------------------------------------------------------------------- */
 
-static int pattern_match(const char *pattern, const char *id)
+int mc_run_pattern_match(const char *pattern, const char *id)
 {
     if (strpbrk(pattern, "*?[") != NULL)
         return fnmatch(pattern, id, 0) == 0;
@@ -132,7 +134,7 @@ static void count_pattern_hits(const struct mc_run_filter *f, const char *case_i
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
     for (int i = 0; i < f->n_patterns; i++)
-        hits[i] += pattern_match(f->patterns[i], id);
+        hits[i] += mc_run_pattern_match(f->patterns[i], id);
 }
 
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
@@ -146,20 +148,26 @@ int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum
         return 0;
     if (f->dtype && strcmp(f->dtype, mc_dtype_name(dtype)) != 0)
         return 0;
-    if (f->n_patterns == 0)
+    if (f->n_patterns == 0 && f->shard == NULL)
         return 1;
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
+    if (f->shard && !mc_shard_has(f->shard, id))
+        return 0;
+    if (f->n_patterns == 0)
+        return 1;
     for (int i = 0; i < f->n_patterns; i++)
-        if (pattern_match(f->patterns[i], id))
+        if (mc_run_pattern_match(f->patterns[i], id))
             return 1;
     return 0;
 }
 
 /* ---- report ------------------------------------------------------------------------------------------- */
 
-static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const struct mc_error *e,
-                                    const struct mc_run_callbacks *cb, struct mc_error *err)
+/* `case_id` and `scenario` may be NULL (not known, or not one scenario's problem). */
+static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const char *case_id,
+                                    const char *scenario, const struct mc_error *e, const struct mc_run_callbacks *cb,
+                                    struct mc_error *err)
 {
     if (rep->n_problems == rep->cap_problems) {
         int cap = rep->cap_problems ? 2 * rep->cap_problems : 8;
@@ -171,6 +179,8 @@ static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path,
     }
     struct mc_run_problem *p = &rep->problems[rep->n_problems++];
     snprintf(p->path, sizeof p->path, "%s", path);
+    snprintf(p->case_id, sizeof p->case_id, "%s", case_id ? case_id : "");
+    snprintf(p->scenario, sizeof p->scenario, "%s", scenario ? scenario : "");
     p->code = e->code;
     snprintf(p->msg, sizeof p->msg, "%s", e->msg);
     if (cb && cb->on_problem)
@@ -347,7 +357,10 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
                         const struct mc_run_callbacks *cb, struct mc_error *err)
 {
     struct mc_error e = {0};
+    int loaded = 0;
+    const char *scenario = NULL; /* the scenario that does not fit the golden */
     if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
+        loaded = 1;
         int selected = 0, not_applicable = 0;
         if (count_selected(c, reg, opt, &selected, &not_applicable, err) != MC_ERR_NONE)
             return -1;
@@ -363,7 +376,8 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
                              c->family_line, c->family_column, mc_family_name(c->family), c->golden_path,
                              mc_family_name(g->config.family));
             for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
-                mc_scenario_validate(c, &c->scenarios[i], g, &e);
+                if (mc_scenario_validate(c, &c->scenarios[i], g, &e) != MC_ERR_NONE)
+                    scenario = mc_scenario_name(c->scenarios[i].kind);
         } else if (e.code != MC_ERR_NOMEM) {
             mc_error_prefix(&e, "%s:%d:%d: in 'golden'", path, c->golden_line, c->golden_column);
         }
@@ -373,7 +387,7 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
     if (e.code == MC_ERR_NOMEM)
         mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
     else
-        add_problem(rep, path, &e, cb, err);
+        add_problem(rep, path, loaded ? c->id : NULL, scenario, &e, cb, err);
     return -1;
 }
 
@@ -443,7 +457,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         if (mc_refrun_build(g, ref_ops, dt, &refs[di], why, sizeof why) != 0) {
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_INPUT, "%s: %s", c->path, why);
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             goto out;
         }
         have_ref[di] = 1;
@@ -454,7 +468,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
                          c->path, names[bi], mc_family_name(c->family));
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             continue;
         }
         const char *tdev = tolerance_device(opt, ops->device);
@@ -479,7 +493,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                      c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, ops->name,
                                      tdev != ops->device ? ", device mapped from " : "",
                                      tdev != ops->device ? ops->device : "", ops->device);
-                        add_problem(rep, c->path, &e, cb, err);
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
                     }
                     continue;
                 }
@@ -505,7 +519,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         goto out;
     for (int i = 0; i < n && err->code == MC_ERR_NONE; i++) {
         if (jobs[i].err.code != MC_ERR_NONE) {
-            add_problem(rep, c->path, &jobs[i].err, cb, err);
+            add_problem(rep, c->path, c->id, mc_scenario_name(jobs[i].ctx.spec->kind), &jobs[i].err, cb, err);
             continue;
         }
         struct mc_check_result *res = next_check(rep, err);
@@ -539,7 +553,7 @@ static void not_run(struct mc_run_report *rep, const char *path, const struct mc
     va_start(ap, fmt);
     vsnprintf(e.msg, sizeof e.msg, fmt, ap);
     va_end(ap);
-    add_problem(rep, path, &e, cb, err);
+    add_problem(rep, path, NULL, NULL, &e, cb, err);
 }
 
 /* The filters of a run as text, for "no check matches": "--family gdn --dtype f64 -k x". */
@@ -665,14 +679,14 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
             mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
         else {
             mc_error_prefix(&e, "%s:%d:%d: in 'golden'", c->path, c->golden_line, c->golden_column);
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
         }
         return;
     }
     for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
         mc_stack_check_validate(c, &c->scenarios[i], &g, &e);
     if (e.code != MC_ERR_NONE) {
-        add_problem(rep, c->path, &e, cb, err);
+        add_problem(rep, c->path, c->id, NULL, &e, cb, err);
         mc_stack_golden_free(&g);
         return;
     }
@@ -697,7 +711,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
         if (covered < 0 || bops == NULL) {
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
                          c->path, covered < 0 ? "reference" : names[bi], mc_family_name(missing));
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             mc_error_clear(&e);
             continue;
         }
@@ -717,7 +731,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                     if (!reported++) {
                         mc_error_set(&e, MC_ERR_INPUT, "%s: no tolerances for device '%s' at %s in %s (backend '%s')",
                                      c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, bops->name);
-                        add_problem(rep, c->path, &e, cb, err);
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
                         mc_error_clear(&e);
                     }
                     continue;
@@ -734,7 +748,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                     if (e.code == MC_ERR_NOMEM)
                         mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
                     else
-                        add_problem(rep, c->path, &e, cb, err);
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
                     mc_error_clear(&e);
                     continue;
                 }
@@ -752,9 +766,110 @@ out:
     mc_stack_golden_free(&g);
 }
 
+/* The checks the filters select over every case file, with their expected cost (shard.h). Case files
+ * that do not load are left to the run itself, which reports them. */
+static enum mc_err_code shard_items(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                    const struct mc_run_options *opt, struct mc_shard_item **items, int *n_items,
+                                    struct mc_error *err)
+{
+    int cap = 0;
+    *items = NULL;
+    *n_items = 0;
+    for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
+        char **files = NULL;
+        int n_files = 0;
+        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+            break;
+        for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
+            struct mc_case c = {0};
+            struct mc_error e = {0};
+            if (mc_case_load(files[i], &c, &e) != MC_ERR_NONE) {
+                mc_case_free(&c);
+                continue;
+            }
+            struct stat st;
+            double bytes = stat(c.golden_path, &st) == 0 ? (double)st.st_size : 1.0;
+            const char **names = calloc((size_t)max_backends(&c, reg), sizeof *names);
+            int nb = names ? case_backends(&c, reg, opt, names) : 0;
+            if (names == NULL)
+                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            for (int bi = 0; bi < nb && err->code == MC_ERR_NONE; bi++) {
+                const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c.family);
+                for (int si = 0; si < c.n_scenarios; si++)
+                    for (int di = 0; di < c.n_dtypes && err->code == MC_ERR_NONE; di++) {
+                        enum mc_scenario_kind k = c.scenarios[si].kind;
+                        if (!mc_run_filter_match(&opt->filter, c.id, c.family, k, names[bi], c.dtypes[di]) ||
+                            (ops && !mc_run_applies(ops, k, c.dtypes[di])))
+                            continue;
+                        if (*n_items == cap) {
+                            cap = cap ? 2 * cap : 256;
+                            struct mc_shard_item *v = realloc(*items, (size_t)cap * sizeof *v);
+                            if (v == NULL) {
+                                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                                break;
+                            }
+                            *items = v;
+                        }
+                        char id[512];
+                        snprintf(id, sizeof id, "%s/%s/%s/%s", c.id, mc_scenario_name(k), names[bi],
+                                 mc_dtype_name(c.dtypes[di]));
+                        struct mc_shard_item *it = &(*items)[*n_items];
+                        it->id = mc_strdup(id);
+                        snprintf(id, sizeof id, "%s/%s", c.id, mc_dtype_name(c.dtypes[di]));
+                        it->group = mc_strdup(id);
+                        it->cost = bytes * mc_shard_scenario_weight(mc_scenario_name(k));
+                        if (it->id == NULL || it->group == NULL) {
+                            free(it->id);
+                            free(it->group);
+                            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                        } else {
+                            (*n_items)++;
+                        }
+                    }
+            }
+            free(names);
+            mc_case_free(&c);
+        }
+        mc_run_files_free(files, n_files);
+    }
+    return err->code;
+}
+
+static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                                struct mc_run_report *rep, struct mc_error *err);
+
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
+{
+    if (opt->shard_count <= 1)
+        return run_all(paths, n_paths, reg, opt, cb, rep, err);
+    struct mc_shard_item *items = NULL;
+    int n_items = 0;
+    struct mc_shard_plan plan = {0};
+    struct mc_run_options o = *opt;
+    memset(rep, 0, sizeof *rep);
+    if (shard_items(paths, n_paths, reg, opt, &items, &n_items, err) == MC_ERR_NONE &&
+        mc_shard_assign(items, n_items, opt->shard_index, opt->shard_count, &plan, err) == MC_ERR_NONE) {
+        o.filter.shard = &plan;
+        run_all(paths, n_paths, reg, &o, cb, rep, err);
+        rep->shard_index = opt->shard_index;
+        rep->shard_count = opt->shard_count;
+        rep->shard_checks = n_items;
+    }
+    mc_shard_plan_free(&plan);
+    for (int i = 0; i < n_items; i++) {
+        free(items[i].id);
+        free(items[i].group);
+    }
+    free(items);
+    return err->code;
+}
+
+static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                                struct mc_run_report *rep, struct mc_error *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->started_unix = (int64_t)time(NULL);
@@ -791,7 +906,10 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     if (err->code == MC_ERR_NONE && n_files_total == 0)
         mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
     rep->duration_s = mc_clock_now_s() - t0;
-    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
+    if (opt->filter.shard) {
+        /* a shard runs part of the selection: what another shard runs is not missing here (an empty
+         * shard included), so requests are accounted by the unsharded run only */
+    } else if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
         char filters[512];
         describe_filters(&opt->filter, filters, sizeof filters);
         if (rep->n_not_applicable > 0)
@@ -829,6 +947,8 @@ int mc_run_exit_code(const struct mc_run_report *rep)
     if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0 ||
         rep->counts[MC_CHECK_DRIFT] > 0)
         return 1;
+    if (rep->shard_count > 1 && rep->n_checks == 0 && !backend_missing)
+        return 0; /* the plan left this shard nothing to run */
     if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
         return 125;
     return 0;
