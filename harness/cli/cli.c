@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "pybackend.h"
 #include "reference.h"
 
 int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err)
@@ -41,6 +42,20 @@ int mc_cli_load_backends(struct mc_registry *reg, struct mc_plugins *plugins, co
             fprintf(stderr, "mixcheck: %s\n", err.msg);
             /* git bisect: a commit whose plugin does not build or load could not be tested (125);
              * a usage mistake (too many plugins) stays 2 */
+            return bisect && err.code == MC_ERR_INPUT ? 125 : mc_error_exit_code(err.code);
+        }
+    }
+    return 0;
+}
+
+int mc_cli_load_python(struct mc_registry *reg, const struct mc_plugins *plugins, const struct mc_python_options *opt,
+                       const char *const *specs, int n, int bisect)
+{
+    for (int i = 0; i < n; i++) {
+        struct mc_error err = {0};
+        /* each spec counts as one more plugin: its backends run on every case of their family */
+        if (mc_python_load(opt, specs[i], reg, plugins->n + 1 + i, &err) != MC_ERR_NONE) {
+            fprintf(stderr, "mixcheck: %s\n", err.msg);
             return bisect && err.code == MC_ERR_INPUT ? 125 : mc_error_exit_code(err.code);
         }
     }

@@ -39,6 +39,12 @@ static void usage(FILE *out)
             "                  Applied before goldens are read\n"
             "backends and tolerances:\n"
             "  --plugin LIB    load backends from a shared library (repeatable)\n"
+            "  --python-backend SPEC\n"
+            "                  load backends written in Python (python/mixcheck_backend): SPEC is MODULE,\n"
+            "                  MODULE:CLASS, FILE.py or FILE.py:CLASS (repeatable; README \"Python backends\")\n"
+            "  --python PY     the interpreter for them, a path or a name in PATH (default python3)\n"
+            "  --python-device DEV\n"
+            "                  the device they run on and are checked as (default cpu; e.g. cuda)\n"
             "  --tolerance F   a tolerance profile consulted before each case's own: the first profile\n"
             "                  with entries for a check's (device, dtype) gives its tolerances (repeatable)\n"
             "  --device-profile DEV=AS\n"
@@ -81,6 +87,9 @@ struct run_cli {
     int bisect;
     const char *plugins[MC_PLUGIN_MAX];
     int n_plugins;
+    const char *python_specs[MC_PYTHON_MAX_BACKENDS];
+    int n_python;
+    struct mc_python_options python;
     const char *tolerance_paths[MC_RUN_MAX_TOLERANCES];
     struct mc_tolerance_profile tolerances[MC_RUN_MAX_TOLERANCES];
     const char **paths;
@@ -110,6 +119,9 @@ enum {
     OPT_DEVICE_PROFILE,
     OPT_BASELINE,
     OPT_MAX_DRIFT,
+    OPT_PYTHON,
+    OPT_PYTHON_BACKEND,
+    OPT_PYTHON_DEVICE,
     OPT_HELP
 };
 
@@ -152,6 +164,9 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
         {"baseline", required_argument, NULL, OPT_BASELINE},
         {"max-drift", required_argument, NULL, OPT_MAX_DRIFT},
+        {"python", required_argument, NULL, OPT_PYTHON},
+        {"python-backend", required_argument, NULL, OPT_PYTHON_BACKEND},
+        {"python-device", required_argument, NULL, OPT_PYTHON_DEVICE},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -201,6 +216,22 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
                 return usage_error("--plugin: at most 16 plugins (got '%s' too)", optarg);
             cli->plugins[cli->n_plugins++] = optarg;
             rerun_option(cli, &used, "--plugin", optarg);
+            break;
+        case OPT_PYTHON:
+            cli->python.python = optarg;
+            rerun_option(cli, &used, "--python", optarg);
+            break;
+        case OPT_PYTHON_DEVICE:
+            if (optarg[0] == '\0')
+                return usage_error("--python-device: expected a device name, e.g. cuda (got '%s')", optarg);
+            cli->python.device = optarg;
+            rerun_option(cli, &used, "--python-device", optarg);
+            break;
+        case OPT_PYTHON_BACKEND:
+            if (cli->n_python >= MC_PYTHON_MAX_BACKENDS)
+                return usage_error("--python-backend: at most 32 (got '%s' too)", optarg);
+            cli->python_specs[cli->n_python++] = optarg;
+            rerun_option(cli, &used, "--python-backend", optarg);
             break;
         case OPT_TOLERANCE:
             if (o->n_tolerances >= MC_RUN_MAX_TOLERANCES)
@@ -427,6 +458,11 @@ int mc_cmd_run(int argc, char **argv)
         collect_provenance(cli);
     if (code == 0)
         code = mc_cli_load_backends(&reg, &plugins, cli->plugins, cli->n_plugins, cli->bisect);
+    if (code == 0 && cli->n_python > 0) {
+        if (cli->python.python == NULL)
+            cli->python.python = "python3";
+        code = mc_cli_load_python(&reg, &plugins, &cli->python, cli->python_specs, cli->n_python, cli->bisect);
+    }
     if (code == 0)
         code = validate_filters(cli, &reg);
     if (code == 0)
@@ -444,6 +480,7 @@ int mc_cmd_run(int argc, char **argv)
     for (int i = 0; i < cli->opt.n_tolerances; i++)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
+    mc_python_unload();
     mc_provenance_free(&cli->prov);
     mc_report_doc_free(&cli->baseline);
     free(cli);
