@@ -164,13 +164,13 @@ static int spawn(const char *python, const char *const *args, int n_args, int ar
     return 0;
 }
 
-/* The worker's last words: from faulthandler's "Fatal Python error" when there is one, else the log's
- * tail, on one line. */
+/* The worker's last words on one line: from faulthandler's "Fatal Python error" when there is one,
+ * else the log's tail; a frame `File "/dir/x.py", line 12 in f` becomes `x.py:12 in f`. */
 static void log_tail(int fd, char *out, size_t len)
 {
     out[0] = '\0';
     off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
-    if (size <= 0)
+    if (size <= 0 || len < 2)
         return;
     char buf[4096];
     off_t from = size > (off_t)sizeof buf - 1 ? size - (off_t)sizeof buf + 1 : 0;
@@ -178,27 +178,39 @@ static void log_tail(int fd, char *out, size_t len)
     if (n <= 0)
         return;
     buf[n] = '\0';
-    const char *start = strstr(buf, "Fatal Python error");
-    if (start == NULL)
-        start = n > 360 ? buf + n - 360 : buf;
+    const char *p = strstr(buf, "Fatal Python error");
+    if (p == NULL)
+        p = n > 360 ? buf + n - 360 : buf;
     size_t o = 0;
     int space = 0;
-    for (const char *p = start; *p && o + 1 < len; p++) {
-        int ws = *p == '\n' || *p == ' ' || *p == '\t' || *p == '\r';
-        if (ws) {
+    while (*p && o + 1 < len) {
+        if (*p == '\n' || *p == ' ' || *p == '\t' || *p == '\r') {
             space = 1;
+            p++;
             continue;
         }
         if (space && o > 0 && o + 2 < len)
             out[o++] = ' ';
         space = 0;
-        out[o++] = *p;
+        const char *q;
+        if (strncmp(p, "File \"", 6) == 0 && (q = strchr(p + 6, '"')) != NULL && strncmp(q, "\", line ", 8) == 0) {
+            const char *base = p + 6;
+            for (const char *c = p + 6; c < q; c++)
+                if (*c == '/')
+                    base = c + 1;
+            long line = strtol(q + 8, (char **)&p, 10);
+            o += (size_t)snprintf(out + o, len - o, "%.*s:%ld", (int)(q - base), base, line);
+            if (o >= len)
+                o = len - 1;
+            continue;
+        }
+        out[o++] = *p++;
     }
     out[o] = '\0';
 }
 
 /* Reaps a worker whose socket closed and describes how it ended. */
-static void reap(pid_t pid, int log_fd, char *out, size_t len)
+static void reap(pid_t pid, int log_fd, const char *what, char *out, size_t len)
 {
     int st = 0, got = 0;
     for (int i = 0; i < 200 && !got; i++) {
@@ -218,12 +230,13 @@ static void reap(pid_t pid, int log_fd, char *out, size_t len)
     char tail[400];
     log_tail(log_fd, tail, sizeof tail);
     if (!got)
-        snprintf(out, len, "closed its pipe and was killed%s%s", tail[0] ? "; its output: " : "", tail);
+        snprintf(out, len, "closed its socket during %s and was killed%s%s", what, tail[0] ? "; its output: " : "",
+                 tail);
     else if (WIFSIGNALED(st))
-        snprintf(out, len, "died of signal %d (%s)%s%s", WTERMSIG(st), strsignal(WTERMSIG(st)),
+        snprintf(out, len, "died of signal %d (%s) during %s%s%s", WTERMSIG(st), strsignal(WTERMSIG(st)), what,
                  tail[0] ? "; its output: " : "", tail);
     else
-        snprintf(out, len, "exited with status %d%s%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+        snprintf(out, len, "exited with status %d during %s%s%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, what,
                  tail[0] ? "; its output: " : "", tail);
 }
 
@@ -282,9 +295,9 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     if (send_all(W.sock, f, N_FIELDS * sizeof f[0]) != 0 || (plen && send_all(W.sock, payload, plen) != 0) ||
         recv_all(W.sock, rep, sizeof rep) != 0) {
         char how[MC_MSG_LEN];
-        reap(W.pid, W.log_fd, how, sizeof how);
+        reap(W.pid, W.log_fd, what, how, sizeof how);
         W.dead = 1;
-        return fail(msg, MC_BACKEND_INTERNAL, "python worker %s during %s", how, what);
+        return fail(msg, MC_BACKEND_INTERNAL, "python worker %s", how);
     }
     char text[MC_MSG_LEN];
     text[0] = '\0';
@@ -788,7 +801,7 @@ static int describe(const struct mc_python_options *opt, const char *spec, char 
     }
     close(sock);
     char how[MC_MSG_LEN];
-    reap(pid, log, how, sizeof how);
+    reap(pid, log, "describe", how, sizeof how);
     close(log);
     if (rc != 0) {
         free(body);
@@ -903,7 +916,7 @@ void mc_python_unload(void)
         close(W.sock); /* the worker reads EOF and exits */
         W.sock = -1;
         char how[MC_MSG_LEN];
-        reap(W.pid, W.log_fd, how, sizeof how);
+        reap(W.pid, W.log_fd, "exit", how, sizeof how);
     }
     W.pid = 0;
     worker_release(&W);
