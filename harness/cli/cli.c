@@ -51,13 +51,11 @@ int mc_cli_load_backends(struct mc_registry *reg, struct mc_plugins *plugins, co
 int mc_cli_load_python(struct mc_registry *reg, const struct mc_plugins *plugins, const struct mc_python_options *opt,
                        const char *const *specs, int n, int bisect)
 {
-    for (int i = 0; i < n; i++) {
-        struct mc_error err = {0};
-        /* each spec counts as one more plugin: its backends run on every case of their family */
-        if (mc_python_load(opt, specs[i], reg, plugins->n + 1 + i, &err) != MC_ERR_NONE) {
-            fprintf(stderr, "mixcheck: %s\n", err.msg);
-            return bisect && err.code == MC_ERR_INPUT ? 125 : mc_error_exit_code(err.code);
-        }
+    struct mc_error err = {0};
+    /* each spec counts as one more plugin: its backends run on every case of their family */
+    if (n > 0 && mc_python_load(opt, specs, n, reg, plugins->n + 1, &err) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: %s\n", err.msg);
+        return bisect && err.code == MC_ERR_INPUT ? 125 : mc_error_exit_code(err.code);
     }
     return 0;
 }

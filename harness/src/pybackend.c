@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,17 +56,24 @@ struct slot {
 static struct slot slots[MC_PYTHON_MAX_BACKENDS];
 static int n_slots;
 
+/* The zygote of the run: the interpreter with every spec imported, forking one worker per client. */
+static struct {
+    pid_t pid; /* 0: none */
+    int ctl;   /* SOCK_SEQPACKET, shared by every process of the run (inherited through fork) */
+    int log;
+} Z = {.ctl = -1, .log = -1};
+
 /* The worker of this process. */
 struct worker {
-    pid_t owner; /* the process that started it (a forked child must start its own) */
-    pid_t pid;   /* 0: none */
-    int sock, arena_fd, log_fd;
+    pid_t owner; /* the process it serves (a forked child must ask for its own) */
+    int active;
+    int sock, arena_fd, log_fd, status_fd;
     unsigned char *arena;
     size_t arena_bytes;
     unsigned gen; /* models of an earlier worker are gone */
     int dead;
 };
-static struct worker W = {.sock = -1, .arena_fd = -1, .log_fd = -1};
+static struct worker W = {.sock = -1, .arena_fd = -1, .log_fd = -1, .status_fd = -1};
 static unsigned generation;
 
 struct py_model {
@@ -99,12 +107,11 @@ static enum mc_backend_status fail(struct mc_msg *msg, enum mc_backend_status st
 
 /* ---- the worker process --------------------------------------------------------------------- */
 
-/* Starts PYTHON -c boot PKGDIR argv...; fd 3/4 the socket, 5 the arena (or /dev/null), 1/2 the log. */
-static int spawn(const char *python, const char *const *args, int n_args, int arena_fd, int *sock, int *log_fd,
-                 pid_t *pid, char *why, size_t why_len)
+/* Starts PYTHON -c boot PKGDIR zygote SPEC...: fd 3 a SOCK_SEQPACKET socket, 1/2 the log. */
+static int spawn_zygote(const char *python, const char *const *specs, int n, char *why, size_t why_len)
 {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         snprintf(why, why_len, "socketpair: %s", strerror(errno));
         return -1;
     }
@@ -115,14 +122,15 @@ static int spawn(const char *python, const char *const *args, int n_args, int ar
         close(sv[1]);
         return -1;
     }
-    const char *argv[40];
+    const char *argv[MC_PYTHON_MAX_BACKENDS + 8];
     int na = 0;
     argv[na++] = python;
     argv[na++] = "-c";
     argv[na++] = boot;
     argv[na++] = mc_python_package_dir();
-    for (int i = 0; i < n_args && na < 39; i++)
-        argv[na++] = args[i];
+    argv[na++] = "zygote";
+    for (int i = 0; i < n && i < MC_PYTHON_MAX_BACKENDS; i++)
+        argv[na++] = specs[i];
     argv[na] = NULL;
     pid_t parent = getpid();
     fflush(NULL);
@@ -135,7 +143,7 @@ static int spawn(const char *python, const char *const *args, int n_args, int ar
         return -1;
     }
     if (p == 0) {
-        /* dies with the process that drives it, also when that one is killed for its time limit */
+        /* dies with mixcheck; its workers die with it */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
@@ -143,12 +151,10 @@ static int spawn(const char *python, const char *const *args, int n_args, int ar
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         int s = fcntl(sv[1], F_DUPFD, 10), l = fcntl(log, F_DUPFD, 10);
-        int a = arena_fd >= 0 ? fcntl(arena_fd, F_DUPFD, 10) : open("/dev/null", O_RDWR);
         int nul = open("/dev/null", O_RDONLY);
-        if (s < 0 || l < 0 || a < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(l, 1) < 0 || dup2(l, 2) < 0 ||
-            dup2(s, 3) < 0 || dup2(s, 4) < 0 || dup2(a, 5) < 0)
+        if (s < 0 || l < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(l, 1) < 0 || dup2(l, 2) < 0 || dup2(s, 3) < 0)
             _exit(127);
-        for (int fd = 6; fd < 1024; fd++)
+        for (int fd = 4; fd < 1024; fd++)
             close(fd);
         execvp(python, (char *const *)argv);
         const char *e = strerror(errno);
@@ -158,9 +164,9 @@ static int spawn(const char *python, const char *const *args, int n_args, int ar
         _exit(127);
     }
     close(sv[1]);
-    *sock = sv[0];
-    *log_fd = log;
-    *pid = p;
+    Z.pid = p;
+    Z.ctl = sv[0];
+    Z.log = log;
     return 0;
 }
 
@@ -209,35 +215,30 @@ static void log_tail(int fd, char *out, size_t len)
     out[o] = '\0';
 }
 
-/* Reaps a worker whose socket closed and describes how it ended. */
-static void reap(pid_t pid, int log_fd, const char *what, char *out, size_t len)
+/* How a process ended, from its wait status (st < 0: unknown), and its last output. */
+static void describe_end(int st, int log_fd, const char *what, char *out, size_t len)
 {
-    int st = 0, got = 0;
-    for (int i = 0; i < 200 && !got; i++) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR)) {
-            got = r == pid;
-            break;
-        }
-        struct timespec ts = {0, 5000000};
-        nanosleep(&ts, NULL);
-    }
-    if (!got) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-        }
-    }
     char tail[400];
     log_tail(log_fd, tail, sizeof tail);
-    if (!got)
-        snprintf(out, len, "closed its socket during %s and was killed%s%s", what, tail[0] ? "; its output: " : "",
-                 tail);
+    const char *sep = tail[0] ? "; its output: " : "";
+    if (st < 0)
+        snprintf(out, len, "closed its socket during %s%s%s", what, sep, tail);
     else if (WIFSIGNALED(st))
-        snprintf(out, len, "died of signal %d (%s) during %s%s%s", WTERMSIG(st), strsignal(WTERMSIG(st)), what,
-                 tail[0] ? "; its output: " : "", tail);
+        snprintf(out, len, "died of signal %d (%s) during %s%s%s", WTERMSIG(st), strsignal(WTERMSIG(st)), what, sep,
+                 tail);
     else
-        snprintf(out, len, "exited with status %d during %s%s%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, what,
-                 tail[0] ? "; its output: " : "", tail);
+        snprintf(out, len, "exited with status %d during %s%s%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, what, sep,
+                 tail);
+}
+
+/* The wait status the zygote reports for our worker (it writes it when the worker ends), or -1. */
+static int worker_status(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int32_t st;
+    if (fd < 0 || poll(&p, 1, 2000) <= 0 || read(fd, &st, sizeof st) != (ssize_t)sizeof st)
+        return -1;
+    return st;
 }
 
 static int send_all(int fd, const void *p, size_t n)
@@ -280,14 +281,16 @@ static void worker_release(struct worker *w)
         close(w->arena_fd);
     if (w->log_fd >= 0)
         close(w->log_fd);
-    *w = (struct worker){.sock = -1, .arena_fd = -1, .log_fd = -1};
+    if (w->status_fd >= 0)
+        close(w->status_fd);
+    *w = (struct worker){.sock = -1, .arena_fd = -1, .log_fd = -1, .status_fd = -1};
 }
 
 /* One request and its reply; a dead worker makes every later call fail with how it died. */
 static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, size_t plen, int64_t *handle,
                                    const char *what, struct mc_msg *msg)
 {
-    if (W.pid == 0 || W.dead)
+    if (!W.active || W.dead)
         return fail(msg, MC_BACKEND_INTERNAL, "python worker is gone (an earlier call ended it)");
     f[F_ARENA] = (int64_t)W.arena_bytes;
     f[F_PAYLOAD] = (int64_t)plen;
@@ -295,7 +298,7 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     if (send_all(W.sock, f, N_FIELDS * sizeof f[0]) != 0 || (plen && send_all(W.sock, payload, plen) != 0) ||
         recv_all(W.sock, rep, sizeof rep) != 0) {
         char how[MC_MSG_LEN];
-        reap(W.pid, W.log_fd, what, how, sizeof how);
+        describe_end(worker_status(W.status_fd), W.log_fd, what, how, sizeof how);
         W.dead = 1;
         return fail(msg, MC_BACKEND_INTERNAL, "python worker %s", how);
     }
@@ -325,39 +328,68 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     return MC_BACKEND_OK;
 }
 
-static enum mc_backend_status worker_ensure(const struct mc_python_options *opt, struct mc_msg *msg)
+/* Asks the zygote for a worker of this process (once; again after one died). */
+static enum mc_backend_status worker_ensure(struct mc_msg *msg)
 {
-    if (W.pid != 0 && W.owner != getpid()) {
-        /* inherited through fork: the parent's worker, not ours to talk to or to kill */
-        W.pid = 0;
+    if (W.active && W.owner != getpid()) {
+        /* inherited through fork: the parent's worker, not ours to talk to */
         worker_release(&W);
     }
-    if (W.pid != 0 && !W.dead)
+    if (W.active && !W.dead)
         return MC_BACKEND_OK;
     worker_release(&W);
+    if (Z.pid == 0)
+        return fail(msg, MC_BACKEND_INTERNAL, "python backends are not loaded (no zygote)");
+    int sv[2] = {-1, -1}, st[2] = {-1, -1};
     W.arena_fd = memfd_create("mixcheck-arena", MFD_CLOEXEC);
-    if (W.arena_fd < 0 || ftruncate(W.arena_fd, (off_t)ARENA_MIN) != 0) {
-        worker_release(&W);
-        return fail(msg, MC_BACKEND_NOMEM, "python worker: shared memory: %s", strerror(errno));
+    W.log_fd = memfd_create("mixcheck-python-worker-log", MFD_CLOEXEC);
+    if (W.arena_fd < 0 || W.log_fd < 0 || ftruncate(W.arena_fd, (off_t)ARENA_MIN) != 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(st, O_CLOEXEC) != 0) {
+        fail(msg, MC_BACKEND_NOMEM, "python worker: %s", strerror(errno));
+        goto fail;
     }
     W.arena = mmap(NULL, ARENA_MIN, PROT_READ | PROT_WRITE, MAP_SHARED, W.arena_fd, 0);
     if (W.arena == MAP_FAILED) {
         W.arena = NULL;
-        worker_release(&W);
-        return fail(msg, MC_BACKEND_NOMEM, "python worker: mmap: %s", strerror(errno));
+        fail(msg, MC_BACKEND_NOMEM, "python worker: mmap: %s", strerror(errno));
+        goto fail;
     }
     W.arena_bytes = ARENA_MIN;
-    const char *args[] = {"serve"};
-    char why[256];
-    pid_t pid;
-    if (spawn(opt->python, args, 1, W.arena_fd, &W.sock, &W.log_fd, &pid, why, sizeof why) != 0) {
-        worker_release(&W);
-        return fail(msg, MC_BACKEND_INTERNAL, "python worker: %s", why);
+    /* our pid and four descriptors: the zygote forks a worker holding them */
+    int64_t me = getpid();
+    int fds[4] = {sv[1], W.arena_fd, W.log_fd, st[1]};
+    char ctl[CMSG_SPACE(sizeof fds)];
+    memset(ctl, 0, sizeof ctl);
+    struct iovec iov = {.iov_base = &me, .iov_len = sizeof me};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    if (sendmsg(Z.ctl, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof me) {
+        char how[MC_MSG_LEN];
+        describe_end(-1, Z.log, "a worker's start", how, sizeof how);
+        fail(msg, MC_BACKEND_INTERNAL, "python zygote %s (%s)", how, strerror(errno));
+        goto fail;
     }
-    W.pid = pid;
+    close(sv[1]);
+    close(st[1]);
+    W.sock = sv[0];
+    W.status_fd = st[0];
+    W.active = 1;
     W.owner = getpid();
     W.gen = ++generation;
     return MC_BACKEND_OK;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (sv[i] >= 0)
+            close(sv[i]);
+        if (st[i] >= 0)
+            close(st[i]);
+    }
+    worker_release(&W);
+    return MC_BACKEND_NOMEM;
 }
 
 /* Room for `bytes` in the arena (grown, never shrunk). */
@@ -495,7 +527,7 @@ static enum mc_backend_status model_create(int k, const struct mc_model_desc *de
                     mc_family_name(s->ops.family));
     if (!(s->ops.dtypes & MC_DTYPE_BIT(desc->dtype)))
         return fail(msg, MC_BACKEND_UNSUPPORTED, "%s does not take %s", s->name, dtype_name(desc->dtype));
-    enum mc_backend_status st = worker_ensure(s->opt, msg);
+    enum mc_backend_status st = worker_ensure(msg);
     if (st != MC_BACKEND_OK)
         return st;
     struct py_model *pm = calloc(1, sizeof *pm);
@@ -778,42 +810,44 @@ static const create_fn creates[MC_PYTHON_MAX_BACKENDS] = {
 
 /* ---- loading ------------------------------------------------------------------------------------ */
 
-/* Runs `python ... describe SPEC` and returns its reply text (malloc'd) and status. */
-static int describe(const struct mc_python_options *opt, const char *spec, char **text, struct mc_error *err)
+/* Starts the zygote on every spec and returns its description (JSON, malloc'd). */
+static int start_zygote(const struct mc_python_options *opt, const char *const *specs, int n, char **text,
+                        struct mc_error *err)
 {
-    const char *args[] = {"describe", spec};
-    int sock = -1, log = -1;
-    pid_t pid = 0;
     char why[256];
     *text = NULL;
-    if (spawn(opt->python, args, 2, -1, &sock, &log, &pid, why, sizeof why) != 0)
-        return mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: %s", spec, why);
-    int64_t rep[4];
-    int rc = recv_all(sock, rep, sizeof rep);
-    char *body = NULL;
-    if (rc == 0 && rep[2] >= 0 && rep[2] < (64 << 20)) {
-        body = malloc((size_t)rep[2] + 1);
-        rc = body == NULL || recv_all(sock, body, (size_t)rep[2]) != 0 ? -1 : 0;
-        if (body != NULL)
-            body[rc == 0 ? rep[2] : 0] = '\0';
-    } else {
-        rc = -1;
+    if (spawn_zygote(opt->python, specs, n, why, sizeof why) != 0)
+        return mc_error_set(err, MC_ERR_INPUT, "--python-backend: %s", why);
+    size_t cap = (size_t)1 << 20;
+    char *buf = malloc(cap + 1);
+    ssize_t got = buf ? recv(Z.ctl, buf, cap, 0) : -1;
+    int64_t status = -1;
+    if (got >= 8) {
+        memcpy(&status, buf, 8);
+        memmove(buf, buf + 8, (size_t)got - 8);
+        buf[got - 8] = '\0';
     }
-    close(sock);
+    if (got >= 8 && status == 0) {
+        *text = buf;
+        return MC_ERR_NONE;
+    }
+    /* it failed: reap it and say why */
+    close(Z.ctl);
+    Z.ctl = -1;
+    int st = -1;
+    while (waitpid(Z.pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    Z.pid = 0;
     char how[MC_MSG_LEN];
-    reap(pid, log, "describe", how, sizeof how);
-    close(log);
-    if (rc != 0) {
-        free(body);
-        return mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: the interpreter '%s' %s", spec, opt->python, how);
-    }
-    if (rep[0] != 0) {
-        mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: %s", spec, body);
-        free(body);
-        return err->code;
-    }
-    *text = body;
-    return MC_ERR_NONE;
+    describe_end(st, Z.log, "its start", how, sizeof how);
+    close(Z.log);
+    Z.log = -1;
+    if (got >= 8)
+        mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: %s", n == 1 ? specs[0] : "(several)", buf);
+    else
+        mc_error_set(err, MC_ERR_INPUT, "--python-backend: the interpreter '%s' %s", opt->python, how);
+    free(buf);
+    return err->code;
 }
 
 static char *dup_str(const char *s)
@@ -825,12 +859,15 @@ static char *dup_str(const char *s)
     return d;
 }
 
-enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char *spec, struct mc_registry *reg,
-                                int plugin, struct mc_error *err)
+enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char *const *specs, int n_specs,
+                                struct mc_registry *reg, int first_plugin, struct mc_error *err)
 {
     char *text = NULL;
-    if (describe(opt, spec, &text, err) != MC_ERR_NONE)
+    if (Z.pid != 0)
+        return mc_error_set(err, MC_ERR_INTERNAL, "python backends are loaded once per run");
+    if (start_zygote(opt, specs, n_specs, &text, err) != MC_ERR_NONE)
         return err->code;
+    const char *spec = n_specs == 1 ? specs[0] : "(several)";
     struct mc_json_value *root = NULL;
     struct mc_json_error je;
     if (mc_json_parse(text, strlen(text), NULL, &root, &je) != 0 || root->type != MC_JSON_ARRAY) {
@@ -841,10 +878,13 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
         return err->code;
     }
     free(text);
-    if (root->len == 0)
-        mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: no backend classes", spec);
     for (size_t i = 0; i < root->len && err->code == MC_ERR_NONE; i++) {
-        const struct mc_json_value *e = &root->items[i];
+        const struct mc_json_value *e = &root->items[i], *from = mc_json_get(e, "spec");
+        int plugin = first_plugin;
+        for (int k = 0; from != NULL && from->type == MC_JSON_STRING && k < n_specs; k++)
+            if (strcmp(from->string, specs[k]) == 0)
+                plugin = first_plugin + k;
+        spec = from != NULL && from->type == MC_JSON_STRING ? from->string : spec;
         const struct mc_json_value *name = mc_json_get(e, "name"), *fam = mc_json_get(e, "family"),
                                    *attr = mc_json_get(e, "attr"), *dts = mc_json_get(e, "dtypes"),
                                    *packed = mc_json_get(e, "packed");
@@ -901,6 +941,13 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
             mc_error_prefix(err, "--python-backend %s: ", spec);
     }
     mc_json_free(root);
+    for (int k = 0; k < n_specs && err->code == MC_ERR_NONE; k++) {
+        int found = 0;
+        for (int i = 0; i < n_slots; i++)
+            found |= strcmp(slots[i].spec, specs[k]) == 0;
+        if (!found)
+            mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: no backend classes", specs[k]);
+    }
     return err->code;
 }
 
@@ -912,12 +959,18 @@ void mc_python_unload(void)
         free(slots[i].attr);
     }
     n_slots = 0;
-    if (W.pid != 0 && W.owner == getpid()) {
+    if (W.active && W.owner == getpid()) {
         close(W.sock); /* the worker reads EOF and exits */
         W.sock = -1;
-        char how[MC_MSG_LEN];
-        reap(W.pid, W.log_fd, "exit", how, sizeof how);
+        worker_status(W.status_fd);
     }
-    W.pid = 0;
     worker_release(&W);
+    if (Z.pid != 0) {
+        close(Z.ctl); /* the zygote reads EOF, kills what is left and exits */
+        while (waitpid(Z.pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        close(Z.log);
+        Z.pid = 0;
+        Z.ctl = Z.log = -1;
+    }
 }

@@ -1,13 +1,21 @@
-"""The worker loop of mixcheck's Python backends (the other half of harness/src/pybackend.c).
+"""The worker side of mixcheck's Python backends (the other half of harness/src/pybackend.c).
 
-Started by mixcheck, once per mixcheck process that creates a model of a Python backend, as
-``PYTHON -c "...; from mixcheck_backend.worker import main; main()" serve`` (or ``describe SPEC...``)
-with three descriptors in place:
+mixcheck starts the interpreter once per run, as ``PYTHON -c "...; main()" zygote SPEC...`` with fd 3 a
+SOCK_SEQPACKET socket and stdout/stderr a log. The *zygote* imports every SPEC (torch, transformers:
+the expensive part, paid once), sends the description of their backend classes as one packet
+(int64 status, then JSON), and then waits. Each mixcheck process that creates a model (in a check's
+child process: once per check) sends it a packet with its pid and four descriptors (SCM_RIGHTS): its
+end of a stream socket, the shared-memory arena (a memfd), a log memfd and the write end of a status
+pipe. The zygote forks a *worker* for it, which serves that process alone:
 
-    3  requests from mixcheck (read)       4  replies to mixcheck (write)
-    5  the shared-memory arena (a memfd), mapped here and in mixcheck
+    3  requests from mixcheck (read)       4  replies to mixcheck (write; the same socket)
+    5  the arena, mapped here and in mixcheck          1, 2  the log mixcheck reads when it dies
 
-stdout and stderr go to a log mixcheck reads when the worker dies. The wire format, little-endian:
+When the worker ends, the zygote writes its wait status (int32) into the status pipe, so mixcheck can
+say "died of signal 11"; when the mixcheck process ends first (a check killed for its time limit), the
+zygote kills the worker (it watches each client with a pidfd). The zygote ends with mixcheck.
+
+The wire format of a worker, little-endian:
 
     request  16 x int64: op, model, cache, cache2, batch, len, off_x, off_mask, off_y, off_a, off_b,
              off_c, n, arena_bytes, payload_bytes, reserved; then payload_bytes of UTF-8 JSON
@@ -23,6 +31,9 @@ import importlib.util
 import json
 import mmap
 import os
+import select
+import signal
+import socket
 import struct
 import sys
 import traceback
@@ -279,19 +290,117 @@ class Worker:
         raise Invalid("unknown request %d" % op)
 
 
+def _prctl_pdeathsig():
+    """Dies with the zygote (Linux): a worker never outlives the run."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _start_worker(ctl_fd, fds):
+    """In the forked child: the descriptors in place, then serve until mixcheck closes the socket."""
+    sock, arena, log, status = fds
+    try:
+        _prctl_pdeathsig()
+        nul = os.open(os.devnull, os.O_RDONLY)
+        for src, dst in ((nul, 0), (log, 1), (log, 2), (sock, 3), (sock, 4), (arena, 5)):
+            os.dup2(src, dst)
+        os.closerange(6, 1 << 16)
+        import faulthandler
+        faulthandler.enable()  # a crash leaves the Python stack in the log mixcheck reads
+        Worker().serve()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    except BaseException:
+        traceback.print_exc()
+        os._exit(70)
+
+
+def zygote(specs):
+    ctl = socket.socket(fileno=FD_REQ)
+    try:
+        text, status = json.dumps(describe(specs)), OK
+    except Exception as e:
+        traceback.print_exc()
+        text, status = _describe_exception(e), INTERNAL
+    ctl.send(struct.pack("<q", status) + text.encode("utf-8", "replace"))
+    if status != OK:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    kids = {}  # worker pid -> (status fd, client pidfd)
+    watch = {}  # client pidfd -> worker pid
+    while True:
+        try:
+            ready, _, _ = select.select([ctl] + list(watch), [], [], 0.2)
+        except InterruptedError:
+            ready = []
+        for r in ready:
+            if r is ctl:
+                try:
+                    msg, fds, _, _ = socket.recv_fds(ctl, 64, 4)
+                except OSError:
+                    msg, fds = b"", []
+                if not msg:  # mixcheck is gone
+                    for pid in kids:
+                        os.kill(pid, signal.SIGKILL)
+                    return
+                if len(fds) != 4 or len(msg) < 8:
+                    for fd in fds:
+                        os.close(fd)
+                    continue
+                client = struct.unpack("<q", msg[:8])[0]
+                try:
+                    pidfd = os.pidfd_open(client)
+                except OSError:
+                    pidfd = -1
+                pid = os.fork()
+                if pid == 0:
+                    ctl.close()
+                    _start_worker(FD_REQ, fds)
+                for fd in fds[:3]:
+                    os.close(fd)
+                kids[pid] = (fds[3], pidfd)
+                if pidfd >= 0:
+                    watch[pidfd] = pid
+            else:  # a client ended: its worker goes too
+                pid = watch.pop(r)
+                os.close(r)
+                if pid in kids:
+                    kids[pid] = (kids[pid][0], -1)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        while kids:
+            try:
+                pid, st = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            fd, pidfd = kids.pop(pid, (-1, -1))
+            if fd >= 0:
+                try:
+                    os.write(fd, struct.pack("<i", st))
+                except OSError:
+                    pass
+                os.close(fd)
+            if pidfd >= 0:
+                watch.pop(pidfd, None)
+                os.close(pidfd)
+
+
 def main():
     args = sys.argv[1:]
-    if args and args[0] == "describe":
-        try:
-            text, status = json.dumps(describe(args[1:])), OK
-        except Exception as e:
-            traceback.print_exc()
-            text, status = _describe_exception(e), INTERNAL
-        _reply(status, 0, text)
-        return
-    import faulthandler
-    faulthandler.enable()  # a crash leaves the Python stack in the log mixcheck reads
-    Worker().serve()
+    if args and args[0] == "zygote":
+        zygote(args[1:])
+    else:
+        sys.stderr.write("usage: worker.py zygote SPEC...\n")
+        sys.exit(2)
 
 
 if __name__ == "__main__":
