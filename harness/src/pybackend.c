@@ -448,8 +448,11 @@ static void json_num(FILE *f, double v)
         fputs("NaN", f);
     else if (isinf(v))
         fputs(v > 0 ? "Infinity" : "-Infinity", f); /* Python's json reads both */
-    else
-        fprintf(f, "%.17g", v);
+    else {
+        char b[40];
+        snprintf(b, sizeof b, "%.17g", v);
+        fprintf(f, strpbrk(b, ".eE") ? "%s" : "%s.0", b); /* a float in Python too */
+    }
 }
 
 static void json_config(FILE *f, enum mc_family family, const void *config)

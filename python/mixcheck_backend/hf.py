@@ -43,6 +43,14 @@ from . import Backend, Unsupported
 TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
+def _expand(inter, hidden):
+    """HF derives intermediate_size as int(expand * hidden_size), with an integer expand."""
+    if inter % hidden:
+        raise Unsupported("intermediate size %d is not a multiple of hidden_size %d: HF's config cannot say it"
+                          % (inter, hidden))
+    return inter // hidden
+
+
 class _HF(Backend):
     dtypes = ("f64", "f32", "f16", "bf16")
 
@@ -138,7 +146,7 @@ class HFMamba2(_HF):
                            state_size=c["state_size"], n_groups=c["n_groups"], conv_kernel=c["conv_kernel"],
                            chunk_size=c["chunk_size"], layer_norm_epsilon=c["layer_norm_epsilon"],
                            time_step_limit=tuple(c["time_step_limit"]), use_bias=c["use_bias"],
-                           use_conv_bias=c["use_conv_bias"], expand=inter / c["hidden_size"],
+                           use_conv_bias=c["use_conv_bias"], expand=_expand(inter, c["hidden_size"]),
                            num_hidden_layers=1, vocab_size=8)
         mixer = Mamba2Mixer(cfg, layer_idx=0)
         if mixer.intermediate_size != inter:
@@ -154,7 +162,7 @@ class HFMamba(_HF):
 
     def build(self, c):
         cfg = MambaConfig(hidden_size=c["hidden_size"], state_size=c["state_size"], conv_kernel=c["conv_kernel"],
-                          expand=c["intermediate_size"] / c["hidden_size"], time_step_rank=c["time_step_rank"],
+                          expand=_expand(c["intermediate_size"], c["hidden_size"]), time_step_rank=c["time_step_rank"],
                           use_bias=c["use_bias"], use_conv_bias=c["use_conv_bias"], num_hidden_layers=1,
                           vocab_size=8)
         mixer = MambaMixer(cfg, layer_idx=0)

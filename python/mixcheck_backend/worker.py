@@ -79,7 +79,7 @@ def _describe_exception(e):
     frames = [f for f in traceback.extract_tb(e.__traceback__)
               if os.path.abspath(f.filename) != os.path.join(HERE, "worker.py")]
     where = " <- ".join("%s:%d in %s" % (os.path.basename(f.filename), f.lineno, f.name) for f in reversed(frames))
-    text = "%s: %s" % (type(e).__name__, e)
+    text = " ".join(("%s: %s" % (type(e).__name__, e)).split())  # one line
     return text + (" [traceback, innermost first: %s]" % where if where else "")
 
 
