@@ -44,11 +44,15 @@ TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16
 
 
 def _expand(inter, hidden):
-    """HF derives intermediate_size as int(expand * hidden_size), with an integer expand."""
+    """HF derives intermediate_size as int(expand * hidden_size); its config validates expand as an int."""
+    return inter // hidden if inter % hidden == 0 else 1
+
+
+def _set_expand(cfg, inter, hidden):
+    """A fractional expand (e.g. 48 / 32) the config's validation refuses: set past it, so that the mixer
+    derives the golden's intermediate size."""
     if inter % hidden:
-        raise Unsupported("intermediate size %d is not a multiple of hidden_size %d: HF's config cannot say it"
-                          % (inter, hidden))
-    return inter // hidden
+        object.__setattr__(cfg, "expand", inter / hidden)
 
 
 class _HF(Backend):
@@ -142,12 +146,20 @@ class HFMamba2(_HF):
 
     def build(self, c):
         inter = c["num_heads"] * c["head_dim"]
-        cfg = Mamba2Config(hidden_size=c["hidden_size"], num_heads=c["num_heads"], head_dim=c["head_dim"],
+        heads = c["num_heads"]
+        if inter % c["hidden_size"]:  # validated as hidden_size * int(expand) == num_heads * head_dim
+            if c["hidden_size"] % c["head_dim"]:
+                raise Unsupported("Mamba2Config cannot hold intermediate size %d with hidden_size %d"
+                                  % (inter, c["hidden_size"]))
+            heads = c["hidden_size"] // c["head_dim"]
+        cfg = Mamba2Config(hidden_size=c["hidden_size"], num_heads=heads, head_dim=c["head_dim"],
                            state_size=c["state_size"], n_groups=c["n_groups"], conv_kernel=c["conv_kernel"],
                            chunk_size=c["chunk_size"], layer_norm_epsilon=c["layer_norm_epsilon"],
                            time_step_limit=tuple(c["time_step_limit"]), use_bias=c["use_bias"],
                            use_conv_bias=c["use_conv_bias"], expand=_expand(inter, c["hidden_size"]),
                            num_hidden_layers=1, vocab_size=8)
+        _set_expand(cfg, inter, c["hidden_size"])
+        object.__setattr__(cfg, "num_heads", c["num_heads"])
         mixer = Mamba2Mixer(cfg, layer_idx=0)
         if mixer.intermediate_size != inter:
             raise Unsupported("Mamba2Mixer derives intermediate_size %d from expand, the golden has %d"
@@ -165,6 +177,7 @@ class HFMamba(_HF):
                           expand=_expand(c["intermediate_size"], c["hidden_size"]), time_step_rank=c["time_step_rank"],
                           use_bias=c["use_bias"], use_conv_bias=c["use_conv_bias"], num_hidden_layers=1,
                           vocab_size=8)
+        _set_expand(cfg, c["intermediate_size"], c["hidden_size"])
         mixer = MambaMixer(cfg, layer_idx=0)
         if mixer.intermediate_size != c["intermediate_size"]:
             raise Unsupported("MambaMixer derives intermediate_size %d from expand, the golden has %d"

@@ -171,6 +171,18 @@ static void test_bad_interpreter_and_module_are_input_errors(void **state)
     expect("has no attribute 'NoSuchClass'");
 }
 
+static void test_bench_python_overhead_runs(void **state)
+{
+    (void)state;
+    /* figures only, no time limit (machine-dependent): the mode runs, checks y == x at every size and
+     * reports the fixed cost and the rate */
+    int rc = run(MIXCHECK " bench --python-overhead --python /usr/bin/python3 --hidden 64");
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, out);
+    expect("adapter per call beyond the bytes (L = 1):");
+    expect("interpreter starts: 1 for the run");
+}
+
 int main(void)
 {
     if (system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
@@ -186,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_wrong_shape_is_refused),
         cmocka_unit_test(test_hang_runs_into_the_time_limit_and_the_worker_dies),
         cmocka_unit_test(test_bad_interpreter_and_module_are_input_errors),
+        cmocka_unit_test(test_bench_python_overhead_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
