@@ -297,6 +297,9 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             return usage_error("run: unknown or incomplete option '%s' (see mixcheck run --help)", argv[optind - 1]);
         }
     }
+    if ((cli->python.python || cli->python.device) && cli->n_python == 0)
+        return usage_error("--python%s: needs --python-backend SPEC (the backends to run)",
+                           cli->python.device ? "-device" : "");
     if (cli->max_drift > 0 && cli->baseline_path == NULL)
         return usage_error("--max-drift%s: needs --baseline REPORT.json", "");
     if (cli->baseline_path && cli->max_drift == 0)

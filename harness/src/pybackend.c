@@ -846,7 +846,7 @@ static int start_zygote(const struct mc_python_options *opt, const char *const *
     close(Z.log);
     Z.log = -1;
     if (got >= 8)
-        mc_error_set(err, MC_ERR_INPUT, "--python-backend %s: %s", n == 1 ? specs[0] : "(several)", buf);
+        mc_error_set(err, MC_ERR_INPUT, "--python-backend %s", buf); /* "SPEC: what went wrong" */
     else
         mc_error_set(err, MC_ERR_INPUT, "--python-backend: the interpreter '%s' %s", opt->python, how);
     free(buf);

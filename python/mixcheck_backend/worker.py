@@ -124,10 +124,17 @@ def load_spec(spec):
     return mod, classes
 
 
+class SpecError(Exception):
+    """A spec that cannot be loaded: the message names it."""
+
+
 def describe(specs):
     out = []
     for spec in specs:
-        _, classes = load_spec(spec)
+        try:
+            _, classes = load_spec(spec)
+        except Exception as e:
+            raise SpecError("%s: %s" % (spec, _describe_exception(e))) from e
         for cls in classes:
             out.append({"spec": spec, "attr": cls.__qualname__, "name": cls.name, "family": cls.family,
                         "dtypes": list(cls.dtypes), "packed": callable(getattr(cls, "forward_packed", None))})
@@ -323,6 +330,9 @@ def zygote(specs):
     ctl = socket.socket(fileno=FD_REQ)
     try:
         text, status = json.dumps(describe(specs)), OK
+    except SpecError as e:
+        traceback.print_exc()
+        text, status = str(e), INTERNAL
     except Exception as e:
         traceback.print_exc()
         text, status = _describe_exception(e), INTERNAL
