@@ -1,9 +1,10 @@
 """mixcheck_backend: write a mixcheck backend in Python.
 
-A Python backend is a class derived from :class:`Backend`. ``mixcheck run --python-backend SPEC`` loads it
-in a worker interpreter (``python -m``-style, one interpreter per mixcheck worker process, started at the
-first model of that process) and drives it through the same scenarios as a C backend: the harness calls
-the methods below through a pipe, and every tensor travels through shared memory as a numpy array.
+A Python backend is a class derived from :class:`Backend`. ``mixcheck run --python PY --python-backend SPEC``
+(SPEC: ``MODULE``, ``MODULE:CLASS``, ``FILE.py`` or ``FILE.py:CLASS``) imports it once per run in the
+interpreter PY and drives it through the same scenarios as a C backend: each check's process gets a
+worker forked from that interpreter (worker.py), the harness calls the methods below over a socket, and
+every tensor travels through shared memory as a numpy array.
 
 What a port author writes::
 
