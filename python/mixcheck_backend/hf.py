@@ -93,7 +93,9 @@ class _HF(Backend):
 
     # ---- the contract --------------------------------------------------------------------------
     def cache_alloc(self, batch):
-        return DynamicCache(config=self.hf_config)
+        cache = DynamicCache(config=self.hf_config)
+        cache._mixcheck_batch = batch  # HF's layers learn it at the first forward; an export may come first
+        return cache
 
     def cache_copy(self, cache):
         return copy.deepcopy(cache)
@@ -128,8 +130,6 @@ class _HF(Backend):
         return torch.float64 if self.dtype == "f64" else torch.float32
 
     def forward(self, cache, x, mask):
-        if cache is not None:
-            cache._mixcheck_batch = x.shape[0]
         with torch.no_grad():
             h = self.tensor(x)
             m = None
