@@ -493,6 +493,10 @@ static void json_config(FILE *f, enum mc_family family, const void *config)
             memcpy(&i32, at, sizeof i32);
             fputs(i32 == MC_GDN_LAYOUT_QWEN3_NEXT ? "\"qwen3_next\"" : "\"qwen3_5\"", f);
             break;
+        case MC_FIELD_QK_NORM:
+            memcpy(&i32, at, sizeof i32);
+            json_str(f, mc_qk_norm_name(i32));
+            break;
         }
     }
     fputc('}', f);
@@ -509,6 +513,8 @@ static size_t family_config_size(enum mc_family f)
         return sizeof(struct mc_gdn_config);
     case MC_FAMILY_SHORTCONV:
         return sizeof(struct mc_shortconv_config);
+    case MC_FAMILY_ATTENTION:
+        return sizeof(struct mc_attention_config);
     }
     return 0;
 }

@@ -13,7 +13,7 @@ What a port author writes::
 
     class MyShortConv(Backend):
         name = "my-shortconv"          # the backend name in reports and for --backend
-        family = "shortconv"           # mamba2, mamba1, gdn or shortconv
+        family = "shortconv"           # mamba2, mamba1, gdn, shortconv or attention
         dtypes = ("f64", "f32")        # the storage dtypes it accepts
 
         def __init__(self, family, dtype, config, weights, options):
@@ -87,7 +87,7 @@ class Backend:
 
     Class attributes a subclass sets:
         name: the backend name (unique per family), e.g. ``"np-shortconv"``.
-        family: ``"mamba2"``, ``"mamba1"``, ``"gdn"`` or ``"shortconv"``.
+        family: ``"mamba2"``, ``"mamba1"``, ``"gdn"``, ``"shortconv"`` or ``"attention"``.
         dtypes: the storage dtypes accepted, a subset of ``("f64", "f32", "f16", "bf16")``.
 
     A subclass that defines :meth:`forward_packed` has the packed call (``MC_CAP_PACKED``); without
