@@ -20,25 +20,45 @@ when the module is, so the zygote pays for it once per run.
 """
 
 import copy
+import importlib
 
 import numpy as np
 import torch
 # every transformers module is imported here, not in the methods: the zygote imports this module
 # once per run, and each forked worker then starts with them loaded
+import transformers
 from transformers import DynamicCache
 from transformers.masking_utils import create_recurrent_attention_mask
-from transformers import Mamba2Config
-from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
-from transformers import MambaConfig
-from transformers.models.mamba.modeling_mamba import MambaMixer
-from transformers import Qwen3NextConfig
-from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
-from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig
-from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5GatedDeltaNet
-from transformers import Lfm2Config
-from transformers.models.lfm2.modeling_lfm2 import Lfm2ShortConv
 
-from . import Backend, Unsupported
+
+def _optional(module, *names):
+    """The classes of a model module, or None each where this transformers lacks it (the backend then
+    reports its checks unsupported, naming the version)."""
+    try:
+        mod = importlib.import_module("transformers." + module)
+        return [getattr(mod, n) for n in names]
+    except (ImportError, AttributeError):
+        return [None] * len(names)
+
+
+Mamba2Config, = _optional("models.mamba2.configuration_mamba2", "Mamba2Config")
+Mamba2Mixer, = _optional("models.mamba2.modeling_mamba2", "Mamba2Mixer")
+MambaConfig, = _optional("models.mamba.configuration_mamba", "MambaConfig")
+MambaMixer, = _optional("models.mamba.modeling_mamba", "MambaMixer")
+Qwen3NextConfig, = _optional("models.qwen3_next.configuration_qwen3_next", "Qwen3NextConfig")
+Qwen3NextGatedDeltaNet, = _optional("models.qwen3_next.modeling_qwen3_next", "Qwen3NextGatedDeltaNet")
+Qwen3_5TextConfig, = _optional("models.qwen3_5.configuration_qwen3_5", "Qwen3_5TextConfig")
+Qwen3_5GatedDeltaNet, = _optional("models.qwen3_5.modeling_qwen3_5", "Qwen3_5GatedDeltaNet")
+Lfm2Config, = _optional("models.lfm2.configuration_lfm2", "Lfm2Config")
+Lfm2ShortConv, = _optional("models.lfm2.modeling_lfm2", "Lfm2ShortConv")
+
+
+def _need(what, *classes):
+    if any(c is None for c in classes):
+        raise Unsupported("transformers %s has no %s" % (transformers.__version__, what))
+
+
+from . import Backend, Unsupported  # noqa: E402
 
 TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -145,6 +165,7 @@ class HFMamba2(_HF):
     family = "mamba2"
 
     def build(self, c):
+        _need("Mamba2Mixer", Mamba2Config, Mamba2Mixer)
         inter = c["num_heads"] * c["head_dim"]
         heads = c["num_heads"]
         if inter % c["hidden_size"]:  # validated as hidden_size * int(expand) == num_heads * head_dim
@@ -173,6 +194,7 @@ class HFMamba(_HF):
     family = "mamba1"
 
     def build(self, c):
+        _need("MambaMixer", MambaConfig, MambaMixer)
         cfg = MambaConfig(hidden_size=c["hidden_size"], state_size=c["state_size"], conv_kernel=c["conv_kernel"],
                           expand=_expand(c["intermediate_size"], c["hidden_size"]), time_step_rank=c["time_step_rank"],
                           use_bias=c["use_bias"], use_conv_bias=c["use_conv_bias"], num_hidden_layers=1,
@@ -197,8 +219,10 @@ class HFGatedDeltaNet(_HF):
                   num_hidden_layers=1, layer_types=["linear_attention"], vocab_size=8, num_attention_heads=2,
                   num_key_value_heads=1, head_dim=8)
         if c["projection_layout"] == "qwen3_next":
+            _need("Qwen3NextGatedDeltaNet", Qwen3NextConfig, Qwen3NextGatedDeltaNet)
             cfg = Qwen3NextConfig(**kw)
             return cfg, Qwen3NextGatedDeltaNet(cfg, layer_idx=0)
+        _need("Qwen3_5GatedDeltaNet", Qwen3_5TextConfig, Qwen3_5GatedDeltaNet)
         cfg = Qwen3_5TextConfig(**kw)
         return cfg, Qwen3_5GatedDeltaNet(cfg, layer_idx=0)
 
@@ -208,6 +232,7 @@ class HFShortConv(_HF):
     family = "shortconv"
 
     def build(self, c):
+        _need("Lfm2ShortConv", Lfm2Config, Lfm2ShortConv)
         cfg = Lfm2Config(hidden_size=c["hidden_size"], conv_L_cache=c["conv_L_cache"], conv_bias=c["conv_bias"],
                          num_hidden_layers=1, layer_types=["conv"], vocab_size=8, num_attention_heads=2,
                          num_key_value_heads=1, intermediate_size=16)
