@@ -40,6 +40,12 @@ static void usage(FILE *out)
             "                  Applied before goldens are read\n"
             "backends and tolerances:\n"
             "  --plugin LIB    load backends from a shared library (repeatable)\n"
+            "  --python-backend SPEC\n"
+            "                  load backends written in Python (python/mixcheck_backend): SPEC is MODULE,\n"
+            "                  MODULE:CLASS, FILE.py or FILE.py:CLASS (repeatable; README \"Python backends\")\n"
+            "  --python PY     the interpreter for them, a path or a name in PATH (default python3)\n"
+            "  --python-device DEV\n"
+            "                  the device they run on and are checked as (default cpu; e.g. cuda)\n"
             "  --tolerance F   a tolerance profile consulted before each case's own: the first profile\n"
             "                  with entries for a check's (device, dtype) gives its tolerances (repeatable)\n"
             "  --device-profile DEV=AS\n"
@@ -95,6 +101,9 @@ struct run_cli {
     int bisect;
     const char *plugins[MC_PLUGIN_MAX];
     int n_plugins;
+    const char *python_specs[MC_PYTHON_MAX_BACKENDS];
+    int n_python;
+    struct mc_python_options python;
     const char *tolerance_paths[MC_RUN_MAX_TOLERANCES];
     struct mc_tolerance_profile tolerances[MC_RUN_MAX_TOLERANCES];
     const char **paths;
@@ -128,6 +137,9 @@ enum {
     OPT_HTML,
     OPT_RECORD,
     OPT_SHARD,
+    OPT_PYTHON,
+    OPT_PYTHON_BACKEND,
+    OPT_PYTHON_DEVICE,
     OPT_HELP
 };
 
@@ -214,6 +226,9 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"html", required_argument, NULL, OPT_HTML},
         {"record", required_argument, NULL, OPT_RECORD},
         {"shard", required_argument, NULL, OPT_SHARD},
+        {"python", required_argument, NULL, OPT_PYTHON},
+        {"python-backend", required_argument, NULL, OPT_PYTHON_BACKEND},
+        {"python-device", required_argument, NULL, OPT_PYTHON_DEVICE},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -276,6 +291,22 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
                 return usage_error("--plugin: at most 16 plugins (got '%s' too)", optarg);
             cli->plugins[cli->n_plugins++] = optarg;
             rerun_option(cli, &used, "--plugin", optarg);
+            break;
+        case OPT_PYTHON:
+            cli->python.python = optarg;
+            rerun_option(cli, &used, "--python", optarg);
+            break;
+        case OPT_PYTHON_DEVICE:
+            if (optarg[0] == '\0')
+                return usage_error("--python-device: expected a device name, e.g. cuda (got '%s')", optarg);
+            cli->python.device = optarg;
+            rerun_option(cli, &used, "--python-device", optarg);
+            break;
+        case OPT_PYTHON_BACKEND:
+            if (cli->n_python >= MC_PYTHON_MAX_BACKENDS)
+                return usage_error("--python-backend: at most 32 (got '%s' too)", optarg);
+            cli->python_specs[cli->n_python++] = optarg;
+            rerun_option(cli, &used, "--python-backend", optarg);
             break;
         case OPT_TOLERANCE:
             if (o->n_tolerances >= MC_RUN_MAX_TOLERANCES)
@@ -345,6 +376,9 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         return 2;
     if (cli->junit_path == NULL && getenv("XML_OUTPUT_FILE") && *getenv("XML_OUTPUT_FILE"))
         cli->junit_path = getenv("XML_OUTPUT_FILE");
+    if ((cli->python.python || cli->python.device) && cli->n_python == 0)
+        return usage_error("--python%s: needs --python-backend SPEC (the backends to run)",
+                           cli->python.device ? "-device" : "");
     if (cli->max_drift > 0 && cli->baseline_path == NULL)
         return usage_error("--max-drift%s: needs --baseline REPORT.json", "");
     if (cli->baseline_path && cli->max_drift == 0)
@@ -527,6 +561,11 @@ int mc_cmd_run(int argc, char **argv)
         collect_provenance(cli);
     if (code == 0)
         code = mc_cli_load_backends(&reg, &plugins, cli->plugins, cli->n_plugins, cli->bisect);
+    if (code == 0 && cli->n_python > 0) {
+        if (cli->python.python == NULL)
+            cli->python.python = "python3";
+        code = mc_cli_load_python(&reg, &plugins, &cli->python, cli->python_specs, cli->n_python, cli->bisect);
+    }
     if (code == 0)
         code = validate_filters(cli, &reg);
     if (code == 0)
@@ -544,6 +583,7 @@ int mc_cmd_run(int argc, char **argv)
     for (int i = 0; i < cli->opt.n_tolerances; i++)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
+    mc_python_unload();
     mc_provenance_free(&cli->prov);
     mc_report_doc_free(&cli->baseline);
     free(cli);
