@@ -128,11 +128,12 @@ static struct mc_probe_session *probe_state(struct mc_session *s)
 }
 
 /* The reference model in f64 on the golden's weights rounded to the check's dtype (as refrun.c does);
- * none when the family has no reference with probes, or the backend is the reference itself. */
+ * none when the family has no reference with probes, or the check is of the f64 reference itself. */
 static void ref_model_open(struct mc_session *s, struct mc_probe_session *p)
 {
     const struct mc_backend_ops *ref = s->ctx->ref_ops;
-    if (p->ref_model != NULL || ref == NULL || ref == s->ops || !mc_probes_capable(ref) ||
+    if (p->ref_model != NULL || ref == NULL || (ref == s->ops && s->ctx->dtype == MC_DTYPE_F64) ||
+        !mc_probes_capable(ref) ||
         !(ref->dtypes & MC_DTYPE_BIT(MC_DTYPE_F64)))
         return;
     const struct mc_golden *g = s->g;
