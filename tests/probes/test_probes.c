@@ -8,6 +8,8 @@
  *   - a port that ignores the cached conv window (tests/probes/probe_plugin.c) is diagnosed with
  *     first stage conv_out at the first token of the first continued forward, against the reference
  *     (console and JSON);
+ *   - the Mamba2 mutants with probes: 8.2a first fails at conv_out on the continued forward's first
+ *     token, 8.10 at dt;
  *   - the example plugin's probes work (a check failing under a tight profile names conv_in against
  *     the golden);
  *   - a mis-shaped probe from a plugin is that backend's error, not a crash.
@@ -257,6 +259,40 @@ static void write_tight(void)
     fclose(f);
 }
 
+/* The Mamba2 mutants (tests/mutants) with probes declared (MIXCHECK_MUTANT_PROBES): a continued forward
+ * with a zero conv window fails first at conv_out on its first token; a decode step without the dt clamp
+ * at dt. Both against the reference run on the same call. */
+static void test_mutant_first_stages(void **state)
+{
+    (void)state;
+    setenv("MIXCHECK_MUTANT_PROBES", "1", 1);
+    assert_int_equal(run(MIXCHECK " run cases/mamba2/tiny.yaml --plugin " MC_MUTANTS_PLUGIN
+                                  " --backend mutant.8.2a-zero-conv-context --scenario chunked"),
+                     1);
+    const char *line = strstr(out, "first failing stage: conv_out: token ");
+    if (line == NULL)
+        fail_msg("no conv_out stage in:\n%s", out);
+    long long token = -1, t0 = -2, t1 = -2;
+    assert_int_equal(sscanf(line, "first failing stage: conv_out: token %lld", &token), 1);
+    const char *call = strstr(line, "tokens ");
+    assert_non_null(call);
+    assert_int_equal(sscanf(call, "tokens %lld..%lld", &t0, &t1), 2);
+    assert_true(t0 > 0);
+    assert_int_equal(token, t0);
+    expect(line, "against the reference");
+    assert_int_equal(run(MIXCHECK " run cases/mamba2/dtlimit.yaml --plugin " MC_MUTANTS_PLUGIN
+                                  " --backend mutant.8.10-no-dt-clamp-decode --scenario decode"),
+                     1);
+    expect(out, "first failing stage: dt: token ");
+    expect(out, "against the reference");
+    /* without the variable the mutants declare no probes: diagnosed as before */
+    unsetenv("MIXCHECK_MUTANT_PROBES");
+    assert_int_equal(run(MIXCHECK " run cases/mamba2/dtlimit.yaml --plugin " MC_MUTANTS_PLUGIN
+                                  " --backend mutant.8.10-no-dt-clamp-decode --scenario decode"),
+                     1);
+    assert_null(strstr(out, "stage"));
+}
+
 static void test_example_plugin_probes(void **state)
 {
     (void)state;
@@ -294,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_backend_probes_match_golden),
         cmocka_unit_test(test_golden_without_probes_loads),
         cmocka_unit_test(test_zero_conv_context_first_stage),
+        cmocka_unit_test(test_mutant_first_stages),
         cmocka_unit_test(test_example_plugin_probes),
         cmocka_unit_test(test_bad_shape_probe_is_backend_error),
     };
