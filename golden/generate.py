@@ -18,7 +18,8 @@ NAME is family/name (gdn/tiny), a family (gdn: all of it), or a bare mamba2 name
 Nothing is written unless `regenerate` is given, with the names to rewrite or --all.
 
 Families are pluggable: a family supplies make_golden(spec) (config attributes, weights, inputs and the
-expected tensors at every position 0..L) plus its own self-test: mamba2, mamba1, gdn, shortconv.
+expected tensors at every position 0..L) plus its own self-test: mamba2, mamba1, gdn, shortconv, and from
+golden/models.py attention.
 """
 
 import argparse
@@ -583,13 +584,17 @@ def padding_selftest(spec, g, fwd, report, limit=1e-13):
     report(f"{spec.name} {pads} vs rows alone", d, limit)
 
 
-def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/recurrent_state"):
-    """Draw the inputs (after the weights), run the oracle, assemble the Golden (every position 0..L)."""
+def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/recurrent_state", with_probes=False):
+    """Draw the inputs (after the weights), run the oracle, assemble the Golden (every position 0..L).
+    with_probes: the forward takes probes= and the golden stores them (README "Stage probes")."""
     hidden = quantize(rng.standard_normal((spec.batch, spec.length, cfg["hidden_size"])), scale=1.0)
     mask = spec.mask()
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
     probes = {}
-    out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask, probes=probes)
+    if with_probes:
+        out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask, probes=probes)
+    else:
+        out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask)
     tensors = {"weights/" + k: v for k, v in weights.items()}
     tensors["inputs/hidden_states"] = hidden
     if mask is not None:
@@ -755,7 +760,7 @@ def mamba1_make_golden(spec):
     rng = np.random.default_rng(spec.seed)
     weights = mamba1_init(cfg, rng, spec.proj_grid_bits)
     config = {k: np.int64(cfg[k]) for k in MAMBA1_INT_ATTRS}
-    return finish_golden(spec, cfg, rng, weights, mamba1_forward, config)
+    return finish_golden(spec, cfg, rng, weights, mamba1_forward, config, with_probes=True)
 
 
 def mamba1_selftest():
@@ -980,7 +985,7 @@ def gdn_make_golden(spec):
     config = {k: np.int64(cfg[k]) for k in GDN_INT_ATTRS}
     config["rms_norm_eps"] = np.float64(cfg["rms_norm_eps"])
     config["projection_layout"] = cfg["projection_layout"]
-    g = finish_golden(spec, cfg, rng, weights, gdn_forward, config)
+    g = finish_golden(spec, cfg, rng, weights, gdn_forward, config, with_probes=True)
     # the cumulative log decay Σ_t g_t of each row and value head over its real tokens (what a chunked
     # form's in-chunk cumulative sums reach when one chunk holds the whole sequence, docs/semantics.md §8.12)
     w64 = float64_weights(g)
@@ -1084,7 +1089,7 @@ def shortconv_make_golden(spec):
     rng = np.random.default_rng(spec.seed)
     weights = shortconv_init(cfg, rng, spec.proj_grid_bits)
     config = {k: np.int64(cfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
-    return finish_golden(spec, cfg, rng, weights, shortconv_forward, config)
+    return finish_golden(spec, cfg, rng, weights, shortconv_forward, config, with_probes=True)
 
 
 def shortconv_selftest():
@@ -1320,6 +1325,12 @@ SPECS = {s.key: s for s in [
                batch=4, length=300, seed=38, right_pad=(0, 59, 30, 44),
                positions=(0, 128, 241, 256, 257, 270, 300)),
 ]}
+
+
+# The model-level layers (golden/models.py: attention) add their families and goldens to FAMILIES and SPECS.
+sys.path.insert(0, GOLDEN_DIR)
+import models  # noqa: E402
+models.register(sys.modules[__name__])
 
 
 # ---------------------------------------------------------------------------------------------------

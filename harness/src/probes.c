@@ -64,6 +64,8 @@ int mc_probe_specs(const struct mc_family_config *cfg, struct mc_probe_spec out[
         out[n++] = spec1("conv_out", c->hidden_size, "channel");
         break;
     }
+    case MC_FAMILY_ATTENTION: /* no stages defined (docs/scenarios.md §1.3) */
+        break;
     }
     return n;
 }

@@ -58,8 +58,9 @@ static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_gdn_ops() : mc_reference_gdn_ops();
     case MC_FAMILY_SHORTCONV:
         return cpu ? mc_cpu_shortconv_ops() : mc_reference_shortconv_ops();
+    default:
+        return NULL;
     }
-    return NULL;
 }
 
 /* Runs the whole golden as one prefill of `ops` at dtype with probes on (or off) and returns the
@@ -143,7 +144,7 @@ static void test_backend_probes_match_golden(void **state)
         int cpu;
         enum mc_dtype dtype;
     } runs[] = {{0, MC_DTYPE_F64}, {0, MC_DTYPE_F32}, {1, MC_DTYPE_F32}, {1, MC_DTYPE_BF16}};
-    double worst[4][5] = {{0}};
+    double worst[4][MC_FAMILY_ATTENTION + 1] = {{0}};
     for (size_t i = 0; i < sizeof GOLDENS / sizeof GOLDENS[0]; i++) {
         char path[256], prof_path[256];
         snprintf(path, sizeof path, "golden/%s.h5", GOLDENS[i]);
