@@ -228,8 +228,10 @@ int mc_probes_before(struct mc_session *s, const struct mc_session_cache *c, con
     p->pre_conv = calloc(nconv ? nconv : 1, sizeof *p->pre_conv);
     p->pre_state = calloc(nstate ? nstate : 1, sizeof *p->pre_state);
     p->pre_ok = 0;
-    if (p->pre_conv == NULL || p->pre_state == NULL)
-        return mc_error_set(s->err, MC_ERR_NOMEM, "out of memory"), -1;
+    if (p->pre_conv == NULL || p->pre_state == NULL) {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
+        return -1;
+    }
     p->pre_zero = 1;
     if (c != NULL) {
         if (mc_session_cache_read(s, c, p->pre_conv, nstate ? p->pre_state : NULL) != 0)
@@ -273,7 +275,7 @@ static int read_probes(struct mc_session *s, const struct mc_backend_ops *ops, s
             mc_session_backend_failed(s, st, "probe_read", &msg);
         return own ? -1 : 0;
     }
-    if (count < 0 || (count > 0 && pr == NULL)) {
+    if (count < 0 || count > 64 || (count > 0 && pr == NULL)) { /* 64: far more stages than any family has */
         if (own) {
             char what[128];
             snprintf(what, sizeof what, "returned %d probes at %p", (int)count, (const void *)pr);
