@@ -64,6 +64,8 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
     kv_str(w, "case", r->case_id, 0);
     kv_str(w, "case_path", r->case_path, 1);
     kv_str(w, "family", mc_family_name(r->family), 1);
+    if (r->model_type[0])
+        kv_str(w, "model_type", r->model_type, 1);
     kv_str(w, "scenario", mc_scenario_name(r->scenario), 1);
     kv_str(w, "backend", r->backend, 1);
     kv_str(w, "device", r->device, 1);
@@ -118,7 +120,23 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_num(w, "atol", t->tol.atol);
         kv_num(w, "rtol", t->tol.rtol);
         kv_int(w, "comparisons", t->comparisons);
+        if (t->logits.present) {
+            const struct mc_logits_metrics *m = &t->logits;
+            fputs(", \"logits_metrics\": {\"positions\": ", w->f);
+            fprintf(w->f, "%lld", (long long)m->positions);
+            kv_num(w, "top1_agreement", mc_logits_top1_rate(m));
+            kv_int(w, "top_k", MC_LOGITS_TOPK);
+            kv_num(w, "topk_overlap", mc_logits_topk_overlap(m));
+            kv_num(w, "kl_mean", mc_logits_kl_mean(m));
+            kv_num(w, "kl_max", m->kl_max);
+            if (m->worst_kl_token >= 0)
+                kv_int(w, "kl_max_token", m->worst_kl_token);
+            kv_num(w, "logprob_diff_max", m->logprob_diff_max);
+            fputc('}', w->f);
+        }
     }
+    if (r->diagnosis[0])
+        kv_str(w, "diagnosis", r->diagnosis, 1);
     if (r->message[0])
         kv_str(w, "message", r->message, 1);
     if (r->detail[0])

@@ -14,6 +14,11 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
         mc_writer_xml_text(w, r->message);
         fputc('\n', w->f);
     }
+    if (r->diagnosis[0]) {
+        mc_writer_xml_text(w, "diagnosis: ");
+        mc_writer_xml_text(w, r->diagnosis);
+        fputc('\n', w->f);
+    }
     for (int i = 0; i < r->n_tensors; i++) {
         const struct mc_tensor_result *t = &r->tensors[i];
         if (mc_compare_passed(&t->stats))

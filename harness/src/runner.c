@@ -15,6 +15,9 @@
 #include "family.h"
 #include "golden.h"
 #include "isolate.h"
+#include "stackcheck.h"
+#include "stackconfig.h"
+#include "stackgolden.h"
 
 /* ---- discovery ------------------------------------------------------------------------------------ */
 
@@ -255,6 +258,20 @@ static enum mc_err_code run_check(struct mc_scenario_ctx *ctx, const struct mc_r
     free(more);
     return err->code;
 }
+/* A backend of the case's family, or for a model case of any family its layers may have. */
+static const struct mc_backend_ops *case_find(const struct mc_registry *reg, const char *name, const struct mc_case *c)
+{
+    enum mc_family fams[4] = {c->family};
+    enum mc_model_type t;
+    int n = c->model_type != NULL && mc_model_type_from_name(c->model_type, &t) == 0 ? mc_model_type_families(t, fams) : 1;
+    for (int i = 0; i < n; i++) {
+        const struct mc_backend_ops *o = mc_registry_find(reg, name, fams[i]);
+        if (o != NULL)
+            return o;
+    }
+    return NULL;
+}
+
 /* The backends to run on a case: the case's own list plus every backend a plugin registered for its
  * family (a loaded port runs everywhere it applies), or only the one --backend names, which also runs
  * on cases that do not list it when it is registered for their family. */
@@ -266,7 +283,7 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
         int listed = 0;
         for (int i = 0; i < c->n_backends; i++)
             listed |= strcmp(c->backends[i], only) == 0;
-        if (listed || mc_registry_find(reg, only, c->family) != NULL) {
+        if (listed || case_find(reg, only, c) != NULL) {
             names[0] = only;
             return 1;
         }
@@ -277,7 +294,7 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
         names[n++] = c->backends[i];
     for (int i = 0; i < reg->n; i++) {
         const struct mc_backend_ops *o = reg->entries[i].ops;
-        if (reg->entries[i].plugin == 0 || o->family != c->family)
+        if (reg->entries[i].plugin == 0 || case_find(reg, o->name, c) != o)
             continue;
         int listed = 0;
         for (int k = 0; k < n; k++)
@@ -307,7 +324,7 @@ static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_
     *selected = *not_applicable = 0;
     int n = case_backends(c, reg, opt, names);
     for (int bi = 0; bi < n; bi++) {
-        const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
+        const struct mc_backend_ops *ops = case_find(reg, names[bi], c);
         for (int si = 0; si < c->n_scenarios; si++)
             for (int di = 0; di < c->n_dtypes; di++) {
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
@@ -339,6 +356,8 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
             rep->n_not_applicable += not_applicable;
             return 1;
         }
+        if (c->model_type != NULL)
+            return 2; /* a model case: run_model_case reads its golden */
         if (mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
             if (g->config.family != c->family)
                 mc_error_set(&e, MC_ERR_INPUT, "%s:%d:%d: in 'family': '%s' but golden %s holds '%s'", path,
@@ -582,8 +601,7 @@ static void account_requests(const char *const *paths, int n_paths, const int *p
 }
 
 /* Records the golden of a case about to run (provenance of the report); 0, or -1 out of memory. */
-static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const struct mc_golden *g,
-                      struct mc_error *err)
+static int add_golden_sha(struct mc_run_report *rep, const struct mc_case *c, const char *sha, struct mc_error *err)
 {
     if (rep->n_goldens == rep->cap_goldens) {
         int cap = rep->cap_goldens ? 2 * rep->cap_goldens : 16;
@@ -599,8 +617,140 @@ static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const 
     snprintf(o->case_id, sizeof o->case_id, "%s", c->id);
     snprintf(o->case_path, sizeof o->case_path, "%s", c->path);
     snprintf(o->golden_path, sizeof o->golden_path, "%s", c->golden_path);
-    snprintf(o->content_sha256, sizeof o->content_sha256, "%s", g->content_sha256);
+    snprintf(o->content_sha256, sizeof o->content_sha256, "%s", sha);
     return 0;
+}
+
+static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const struct mc_golden *g,
+                      struct mc_error *err)
+{
+    return add_golden_sha(rep, c, g->content_sha256, err);
+}
+
+/* ---- model cases (docs/models.md §3) ------------------------------------------------------------ */
+
+/* Which backend each layer runs on for backend `ops` under test: the layers the case names (all when it
+ * names none) whose family `ops`'s name is registered for, the others on the reference. Returns how many
+ * layers run on the backend under test (0: it has none of this stack's families), or -1 with `missing`
+ * naming a family without a reference. */
+static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *g, const struct mc_registry *reg,
+                         const char *name, const struct mc_backend_ops **ops, uint8_t *under, enum mc_family *missing)
+{
+    int n = 0;
+    for (int64_t l = 0; l < g->config.n_layers; l++) {
+        enum mc_family fam = g->config.layers[l].family;
+        int named = c->n_layers == 0;
+        for (int i = 0; i < c->n_layers; i++)
+            named |= c->layers[i] == l;
+        const struct mc_backend_ops *o = named ? mc_registry_find(reg, name, fam) : NULL;
+        under[l] = o != NULL;
+        n += o != NULL;
+        ops[l] = o != NULL ? o : mc_registry_find(reg, "reference", fam);
+        if (ops[l] == NULL) {
+            *missing = fam;
+            return -1;
+        }
+    }
+    return n;
+}
+
+/* Every selected (backend, scenario, dtype) of a model case, run in this process and reported in order. */
+static void run_model_case(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
+                           const struct mc_run_callbacks *cb, struct mc_run_report *rep, int *pattern_hits,
+                           struct mc_error *err)
+{
+    struct mc_stack_golden g;
+    struct mc_error e = {0};
+    if (mc_stack_golden_load(c->golden_path, &g, &e) != MC_ERR_NONE) {
+        if (e.code == MC_ERR_NOMEM)
+            mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+        else {
+            mc_error_prefix(&e, "%s:%d:%d: in 'golden'", c->path, c->golden_line, c->golden_column);
+            add_problem(rep, c->path, &e, cb, err);
+        }
+        return;
+    }
+    for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
+        mc_stack_check_validate(c, &c->scenarios[i], &g, &e);
+    if (e.code != MC_ERR_NONE) {
+        add_problem(rep, c->path, &e, cb, err);
+        mc_stack_golden_free(&g);
+        return;
+    }
+    if (add_golden_sha(rep, c, g.content_sha256, err) != 0) {
+        mc_stack_golden_free(&g);
+        return;
+    }
+    rep->n_cases++;
+    int64_t nl = g.config.n_layers;
+    const char **names = calloc((size_t)max_backends(c, reg), sizeof *names);
+    const struct mc_backend_ops **ops = calloc((size_t)nl, sizeof *ops);
+    uint8_t *under = calloc((size_t)nl, 1);
+    if (names == NULL || ops == NULL || under == NULL) {
+        mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    int n_names = case_backends(c, reg, opt, names);
+    for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
+        const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
+        enum mc_family missing = c->family;
+        int covered = assign_layers(c, &g, reg, names[bi], ops, under, &missing);
+        if (covered < 0 || bops == NULL) {
+            mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
+                         c->path, covered < 0 ? "reference" : names[bi], mc_family_name(missing));
+            add_problem(rep, c->path, &e, cb, err);
+            mc_error_clear(&e);
+            continue;
+        }
+        const char *tdev = tolerance_device(opt, bops->device);
+        for (int di = 0; di < c->n_dtypes && err->code == MC_ERR_NONE; di++) {
+            const struct mc_tolerance_profile *prof = tolerance_profile(c, opt, tdev, c->dtypes[di]);
+            int reported = 0;
+            for (int si = 0; si < c->n_scenarios && err->code == MC_ERR_NONE; si++) {
+                const struct mc_scenario_spec *sp = &c->scenarios[si];
+                if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, names[bi], c->dtypes[di]))
+                    continue;
+                if (covered == 0 || !mc_run_applies(bops, sp->kind, c->dtypes[di])) {
+                    rep->n_not_applicable++;
+                    continue;
+                }
+                if (!mc_tolerance_covers(prof, tdev, c->dtypes[di])) {
+                    if (!reported++) {
+                        mc_error_set(&e, MC_ERR_INPUT, "%s: no tolerances for device '%s' at %s in %s (backend '%s')",
+                                     c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, bops->name);
+                        add_problem(rep, c->path, &e, cb, err);
+                        mc_error_clear(&e);
+                    }
+                    continue;
+                }
+                count_pattern_hits(&opt->filter, c->id, sp->kind, names[bi], c->dtypes[di], pattern_hits);
+                struct mc_stack_ctx ctx = {.c = c, .spec = sp, .g = &g, .layer_ops = ops, .under_test = under,
+                                           .ops = bops, .dtype = c->dtypes[di], .threads = opt->threads,
+                                           .seed_offset = opt->seed_offset, .tolerance = prof,
+                                           .tolerance_device = tdev};
+                struct mc_check_result *res = next_check(rep, err);
+                if (res == NULL)
+                    break;
+                if (mc_stack_check_run(&ctx, res, &e) != MC_ERR_NONE) {
+                    if (e.code == MC_ERR_NOMEM)
+                        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+                    else
+                        add_problem(rep, c->path, &e, cb, err);
+                    mc_error_clear(&e);
+                    continue;
+                }
+                rep->n_checks++;
+                rep->counts[res->status]++;
+                if (cb && cb->on_check)
+                    cb->on_check(res, cb->user);
+            }
+        }
+    }
+out:
+    free(names);
+    free(ops);
+    free(under);
+    mc_stack_golden_free(&g);
 }
 
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
@@ -626,9 +776,12 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
         for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
             struct mc_case c = {0};
             struct mc_golden g = {0};
-            if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0 && add_golden(rep, &c, &g, err) == 0) {
+            int ready = prepare_case(files[i], reg, opt, &c, &g, rep, cb, err);
+            if (ready == 0 && add_golden(rep, &c, &g, err) == 0) {
                 rep->n_cases++;
                 run_case(&c, &g, reg, opt, cb, rep, pattern_hits, err);
+            } else if (ready == 2) {
+                run_model_case(&c, reg, opt, cb, rep, pattern_hits, err);
             }
             mc_golden_free(&g);
             mc_case_free(&c);

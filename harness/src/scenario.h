@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "error.h"
 #include "golden.h"
+#include "logits.h"
 #include "mixcheck/backend.h"
 #include "probes.h"
 #include "refrun.h"
@@ -43,6 +44,7 @@ struct mc_tensor_result {
     struct mc_tolerance tol;
     struct mc_compare_stats stats;
     int64_t comparisons;           /* arrays merged into stats (forwards, checkpoints, rows) */
+    struct mc_logits_metrics logits; /* model cases' logits tensors (present = 1), else zero */
 };
 
 struct mc_check_result {
@@ -70,6 +72,11 @@ struct mc_check_result {
     /* a failing check of a backend with stage probes: the first stage that left tolerance, from a
      * rerun with probes on (probes.h; first_stage.probed == 0 when there was none) */
     struct mc_first_stage first_stage;
+    /* model cases (stackcheck.h): the model type ("" for mixer checks), and the localisation of a
+     * logits failure — the first layer whose hidden state leaves tolerance, its kind, the first
+     * failing token — or the first diverging step of greedy generation */
+    char model_type[16];
+    char diagnosis[512];
 };
 
 struct mc_scenario_ctx {
