@@ -36,8 +36,9 @@ import h5py
 import numpy as np
 
 GENERATOR = "golden/generate.py"
-GENERATOR_VERSION = "1.2"   # 1.1: mamba1, gdn, shortconv, mamba2/rightpad (Mamba2 numbers unchanged);
-                            # 1.2: GoldenSpec.a_range / dt_range, the 300-token goldens (no older number changed)
+GENERATOR_VERSION = "1.3"   # 1.1: mamba1, gdn, shortconv, mamba2/rightpad (Mamba2 numbers unchanged);
+                            # 1.2: GoldenSpec.a_range / dt_range, the 300-token goldens (no older number changed);
+                            # 1.3: the stage probes /probes/<name> (README "Stage probes"; no older number changed)
 FORMAT = "mixcheck-golden"
 FORMAT_VERSION = 1
 GOLDEN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -51,6 +52,12 @@ CHECK_RTOL = 1e-12
 # the power-of-two grid step = 2**(ceil(log2(scale)) - GRID_BITS): at most 2**GRID_BITS steps per scale,
 # so every value has <= GRID_BITS + 1 significant bits, stays bf16-representable, and compresses well.
 GRID_BITS = 7
+
+# Stage probes (README "Stage probes"): the intermediates of the full-sequence prefill under /probes/<name>,
+# [B, L, ...] float64, zeros at padding tokens. Stored for a golden whose probes take at most this many raw
+# float64 bytes (the small and medium cases); the realistic-shape and 300-token goldens go without, so the
+# files stay within their size budget (a check there diagnoses against the reference backend instead).
+PROBE_MAX_BYTES = 256 * 1024
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -248,14 +255,15 @@ def mamba2_zero_cache(cfg, batch):
     return np.zeros((batch, d.C, d.K)), np.zeros((batch, d.H, d.P, d.N))
 
 
-def mamba2_forward(cfg, w, u, mask=None, window=None, state=None):
+def mamba2_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE: the plain sequential recurrence over one segment (docs/semantics.md §11), float64.
 
     u [B, L, D]; mask [B, L] (0 = padding) or None; window [B, C, K] / state [B, H, P, N] the cache before
     the segment (zeros when None). A padding token is skipped: window and state stay as they were and its
     output is out_proj.bias (zero without bias).
     Returns (out [B, L, D], windows [L+1, B, C, K], states [L+1, B, H, P, N], dt_free [B, L, H]) where
-    windows[t] / states[t] is the cache after the first t tokens of the segment.
+    windows[t] / states[t] is the cache after the first t tokens of the segment. probes: a dict that
+    receives the stage probes (README "Stage probes"), or None.
     """
     d = Mamba2Dims.of(cfg)
     Bsz, L, _ = u.shape
@@ -269,6 +277,8 @@ def mamba2_forward(cfg, w, u, mask=None, window=None, state=None):
     A = -np.exp(w["A_log"])                                    # [H]
     windows, states = [window.copy()], [state.copy()]
     y = np.zeros((Bsz, L, d.H, d.P))
+    probe_alloc(probes, {"conv_out": (Bsz, L, d.C), "dt": (Bsz, L, d.H), "B": (Bsz, L, d.G, d.N),
+                         "C": (Bsz, L, d.G, d.N)})
     for t in range(L):
         on = live[:, t]
         # conv window: drop the oldest column, append this token's pre-conv input (CONV-INV)
@@ -277,6 +287,10 @@ def mamba2_forward(cfg, w, u, mask=None, window=None, state=None):
         xbc = silu(conv_b + np.sum(conv_w * window, axis=2))  # [B, C]
         x, Bh, Ch = mamba2_split_heads(cfg, xbc)               # [B, H, P], [B, H, N], [B, H, N]
         dt_t = dt[:, t, :]                                     # [B, H]
+        probe_record(probes, "conv_out", t, xbc)
+        probe_record(probes, "dt", t, dt_t)
+        probe_record(probes, "B", t, xbc[:, d.I:d.I + d.GN].reshape(Bsz, d.G, d.N))
+        probe_record(probes, "C", t, xbc[:, d.I + d.GN:].reshape(Bsz, d.G, d.N))
         decay = np.exp(dt_t * A)[:, :, None, None]
         stepped = decay * state + (dt_t[:, :, None] * x)[:, :, :, None] * Bh[:, :, None, :]
         state = np.where(on[:, None, None, None], stepped, state)
@@ -284,6 +298,10 @@ def mamba2_forward(cfg, w, u, mask=None, window=None, state=None):
         windows.append(window.copy())
         states.append(state.copy())
     out = mamba2_back(cfg, w, y.reshape(Bsz, L, d.I), z)
+    if probes is not None:
+        probes["scan_out"] = y.reshape(Bsz, L, d.I).copy()
+        probes["norm_in"] = y.reshape(Bsz, L, d.I) * silu(z)   # the gated norm's input (gate before norm)
+        probe_unpad(probes, live)
     pad_out = w.get("out_proj.bias", np.zeros(d.D))
     out = np.where(live[:, :, None], out, pad_out)
     return out, np.stack(windows), np.stack(states), dt_free
@@ -298,7 +316,8 @@ def mamba2_make_golden(spec):
     mask = spec.mask()
 
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
-    out, windows, states, dt_free = mamba2_forward(cfg, w64, hidden.astype(np.float64), mask)
+    probes = {}
+    out, windows, states, dt_free = mamba2_forward(cfg, w64, hidden.astype(np.float64), mask, probes=probes)
 
     notes = []
     if spec.a_range is not None or spec.dt_range is not None:
@@ -326,6 +345,7 @@ def mamba2_make_golden(spec):
     tensors["expected/output"] = out
     tensors["expected/conv_state"] = windows
     tensors["expected/recurrent_state"] = states
+    add_probes(tensors, probes)
     return Golden(config, tensors, notes)
 
 
@@ -476,6 +496,27 @@ class Reporter:
         print(f"  {label:<38} max|diff|: {text}{'' if worst <= limit else '  FAIL (> %.0e)' % limit}")
 
 
+def probe_record(probes, name, t, value):
+    """Stores value [B, ...] of token t into probes[name] [B, L, ...] (allocated by the caller's first call
+    through probe_alloc); no-op when probes is None."""
+    if probes is not None:
+        probes[name][:, t] = value
+
+
+def probe_alloc(probes, shapes):
+    """Zeroed [B, L, ...] float64 arrays for every name -> shape of `shapes` into probes (when not None)."""
+    if probes is not None:
+        for name, shape in shapes.items():
+            probes[name] = np.zeros(shape)
+
+
+def probe_unpad(probes, live):
+    """Zeros every probe at the padding tokens (live [B, L] false): a padding token has no intermediates."""
+    if probes is not None:
+        for name, v in probes.items():
+            probes[name] = np.where(live.reshape(live.shape + (1,) * (v.ndim - 2)), v, 0.0)
+
+
 def roll_window(window, column, on):
     """CONV-INV step of a [B, C, K] window: drop the oldest column and append `column` [B, C], only for the
     rows where `on` [B] is true (a padding token never reaches the cache)."""
@@ -545,12 +586,17 @@ def padding_selftest(spec, g, fwd, report, limit=1e-13):
     report(f"{spec.name} {pads} vs rows alone", d, limit)
 
 
-def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/recurrent_state"):
-    """Draw the inputs (after the weights), run the oracle, assemble the Golden (every position 0..L)."""
+def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/recurrent_state", with_probes=False):
+    """Draw the inputs (after the weights), run the oracle, assemble the Golden (every position 0..L).
+    with_probes: the forward takes probes= and the golden stores them (README "Stage probes")."""
     hidden = quantize(rng.standard_normal((spec.batch, spec.length, cfg["hidden_size"])), scale=1.0)
     mask = spec.mask()
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
-    out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask)
+    probes = {}
+    if with_probes:
+        out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask, probes=probes)
+    else:
+        out, windows, states = forward(cfg, w64, hidden.astype(np.float64), mask)
     tensors = {"weights/" + k: v for k, v in weights.items()}
     tensors["inputs/hidden_states"] = hidden
     if mask is not None:
@@ -559,7 +605,15 @@ def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/
     tensors["expected/conv_state"] = windows
     if states is not None:
         tensors[state_key] = states
+    add_probes(tensors, probes)
     return Golden(config, tensors, [])
+
+
+def add_probes(tensors, probes):
+    """The stage probes as /probes/<name> datasets, when they take at most PROBE_MAX_BYTES."""
+    if sum(v.nbytes for v in probes.values()) <= PROBE_MAX_BYTES:
+        for name, v in probes.items():
+            tensors["probes/" + name] = v
 
 
 def decay_note(logdecay, mask):
@@ -639,9 +693,10 @@ def mamba1_out(cfg, w, y, z, live):
     return np.where(live[:, :, None], out, pad_out)
 
 
-def mamba1_forward(cfg, w, u, mask=None, window=None, state=None):
+def mamba1_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE for Mamba1 (§3.3 / §3.4 / §11): sequential float64 recurrence over one segment from the
-    cache (window [B, I, K], state h [B, I, N]; zeros when None). Padding tokens are skipped.
+    cache (window [B, I, K], state h [B, I, N]; zeros when None). Padding tokens are skipped. probes: a dict
+    that receives the stage probes (README "Stage probes"), or None.
     Returns (out [B, L, D], windows [L+1, B, I, K], states [L+1, B, I, N])."""
     D, I, N, K, R = mamba1_dims(cfg)
     Bsz, L, _ = u.shape
@@ -657,17 +712,24 @@ def mamba1_forward(cfg, w, u, mask=None, window=None, state=None):
     A = -np.exp(w["A_log"])                                                   # [I, N]
     windows, states = [window.copy()], [state.copy()]
     y = np.zeros((Bsz, L, I))
+    probe_alloc(probes, {"conv_out": (Bsz, L, I), "dt": (Bsz, L, I), "B": (Bsz, L, N), "C": (Bsz, L, N)})
     for t in range(L):
         on = live[:, t]
         window = roll_window(window, xh[:, t], on)
         xc = silu(conv_b + np.sum(conv_w * window, axis=2))                   # [B, I]
         delta, Bm, Cm = mamba1_ssm_inputs(cfg, w, xc)                         # [B, I], [B, N], [B, N]
+        for name, v in (("conv_out", xc), ("dt", delta), ("B", Bm), ("C", Cm)):
+            probe_record(probes, name, t, v)
         stepped = (np.exp(delta[:, :, None] * A) * state
                    + delta[:, :, None] * Bm[:, None, :] * xc[:, :, None])
         state = np.where(on[:, None, None], stepped, state)
         y[:, t] = np.sum(state * Cm[:, None, :], axis=2) + w["D"] * xc
         windows.append(window.copy())
         states.append(state.copy())
+    if probes is not None:
+        probes["scan_out"] = y.copy()
+        probes["norm_in"] = y * silu(z)   # Mamba1 has no norm: the gated out_proj input
+        probe_unpad(probes, live)
     return mamba1_out(cfg, w, y, z, live), np.stack(windows), np.stack(states)
 
 
@@ -700,7 +762,7 @@ def mamba1_make_golden(spec):
     rng = np.random.default_rng(spec.seed)
     weights = mamba1_init(cfg, rng, spec.proj_grid_bits)
     config = {k: np.int64(cfg[k]) for k in MAMBA1_INT_ATTRS}
-    return finish_golden(spec, cfg, rng, weights, mamba1_forward, config)
+    return finish_golden(spec, cfg, rng, weights, mamba1_forward, config, with_probes=True)
 
 
 def mamba1_selftest():
@@ -814,12 +876,14 @@ def gdn_heads(cfg, xc):
     k = xc[..., d.kd:2 * d.kd].reshape(lead + (d.Hk, d.dk))
     v = xc[..., 2 * d.kd:].reshape(lead + (d.Hv, d.dv))
 
-    def l2norm(x):
-        return x * (1.0 / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + GDN_L2NORM_EPS))
-
-    qh = np.repeat(l2norm(q) * d.dk ** -0.5, d.r, axis=-2)
-    kh = np.repeat(l2norm(k), d.r, axis=-2)
+    qh = np.repeat(gdn_l2norm(q) * d.dk ** -0.5, d.r, axis=-2)
+    kh = np.repeat(gdn_l2norm(k), d.r, axis=-2)
     return qh, kh, v
+
+
+def gdn_l2norm(x):
+    """l2norm over the last axis: x·rsqrt(Σx² + 1e-6)."""
+    return x * (1.0 / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + GDN_L2NORM_EPS))
 
 
 def gdn_back(cfg, w, o, z, live):
@@ -831,9 +895,11 @@ def gdn_back(cfg, w, o, z, live):
     return np.where(live[:, :, None], out, 0.0)
 
 
-def gdn_forward(cfg, w, u, mask=None, window=None, state=None):
+def gdn_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE for GDN: the recurrent form of §4.4 token by token, float64, S[b][h][dk][dv] (rows = key
-    dim). window [B, C, K] / state [B, Hv, dk, dv] (zeros when None). Padding tokens are skipped.
+    dim). window [B, C, K] / state [B, Hv, dk, dv] (zeros when None). Padding tokens are skipped. probes: a
+    dict that receives the stage probes (README "Stage probes"; q and k after the l2 norm, before q's
+    dk^-1/2), or None.
     Returns (out [B, L, D], windows [L+1, B, C, K], states [L+1, B, Hv, dk, dv])."""
     d = gdn_dims(cfg)
     Bsz, L, _ = u.shape
@@ -845,10 +911,16 @@ def gdn_forward(cfg, w, u, mask=None, window=None, state=None):
     conv_w = w["conv1d.weight"][:, 0, :]
     windows, states = [window.copy()], [state.copy()]
     o = np.zeros((Bsz, L, d.Hv, d.dv))
+    probe_alloc(probes, {"conv_out": (Bsz, L, d.C), "q": (Bsz, L, d.Hk, d.dk), "k": (Bsz, L, d.Hk, d.dk)})
     for t in range(L):
         on = live[:, t]
         window = roll_window(window, mixed[:, t], on)
-        qh, kh, v = gdn_heads(cfg, silu(np.sum(conv_w * window, axis=2)))    # no conv bias
+        xc = silu(np.sum(conv_w * window, axis=2))                           # no conv bias
+        qh, kh, v = gdn_heads(cfg, xc)
+        if probes is not None:
+            probe_record(probes, "conv_out", t, xc)
+            probe_record(probes, "q", t, gdn_l2norm(xc[:, :d.kd].reshape(Bsz, d.Hk, d.dk)))
+            probe_record(probes, "k", t, gdn_l2norm(xc[:, d.kd:2 * d.kd].reshape(Bsz, d.Hk, d.dk)))
         S = state * np.exp(g[:, t])[:, :, None, None]                         # S ← S·exp(g)
         m = np.einsum("bhij,bhi->bhj", S, kh)                                 # m = Sᵀ k̂
         delta = beta[:, t, :, None] * (v - m)                                 # δ = β (v − m)
@@ -857,6 +929,9 @@ def gdn_forward(cfg, w, u, mask=None, window=None, state=None):
         o[:, t] = np.einsum("bhij,bhi->bhj", state, qh)                       # o = Sᵀ q̂ (updated state)
         windows.append(window.copy())
         states.append(state.copy())
+    if probes is not None:
+        probes["beta"], probes["g"], probes["core_out"] = beta.copy(), g.copy(), o.copy()
+        probe_unpad(probes, live)
     return gdn_back(cfg, w, o, z, live), np.stack(windows), np.stack(states)
 
 
@@ -912,7 +987,7 @@ def gdn_make_golden(spec):
     config = {k: np.int64(cfg[k]) for k in GDN_INT_ATTRS}
     config["rms_norm_eps"] = np.float64(cfg["rms_norm_eps"])
     config["projection_layout"] = cfg["projection_layout"]
-    g = finish_golden(spec, cfg, rng, weights, gdn_forward, config)
+    g = finish_golden(spec, cfg, rng, weights, gdn_forward, config, with_probes=True)
     # the cumulative log decay Σ_t g_t of each row and value head over its real tokens (what a chunked
     # form's in-chunk cumulative sums reach when one chunk holds the whole sequence, docs/semantics.md §8.12)
     w64 = float64_weights(g)
@@ -988,10 +1063,11 @@ def shortconv_back(cfg, w, cg, co, live):
     return np.where(live[:, :, None], out + pad_out, pad_out)
 
 
-def shortconv_forward(cfg, w, u, mask=None, window=None, state=None):
+def shortconv_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE for ShortConv: per token, window ← shift(window, Bx_t), co = conv.bias + Σ_k w[k]·window[k]
     (no activation), y = C ⊙ co, out_proj. Padding tokens are skipped. `state` is accepted and ignored
-    (no recurrent state). Returns (out [B, L, D], windows [L+1, B, D, K], None)."""
+    (no recurrent state). probes: a dict that receives the stage probes (README "Stage probes"), or None.
+    Returns (out [B, L, D], windows [L+1, B, D, K], None)."""
     D, K = cfg["hidden_size"], cfg["conv_L_cache"]
     Bsz, L, _ = u.shape
     live = np.ones((Bsz, L), bool) if mask is None else mask.astype(bool)
@@ -1004,6 +1080,9 @@ def shortconv_forward(cfg, w, u, mask=None, window=None, state=None):
         window = roll_window(window, bx[:, t], live[:, t])
         co[:, t] = conv_b + np.sum(conv_w * window, axis=2)
         windows.append(window.copy())
+    if probes is not None:
+        probes["conv_in"], probes["conv_out"] = bx.copy(), co.copy()
+        probe_unpad(probes, live)
     return shortconv_back(cfg, w, cg, co, live), np.stack(windows), None
 
 
@@ -1012,7 +1091,7 @@ def shortconv_make_golden(spec):
     rng = np.random.default_rng(spec.seed)
     weights = shortconv_init(cfg, rng, spec.proj_grid_bits)
     config = {k: np.int64(cfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
-    return finish_golden(spec, cfg, rng, weights, shortconv_forward, config)
+    return finish_golden(spec, cfg, rng, weights, shortconv_forward, config, with_probes=True)
 
 
 def shortconv_selftest():

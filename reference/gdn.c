@@ -340,6 +340,17 @@ static enum mc_backend_status gdn_forward_packed(struct mc_model *model, struct 
     return mc_ref_forward_packed(&gdn_family, model, pool, args, msg);
 }
 
+static enum mc_backend_status gdn_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_ref_probe_enable(&gdn_family, model, on, msg);
+}
+
+static enum mc_backend_status gdn_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                              struct mc_msg *msg)
+{
+    return mc_ref_probe_read(&gdn_family, model, probes, count, msg);
+}
+
 static const struct mc_backend_ops gdn_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -347,7 +358,7 @@ static const struct mc_backend_ops gdn_ops = {
     .device = "cpu",
     .family = MC_FAMILY_GDN,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = MC_CAP_PACKED,
+    .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = gdn_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = gdn_cache_alloc,
@@ -357,6 +368,8 @@ static const struct mc_backend_ops gdn_ops = {
     .cache_import = gdn_cache_import,
     .forward = gdn_forward,
     .forward_packed = gdn_forward_packed,
+    .probe_enable = gdn_probe_enable,
+    .probe_read = gdn_probe_read,
 };
 
 const struct mc_backend_ops *mc_reference_gdn_ops(void)

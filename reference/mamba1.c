@@ -226,6 +226,17 @@ static enum mc_backend_status m1_forward_packed(struct mc_model *model, struct m
     return mc_ref_forward_packed(&m1_family, model, pool, args, msg);
 }
 
+static enum mc_backend_status m1_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_ref_probe_enable(&m1_family, model, on, msg);
+}
+
+static enum mc_backend_status m1_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                              struct mc_msg *msg)
+{
+    return mc_ref_probe_read(&m1_family, model, probes, count, msg);
+}
+
 static const struct mc_backend_ops m1_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -233,7 +244,7 @@ static const struct mc_backend_ops m1_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA1,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = MC_CAP_PACKED,
+    .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = m1_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = m1_cache_alloc,
@@ -243,6 +254,8 @@ static const struct mc_backend_ops m1_ops = {
     .cache_import = m1_cache_import,
     .forward = m1_forward,
     .forward_packed = m1_forward_packed,
+    .probe_enable = m1_probe_enable,
+    .probe_read = m1_probe_read,
 };
 
 const struct mc_backend_ops *mc_reference_mamba1_ops(void)

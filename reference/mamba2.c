@@ -258,6 +258,17 @@ static enum mc_backend_status m2_forward_packed(struct mc_model *model, struct m
     return mc_ref_forward_packed(&m2_family, model, pool, args, msg);
 }
 
+static enum mc_backend_status m2_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_ref_probe_enable(&m2_family, model, on, msg);
+}
+
+static enum mc_backend_status m2_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                              struct mc_msg *msg)
+{
+    return mc_ref_probe_read(&m2_family, model, probes, count, msg);
+}
+
 static const struct mc_backend_ops m2_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -265,7 +276,7 @@ static const struct mc_backend_ops m2_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA2,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = MC_CAP_PACKED,
+    .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = m2_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = m2_cache_alloc,
@@ -275,6 +286,8 @@ static const struct mc_backend_ops m2_ops = {
     .cache_import = m2_cache_import,
     .forward = m2_forward,
     .forward_packed = m2_forward_packed,
+    .probe_enable = m2_probe_enable,
+    .probe_read = m2_probe_read,
 };
 
 const struct mc_backend_ops *mc_reference_mamba2_ops(void)

@@ -190,6 +190,7 @@ void mc_ref_model_destroy(struct mc_model *model)
     struct mc_ref_model *m = ref_base(model);
     for (int s = 0; s < MC_REF_MAX_WEIGHTS; s++)
         free(m->w[s]);
+    mc_ref_probes_free(m->probes);
     free(model);
 }
 
@@ -357,12 +358,15 @@ enum mc_backend_status mc_ref_forward(const struct mc_ref_family *fam, struct mc
         state = tmp_state;
     }
 
+    mc_ref_probes_reset(model);
     if (m->dtype == MC_DTYPE_F64)
         st = fam->forward_f64(model, window, state, args, msg);
     else
         st = fam->forward_f32(model, window, state, args, msg);
     if (st == MC_BACKEND_OK && cache)
         cache->primed = 1;
+    if (st != MC_BACKEND_OK)
+        mc_ref_probes_reset(model);
 
 cleanup:
     free(tmp_state);
@@ -464,6 +468,7 @@ enum mc_backend_status mc_ref_forward_packed(const struct mc_ref_family *fam, st
         pool->primed = 1;
     }
     const size_t tok_bytes = (size_t)m->hidden * m->elem_bytes;
+    mc_ref_probes_suspend(model, 1); /* the packed call reports no probes */
     for (int64_t i = 0; i < n; i++) {
         const int64_t t0 = args->cu_seqlens[i], len = args->cu_seqlens[i + 1] - t0;
         if (len == 0)
@@ -498,5 +503,6 @@ enum mc_backend_status mc_ref_forward_packed(const struct mc_ref_family *fam, st
 cleanup:
     free(state);
     free(window);
+    mc_ref_probes_suspend(model, 0);
     return st;
 }

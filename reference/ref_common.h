@@ -55,6 +55,21 @@ struct mc_ref_family {
     mc_ref_forward_fn forward_f64;
 };
 
+/* Most stage probes a forward records (Mamba2/Mamba1 and GDN have 6). */
+#define MC_REF_MAX_PROBES 8
+
+/* The stage probes of a model (ref_probe.c, backend.h struct mc_probe): the intermediates of its last
+ * forward, in the model dtype, recorded while `on`. */
+struct mc_ref_probes {
+    int on;
+    int suspended; /* the packed call records none */
+    int count;
+    int failed;    /* a backend status when the last forward could not record them */
+    struct mc_probe probes[MC_REF_MAX_PROBES];
+    void *buf[MC_REF_MAX_PROBES];
+    size_t cap[MC_REF_MAX_PROBES];
+};
+
 /* The start of every family's struct mc_model: its first member, so that a struct mc_model *
  * converts to a struct mc_ref_model *. */
 struct mc_ref_model {
@@ -64,6 +79,7 @@ struct mc_ref_model {
     int64_t state_elems;         /* per batch row; 0 = no recurrent state */
     int64_t hidden;              /* D: a token's elements in x and y (the packed call's token stride) */
     void *w[MC_REF_MAX_WEIGHTS]; /* owned copies in the model dtype by the family's enum; NULL when absent */
+    struct mc_ref_probes *probes; /* NULL until the first probe_enable */
 };
 
 /* The cache of every family. Row b of a cache (a slot of a state pool) is window + b*window_elems and
@@ -151,5 +167,21 @@ void mc_ref_cache_row(const struct mc_model *model, const struct mc_cache *cache
 enum mc_backend_status mc_ref_forward_packed(const struct mc_ref_family *fam, struct mc_model *model,
                                              struct mc_cache *pool, const struct mc_packed_args *args,
                                              struct mc_msg *msg);
+
+/* ---- stage probes (ref_probe.c) ----------------------------------------------------------------- */
+
+/* probe_enable / probe_read of the ops (backend.h). */
+enum mc_backend_status mc_ref_probe_enable(const struct mc_ref_family *fam, struct mc_model *model, int32_t on,
+                                           struct mc_msg *msg);
+enum mc_backend_status mc_ref_probe_read(const struct mc_ref_family *fam, struct mc_model *model,
+                                         const struct mc_probe **probes, int32_t *count, struct mc_msg *msg);
+void mc_ref_probes_free(struct mc_ref_probes *p);
+/* Forgets the probes of the previous forward (mc_ref_forward calls it first). */
+void mc_ref_probes_reset(const struct mc_model *model);
+/* While suspended nothing is recorded (the packed call). */
+void mc_ref_probes_suspend(const struct mc_model *model, int suspended);
+/* A zeroed buffer of dims [ndim] elements in the model dtype, recorded as probe `name` (a string
+ * literal) of this forward; NULL when recording is off (or out of memory: probe_read then says so). */
+void *mc_ref_probe_add(const struct mc_model *model, const char *name, int ndim, const int64_t *dims);
 
 #endif

@@ -187,6 +187,17 @@ static enum mc_backend_status sc_forward_packed(struct mc_model *model, struct m
     return mc_ref_forward_packed(&sc_family, model, pool, args, msg);
 }
 
+static enum mc_backend_status sc_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_ref_probe_enable(&sc_family, model, on, msg);
+}
+
+static enum mc_backend_status sc_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                              struct mc_msg *msg)
+{
+    return mc_ref_probe_read(&sc_family, model, probes, count, msg);
+}
+
 static const struct mc_backend_ops sc_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -194,7 +205,7 @@ static const struct mc_backend_ops sc_ops = {
     .device = "cpu",
     .family = MC_FAMILY_SHORTCONV,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
-    .caps = MC_CAP_PACKED,
+    .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = sc_model_create,
     .model_destroy = mc_ref_model_destroy,
     .cache_alloc = sc_cache_alloc,
@@ -204,6 +215,8 @@ static const struct mc_backend_ops sc_ops = {
     .cache_import = sc_cache_import,
     .forward = sc_forward,
     .forward_packed = sc_forward_packed,
+    .probe_enable = sc_probe_enable,
+    .probe_read = sc_probe_read,
 };
 
 const struct mc_backend_ops *mc_reference_shortconv_ops(void)

@@ -122,6 +122,11 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
         fprintf(con->out, "      first failing run: %s\n        %s: ", res->detail, res->first_fail_tensor);
         print_where(con, &res->first_fail, "          ");
     }
+    if (res->first_stage.probed) {
+        char stage[512];
+        mc_first_stage_format(&res->first_stage, stage, sizeof stage);
+        fprintf(con->out, "      %s: %s\n", res->first_stage.name[0] ? "first failing stage" : "stage probes", stage);
+    }
     char cmd[2048];
     mc_report_rerun_command(res, con->argv0, con->rerun_options, cmd, sizeof cmd);
     fprintf(con->out, "      rerun: %s\n", cmd);

@@ -61,6 +61,35 @@ static void write_profile(struct mc_writer *w, const struct mc_position_profile 
     fputs("]}", w->f);
 }
 
+/* "first_stage": the first-stage diagnosis of a failed check with stage probes (probes.h); name null
+ * when every probed stage was within tolerance. */
+static void write_first_stage(struct mc_writer *w, const struct mc_first_stage *f)
+{
+    fputs(", \"first_stage\": {", w->f);
+    kv_str(w, "name", f->name[0] ? f->name : NULL, 0);
+    kv_int(w, "forwards", f->forwards);
+    if (f->name[0]) {
+        kv_str(w, "against", f->against, 1);
+        kv_str(w, "call", f->call, 1);
+        kv_int(w, "batch", f->batch);
+        kv_int(w, "token", f->token);
+        fputs(", \"index\": {", w->f);
+        for (int d = 0; d < f->ndim; d++)
+            fprintf(w->f, "%s\"%s\": %lld", d ? ", " : "", f->index_names[d], (long long)f->index[d]);
+        fputc('}', w->f);
+        kv_num(w, "got", f->got);
+        kv_num(w, "want", f->want);
+        kv_num(w, "abs_err", f->abs_err);
+        kv_num(w, "rel_err", f->rel_err);
+        kv_num(w, "atol", f->atol);
+        kv_num(w, "rtol", f->rtol);
+        kv_num(w, "headroom", f->headroom);
+        kv_int(w, "failing", f->failing);
+        kv_int(w, "elements", f->elements);
+    }
+    fputc('}', w->f);
+}
+
 static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t,
                          const struct mc_drift *drift, int flags)
 {
@@ -170,6 +199,8 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_int(w, "failing", f->n_fail);
         fputc('}', w->f);
     }
+    if (r->first_stage.probed)
+        write_first_stage(w, &r->first_stage);
     kv_num(w, "duration_s", r->duration_s);
     fputc('}', w->f);
 }

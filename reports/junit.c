@@ -44,6 +44,13 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
         mc_writer_xml_text(w, r->detail);
         fputc('\n', w->f);
     }
+    if (r->first_stage.probed) {
+        char stage[512];
+        mc_first_stage_format(&r->first_stage, stage, sizeof stage);
+        snprintf(line, sizeof line, "%s: %s\n", r->first_stage.name[0] ? "first failing stage" : "stage probes",
+                 stage);
+        mc_writer_xml_text(w, line);
+    }
     mc_report_rerun_command(r, "mixcheck", rerun_options, line, sizeof line);
     mc_writer_xml_text(w, line);
 }

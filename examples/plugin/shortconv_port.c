@@ -5,7 +5,10 @@
  *   1. fill in a `struct mc_backend_ops` (name, device, family, dtypes, the eight functions);
  *   2. export `mixcheck_plugin_backends`, returning the ops structs and MIXCHECK_ABI_VERSION;
  *   3. build a shared library and run `mixcheck run cases/ --plugin ./libmixcheck_example.so
- *      --backend example`: every ShortConv case runs through this code.
+ *      --backend example`: every ShortConv case runs through this code;
+ *   4. optionally, stage probes (MC_CAP_PROBES, probe_enable / probe_read): the intermediates of the
+ *      last forward, here ShortConv's conv_in (B*x) and conv_out, so that a failing check names the
+ *      first stage that diverged (README "Stage probes"). They cost one test per token when off.
  *
  * The math: BCx = in_proj(u) split into B, C, x (D channels each); the conv window caches the last
  * K values of B*x per channel; y = C * (conv(B*x) + conv.bias); out = out_proj(y). No activation.
@@ -29,6 +32,12 @@ struct mc_model {
     float *conv_b; /* [D] or NULL */
     float *out_w; /* [D][D] */
     float *out_b; /* [D] or NULL */
+    /* stage probes of the last forward (probe_enable / probe_read) */
+    int probing;
+    float *probe_data[2]; /* conv_in, conv_out: [B][L][D] each */
+    size_t probe_cap;     /* floats allocated in each */
+    struct mc_probe probes[2];
+    int32_t n_probes;
 };
 
 struct mc_cache {
@@ -78,6 +87,8 @@ static void model_destroy(struct mc_model *m)
     free(m->conv_b);
     free(m->out_w);
     free(m->out_b);
+    free(m->probe_data[0]);
+    free(m->probe_data[1]);
     free(m);
 }
 
@@ -193,6 +204,34 @@ static enum mc_backend_status forward(struct mc_model *m, struct mc_cache *cache
     float *windows = cache ? cache->window : scratch;
     const float *x = a->x;
     float *out = a->y;
+    /* probes: [B][L][D] buffers for conv_in and conv_out, zeros at padding tokens */
+    float *p_in = NULL, *p_out = NULL;
+    m->n_probes = 0;
+    if (m->probing) {
+        size_t n = (size_t)(a->batch * a->len * D);
+        if (n > m->probe_cap) {
+            for (int i = 0; i < 2; i++) {
+                float *nb = realloc(m->probe_data[i], n * sizeof *nb);
+                if (nb == NULL) {
+                    free(bcx);
+                    free(y);
+                    free(scratch);
+                    return fail(msg, MC_BACKEND_NOMEM, "out of memory for the probes");
+                }
+                m->probe_data[i] = nb;
+            }
+            m->probe_cap = n;
+        }
+        p_in = m->probe_data[0];
+        p_out = m->probe_data[1];
+        memset(p_in, 0, n * sizeof *p_in);
+        memset(p_out, 0, n * sizeof *p_out);
+        const char *names[2] = {"conv_in", "conv_out"};
+        for (int i = 0; i < 2; i++)
+            m->probes[i] = (struct mc_probe){
+                .name = names[i], .ndim = 3, .dims = {a->batch, a->len, D}, .data = m->probe_data[i]};
+        m->n_probes = 2;
+    }
     for (int64_t b = 0; b < a->batch; b++) {
         for (int64_t t = 0; t < a->len; t++) {
             float *o = out + (b * a->len + t) * D;
@@ -210,6 +249,10 @@ static enum mc_backend_status forward(struct mc_model *m, struct mc_cache *cache
                 for (int64_t k = 0; k < K; k++)
                     acc += m->conv_w[d * K + k] * w[k];
                 y[d] = bcx[D + d] * acc; /* C * conv */
+                if (p_in != NULL) {
+                    p_in[(b * a->len + t) * D + d] = w[K - 1];
+                    p_out[(b * a->len + t) * D + d] = acc;
+                }
             }
             linear(m->out_w, m->out_b, y, D, D, o);
         }
@@ -220,6 +263,24 @@ static enum mc_backend_status forward(struct mc_model *m, struct mc_cache *cache
     return MC_BACKEND_OK;
 }
 
+static enum mc_backend_status probe_enable(struct mc_model *m, int32_t on, struct mc_msg *msg)
+{
+    (void)msg;
+    m->probing = on != 0;
+    m->n_probes = 0;
+    return MC_BACKEND_OK;
+}
+
+/* The probes of the last forward: owned by the model, valid until its next call. */
+static enum mc_backend_status probe_read(struct mc_model *m, const struct mc_probe **probes, int32_t *count,
+                                         struct mc_msg *msg)
+{
+    (void)msg;
+    *probes = m->probes;
+    *count = m->n_probes;
+    return MC_BACKEND_OK;
+}
+
 static const struct mc_backend_ops example_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
     .struct_size = sizeof(struct mc_backend_ops),
@@ -227,7 +288,7 @@ static const struct mc_backend_ops example_ops = {
     .device = "cpu",
     .family = MC_FAMILY_SHORTCONV,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32),
-    .caps = 0,
+    .caps = MC_CAP_PROBES,
     .model_create = model_create,
     .model_destroy = model_destroy,
     .cache_alloc = cache_alloc,
@@ -236,6 +297,8 @@ static const struct mc_backend_ops example_ops = {
     .cache_export = cache_export,
     .cache_import = cache_import,
     .forward = forward,
+    .probe_enable = probe_enable,
+    .probe_read = probe_read,
 };
 
 EXPORT const struct mc_backend_ops *const *mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)

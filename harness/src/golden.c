@@ -19,7 +19,7 @@
 
 /* The links each group may hold: anything else is refused, so that the content checksum (over every
  * dataset of the file) covers exactly what is read. */
-static const char *const ROOT_LINKS[] = {"config", "weights", "inputs", "expected"};
+static const char *const ROOT_LINKS[] = {"config", "weights", "inputs", "expected", "probes"};
 static const char *const INPUT_LINKS[] = {"hidden_states", "attention_mask"};
 static const char *const EXPECTED_LINKS[] = {"output", "state_positions", "conv_state", "recurrent_state"};
 #define LAYOUT_MSG "not part of the golden layout (golden/README.md)"
@@ -293,6 +293,41 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *
 }
 
 
+/* The optional /probes group (golden/README.md "Stage probes"): any of the family's stages, each
+ * [B][L][stage dims] float64; a name the family does not define is refused like any link outside the
+ * layout. */
+static enum mc_err_code read_probes(struct mc_h5_reader *r, struct mc_golden *g)
+{
+    struct mc_probe_spec spec[MC_PROBE_MAX];
+    const char *names[MC_PROBE_MAX];
+    int n = mc_probe_specs(&g->config, spec);
+    int e = mc_h5_link_exists(r, "/probes");
+    if (e <= 0)
+        return r->err.code; /* a golden without probes is fine */
+    for (int i = 0; i < n; i++)
+        names[i] = spec[i].name;
+    if (mc_h5_group_check_links(r, "/probes", names, n, "not a stage probe of this family (golden/README.md)"))
+        return r->err.code;
+    for (int i = 0; i < n; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/probes/%s", spec[i].name);
+        e = mc_h5_link_exists(r, path);
+        if (e < 0)
+            return r->err.code;
+        if (e == 0)
+            continue;
+        struct mc_h5_shape_rule rule = {.ndim = 2 + spec[i].ndim,
+                                        .dims = {g->batch, g->len},
+                                        .source = "the configuration and the inputs"};
+        for (int d = 0; d < spec[i].ndim; d++)
+            rule.dims[2 + d] = spec[i].dims[d];
+        if (array_read(r, path, MC_H5_WANT_F64, &rule, &g->probes[i]))
+            return r->err.code;
+        g->has_probes = 1;
+    }
+    return r->err.code;
+}
+
 /* ---- the content checksum (golden/README.md "Content checksum") ------------------------------- */
 
 
@@ -348,8 +383,10 @@ static struct mc_golden_digest_item item_f64(const char *path, const struct mc_a
 
 void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_LEN + 1])
 {
-    struct mc_golden_digest_item items[MC_FAMILY_MAX_WEIGHTS + 8];
-    char names[MC_FAMILY_MAX_WEIGHTS][256];
+    struct mc_golden_digest_item items[MC_FAMILY_MAX_WEIGHTS + 8 + MC_PROBE_MAX];
+    char names[MC_FAMILY_MAX_WEIGHTS][256], probe_names[MC_PROBE_MAX][64];
+    struct mc_probe_spec spec[MC_PROBE_MAX];
+    int n_spec = mc_probe_specs(&g->config, spec);
     int n = 0;
     int64_t mask_dims[2] = {g->batch, g->len}, pos_dims[1] = {g->n_positions};
     for (int i = 0; i < g->n_weights && i < MC_FAMILY_MAX_WEIGHTS; i++) {
@@ -366,6 +403,11 @@ void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_
     items[n++] = item_f64("expected/conv_state", &g->conv_state);
     if (g->recurrent_state.ndim > 0)
         items[n++] = item_f64("expected/recurrent_state", &g->recurrent_state);
+    for (int i = 0; i < n_spec; i++)
+        if (g->probes[i].ndim > 0) {
+            snprintf(probe_names[i], sizeof probe_names[i], "probes/%s", spec[i].name);
+            items[n++] = item_f64(probe_names[i], &g->probes[i]);
+        }
     mc_golden_digest(items, n, out);
 }
 
@@ -465,12 +507,13 @@ static enum mc_err_code golden_load(const char *path, struct mc_golden *g, int v
         goto done;
     }
     if (read_header(&r, g) || read_config(&r, g) ||
-        mc_h5_group_check_links(&r, "/", ROOT_LINKS, 4, LAYOUT_MSG) ||
+        mc_h5_group_check_links(&r, "/", ROOT_LINKS, 5, LAYOUT_MSG) ||
         read_weights(&r, g))
         goto done;
     struct mc_family_shape shape;
     mc_family_shape(&g->config, &shape);
-    if (read_inputs(&r, g, &shape) || read_expected(&r, g, &shape) || (verify && verify_checksum(&r, g)))
+    if (read_inputs(&r, g, &shape) || read_expected(&r, g, &shape) || read_probes(&r, g) ||
+        (verify && verify_checksum(&r, g)))
         goto done;
 done:
     mc_h5_close(&r);
@@ -514,6 +557,8 @@ void mc_golden_free(struct mc_golden *g)
     free(g->state_positions);
     free(g->conv_state.data);
     free(g->recurrent_state.data);
+    for (int i = 0; i < MC_PROBE_MAX; i++)
+        free(g->probes[i].data);
     free(g->generator);
     free(g->generator_version);
     memset(g, 0, sizeof *g);

@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "family.h"
+#include "probes.h"
 #include "sha256.h"
 
 #define MC_GOLDEN_FORMAT "mixcheck-golden"
@@ -50,6 +51,10 @@ struct mc_golden {
     int64_t n_positions;           /* T */
     struct mc_array conv_state;    /* [T][B][C][K] */
     struct mc_array recurrent_state; /* [T][B][state dims...]; ndim 0 for families without one */
+    /* optional stage probes of the full-sequence prefill (/probes/<name>, golden/README.md "Stage
+     * probes"): [B][L][stage dims] by mc_probe_specs order, ndim 0 where absent */
+    struct mc_array probes[MC_PROBE_MAX];
+    int has_probes;                /* some stage is present */
     /* provenance (root attributes) */
     char *generator;
     char *generator_version;

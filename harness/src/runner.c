@@ -241,6 +241,7 @@ static void merge_seed(struct mc_check_result *into, const struct mc_check_resul
         snprintf(into->detail, sizeof into->detail, "seed offset %llu: %.200s", (unsigned long long)seed, r->detail);
         memcpy(into->first_fail_tensor, r->first_fail_tensor, sizeof into->first_fail_tensor);
         into->first_fail = r->first_fail;
+        into->first_stage = r->first_stage;
     }
     into->duration_s += r->duration_s;
 }

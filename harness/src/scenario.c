@@ -800,6 +800,29 @@ void mc_scenario_verdict(struct mc_check_result *res)
     }
 }
 
+/* The first-stage diagnosis of a failed check (probes.h): the same check once more with stage probes
+ * on; its first failing stage goes into res, a backend error of the rerun (a mis-shaped probe) becomes
+ * the check's error. The verdict and tensors stay those of the run without probes. */
+static enum mc_err_code rerun_with_probes(const struct mc_scenario_ctx *ctx, struct mc_check_result *res,
+                                          struct mc_error *err)
+{
+    struct mc_check_result *again = malloc(sizeof *again);
+    if (again == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    struct mc_scenario_ctx pctx = *ctx;
+    pctx.probes = 1;
+    enum mc_err_code rc = mc_scenario_run(&pctx, again, err);
+    if (rc == MC_ERR_NONE) {
+        res->first_stage = again->first_stage;
+        if (again->status == MC_CHECK_ERROR) {
+            res->status = MC_CHECK_ERROR;
+            snprintf(res->message, sizeof res->message, "with stage probes on: %.990s", again->message);
+        }
+    }
+    free(again);
+    return rc;
+}
+
 enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_check_result *res, struct mc_error *err)
 {
     double t0 = mc_clock_now_s();
@@ -874,6 +897,8 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
     }
     mc_session_close(&s);
     mc_scenario_verdict(res);
+    if (rc == MC_ERR_NONE && res->status == MC_CHECK_FAIL && !ctx->probes && mc_probes_capable(ctx->ops))
+        rc = rerun_with_probes(ctx, res, err);
     res->duration_s = mc_clock_now_s() - t0;
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "golden.h"
 #include "logits.h"
 #include "mixcheck/backend.h"
+#include "probes.h"
 #include "refrun.h"
 #include "weightset.h"
 
@@ -68,6 +69,9 @@ struct mc_check_result {
     char tolerance_path[512];
     char tolerance_device[64];
     double duration_s;
+    /* a failing check of a backend with stage probes: the first stage that left tolerance, from a
+     * rerun with probes on (probes.h; first_stage.probed == 0 when there was none) */
+    struct mc_first_stage first_stage;
     /* model cases (stackcheck.h): the model type ("" for mixer checks), and the localisation of a
      * logits failure — the first layer whose hidden state leaves tolerance, its kind, the first
      * failing token — or the first diverging step of greedy generation */
@@ -91,6 +95,7 @@ struct mc_scenario_ctx {
      * profile and ops->device */
     const struct mc_tolerance_profile *tolerance;
     const char *tolerance_device;
+    int probes;                    /* record and compare stage probes (the diagnosing rerun, probes.h) */
 };
 
 /* Checks that a scenario's parameters fit the golden (lengths, batch, mask); MC_ERR_INPUT naming the

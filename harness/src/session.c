@@ -8,6 +8,7 @@
 
 #include "dtype.h"
 #include "guard.h"
+#include "probes.h"
 #include "weightset.h"
 
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s)
@@ -28,6 +29,12 @@ static void backend_failed(struct mc_session *s, enum mc_backend_status st, cons
     s->broken = 1;
 }
 
+void mc_session_backend_failed(struct mc_session *s, enum mc_backend_status st, const char *what,
+                               const struct mc_msg *msg)
+{
+    backend_failed(s, st, what, msg);
+}
+
 /* Records a contract violation found by the harness (guards, modified inputs) as the check's error. */
 static void violation(struct mc_session *s, const char *call, const char *what)
 {
@@ -36,6 +43,11 @@ static void violation(struct mc_session *s, const char *call, const char *what)
         snprintf(s->res->message, sizeof s->res->message, "%s: %s", call, what);
     }
     s->broken = 1;
+}
+
+void mc_session_violation(struct mc_session *s, const char *call, const char *what)
+{
+    violation(s, call, what);
 }
 
 /* Checks the guards of a buffer handed to `call`; records a violation when one was written. */
@@ -202,6 +214,7 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
     for (int i = 0; i < g->n_weights && !s->broken; i++)
         input_unchanged(s, "model_create", g->weights[i].name, bufs[i], ws->data[i],
                         (size_t)mc_array_elems(&g->weights[i].value) * s->esz, s->esz);
+    mc_probes_model(s); /* a diagnosing rerun: probes on (probes.h) */
 out:
     if (gw != NULL)
         for (int i = 0; i < g->n_weights; i++)
@@ -218,6 +231,7 @@ void mc_session_close(struct mc_session *s)
     if (s->model != NULL)
         s->ops->model_destroy(s->model);
     s->model = NULL;
+    mc_probes_close(s);
 }
 
 int mc_session_cache_new(struct mc_session *s, int64_t batch, struct mc_session_cache *c)
@@ -299,6 +313,8 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
             memcpy(mask + b * sl->len, g->mask + (sl->r0 + b) * g->len + sl->t0, (size_t)sl->len);
         memcpy(mask_copy, mask, nmask);
     }
+    if (mc_probes_before(s, c, sl) != 0)
+        goto out;
     mc_dtype_fill_nan(s->ctx->dtype, yb, n);
     struct mc_forward_args args = {.batch = sl->nrows, .len = sl->len, .x = xb, .mask = mask, .y = yb};
     struct mc_msg msg = {{0}};
@@ -312,7 +328,11 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
         goto out;
     }
     mc_dtype_to_f64(s->ctx->dtype, yb, y, n);
-    rc = 0;
+    if (s->probe != NULL) { /* the inputs as the backend got them, for the reference's run of the call */
+        mc_dtype_to_f64(s->ctx->dtype, xcopy, xf, n);
+        mc_probes_after(s, sl, xf, mask, call);
+    }
+    rc = s->broken ? -1 : 0;
 out:
     free(xf);
     free(xcopy);

@@ -29,6 +29,7 @@ struct mc_session {
     struct mc_error *err;
     const struct mc_refrun *ref; /* f16/bf16: the reference run on the same rounded inputs, or NULL */
     char run_label[200]; /* the run in progress, e.g. "splits [1, 5]" (mc_session_run_begin), or "" */
+    struct mc_probe_session *probe; /* stage probes of a diagnosing rerun (probes.h), or NULL */
 };
 
 /* A cache and the batch it was allocated for. */
@@ -51,6 +52,13 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
 void mc_session_close(struct mc_session *s);
 /* (Re)creates the session's model with an internal chunk length (0 = the backend's default). */
 enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size);
+
+/* Marks the check errored by the backend (UNSUPPORTED for that status), `what: msg` its message (the
+ * first failure wins), and the session broken. */
+void mc_session_backend_failed(struct mc_session *s, enum mc_backend_status st, const char *what,
+                               const struct mc_msg *msg);
+/* The same for a contract violation the harness found in call `call` (a guard written, a mis-shaped probe). */
+void mc_session_violation(struct mc_session *s, const char *call, const char *what);
 
 /* calloc that records MC_ERR_NOMEM in the session's error. */
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s);

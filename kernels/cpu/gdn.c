@@ -248,6 +248,7 @@ static void gdn_model_destroy(struct mc_model *model)
     free(model->dt_bias);
     free(model->w_norm);
     free(model->w_out);
+    mc_cpu_probes_free(model->probes);
     free(model);
 }
 
@@ -380,15 +381,42 @@ static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cach
 {
     if (!model)
         return mc_gdn_cpu_forward(model, cache, args, msg);
+    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = mc_gdn_cpu_forward,
         .hidden = model->D,
         .elem_bytes = model->elem_bytes,
         .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(model->chunk),
+        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
+        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(model->chunk),
         .who = GDN_WHO,
     };
-    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    if (st != MC_BACKEND_OK)
+        mc_cpu_probes_reset(model->probes);
+    return st;
+}
+
+/* The ops forward_packed (gdn_packed.c); it records no probes. */
+static enum mc_backend_status gdn_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                 const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    if (model)
+        mc_cpu_probes_reset(model->probes);
+    return mc_gdn_cpu_forward_packed(model, pool, args, msg);
+}
+
+static enum mc_backend_status gdn_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, GDN_WHO, msg);
+}
+
+static enum mc_backend_status gdn_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                             struct mc_msg *msg)
+{
+    if (!model)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", GDN_WHO);
+    return mc_cpu_probe_read(model->probes, GDN_WHO, probes, count, msg);
 }
 
 static const struct mc_backend_ops gdn_ops = {
@@ -398,7 +426,7 @@ static const struct mc_backend_ops gdn_ops = {
     .device = "cpu",
     .family = MC_FAMILY_GDN,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED,
+    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = gdn_model_create,
     .model_destroy = gdn_model_destroy,
     .cache_alloc = gdn_cache_alloc,
@@ -407,7 +435,9 @@ static const struct mc_backend_ops gdn_ops = {
     .cache_export = gdn_cache_export,
     .cache_import = gdn_cache_import,
     .forward = gdn_forward,
-    .forward_packed = mc_gdn_cpu_forward_packed,
+    .forward_packed = gdn_forward_packed,
+    .probe_enable = gdn_probe_enable,
+    .probe_read = gdn_probe_read,
 };
 
 const struct mc_backend_ops *mc_cpu_gdn_ops(void)

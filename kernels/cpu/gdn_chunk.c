@@ -31,8 +31,7 @@
 #include "common.h"
 #include "vmath.h"
 
-/* dst[0..dk) = src · rsqrt(Σ src² + eps) · scale (l2norm), or src · scale. */
-static void gdn_row_normalize(const float *src, float *dst, int64_t dk, int l2norm, float scale)
+void mc_gdn_row_normalize(const float *src, float *dst, int64_t dk, int l2norm, float scale)
 {
     float inv = 1.0f;
     if (l2norm) {
@@ -77,8 +76,8 @@ void mc_gdn_chunk_run(const struct mc_gdn_core_args *a, float *work)
         const int64_t cl = n - t0 < c ? n - t0 : c;
         float *qh = qk, *kh = qk + cl * dk;
         for (int64_t i = 0; i < cl; i++) {
-            gdn_row_normalize(a->q + (t0 + i) * a->ld_qk, qh + i * dk, dk, a->l2norm, a->q_scale);
-            gdn_row_normalize(a->k + (t0 + i) * a->ld_qk, kh + i * dk, dk, a->l2norm, 1.0f);
+            mc_gdn_row_normalize(a->q + (t0 + i) * a->ld_qk, qh + i * dk, dk, a->l2norm, a->q_scale);
+            mc_gdn_row_normalize(a->k + (t0 + i) * a->ld_qk, kh + i * dk, dk, a->l2norm, 1.0f);
         }
         mc_cpu_sgemm(0, 1, 2 * cl, cl, dk, 1.0f, qk, dk, kh, dk, 0.0f, G, cl);
         const float *Gq = G, *Gk = G + cl * cl;
@@ -162,8 +161,8 @@ void mc_gdn_recurrent_run(const struct mc_gdn_core_args *a, float *work)
     const int64_t dk = a->dk, dv = a->dv;
     float *qh = work, *kh = work + dk, *dl = work + 2 * dk;
     for (int64_t t = 0; t < a->n; t++) {
-        gdn_row_normalize(a->q + t * a->ld_qk, qh, dk, a->l2norm, a->q_scale);
-        gdn_row_normalize(a->k + t * a->ld_qk, kh, dk, a->l2norm, 1.0f);
+        mc_gdn_row_normalize(a->q + t * a->ld_qk, qh, dk, a->l2norm, a->q_scale);
+        mc_gdn_row_normalize(a->k + t * a->ld_qk, kh, dk, a->l2norm, 1.0f);
         for (int64_t s = 0; s < a->nh; s++) {
             float *restrict S = a->state + s * dk * dv;
             const float *v = a->v + t * a->ld_v + s * dv;

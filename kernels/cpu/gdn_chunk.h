@@ -55,6 +55,10 @@ struct mc_gdn_core_args {
     int64_t ld_o;
 };
 
+/* dst[0..dk) = src · rsqrt(Σ src² + eps) · scale (l2norm), or src · scale: how the cores normalize q
+ * and k (the stage probes use it too). */
+void mc_gdn_row_normalize(const float *src, float *dst, int64_t dk, int l2norm, float scale);
+
 /* Floats of scratch mc_gdn_chunk_run needs for chunk length `chunk` (already clipped to n by the
  * caller if it likes) and head dims dk, dv. */
 size_t mc_gdn_chunk_work_floats(int64_t chunk, int64_t dk, int64_t dv);

@@ -193,6 +193,40 @@ static void gdn_task_scatter(void *ctx, int64_t task, int worker)
     }
 }
 
+/* ---- stage probes (probe.h) --------------------------------------------------------------------- */
+
+/* probe[b][t][0..n) = src[i][0..n) (stride ld) for every compact row i = (b, t); padding stays 0. */
+static void gdn_probe_scatter(const struct gdn_fwd *f, float *probe, int64_t n, const float *src, int64_t ld)
+{
+    if (probe)
+        for (int64_t i = 0; i < f->M; i++)
+            memcpy(probe + f->rows[i] * n, src + i * ld, (size_t)n * sizeof *probe);
+}
+
+/* After the core, before the norm: conv_out, beta, g, q and k (l2-normalized as the cores do it, not
+ * scaled), core_out. Nothing when the model does not record. */
+static void gdn_record_probes(const struct gdn_fwd *f)
+{
+    const struct mc_model *m = f->m;
+    struct mc_cpu_probes *pr = m->probes;
+    if (!mc_cpu_probes_on(pr))
+        return;
+    const int64_t B = f->B, L = f->L;
+    gdn_probe_scatter(f, mc_cpu_probe_add(pr, "conv_out", 3, (const int64_t[]){B, L, m->C}), m->C, f->qkv, m->C);
+    gdn_probe_scatter(f, mc_cpu_probe_add(pr, "beta", 3, (const int64_t[]){B, L, m->Hv}), m->Hv, f->beta, m->Hv);
+    gdn_probe_scatter(f, mc_cpu_probe_add(pr, "g", 3, (const int64_t[]){B, L, m->Hv}), m->Hv, f->g, m->Hv);
+    float *q = mc_cpu_probe_add(pr, "q", 4, (const int64_t[]){B, L, m->Hk, m->dk});
+    float *k = mc_cpu_probe_add(pr, "k", 4, (const int64_t[]){B, L, m->Hk, m->dk});
+    for (int64_t i = 0; q && k && i < f->M; i++)
+        for (int64_t h = 0; h < m->Hk; h++) {
+            const float *row = f->qkv + i * m->C;
+            mc_gdn_row_normalize(row + h * m->dk, q + (f->rows[i] * m->Hk + h) * m->dk, m->dk, 1, 1.0f);
+            mc_gdn_row_normalize(row + m->kd + h * m->dk, k + (f->rows[i] * m->Hk + h) * m->dk, m->dk, 1, 1.0f);
+        }
+    gdn_probe_scatter(f, mc_cpu_probe_add(pr, "core_out", 4, (const int64_t[]){B, L, m->Hv, m->dv}), m->vd, f->hn,
+                      m->vd);
+}
+
 /* ---- the forward ------------------------------------------------------------------------------- */
 
 /* malloc of n floats; n == 0 gives NULL without failing (*ok untouched). */
@@ -301,6 +335,7 @@ enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cach
         mc_cpu_parallel_for(B * gdn_ceil_div(m->C, GDN_CONV_BLOCK), gdn_task_conv, &f, m->threads);
         mc_cpu_parallel_for(row_blocks, gdn_task_gates, &f, m->threads);
         mc_cpu_parallel_for(core_tasks, gdn_task_core, &f, m->threads);
+        gdn_record_probes(&f);
         mc_cpu_parallel_for(row_blocks, gdn_task_norm, &f, m->threads);
         gdn_linear(&f, f.hn, m->w_out, f.xr, m->vd, m->D);
     }

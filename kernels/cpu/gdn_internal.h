@@ -12,6 +12,7 @@
 #include "mixcheck/backend.h"
 
 #include "cache.h"
+#include "probe.h"
 
 #define GDN_WHO "gdn cpu"     /* prefix of every message */
 #define GDN_MAX_DIM 65536      /* dimensions above this are refused, as in the reference */
@@ -33,6 +34,7 @@ struct mc_model {
     float *w_norm;  /* [dv] */
     float *w_out;   /* [D][Hv*dv] */
     struct mc_cpu_cache_shape cache_shape; /* window channel-blocked like w_conv, state [B][Hv][dk][dv] */
+    struct mc_cpu_probes *probes;          /* stage probes (probe.h), NULL until probe_enable */
 };
 
 /* The forward of the ops struct (mixcheck/backend.h), in gdn_forward.c. */

@@ -33,6 +33,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "probe.h"
 #include "stream.h"
 #include "vmath.h"
 
@@ -66,6 +67,7 @@ struct mc_model {
     float *conv_kc;      /* [K][I] conv1d.weight transposed */
     float *a_neg;        /* [I][N] A = -exp(A_log) */
     struct mc_cpu_cache_shape cache_shape; /* window [B][K][I], state [B][I][N] */
+    struct mc_cpu_probes *probes;          /* stage probes (probe.h), NULL until probe_enable */
 };
 
 /* ---- model ------------------------------------------------------------------------------------- */
@@ -96,6 +98,7 @@ static void m1c_model_destroy(struct mc_model *model)
     mc_cpu_weights_free(model->w, M1C_COUNT);
     free(model->conv_kc);
     free(model->a_neg);
+    mc_cpu_probes_free(model->probes);
     free(model);
 }
 
@@ -216,6 +219,7 @@ struct m1c_run {
     float *window;       /* [B][K][I] */
     float *state;        /* [B][I][N] */
     float *scratch;      /* [workers][N] */
+    float *scan_out;     /* [B][L][I] the stage probe of the ungated scan output (probe.h), or NULL */
     /* the packed call: batch 1, len T, row b of the tasks is sequence b, window and state above are
      * the pool's, indexed by slot; NULL for a batched forward */
     const struct mc_packed_args *pk;
@@ -309,6 +313,8 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
                 acc += lane[k];
             yo[i] = acc + d_skip[i] * u;
         }
+        if (r->scan_out)
+            memcpy(r->scan_out + row * inner + i0, yo + i0, (size_t)(i1 - i0) * sizeof *yo);
         if (r->xz) /* the gate y·silu(z) over the block; no xz: the core alone */
             mc_cpu_vmul_silu(yo + i0, r->xz + row * 2 * inner + inner + i0, i1 - i0);
     }
@@ -397,7 +403,21 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         .scratch = scratch,
     };
 
+    /* stage probes (probe.h): NULL unless recording */
+    struct mc_cpu_probes *pr = m->probes;
+    const uint8_t *pm = args->mask;
+    float *p_conv = mc_cpu_probe_add(pr, "conv_out", 3, (const int64_t[]){Bsz, L, inner});
+    float *p_dt = mc_cpu_probe_add(pr, "dt", 3, (const int64_t[]){Bsz, L, inner});
+    float *p_b = mc_cpu_probe_add(pr, "B", 3, (const int64_t[]){Bsz, L, m->N});
+    float *p_c = mc_cpu_probe_add(pr, "C", 3, (const int64_t[]){Bsz, L, m->N});
+    run.scan_out = mc_cpu_probe_add(pr, "scan_out", 3, (const int64_t[]){Bsz, L, inner});
+    float *p_norm = mc_cpu_probe_add(pr, "norm_in", 3, (const int64_t[]){Bsz, L, inner});
     m1c_run_all(&run, x, y, Bsz, workers);
+    mc_cpu_probe_rows(p_conv, inner, xc, inner, M, pm);
+    mc_cpu_probe_rows(p_dt, inner, delta, inner, M, pm);
+    mc_cpu_probe_rows(p_b, m->N, dbc + m->R, m->xdim, M, pm);
+    mc_cpu_probe_rows(p_c, m->N, dbc + m->R + m->N, m->xdim, M, pm);
+    mc_cpu_probe_rows(p_norm, inner, yg, inner, M, pm);
     if (m->dtype != MC_DTYPE_F32)
         mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
     if (cache)
@@ -608,15 +628,20 @@ static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struc
 {
     if (!model)
         return m1c_forward(model, cache, args, msg);
+    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = m1c_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(1),
+        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
+        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(1),
         .who = M1C_WHO,
     };
-    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    if (st != MC_BACKEND_OK)
+        mc_cpu_probes_reset(model->probes);
+    return st;
 }
 
 /* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */
@@ -625,8 +650,22 @@ static enum mc_backend_status m1c_forward_packed_streamed(struct mc_model *model
 {
     if (!model)
         return m1c_forward_packed(model, pool, args, msg);
+    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
     return mc_cpu_packed_streamed(model, pool, args, msg, m1c_forward_packed, &model->cache_shape, model->D,
                                   mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), M1C_WHO);
+}
+
+static enum mc_backend_status m1c_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, M1C_WHO, msg);
+}
+
+static enum mc_backend_status m1c_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                             struct mc_msg *msg)
+{
+    if (!model)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", M1C_WHO);
+    return mc_cpu_probe_read(model->probes, M1C_WHO, probes, count, msg);
 }
 
 static const struct mc_backend_ops m1c_ops = {
@@ -636,7 +675,7 @@ static const struct mc_backend_ops m1c_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA1,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_THREADS | MC_CAP_PACKED,
+    .caps = MC_CAP_THREADS | MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = m1c_model_create,
     .model_destroy = m1c_model_destroy,
     .cache_alloc = m1c_cache_alloc,
@@ -646,6 +685,8 @@ static const struct mc_backend_ops m1c_ops = {
     .cache_import = m1c_cache_import,
     .forward = m1c_forward_streamed,
     .forward_packed = m1c_forward_packed_streamed,
+    .probe_enable = m1c_probe_enable,
+    .probe_read = m1c_probe_read,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba1_ops(void)

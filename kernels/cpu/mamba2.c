@@ -107,6 +107,7 @@ static void m2c_model_destroy(struct mc_model *model)
     mc_cpu_weights_free(model->w, M2C_COUNT);
     free(model->conv_kc);
     free(model->a_neg);
+    mc_cpu_probes_free(model->probes);
     free(model);
 }
 
@@ -225,15 +226,20 @@ static enum mc_backend_status m2c_forward(struct mc_model *model, struct mc_cach
 {
     if (!model)
         return mc_mamba2_cpu_forward(model, cache, args, msg);
+    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = mc_mamba2_cpu_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(model->chunk),
+        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
+        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(model->chunk),
         .who = M2C_WHO,
     };
-    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    if (st != MC_BACKEND_OK)
+        mc_cpu_probes_reset(model->probes);
+    return st;
 }
 
 /* The ops forward_packed: mc_mamba2_cpu_forward_packed over the packed axis in blocks (stream.h). */
@@ -242,8 +248,22 @@ static enum mc_backend_status m2c_forward_packed(struct mc_model *model, struct 
 {
     if (!model)
         return mc_mamba2_cpu_forward_packed(model, pool, args, msg);
+    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
     return mc_cpu_packed_streamed(model, pool, args, msg, mc_mamba2_cpu_forward_packed, &model->cache_shape, model->D,
                                   mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(model->chunk), M2C_WHO);
+}
+
+static enum mc_backend_status m2c_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, M2C_WHO, msg);
+}
+
+static enum mc_backend_status m2c_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                             struct mc_msg *msg)
+{
+    if (!model)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", M2C_WHO);
+    return mc_cpu_probe_read(model->probes, M2C_WHO, probes, count, msg);
 }
 
 static const struct mc_backend_ops m2c_ops = {
@@ -253,7 +273,7 @@ static const struct mc_backend_ops m2c_ops = {
     .device = "cpu",
     .family = MC_FAMILY_MAMBA2,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED,
+    .caps = MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = m2c_model_create,
     .model_destroy = m2c_model_destroy,
     .cache_alloc = m2c_cache_alloc,
@@ -263,6 +283,8 @@ static const struct mc_backend_ops m2c_ops = {
     .cache_import = m2c_cache_import,
     .forward = m2c_forward,
     .forward_packed = m2c_forward_packed,
+    .probe_enable = m2c_probe_enable,
+    .probe_read = m2c_probe_read,
 };
 
 const struct mc_backend_ops *mc_cpu_mamba2_ops(void)

@@ -704,7 +704,23 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
     mc_cpu_parallel_for(row_blocks, m2c_silu_dt_task, &run, m->threads);
     if (gram)
         mc_cpu_parallel_for(n_gram, m2c_gram_task, &run, workers);
+    /* stage probes (probe.h): NULL unless recording */
+    struct mc_cpu_probes *pr = m->probes;
+    const uint8_t *pm = args->mask;
+    mc_cpu_probe_rows(mc_cpu_probe_add(pr, "conv_out", 3, (const int64_t[]){Bsz, L, m->C}), m->C, xbc, m->C, M, pm);
+    mc_cpu_probe_rows(mc_cpu_probe_add(pr, "dt", 3, (const int64_t[]){Bsz, L, m->H}), m->H, dt, m->H, M, pm);
+    mc_cpu_probe_rows(mc_cpu_probe_add(pr, "B", 4, (const int64_t[]){Bsz, L, m->G, m->N}), m->GN, xbc + m->inner,
+                      m->C, M, pm);
+    mc_cpu_probe_rows(mc_cpu_probe_add(pr, "C", 4, (const int64_t[]){Bsz, L, m->G, m->N}), m->GN,
+                      xbc + m->inner + m->GN, m->C, M, pm);
     mc_cpu_parallel_for(core_tasks, m2c_core_task, &run, workers);
+    float *p_scan = mc_cpu_probe_add(pr, "scan_out", 3, (const int64_t[]){Bsz, L, m->inner});
+    float *p_norm = mc_cpu_probe_add(pr, "norm_in", 3, (const int64_t[]){Bsz, L, m->inner});
+    mc_cpu_probe_rows(p_scan, m->inner, hn, m->inner, M, pm);
+    mc_cpu_probe_rows(p_norm, m->inner, hn, m->inner, M, pm);
+    for (int64_t t = 0; p_norm && t < M; t++) /* the gate the norm task applies first */
+        if (!pm || pm[t])
+            mc_cpu_vmul_silu(p_norm + t * m->inner, zx + t * m->proj, m->inner);
     mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
     mc_cpu_linear_tiled(M, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
     mc_cpu_out_bias(M, m->D, args->mask, m->w[M2C_OUT_PROJ_BIAS], y);

@@ -11,6 +11,7 @@
 
 #include "cache.h"
 #include "mixcheck/backend.h"
+#include "probe.h"
 
 #define M2C_WHO "mamba2 cpu" /* prefix of every message */
 #define M2C_MAX_DIM 65536
@@ -41,6 +42,7 @@ struct mc_model {
     float *conv_kc;      /* [K][C] conv1d.weight transposed */
     float *a_neg;        /* [H] A = -exp(A_log) */
     struct mc_cpu_cache_shape cache_shape; /* window [B][K][C], state [B][H][P][N] */
+    struct mc_cpu_probes *probes;          /* stage probes (probe.h), NULL until probe_enable */
 };
 
 /* Floats of one batch row's conv window [K][C] and recurrent state [H][P][N]. */

@@ -23,6 +23,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "probe.h"
 #include "stream.h"
 
 #define SCC_WHO "shortconv cpu"
@@ -46,6 +47,7 @@ struct mc_model {
     float *w[SCC_COUNT]; /* f32 copies; NULL when absent */
     float *conv_kc;      /* [K][D] conv.weight transposed */
     struct mc_cpu_cache_shape cache_shape; /* window [B][K][D], no state */
+    struct mc_cpu_probes *probes;          /* stage probes (probe.h), NULL until probe_enable */
 };
 
 static void scc_model_destroy(struct mc_model *model)
@@ -54,6 +56,7 @@ static void scc_model_destroy(struct mc_model *model)
         return;
     mc_cpu_weights_free(model->w, SCC_COUNT);
     free(model->conv_kc);
+    mc_cpu_probes_free(model->probes);
     free(model);
 }
 
@@ -257,6 +260,14 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
                           .window = cache ? cache->window : tmp_window};
     mc_cpu_linear_tiled(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
     mc_cpu_parallel_for(Bsz, scc_row_task, &run, m->threads);
+    /* stage probes (probe.h): conv_in is B ⊙ x again (bx now holds C ⊙ conv), conv_out the conv output */
+    float *p_in = mc_cpu_probe_add(m->probes, "conv_in", 3, (const int64_t[]){Bsz, L, D});
+    float *p_out = mc_cpu_probe_add(m->probes, "conv_out", 3, (const int64_t[]){Bsz, L, D});
+    for (int64_t t = 0; p_in && t < M; t++)
+        if (!args->mask || args->mask[t])
+            for (int64_t j = 0; j < D; j++)
+                p_in[t * D + j] = bcx[t * 3 * D + j] * bcx[t * 3 * D + 2 * D + j];
+    mc_cpu_probe_rows(p_out, D, co, D, M, args->mask);
     mc_cpu_linear_tiled(M, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
     mc_cpu_out_bias(M, D, args->mask, m->w[SCC_OUT_PROJ_BIAS], y);
     if (m->dtype != MC_DTYPE_F32)
@@ -280,15 +291,20 @@ static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struc
 {
     if (!model)
         return scc_forward(model, cache, args, msg);
+    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = scc_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(1),
+        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
+        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(1),
         .who = SCC_WHO,
     };
-    return mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
+    if (st != MC_BACKEND_OK)
+        mc_cpu_probes_reset(model->probes);
+    return st;
 }
 
 
@@ -410,8 +426,22 @@ static enum mc_backend_status scc_forward_packed_streamed(struct mc_model *model
 {
     if (!model)
         return scc_forward_packed(model, pool, args, msg);
+    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
     return mc_cpu_packed_streamed(model, pool, args, msg, scc_forward_packed, &model->cache_shape, model->D,
                                   mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), SCC_WHO);
+}
+
+static enum mc_backend_status scc_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, SCC_WHO, msg);
+}
+
+static enum mc_backend_status scc_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                             struct mc_msg *msg)
+{
+    if (!model)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", SCC_WHO);
+    return mc_cpu_probe_read(model->probes, SCC_WHO, probes, count, msg);
 }
 
 static const struct mc_backend_ops scc_ops = {
@@ -421,7 +451,7 @@ static const struct mc_backend_ops scc_ops = {
     .device = "cpu",
     .family = MC_FAMILY_SHORTCONV,
     .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
-    .caps = MC_CAP_THREADS | MC_CAP_PACKED,
+    .caps = MC_CAP_THREADS | MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = scc_model_create,
     .model_destroy = scc_model_destroy,
     .cache_alloc = scc_cache_alloc,
@@ -431,6 +461,8 @@ static const struct mc_backend_ops scc_ops = {
     .cache_import = scc_cache_import,
     .forward = scc_forward_streamed,
     .forward_packed = scc_forward_packed_streamed,
+    .probe_enable = scc_probe_enable,
+    .probe_read = scc_probe_read,
 };
 
 const struct mc_backend_ops *mc_cpu_shortconv_ops(void)

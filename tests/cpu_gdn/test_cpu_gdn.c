@@ -707,7 +707,7 @@ static void test_errors(void **state)
     assert_string_equal(ops->name, "cpu");
     assert_string_equal(ops->device, "cpu");
     assert_int_equal(ops->family, MC_FAMILY_GDN);
-    assert_int_equal(ops->caps, MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED);
+    assert_int_equal(ops->caps, MC_CAP_CHUNK_SIZE | MC_CAP_THREADS | MC_CAP_PACKED | MC_CAP_PROBES);
     assert_int_equal(create_with(&g, &cfg, MC_DTYPE_F32, w, nw, 0, 0, &msg), MC_BACKEND_OK);
     assert_int_equal(create_with(&g, &cfg, MC_DTYPE_F64, w, nw, 0, 0, &msg), MC_BACKEND_UNSUPPORTED);
     assert_int_equal(create_with(&g, &cfg, (enum mc_dtype)99, w, nw, 0, 0, &msg), MC_BACKEND_INVALID);

@@ -496,6 +496,25 @@ static void mut_weight_shape(const char *p, const struct model *m)
     replace(p, "/weights/in_proj.weight", H5T_IEEE_F32LE, 2, (int64_t[]){26, 7}, 1);
 }
 
+/* Stage probes (/probes, optional): a mis-shaped one and one the family does not define. */
+static void mut_probe_shape(const char *p, const struct model *m)
+{
+    (void)m;
+    replace(p, "/probes/dt", H5T_IEEE_F64LE, 3, (int64_t[]){TB, TL, 3}, 1);
+}
+
+static void mut_probe_rank(const char *p, const struct model *m)
+{
+    (void)m;
+    replace(p, "/probes/B", H5T_IEEE_F64LE, 3, (int64_t[]){TB, TL, 4}, 1);
+}
+
+static void mut_probe_unknown(const char *p, const struct model *m)
+{
+    (void)m;
+    replace(p, "/probes/beta", H5T_IEEE_F64LE, 3, (int64_t[]){TB, TL, 2}, 1);
+}
+
 static void mut_weight_rank(const char *p, const struct model *m)
 {
     replace(p, "/weights/conv1d.weight", H5T_IEEE_F64LE, 2, (int64_t[]){16, 4}, 1);
@@ -720,6 +739,11 @@ static const struct bad_case bad_cases[] = {
      "/weights/in_proj.weight: shape [26, 7] does not match the configuration (expected [26, 8])"},
     {"weight_rank", mut_weight_rank,
      "/weights/conv1d.weight: shape [16, 4] does not match the configuration (expected [16, 1, 4])"},
+    {"probe_shape", mut_probe_shape,
+     "/probes/dt: shape [2, 5, 3] does not match the configuration and the inputs (expected [2, 5, 2])"},
+    {"probe_rank", mut_probe_rank,
+     "/probes/B: shape [2, 5, 4] does not match the configuration and the inputs (expected [2, 5, 1, 4])"},
+    {"probe_unknown", mut_probe_unknown, "/probes/beta: not a stage probe of this family"},
     {"weight_integer", mut_weight_int, "/weights/A_log: must be float32 or float64 (got int32)"},
     {"output_float32", mut_output_f32, "/expected/output: expected values must be float64 (got float32)"},
     {"nan_expected", mut_nan_expected, "/expected/output: NaN at [1, 3, 5]"},

@@ -190,6 +190,19 @@ static enum mc_backend_status m2_segment(const struct mc_model *model, float *wi
         }
     }
 
+    /* Stage probes (mutants.h): NULL unless recording; indexed by the segment's token t. */
+    float *p_conv = mut_probe_slice(model, "conv_out", 1, (const int64_t[]){C});
+    float *p_dt = mut_probe_slice(model, "dt", 1, (const int64_t[]){H});
+    float *p_b = mut_probe_slice(model, "B", 2, (const int64_t[]){G, N});
+    float *p_c = mut_probe_slice(model, "C", 2, (const int64_t[]){G, N});
+    float *p_scan = mut_probe_slice(model, "scan_out", 1, (const int64_t[]){I});
+    float *p_norm = mut_probe_slice(model, "norm_in", 1, (const int64_t[]){I});
+    for (int64_t i = 0; p_conv && p_b && p_c && i < n; i++) {
+        memcpy(p_conv + idx[i] * C, xbc + i * C, (size_t)C * sizeof *xbc);
+        memcpy(p_b + idx[i] * GN, xbc + i * C + I, (size_t)GN * sizeof *xbc);
+        memcpy(p_c + idx[i] * GN, xbc + i * C + I + GN, (size_t)GN * sizeof *xbc);
+    }
+
     /* Exact sequential recurrence over the processed tokens; head h reads group h / (H/G). */
     for (int64_t h = 0; h < H; h++) {
         const int64_t g = f == MUT_HEAD_MOD ? h % G : h / m->R;
@@ -204,6 +217,8 @@ static enum mc_backend_status m2_segment(const struct mc_model *model, float *wi
             const float *xh = xr + h * P, *bg = xr + I + g * N, *cg = xr + I + GN + g * N;
             dt = (f == MUT_DT_FIRST_TOKEN && multi) ? dt_first : m2_dt(m, zx + t * proj, h, clamp);
             const float decay = expf(dt * a);
+            if (p_dt)
+                p_dt[t * H + h] = dt;
             float *yo = hs + t * I + h * P;
             for (int64_t p = 0; p < P; p++) {
                 const float dx = dt * xh[p];
@@ -232,12 +247,16 @@ static enum mc_backend_status m2_segment(const struct mc_model *model, float *wi
         const int64_t t = idx[i];
         float *row = hs + t * I;
         const float *z = zx + t * proj;
+        if (p_scan)
+            memcpy(p_scan + t * I, row, (size_t)I * sizeof *row);
         for (int64_t j0 = 0; j0 < I; j0 += gs) {
             float ss = 0.0f;
             for (int64_t j = j0; j < j0 + gs; j++) {
                 row[j] *= mut_silu(z[j]);
                 ss += row[j] * row[j];
             }
+            if (p_norm)
+                memcpy(p_norm + t * I + j0, row + j0, (size_t)gs * sizeof *row);
             const float rstd = 1.0f / sqrtf(ss / (float)gs + (float)m->cfg.layer_norm_epsilon);
             for (int64_t j = j0; j < j0 + gs; j++)
                 row[j] *= rstd * m->w_norm[j];

@@ -95,3 +95,44 @@ float mut_softplus(float v)
 {
     return v > 20.0f ? v : log1pf(expf(v));
 }
+
+float *mut_probe_slice(const struct mc_model *m, const char *name, int ndim, const int64_t *dims)
+{
+    struct mut_probes *p = m->probes;
+    if (p == NULL || !p->on || p->failed)
+        return NULL;
+    int64_t inner = 1;
+    for (int i = 0; i < ndim; i++)
+        inner *= dims[i];
+    int k = 0;
+    while (k < p->n && strcmp(p->p[k].name, name) != 0)
+        k++;
+    if (k == p->n) {
+        if (k == MUT_MAX_PROBES || ndim > MC_MAX_DIMS - 2) {
+            p->failed = 1;
+            return NULL;
+        }
+        const size_t n = (size_t)(p->B * p->L * inner);
+        if (p->cap[k] < n) {
+            float *nb = realloc(p->buf[k], (n ? n : 1) * sizeof *nb);
+            if (nb == NULL) {
+                p->failed = 1;
+                return NULL;
+            }
+            p->buf[k] = nb;
+            p->cap[k] = n;
+        }
+        memset(p->buf[k], 0, n * sizeof *p->buf[k]);
+        struct mc_probe *q = &p->p[k];
+        memset(q, 0, sizeof *q);
+        q->name = name;
+        q->ndim = 2 + ndim;
+        q->dims[0] = p->B;
+        q->dims[1] = p->L;
+        for (int i = 0; i < ndim; i++)
+            q->dims[2 + i] = dims[i];
+        q->data = p->buf[k];
+        p->n++;
+    }
+    return p->buf[k] + (p->row * p->L + p->t0) * inner;
+}

@@ -126,6 +126,10 @@ static void mut_model_destroy(struct mc_model *m)
         return;
     if (m->impl != NULL)
         m->fam->destroy(m->impl);
+    if (m->probes != NULL)
+        for (int k = 0; k < MUT_MAX_PROBES; k++)
+            free(m->probes->buf[k]);
+    free(m->probes);
     free(m);
 }
 
@@ -194,8 +198,12 @@ static enum mc_backend_status mut_row(const struct mc_model *m, float *w, float 
             memcpy(w, sw, (size_t)m->win_elems * sizeof *w);
             if (m->state_elems)
                 memcpy(s, ss, (size_t)m->state_elems * sizeof *s);
+            if (m->probes != NULL)
+                m->probes->t0 = t; /* each single step writes its own token's probes */
             st = f->segment(m, w, s, x + t * m->D, mask ? mask + t : NULL, 1, y + t * m->D, seg, msg);
         }
+        if (m->probes != NULL)
+            m->probes->t0 = 0;
         return st;
     case MUT_ZERO_CONV_CONTEXT: /* 8.2a */
         memset(w, 0, (size_t)m->win_elems * sizeof *w);
@@ -244,9 +252,22 @@ static enum mc_backend_status mut_forward(struct mc_model *m, struct mc_cache *c
     }
     float *window = c ? c->window : tw, *state = c ? c->state : ts;
     struct mut_seg seg = {.primed = c != NULL && c->primed, .batch = B, .pos = c ? c->pos : 0};
-    for (int64_t b = 0; b < B && st == MC_BACKEND_OK; b++)
+    struct mut_probes *pr = m->probes;
+    if (pr != NULL) { /* a new forward: its probes replace the last one's */
+        pr->n = 0;
+        pr->failed = 0;
+        pr->B = B;
+        pr->L = L;
+        pr->t0 = 0;
+    }
+    for (int64_t b = 0; b < B && st == MC_BACKEND_OK; b++) {
+        if (pr != NULL)
+            pr->row = b;
         st = mut_row(m, window + b * m->win_elems, state ? state + b * m->state_elems : NULL, xf + b * L * D,
                      a->mask ? a->mask + b * L : NULL, L, yf + b * L * D, &seg, scratch, msg);
+    }
+    if (pr != NULL && st != MC_BACKEND_OK)
+        pr->n = 0;
     if (st != MC_BACKEND_OK)
         goto out;
     if (c != NULL) {
@@ -267,6 +288,36 @@ out:
     free(tw);
     free(ts);
     return st;
+}
+
+/* ---- stage probes (mutants.h struct mut_probes) ------------------------------------------------------ */
+
+static enum mc_backend_status mut_probe_enable(struct mc_model *m, int32_t on, struct mc_msg *msg)
+{
+    if (m->probes == NULL) {
+        if (!on)
+            return MC_BACKEND_OK;
+        m->probes = calloc(1, sizeof *m->probes);
+        if (m->probes == NULL)
+            return mut_fail(msg, MC_BACKEND_NOMEM, "mutant: out of memory for the probes");
+    }
+    m->probes->on = on != 0;
+    m->probes->n = 0;
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status mut_probe_read(struct mc_model *m, const struct mc_probe **probes, int32_t *count,
+                                             struct mc_msg *msg)
+{
+    *probes = NULL;
+    *count = 0;
+    if (m->probes == NULL)
+        return MC_BACKEND_OK;
+    if (m->probes->failed)
+        return mut_fail(msg, MC_BACKEND_NOMEM, "mutant: the last forward could not record its probes");
+    *probes = m->probes->p;
+    *count = m->probes->n;
+    return MC_BACKEND_OK;
 }
 
 /* ---- the backends ------------------------------------------------------------------------------------- */
@@ -334,8 +385,10 @@ MUTANT_LIST(MUT_SPEC)
         .cache_export = mut_cache_export,                                                                              \
         .cache_import = mut_cache_import,                                                                              \
         .forward = mut_forward,                                                                                        \
+        .probe_enable = mut_probe_enable,                                                                              \
+        .probe_read = mut_probe_read,                                                                                  \
     },
-static const struct mc_backend_ops mut_ops[] = {MUTANT_LIST(MUT_OPS)};
+static struct mc_backend_ops mut_ops[] = {MUTANT_LIST(MUT_OPS)};
 #undef MUT_OPS
 
 #define N_MUTANTS (sizeof mut_ops / sizeof mut_ops[0])
@@ -343,8 +396,14 @@ static const struct mc_backend_ops mut_ops[] = {MUTANT_LIST(MUT_OPS)};
 EXPORT const struct mc_backend_ops *const *mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
 {
     static const struct mc_backend_ops *all[N_MUTANTS];
-    for (size_t i = 0; i < N_MUTANTS; i++)
+    /* the Mamba2 mutants record stage probes; they declare them only on request (mutants.h) */
+    const char *probes = getenv("MIXCHECK_MUTANT_PROBES");
+    const int declare = probes != NULL && probes[0] != '\0' && strcmp(probes, "0") != 0;
+    for (size_t i = 0; i < N_MUTANTS; i++) {
+        if (declare && mut_ops[i].family == MC_FAMILY_MAMBA2)
+            mut_ops[i].caps |= MC_CAP_PROBES;
         all[i] = &mut_ops[i];
+    }
     *count = (uint32_t)N_MUTANTS;
     *abi_version = MIXCHECK_ABI_VERSION;
     return (const struct mc_backend_ops *const *)all;

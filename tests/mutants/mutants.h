@@ -46,6 +46,22 @@ enum mut_fault {
 
 struct mut_family;
 
+/* Stage probes (backend.h struct mc_probe) of the last forward: the Mamba2 mutants record them
+ * (mut_mamba2.c), the others none. Reported only when MIXCHECK_MUTANT_PROBES is set in the
+ * environment (mutants.c), so the kill matrix (test_mutants) is not rerun with probes for every
+ * check a mutant fails; tests/probes sets it. */
+#define MUT_MAX_PROBES 6
+struct mut_probes {
+    int on;
+    int n;
+    int failed;        /* out of memory while recording */
+    int64_t B, L;      /* of the forward */
+    int64_t row, t0;   /* where the segment running now writes: batch row, first token */
+    struct mc_probe p[MUT_MAX_PROBES];
+    float *buf[MUT_MAX_PROBES];
+    size_t cap[MUT_MAX_PROBES];
+};
+
 struct mc_model {
     const struct mut_family *fam;
     enum mut_fault fault;
@@ -55,6 +71,7 @@ struct mc_model {
     int64_t state_elems;  /* per batch row; 0 for ShortConv */
     int64_t chunk;        /* internal chunk length Q (MUT_CHUNK_PAD) */
     void *impl;           /* the family's own model */
+    struct mut_probes *probes; /* NULL until probe_enable */
 };
 
 struct mc_cache {
@@ -104,6 +121,11 @@ float mut_bf16_round(float v);
 
 /* y[M][out] = x[M][in] · W[out][in]ᵀ (+ b[out] when b is not NULL). */
 void mut_linear(const float *x, int64_t M, int64_t in, const float *W, const float *b, int64_t out, float *y);
+
+/* Where the running segment writes probe `name` ([B][L] + dims [ndim] for the forward): its row's
+ * slice from token t0, [L - t0][inner]; registered (zeroed) on first use in a forward. NULL when the
+ * model is not recording. */
+float *mut_probe_slice(const struct mc_model *m, const char *name, int ndim, const int64_t *dims);
 
 float mut_silu(float v);
 float mut_softplus(float v); /* torch softplus, threshold 20 */

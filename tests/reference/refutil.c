@@ -411,6 +411,12 @@ void check_ops_identity(const struct mc_backend_ops *ops, enum mc_family family)
     assert_string_equal(ops->device, "cpu");
     assert_int_equal(ops->family, family);
     assert_int_equal(ops->dtypes, MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64));
-    assert_int_equal(ops->caps, MC_CAP_PACKED);
     assert_non_null(ops->forward_packed);
+    if (family == MC_FAMILY_ATTENTION) { /* no stage probes defined for attention (docs/scenarios.md §1.3) */
+        assert_int_equal(ops->caps, MC_CAP_PACKED);
+        return;
+    }
+    assert_int_equal(ops->caps, MC_CAP_PACKED | MC_CAP_PROBES);
+    assert_non_null(ops->probe_enable);
+    assert_non_null(ops->probe_read);
 }

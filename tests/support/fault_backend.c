@@ -139,6 +139,18 @@ static enum mc_backend_status f_forward(struct mc_model *model, struct mc_cache 
     return st;
 }
 
+/* Stage probes are the inner backend's (the fault sits outside the mixer's math). */
+static enum mc_backend_status f_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
+{
+    return g_inner->probe_enable(((struct fault_model *)model)->inner, on, msg);
+}
+
+static enum mc_backend_status f_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
+                                           struct mc_msg *msg)
+{
+    return g_inner->probe_read(((struct fault_model *)model)->inner, probes, count, msg);
+}
+
 struct mc_backend_ops fault_backend(const struct mc_backend_ops *inner, enum fault_kind kind)
 {
     g_inner = inner;
@@ -155,5 +167,7 @@ struct mc_backend_ops fault_backend(const struct mc_backend_ops *inner, enum fau
     /* the wrapper has models and caches of its own: the inner packed call cannot take them */
     o.forward_packed = NULL;
     o.caps &= ~MC_CAP_PACKED;
+    o.probe_enable = inner->probe_enable ? f_probe_enable : NULL;
+    o.probe_read = inner->probe_read ? f_probe_read : NULL;
     return o;
 }

@@ -246,7 +246,11 @@ struct mc_packed_args {
  *   GDN:            conv_out [B][L][C], beta [B][L][Hv], g [B][L][Hv], q [B][L][Hk][dk] and
  *                   k [B][L][Hk][dk] (after the l2 norm), core_out [B][L][Hv][dv] (before the norm)
  *   ShortConv:      conv_in [B][L][D], conv_out [B][L][D]
- * Data is f64 for f64 models, else f32, owned by the backend and valid until its next call. */
+ * Data is f64 for f64 models, else f32, owned by the backend and valid until its next call. B and L
+ * are the last forward's; values at padding tokens are not read. norm_in is y*silu(z) (Mamba1: the
+ * out_proj input); GDN q and k come before q's dk^-1/2 scale, g is the log decay. A known name with
+ * another shape is the backend's error; the harness enables probes only to diagnose a failed check
+ * (docs/scenarios.md §3.6). */
 struct mc_probe {
     const char *name;
     int32_t ndim;
