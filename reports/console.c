@@ -55,9 +55,9 @@ static void print_tensor_diagnosis(const struct mc_console *con, const struct mc
             runs > 1 ? " (all runs)" : "");
     print_where(con, s, "        ");
     fprintf(con->out, "        max abs err %.3g, max rel err %.3g, headroom %.3g, tolerance atol %.3g rtol %.3g, "
-                      "cosine %.9f, nmse %.3g\n",
+                      "cosine %.9f, nmse %.3g, expected: %s\n",
             s->max_abs_err, s->max_rel_err, s->headroom, t->tol.atol, t->tol.rtol, mc_compare_cosine(s),
-            mc_compare_nmse(s));
+            mc_compare_nmse(s), mc_expected_source_name(t->expected));
 }
 
 void mc_report_console_check(const struct mc_console *con, const struct mc_check_result *res)
@@ -172,4 +172,6 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
         fprintf(con->out, "(%d backend/dtype/scenario combination(s) not scheduled: dtypes a backend does not "
                           "declare, chunk_size_invariance without an internal chunk length)\n",
                 rep->n_not_applicable);
+    if (rep->n_long_skipped > 0)
+        fprintf(con->out, "(%d case file(s) under long/ directories not run: add --long)\n", rep->n_long_skipped);
 }

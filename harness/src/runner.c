@@ -46,7 +46,10 @@ static int has_yaml_suffix(const char *name)
     return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) || (n > 4 && strcmp(name + n - 4, ".yml") == 0);
 }
 
-static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_error *err)
+/* Case files under dir, recursively; `tolerances/` is skipped, and so is every `long/` directory
+ * unless include_long (the cases for --long; *n_long counts the files left out). */
+static enum mc_err_code walk(const char *dir, int include_long, int *n_long, struct strlist *out,
+                             struct mc_error *err)
 {
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, NULL, alphasort);
@@ -66,8 +69,15 @@ static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_err
         snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (strcmp(name, "tolerances") != 0)
-                rc = walk(path, out, err);
+            if (strcmp(name, "long") == 0 && !include_long) {
+                struct strlist skipped = {0};
+                int ignored = 0;
+                rc = walk(path, 1, &ignored, &skipped, err);
+                *n_long += skipped.n;
+                mc_run_files_free(skipped.v, skipped.n);
+            } else if (strcmp(name, "tolerances") != 0) {
+                rc = walk(path, include_long, n_long, out, err);
+            }
         } else if (has_yaml_suffix(name)) {
             if (strlist_push(out, path) != 0)
                 rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
@@ -83,14 +93,22 @@ static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_err
 enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
                                  struct mc_error *err)
 {
+    int n_long = 0;
+    return mc_run_discover_long(paths, n_paths, 1, &n_long, files, n_files, err);
+}
+
+enum mc_err_code mc_run_discover_long(const char *const *paths, int n_paths, int include_long, int *n_long,
+                                      char ***files, int *n_files, struct mc_error *err)
+{
     struct strlist l = {0};
+    *n_long = 0;
     enum mc_err_code rc = MC_ERR_NONE;
     for (int i = 0; i < n_paths && rc == MC_ERR_NONE; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) {
             rc = mc_error_set(err, MC_ERR_USAGE, "%s: %s", paths[i], strerror(errno));
         } else if (S_ISDIR(st.st_mode)) {
-            rc = walk(paths[i], &l, err);
+            rc = walk(paths[i], include_long, n_long, &l, err);
         } else if (strlist_push(&l, paths[i]) != 0) {
             rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         }
@@ -617,9 +635,10 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     int n_files_total = 0;
     for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
         char **files = NULL;
-        int n_files = 0;
-        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+        int n_files = 0, n_long = 0;
+        if (mc_run_discover_long(&paths[pi], 1, opt->long_cases, &n_long, &files, &n_files, err) != MC_ERR_NONE)
             break;
+        rep->n_long_skipped += n_long;
         n_files_total += n_files;
         int before = rep->n_checks + rep->n_problems;
         for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {

@@ -50,6 +50,7 @@ struct mc_run_options {
     struct mc_device_map device_map[MC_RUN_MAX_DEVICE_MAP];
     int n_device_map;
     const char *rerun_options; /* what a rerun command needs besides the check's own filters */
+    int long_cases;       /* --long: also the cases under `long/` directories (mc_run_discover_long) */
 };
 
 /* A case file that could not be run, a backend it names that is missing (MC_ERR_BACKEND), or
@@ -78,6 +79,7 @@ struct mc_run_report {
     int n_problems, cap_problems;
     int n_cases;
     int n_not_applicable; /* selected combinations a backend does not do (dtype, internal chunks) */
+    int n_long_skipped;   /* case files under `long/` directories left out (no --long) */
     int counts[MC_CHECK_STATUS_COUNT]; /* per enum mc_check_status */
     double duration_s;
     int64_t started_unix;
@@ -99,6 +101,11 @@ struct mc_run_callbacks {
  * into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
 enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
                                  struct mc_error *err);
+/* As mc_run_discover, leaving out the cases under `long/` directories found while searching a
+ * directory unless include_long (mixcheck run --long); *n_long counts the files left out. A path
+ * given itself is always taken. */
+enum mc_err_code mc_run_discover_long(const char *const *paths, int n_paths, int include_long, int *n_long,
+                                      char ***files, int *n_files, struct mc_error *err);
 void mc_run_files_free(char **files, int n_files);
 
 /* 1 when a check id "case/scenario/backend/dtype" passes the filter. */
