@@ -217,10 +217,25 @@ int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind,
     return kind != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || (ops->caps & MC_CAP_CHUNK_SIZE);
 }
 
-/* 1 when a scenario draws parameters from its seed (split points, distractors). */
+/* 1 when a scenario draws parameters from its seed (split points, distractors, the serving scenarios'
+ * cuts, slots and orders, the accept sweep's order, the inputs of long_decode and length_sweep). */
 static int randomised(const struct mc_scenario_spec *sp)
 {
-    return (sp->kind == MC_SCENARIO_CHUNKED && sp->random_sets > 0) || sp->kind == MC_SCENARIO_FIRST_TOKEN_CAUSALITY;
+    switch (sp->kind) {
+    case MC_SCENARIO_CHUNKED:
+        return sp->random_sets > 0;
+    case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
+    case MC_SCENARIO_SPECULATIVE_VERIFY:
+    case MC_SCENARIO_PACKED_PREFILL:
+    case MC_SCENARIO_SLOT_POOL:
+    case MC_SCENARIO_MIXED_STEP:
+    case MC_SCENARIO_PREFIX_RESUME: /* the split points before the export are always drawn */
+    case MC_SCENARIO_LONG_DECODE:
+    case MC_SCENARIO_LENGTH_SWEEP:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 /* Folds one seed's result into the first: tensors merge by name (worst headroom wins), the worst
