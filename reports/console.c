@@ -170,7 +170,8 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
             exit_code);
     if (rep->n_not_applicable > 0)
         fprintf(con->out, "(%d backend/dtype/scenario combination(s) not scheduled: dtypes a backend does not "
-                          "declare, chunk_size_invariance without an internal chunk length)\n",
+                          "declare, chunk_size_invariance without an internal chunk length, head_shard at "
+                          "f16/bf16)\n",
                 rep->n_not_applicable);
     if (rep->n_long_skipped > 0)
         fprintf(con->out, "(%d case file(s) under long/ directories not run: add --long)\n", rep->n_long_skipped);

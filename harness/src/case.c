@@ -103,6 +103,7 @@ static const char *const KEYS_MIXED[] = {"drafts", "seed"};
 static const char *const KEYS_RESUME[] = {"at", "splits", "seed"};
 static const char *const KEYS_LONG_DECODE[] = {"steps", "prefill", "seed"};
 static const char *const KEYS_LENGTH_SWEEP[] = {"lengths", "seed"};
+static const char *const KEYS_HEAD_SHARD[] = {"shards"};
 
 struct scenario_keys {
     const char *const *names;
@@ -127,6 +128,7 @@ static const struct scenario_keys SCENARIO_KEYS[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_PREFIX_RESUME] = {KEYS_RESUME, COUNT(KEYS_RESUME)},
     [MC_SCENARIO_LONG_DECODE] = {KEYS_LONG_DECODE, COUNT(KEYS_LONG_DECODE)},
     [MC_SCENARIO_LENGTH_SWEEP] = {KEYS_LENGTH_SWEEP, COUNT(KEYS_LENGTH_SWEEP)},
+    [MC_SCENARIO_HEAD_SHARD] = {KEYS_HEAD_SHARD, COUNT(KEYS_HEAD_SHARD)},
 };
 
 static void scenario_free(struct mc_scenario_spec *s)
@@ -292,6 +294,9 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
             (rc = mc_yaml_int_opt(ld, v[1], pk[1], 1, MC_CASE_MAX_TOKENS, TOKEN_CAP_MSG, 1, &s->prefill)) ==
                 MC_ERR_NONE)
             rc = ld_seed(ld, v[2], pk[2], &s->seed);
+        break;
+    case MC_SCENARIO_HEAD_SHARD:
+        rc = mc_yaml_int(ld, v[0], pk[0], 1, 1024, "shards are capped at 1024", &s->shards);
         break;
     case MC_SCENARIO_LENGTH_SWEEP:
         if ((rc = ld_int_list(ld, v[0], pk[0], 1, MC_CASE_MAX_TOKENS, MAX_CHUNK_SIZES, true, &s->lengths,

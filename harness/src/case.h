@@ -40,6 +40,7 @@ enum mc_scenario_kind {
     /* against the float64 reference run live on generated inputs (docs/scenarios.md §2.17-2.18) */
     MC_SCENARIO_LONG_DECODE,
     MC_SCENARIO_LENGTH_SWEEP,
+    MC_SCENARIO_HEAD_SHARD, /* the layer split into head shards, as tensor-parallel ranks (§2.19) */
     MC_SCENARIO_COUNT
 };
 
@@ -82,6 +83,7 @@ struct mc_scenario_spec {
     int64_t len;                 /* first_token_causality: segment length S (>= 2);
                                     speculative_verify, mixed_step: draft tokens k */
     int64_t steps;               /* long_decode: single-token steps after the prefill */
+    int64_t shards;              /* head_shard: contiguous head shards */
     int64_t sequences;           /* packed_prefill, slot_pool: sequences in the packed call */
     int64_t pool;                /* slot_pool: rows of the state pool (>= 4 * sequences) */
     int64_t accept;              /* speculative_verify: accepted tokens j (< k), -1 when not given (the

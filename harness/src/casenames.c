@@ -21,6 +21,7 @@ const char *const mc_case_scenario_names[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_PREFIX_RESUME] = "prefix_resume",
     [MC_SCENARIO_LONG_DECODE] = "long_decode",
     [MC_SCENARIO_LENGTH_SWEEP] = "length_sweep",
+    [MC_SCENARIO_HEAD_SHARD] = "head_shard",
 };
 
 const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {

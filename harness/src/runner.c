@@ -214,6 +214,9 @@ int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind,
 {
     if (!(ops->dtypes & MC_DTYPE_BIT(dtype)))
         return 0;
+    /* head_shard sums partial outputs each rounded to storage at f16/bf16: f32 and f64 only (headshard.h) */
+    if (kind == MC_SCENARIO_HEAD_SHARD && dtype != MC_DTYPE_F32 && dtype != MC_DTYPE_F64)
+        return 0;
     return kind != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || (ops->caps & MC_CAP_CHUNK_SIZE);
 }
 

@@ -112,8 +112,9 @@ void mc_run_files_free(char **files, int n_files);
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
                         enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype);
 
-/* 1 when a backend can run a scenario at a dtype: it declares the dtype, and for
- * chunk_size_invariance it has an internal chunk length. Other combinations are not scheduled. */
+/* 1 when a backend can run a scenario at a dtype: it declares the dtype, for chunk_size_invariance
+ * it has an internal chunk length, and head_shard runs at f32 and f64 only. Other combinations are not
+ * scheduled. */
 int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind, enum mc_dtype dtype);
 
 /* Runs everything; returns an error only for usage problems or memory (input problems of single

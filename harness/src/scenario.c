@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "family.h"
 #include "rng.h"
+#include "headshard.h"
 #include "longrun.h"
 #include "serving.h"
 #include "session.h"
@@ -894,6 +895,11 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         const char *misfit = mc_longrun_misfit(sp, g, why, sizeof why);
         return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
     }
+    case MC_SCENARIO_HEAD_SHARD: {
+        char why[256];
+        const char *misfit = mc_headshard_misfit(sp, g, why, sizeof why);
+        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+    }
     case MC_SCENARIO_COUNT:
         break;
     }
@@ -1007,6 +1013,9 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
         case MC_SCENARIO_LONG_DECODE:
         case MC_SCENARIO_LENGTH_SWEEP:
             mc_longrun_run(&s);
+            break;
+        case MC_SCENARIO_HEAD_SHARD:
+            mc_headshard_run(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));

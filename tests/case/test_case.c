@@ -151,6 +151,7 @@ static void test_valid_case(void **state)
     assert_int_equal(s[MC_SCENARIO_LENGTH_SWEEP].n_lengths, 4);
     assert_int_equal(s[MC_SCENARIO_LENGTH_SWEEP].lengths[3], 65537);
     assert_int_equal(s[MC_SCENARIO_LENGTH_SWEEP].seed, 10);
+    assert_int_equal(s[MC_SCENARIO_HEAD_SHARD].shards, 2);
 
     /* first_token_causality: {prefill: 6, len: 5, seed: 3} */
     assert_int_equal(s[3].line, 15);
@@ -300,7 +301,8 @@ static void test_names(void **state)
                                        "mixed_step",
                                        "prefix_resume",
                                        "long_decode",
-                                       "length_sweep"};
+                                       "length_sweep",
+                                       "head_shard"};
     enum mc_scenario_kind k;
     for (int i = 0; i < MC_SCENARIO_COUNT; i++) {
         assert_string_equal(mc_scenario_name((enum mc_scenario_kind)i), scen[i]);
@@ -497,7 +499,7 @@ static const struct bad_fixture BAD[] = {
      "unknown_scenario.yaml:10:3: in 'scenarios': unknown key 'prefil' (valid keys: prefill, decode, chunked, "
      "first_token_causality, speculative_verify, left_padded_batch, right_padded_batch, chunk_size_invariance, "
      "batch_invariance, cache_roundtrip, determinism, packed_prefill, slot_pool, mixed_step, prefix_resume, "
-     "long_decode, length_sweep)",
+     "long_decode, length_sweep, head_shard)",
      NULL},
 };
 

@@ -209,6 +209,36 @@ static void test_golden_positions(void **state)
     assert_string_equal(st, "pass");
 }
 
+/* head_shard (S2.11): a configuration no shard can compute alone is unsupported with its reason (exit
+ * 125, never a pass); one that can be split passes at f32, its caches compared slice by slice. */
+static void test_head_shard(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *family, *golden, *reason;
+        int rc;
+    } runs[] = {
+        {"hs-tiny.yaml", "mamba2", "mamba2/tiny.h5", "all-reduce of the variance", 125},
+        {"hs-m1.yaml", "mamba1", "mamba1/tiny.h5", "x_proj computes dt, B and C from every channel", 125},
+        {"hs-sc.yaml", "shortconv", "shortconv/tiny.h5", "channel count is its hidden size", 125},
+        {"hs-next.yaml", "gdn", "gdn/next.h5", "qwen3_next", 125},
+        {"hs-g2.yaml", "mamba2", "mamba2/groups2.h5", NULL, 0},
+        {"hs-gdn.yaml", "gdn", "gdn/tiny.h5", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        const char *p = write_case(runs[i].name, runs[i].family, runs[i].golden, "head_shard: {shards: 2}");
+        int rc = run_cli(p, "reference", NULL, 1);
+        if (rc != runs[i].rc || (runs[i].reason && strstr(console, runs[i].reason) == NULL))
+            fail_msg("head_shard on %s: exit %d, expected %d%s%s:\n%s", runs[i].golden, rc, runs[i].rc,
+                     runs[i].reason ? " and " : "", runs[i].reason ? runs[i].reason : "", console);
+        if (runs[i].rc == 0) {
+            const char *st = status_of("head_shard", "recurrent_state");
+            if (st == NULL || strcmp(st, "pass") != 0)
+                fail_msg("head_shard on %s: recurrent_state %s, expected pass", runs[i].golden, st ? st : "absent");
+        }
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -234,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_correct_packed_passes),
         cmocka_unit_test(test_no_packed_call_unsupported),
         cmocka_unit_test(test_golden_positions),
+        cmocka_unit_test(test_head_shard),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
