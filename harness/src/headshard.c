@@ -114,9 +114,12 @@ static const char *plan(const struct mc_golden *g, int64_t n, int64_t k, struct 
         snprintf(buf, len, "Mamba1's x_proj computes dt, B and C from every channel: a channel shard needs an "
                            "all-reduce inside the layer, so no shard is a layer of its own");
         return buf;
-    default:
+    case MC_FAMILY_SHORTCONV:
         snprintf(buf, len, "ShortConv's channel count is its hidden size: a channel shard is not a layer of the "
                            "family (in_proj maps D to 3D)");
+        return buf;
+    default:
+        snprintf(buf, len, "head_shard has no slicing rule for family %s", mc_family_name(g->config.family));
         return buf;
     }
 }

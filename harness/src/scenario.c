@@ -489,8 +489,8 @@ out:
 
 /* speculative_verify: from a primed cache snapshot, verify k draft tokens in one forward; the same
  * tokens decoded one by one must agree (consistency); with `accept: j`, restoring the snapshot and
- * accepting j < k tokens, then decoding the next, must land on the golden; then the accept sweep over
- * every count 0..k (accept_sweep); the snapshot itself must be untouched. */
+ * accepting j < k tokens, then decoding the next, must land on the golden; without it, the accept
+ * sweep over every count 0..k (accept_sweep); the snapshot itself must be untouched. */
 static void run_speculative(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
@@ -548,7 +548,7 @@ static void run_speculative(struct mc_session *s)
              mc_session_check_states(s, &ca, 0, P + j + 1) == 0;
         mc_session_run_end(s, tok);
     }
-    if (ok)
+    if (ok && j < 0)
         accept_sweep(s, &snap, P, k);
     /* every copy ran on its own: the snapshot is bit for bit what it was (a cache_copy that shares
      * memory between the copies shows up here, as "snapshot") */
@@ -842,11 +842,14 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
             return bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)", (long long)g->batch);
         return MC_ERR_NONE;
     case MC_SCENARIO_SPECULATIVE_VERIFY:
-        /* the accept sweep takes every count up to k and two zero-draft steps after it */
-        if (sp->prefill < 1 || sp->prefill + sp->len + 2 > L)
+        if (sp->prefill < 1 || sp->prefill + sp->len > L)
+            return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
+                             (long long)(sp->prefill + sp->len), (long long)L);
+        /* the accept sweep (no `accept`) takes every count up to k and two zero-draft steps after it */
+        if (sp->accept < 0 && sp->prefill + sp->len + 2 > L)
             return bad_param(c, sp, err,
-                             "prefill + len + 2 (%lld: the drafts, then two zero-draft steps) must be <= the "
-                             "sequence length %lld",
+                             "prefill + len + 2 (%lld: every accept count up to len, then two zero-draft steps) must "
+                             "be <= the sequence length %lld (or give `accept` for one count)",
                              (long long)(sp->prefill + sp->len + 2), (long long)L);
         return MC_ERR_NONE;
     case MC_SCENARIO_RIGHT_PADDED_BATCH:
