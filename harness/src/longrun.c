@@ -20,6 +20,8 @@
 /* Largest [rows][tokens][D] a length_sweep input may have (elements): 2^26 doubles are 512 MiB per
  * buffer, and the sweep holds a few. A longer sweep needs a golden with a smaller D. */
 #define LONGRUN_MAX_ELEMS (1LL << 26)
+/* long_decode bounds the error growth (the `growth` tensor) from this many steps on */
+#define LONGRUN_GROWTH_STEPS 100
 /* length_sweep runs lengths above this as a batch of one (the golden's rows below it) */
 #define LONGRUN_BATCH_LIMIT 8192
 
@@ -161,6 +163,8 @@ static void record_steps(struct mc_session *s, const double *y, const double *yr
         if (t % p->per_bucket == 0 || h > p->headroom[k])
             p->headroom[k] = (float)h;
     }
+    if (steps < LONGRUN_GROWTH_STEPS)
+        return; /* a tenth of fewer than 10 steps says nothing about growth: by_step only */
     e_first = rms_error(y, yref, rows, steps, D, 0, tenth);
     e_last = rms_error(y, yref, rows, steps, D, steps - tenth, steps);
     struct mc_compare_view v = {.ndim = 1, .dims = {1}, .dim_names = {"step"}, .token_axis = -1,
@@ -300,6 +304,16 @@ const char *mc_longrun_misfit(const struct mc_scenario_spec *sp, const struct mc
 {
     struct mc_family_shape sh;
     mc_family_shape(&g->config, &sh);
+    /* a KV cache holds a fixed number of positions: nothing runs past it */
+    int64_t cap = g->config.family == MC_FAMILY_ATTENTION ? g->config.u.attention.cache_length : 0;
+    int64_t most = sp->kind == MC_SCENARIO_LONG_DECODE ? sp->prefill + sp->steps
+                   : sp->n_lengths > 0                  ? sp->lengths[sp->n_lengths - 1]
+                                                        : 0;
+    if (cap > 0 && most > cap) {
+        snprintf(buf, len, "%lld tokens exceed the KV cache of the golden's configuration (cache_length %lld)",
+                 (long long)most, (long long)cap);
+        return buf;
+    }
     if (sp->kind == MC_SCENARIO_LONG_DECODE) {
         if (g->batch * (sp->prefill + sp->steps) * sh.hidden > LONGRUN_MAX_ELEMS) {
             snprintf(buf, len, "prefill + steps (%lld) x %lld rows x D %lld exceeds %lld elements",
