@@ -21,6 +21,7 @@
  * | mutant.S2.8-prefix-off-grid            | S2.8: vllm#34587, #53945                  | a sequence ending off the block grid (8 tokens, absolute positions of the slot) leaves in its slot the cache of its last grid point: the prefix state cached before it is complete | prefix_resume -> output |
  * | mutant.S2.9-bf16-state                 | S2.9: vllm#39032; sglang#10258            | the cache (window and state) stored in bf16 whatever the model dtype: rounded after every forward | long_decode -> output (cases/long) |
  * | mutant.S2.10-tail-skipped              | S2.10: FLA#906                            | a forward of more than 65536 tokens skips its partial tail chunk (64 tokens): zeros out, the cache of the last full chunk | length_sweep -> output (cases/long) |
+ * | mutant.S2.11-groups-repeat             | S2.11: llama.cpp#15625                    | (groups_mutant.c, its own library: the Mamba2 reference built with head h reading group h % G) | prefill on mamba2/groups2 -> output |
  * | control.packed                         | -                                         | the packed call by its definition (no fault)                                  | must pass every packed scenario           |
  * | control.no-packed                      | -                                         | the reference with forward_packed NULL                                       | every packed scenario `unsupported`       |
  */

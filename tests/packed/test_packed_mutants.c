@@ -239,6 +239,28 @@ static void test_head_shard(void **state)
     }
 }
 
+/* S2.11: the Mamba2 reference with `repeat` for the head -> group mapping (groups_mutant.c) fails the
+ * n_groups 2 golden's prefill on its output, and is the reference itself for n_groups 1. */
+static void test_groups_mutant(void **state)
+{
+    (void)state;
+    char cmd[4096];
+    const char *fmt = MC_BINARY_DIR "/mixcheck run cases/mamba2/%s.yaml --plugin " MC_GROUPS_MUTANT
+                                    " --backend mutant.S2.11-groups-repeat --dtype f32 -k /prefill/ -q --color never "
+                                    "--json %s/r.json";
+    snprintf(cmd, sizeof cmd, fmt, "groups2", dir);
+    int rc = run(cmd);
+    const char *st = status_of("prefill", "output");
+    if (rc != 1 || st == NULL || strcmp(st, "fail") != 0)
+        fail_msg("mutant.S2.11-groups-repeat on groups2: exit %d, prefill/output %s, expected 1 and fail:\n%s", rc,
+                 st ? st : "absent", out);
+    snprintf(cmd, sizeof cmd, fmt, "tiny", dir);
+    rc = run(cmd);
+    if (rc != 0)
+        fail_msg("mutant.S2.11-groups-repeat on tiny (n_groups 1, no difference): exit %d, expected 0:\n%s", rc, out);
+    printf("%-10s %-38s caught by %s -> %s\n", "mamba2", "mutant.S2.11-groups-repeat", "prefill (groups2)", "output");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -265,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_no_packed_call_unsupported),
         cmocka_unit_test(test_golden_positions),
         cmocka_unit_test(test_head_shard),
+        cmocka_unit_test(test_groups_mutant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
