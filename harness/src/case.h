@@ -41,6 +41,7 @@ enum mc_scenario_kind {
     MC_SCENARIO_LONG_DECODE,
     MC_SCENARIO_LENGTH_SWEEP,
     MC_SCENARIO_HEAD_SHARD, /* the layer split into head shards, as tensor-parallel ranks (§2.19) */
+    MC_SCENARIO_GREEDY, /* model cases only (docs/models.md §3): greedy generation through the cache */
     MC_SCENARIO_COUNT
 };
 
@@ -58,9 +59,13 @@ enum mc_tensor_kind {
     MC_TENSOR_REF_OUTPUT,
     MC_TENSOR_REF_CONV_STATE,
     MC_TENSOR_REF_RECURRENT_STATE,
-    /* long_decode: the worst output error over the last tenth of the steps against the first tenth
+    /* long_decode: the RMS output error over the last tenth of the steps against the first tenth
      * (|e_last - e_first| <= atol + rtol * e_first: rtol is the growth allowed, atol a floor) */
     MC_TENSOR_GROWTH,
+    /* model cases (docs/models.md §3): the logits of the LM head, and the residual stream after the
+     * embedding and after every layer (what localises a logits failure) */
+    MC_TENSOR_LOGITS,
+    MC_TENSOR_HIDDEN_STATES,
     MC_TENSOR_COUNT
 };
 
@@ -82,7 +87,6 @@ struct mc_scenario_spec {
                                     determinism; prefix_resume: the export position `at` */
     int64_t len;                 /* first_token_causality: segment length S (>= 2);
                                     speculative_verify, mixed_step: draft tokens k */
-    int64_t steps;               /* long_decode: single-token steps after the prefill */
     int64_t shards;              /* head_shard: contiguous head shards */
     int64_t sequences;           /* packed_prefill, slot_pool: sequences in the packed call */
     int64_t pool;                /* slot_pool: rows of the state pool (>= 4 * sequences) */
@@ -98,6 +102,9 @@ struct mc_scenario_spec {
     int n_chunk_sizes;
     int64_t *lengths;            /* length_sweep: the prefill lengths (strictly increasing) */
     int n_lengths;
+    int64_t steps;               /* greedy: tokens generated (<= the golden's); long_decode: single-token
+                                    steps after the prefill */
+    int64_t top_k;               /* greedy: k of the top-k rule at the first mismatch */
 };
 
 struct mc_tolerance {
@@ -136,6 +143,12 @@ struct mc_case {
     struct mc_scenario_spec *scenarios;
     int n_scenarios;
     struct mc_tolerance_profile tolerance; /* loaded from the `tolerance:` file */
+    /* model cases (`model:` instead of `family:`, docs/models.md §3): the model type, and the layers
+     * that run on the backend under test (NULL = every layer of a family it implements) */
+    char *model_type;
+    int64_t *layers;
+    int n_layers;
+    int layers_line, layers_column; /* of the `layers:` value */
 };
 
 /* Loads a case and its tolerance profile; on failure c is left empty (safe to free). */

@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "error.h"
 #include "golden.h"
+#include "logits.h"
 #include "mixcheck/backend.h"
 #include "refrun.h"
 #include "weightset.h"
@@ -64,6 +65,7 @@ struct mc_tensor_result {
     struct mc_compare_stats stats;
     int64_t comparisons;           /* arrays merged into stats (forwards, checkpoints, rows) */
     enum mc_expected_source expected;
+    struct mc_logits_metrics logits; /* model cases' logits tensors (present = 1), else zero */
 };
 
 struct mc_check_result {
@@ -89,6 +91,11 @@ struct mc_check_result {
     char tolerance_device[64];
     double duration_s;
     struct mc_step_profile by_step; /* long_decode (longrun.h); by_step.tensor "" otherwise */
+    /* model cases (stackcheck.h): the model type ("" for mixer checks), and the localisation of a
+     * logits failure — the first layer whose hidden state leaves tolerance, its kind, the first
+     * failing token — or the first diverging step of greedy generation */
+    char model_type[16];
+    char diagnosis[512];
 };
 
 struct mc_scenario_ctx {
