@@ -65,6 +65,14 @@ _Static_assert(M2_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
+/* The group head h reads: h / (H/G) (repeat_interleave of the groups over the heads). Only the S2.11
+ * mutant of tests/packed (groups_mutant.c) builds this file with MC_REF_M2_GROUPS_REPEAT, the upstream
+ * bug of llama.cpp#15625 (`repeat`: h % G). */
+#ifdef MC_REF_M2_GROUPS_REPEAT
+#define M2_GROUP_OF(h, R, G) ((h) % (G))
+#else
+#define M2_GROUP_OF(h, R, G) ((h) / (R))
+#endif
 #define M2_CAT_(a, b) a##b
 #define M2_CAT(a, b) M2_CAT_(a, b)
 

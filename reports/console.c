@@ -55,9 +55,9 @@ static void print_tensor_diagnosis(const struct mc_console *con, const struct mc
             runs > 1 ? " (all runs)" : "");
     print_where(con, s, "        ");
     fprintf(con->out, "        max abs err %.3g, max rel err %.3g, headroom %.3g, tolerance atol %.3g rtol %.3g, "
-                      "cosine %.9f, nmse %.3g\n",
+                      "cosine %.9f, nmse %.3g, expected: %s\n",
             s->max_abs_err, s->max_rel_err, s->headroom, t->tol.atol, t->tol.rtol, mc_compare_cosine(s),
-            mc_compare_nmse(s));
+            mc_compare_nmse(s), mc_expected_source_name(t->expected));
     const struct mc_logits_metrics *m = &t->logits;
     if (m->present)
         fprintf(con->out, "        %lld positions: top-1 agreement %.4g, top-%d overlap %.4g, KL mean %.3g max %.3g "
@@ -186,6 +186,9 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
                 rep->n_checks, rep->shard_checks);
     if (rep->n_not_applicable > 0)
         fprintf(con->out, "(%d backend/dtype/scenario combination(s) not scheduled: dtypes a backend does not "
-                          "declare, chunk_size_invariance without an internal chunk length)\n",
+                          "declare, chunk_size_invariance without an internal chunk length, head_shard at "
+                          "f16/bf16)\n",
                 rep->n_not_applicable);
+    if (rep->n_long_skipped > 0)
+        fprintf(con->out, "(%d case file(s) under long/ directories not run: add --long)\n", rep->n_long_skipped);
 }

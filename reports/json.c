@@ -28,6 +28,26 @@ static void kv_int(struct mc_writer *w, const char *k, long long v)
     fprintf(w->f, ", \"%s\": %lld", k, v);
 }
 
+/* long_decode's error per step (scenario.h struct mc_step_profile), kept apart from the other keys */
+static void write_by_step(struct mc_writer *w, const struct mc_step_profile *p)
+{
+    fputs(", \"by_step\": {", w->f);
+    fprintf(w->f, "\"first_token\": %lld", (long long)p->first_token);
+    kv_int(w, "steps", p->steps);
+    kv_int(w, "steps_per_entry", p->per_bucket);
+    fputs(", \"max_abs_err\": [", w->f);
+    for (int i = 0; i < p->n_buckets; i++) {
+        fputs(i ? ", " : "", w->f);
+        mc_writer_json_number(w, p->max_abs_err[i]);
+    }
+    fputs("], \"headroom\": [", w->f);
+    for (int i = 0; i < p->n_buckets; i++) {
+        fputs(i ? ", " : "", w->f);
+        mc_writer_json_number(w, p->headroom[i]);
+    }
+    fputs("]}", w->f);
+}
+
 /* A profile value: 4 significant digits (a plot's precision), null when not finite. */
 static void profile_number(struct mc_writer *w, float v)
 {
@@ -153,6 +173,9 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_num(w, "atol", t->tol.atol);
         kv_num(w, "rtol", t->tol.rtol);
         kv_int(w, "comparisons", t->comparisons);
+        kv_str(w, "expected", mc_expected_source_name(t->expected), 1);
+        if (strcmp(r->by_step.tensor, t->name) == 0)
+            write_by_step(w, &r->by_step);
         if (t->logits.present) {
             const struct mc_logits_metrics *m = &t->logits;
             fputs(", \"logits_metrics\": {\"positions\": ", w->f);

@@ -53,6 +53,9 @@ static void usage(FILE *out)
             "                  (e.g. a plugin's own device against cpu's numbers; repeatable). Never\n"
             "                  implied: a device without tolerances is an input error\n"
             "running:\n"
+            "  --long          also the cases under long/ directories (long_decode, length_sweep on the\n"
+            "                  realistic shapes...: minutes, not seconds); without it they are left out\n"
+            "                  and counted in the summary. A case file named on the command line always runs\n"
             "  --seeds N       randomised scenarios (random splits, distractors) over N seeds; the worst\n"
             "                  headroom over the seeds is reported\n"
             "  --threads N     worker threads for backends that take them (default: theirs)\n"
@@ -133,6 +136,7 @@ enum {
     OPT_DEVICE_PROFILE,
     OPT_BASELINE,
     OPT_MAX_DRIFT,
+    OPT_LONG,
     OPT_MARKDOWN,
     OPT_HTML,
     OPT_RECORD,
@@ -222,6 +226,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
         {"baseline", required_argument, NULL, OPT_BASELINE},
         {"max-drift", required_argument, NULL, OPT_MAX_DRIFT},
+        {"long", no_argument, NULL, OPT_LONG},
         {"markdown", required_argument, NULL, OPT_MARKDOWN},
         {"html", required_argument, NULL, OPT_HTML},
         {"record", required_argument, NULL, OPT_RECORD},
@@ -358,6 +363,10 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             break;
         case OPT_NO_ISOLATE:
             o->isolate = 0;
+            break;
+        case OPT_LONG:
+            o->long_cases = 1;
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--long");
             break;
         case OPT_THREADS:
             if (mc_cli_parse_count(optarg, 1024, &o->threads) != 0)

@@ -101,6 +101,9 @@ static const char *const KEYS_PACKED[] = {"sequences", "seed"};
 static const char *const KEYS_SLOT_POOL[] = {"sequences", "pool", "seed"};
 static const char *const KEYS_MIXED[] = {"drafts", "seed"};
 static const char *const KEYS_RESUME[] = {"at", "splits", "seed"};
+static const char *const KEYS_LONG_DECODE[] = {"steps", "prefill", "seed"};
+static const char *const KEYS_LENGTH_SWEEP[] = {"lengths", "seed"};
+static const char *const KEYS_HEAD_SHARD[] = {"shards"};
 static const char *const KEYS_GREEDY[] = {"steps", "top_k"};
 
 struct scenario_keys {
@@ -124,6 +127,9 @@ static const struct scenario_keys SCENARIO_KEYS[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_SLOT_POOL] = {KEYS_SLOT_POOL, COUNT(KEYS_SLOT_POOL)},
     [MC_SCENARIO_MIXED_STEP] = {KEYS_MIXED, COUNT(KEYS_MIXED)},
     [MC_SCENARIO_PREFIX_RESUME] = {KEYS_RESUME, COUNT(KEYS_RESUME)},
+    [MC_SCENARIO_LONG_DECODE] = {KEYS_LONG_DECODE, COUNT(KEYS_LONG_DECODE)},
+    [MC_SCENARIO_LENGTH_SWEEP] = {KEYS_LENGTH_SWEEP, COUNT(KEYS_LENGTH_SWEEP)},
+    [MC_SCENARIO_HEAD_SHARD] = {KEYS_HEAD_SHARD, COUNT(KEYS_HEAD_SHARD)},
     [MC_SCENARIO_GREEDY] = {KEYS_GREEDY, COUNT(KEYS_GREEDY)},
 };
 
@@ -133,6 +139,7 @@ static void scenario_free(struct mc_scenario_spec *s)
         free(s->split_sets[i].points);
     free(s->split_sets);
     free(s->chunk_sizes);
+    free(s->lengths);
     memset(s, 0, sizeof *s);
 }
 
@@ -208,7 +215,9 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
         return rc;
     for (size_t i = 0; i < keys->n; i++) {
         bool optional = strcmp(keys->names[i], "seed") == 0 || strcmp(keys->names[i], "decode") == 0 ||
-                        kind == MC_SCENARIO_CHUNKED || (kind == MC_SCENARIO_PREFIX_RESUME && i == 1);
+                        kind == MC_SCENARIO_CHUNKED || (kind == MC_SCENARIO_PREFIX_RESUME && i == 1) ||
+                        (kind == MC_SCENARIO_SPECULATIVE_VERIFY && i == 2) ||
+                        (kind == MC_SCENARIO_LONG_DECODE && i == 1);
         if (!optional && (rc = mc_yaml_require(ld, map, kp, keys->names[i], v[i])) != MC_ERR_NONE)
             return rc;
         mc_yaml_kp_key(pk[i], kp, keys->names[i]);
@@ -276,10 +285,25 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
     case MC_SCENARIO_SPECULATIVE_VERIFY:
         if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->prefill)) == MC_ERR_NONE &&
             (rc = ld_tokens(ld, v[1], pk[1], 2, &s->len)) == MC_ERR_NONE &&
-            (rc = ld_tokens(ld, v[2], pk[2], 0, &s->accept)) == MC_ERR_NONE &&
+            (rc = mc_yaml_int_opt(ld, v[2], pk[2], 0, MC_CASE_MAX_TOKENS, TOKEN_CAP_MSG, -1, &s->accept)) ==
+                MC_ERR_NONE &&
             (rc = ld_seed(ld, v[3], pk[3], &s->seed)) == MC_ERR_NONE && s->accept >= s->len)
             rc = mc_yaml_fail(ld, v[2]->start_mark, pk[2], "must be < len (%lld) (got %lld)", (long long)s->len,
                               (long long)s->accept);
+        break;
+    case MC_SCENARIO_LONG_DECODE:
+        if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->steps)) == MC_ERR_NONE &&
+            (rc = mc_yaml_int_opt(ld, v[1], pk[1], 1, MC_CASE_MAX_TOKENS, TOKEN_CAP_MSG, 1, &s->prefill)) ==
+                MC_ERR_NONE)
+            rc = ld_seed(ld, v[2], pk[2], &s->seed);
+        break;
+    case MC_SCENARIO_HEAD_SHARD:
+        rc = mc_yaml_int(ld, v[0], pk[0], 1, 1024, "shards are capped at 1024", &s->shards);
+        break;
+    case MC_SCENARIO_LENGTH_SWEEP:
+        if ((rc = ld_int_list(ld, v[0], pk[0], 1, MC_CASE_MAX_TOKENS, MAX_CHUNK_SIZES, true, &s->lengths,
+                              &s->n_lengths)) == MC_ERR_NONE)
+            rc = ld_seed(ld, v[1], pk[1], &s->seed);
         break;
     case MC_SCENARIO_LEFT_PADDED_BATCH:
         if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->prefill)) == MC_ERR_NONE)

@@ -37,6 +37,10 @@ enum mc_scenario_kind {
     MC_SCENARIO_SLOT_POOL,
     MC_SCENARIO_MIXED_STEP,
     MC_SCENARIO_PREFIX_RESUME,
+    /* against the float64 reference run live on generated inputs (docs/scenarios.md §2.17-2.18) */
+    MC_SCENARIO_LONG_DECODE,
+    MC_SCENARIO_LENGTH_SWEEP,
+    MC_SCENARIO_HEAD_SHARD, /* the layer split into head shards, as tensor-parallel ranks (§2.19) */
     MC_SCENARIO_GREEDY, /* model cases only (docs/models.md §3): greedy generation through the cache */
     MC_SCENARIO_COUNT
 };
@@ -55,6 +59,9 @@ enum mc_tensor_kind {
     MC_TENSOR_REF_OUTPUT,
     MC_TENSOR_REF_CONV_STATE,
     MC_TENSOR_REF_RECURRENT_STATE,
+    /* long_decode: the RMS output error over the last tenth of the steps against the first tenth
+     * (|e_last - e_first| <= atol + rtol * e_first: rtol is the growth allowed, atol a floor) */
+    MC_TENSOR_GROWTH,
     /* model cases (docs/models.md §3): the logits of the LM head, and the residual stream after the
      * embedding and after every layer (what localises a logits failure) */
     MC_TENSOR_LOGITS,
@@ -80,9 +87,11 @@ struct mc_scenario_spec {
                                     determinism; prefix_resume: the export position `at` */
     int64_t len;                 /* first_token_causality: segment length S (>= 2);
                                     speculative_verify, mixed_step: draft tokens k */
+    int64_t shards;              /* head_shard: contiguous head shards */
     int64_t sequences;           /* packed_prefill, slot_pool: sequences in the packed call */
     int64_t pool;                /* slot_pool: rows of the state pool (>= 4 * sequences) */
-    int64_t accept;              /* speculative_verify: accepted tokens j (< k) */
+    int64_t accept;              /* speculative_verify: accepted tokens j (< k), -1 when not given (the
+                                    sweep over every count 0..k runs either way) */
     int64_t decode_steps;        /* left_padded_batch: single-token steps between prefill and the chunk */
     uint64_t seed;               /* distractor / random split seed */
     struct mc_split_set *split_sets; /* chunked: explicit split point sets; cache_roundtrip: one set;
@@ -91,7 +100,10 @@ struct mc_scenario_spec {
     int64_t random_sets;         /* chunked: extra split sets drawn from `seed` */
     int64_t *chunk_sizes;        /* chunk_size_invariance */
     int n_chunk_sizes;
-    int64_t steps;               /* greedy: tokens generated (<= the golden's) */
+    int64_t *lengths;            /* length_sweep: the prefill lengths (strictly increasing) */
+    int n_lengths;
+    int64_t steps;               /* greedy: tokens generated (<= the golden's); long_decode: single-token
+                                    steps after the prefill */
     int64_t top_k;               /* greedy: k of the top-k rule at the first mismatch */
 };
 

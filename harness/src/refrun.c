@@ -7,6 +7,7 @@
 
 #include "dtype.h"
 #include "family.h"
+#include "case.h"
 
 void mc_refrun_free(struct mc_refrun *r)
 {
@@ -25,29 +26,18 @@ static double *rounded_copy(const double *src, size_t n, enum mc_dtype dtype)
     return d;
 }
 
-int mc_refrun_build(const struct mc_golden *g, const struct mc_backend_ops *ref, enum mc_dtype dtype,
-                    struct mc_refrun *out, char *why, size_t why_len)
+/* The reference model in f64 on g's weights rounded to `dtype`; wdata [n_weights] holds the rounded
+ * copies (freed by the caller with free_weights). 0, or -1 with the reason in why. */
+static int ref_model(const struct mc_golden *g, const struct mc_backend_ops *ref, enum mc_dtype dtype,
+                     struct mc_model **model, double ***wdata_out, char *why, size_t why_len)
 {
-    struct mc_family_shape sh;
-    mc_family_shape(&g->config, &sh);
-    int64_t B = g->batch, L = g->len, D = sh.hidden, T = g->n_positions;
-    int64_t nconv = B * sh.conv_channels * sh.conv_kernel, nstate = B * mc_family_state_elems(&sh);
     struct mc_weight *w = calloc((size_t)g->n_weights, sizeof *w);
     double **wdata = calloc((size_t)g->n_weights, sizeof *wdata);
-    double *x = rounded_copy(g->hidden_states.data, (size_t)(B * L * D), dtype);
-    double *xs = malloc((size_t)(B * L * D) * sizeof *xs);
-    double *ys = malloc((size_t)(B * L * D) * sizeof *ys);
-    uint8_t *ms = g->mask ? malloc((size_t)(B * L)) : NULL;
-    struct mc_model *model = NULL;
-    struct mc_cache *cache = NULL;
     struct mc_msg msg = {{0}};
     int rc = -1;
-    memset(out, 0, sizeof *out);
-    out->output = calloc((size_t)(B * L * D), sizeof *out->output);
-    out->conv_state = calloc((size_t)(T * nconv), sizeof *out->conv_state);
-    out->recurrent_state = nstate ? calloc((size_t)(T * nstate), sizeof *out->recurrent_state) : NULL;
-    if (!w || !wdata || !x || !xs || !ys || (g->mask && !ms) || !out->output || !out->conv_state ||
-        (nstate && !out->recurrent_state)) {
+    *model = NULL;
+    *wdata_out = wdata;
+    if (!w || !wdata) {
         snprintf(why, why_len, "out of memory");
         goto out;
     }
@@ -68,10 +58,93 @@ int mc_refrun_build(const struct mc_golden *g, const struct mc_backend_ops *ref,
                                  .config = &g->config.u,
                                  .weights = w,
                                  .n_weights = g->n_weights};
-    if (ref->model_create(&desc, &model, &msg) != MC_BACKEND_OK) {
-        model = NULL;
+    if (ref->model_create(&desc, model, &msg) != MC_BACKEND_OK) {
+        *model = NULL;
+        snprintf(why, why_len, "the reference model (f64, %s-rounded weights) could not be created: %s",
+                 mc_dtype_name(dtype), msg.text);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(w);
+    return rc;
+}
+
+static void free_weights(const struct mc_golden *g, double **wdata)
+{
+    if (wdata != NULL)
+        for (int i = 0; i < g->n_weights; i++)
+            free(wdata[i]);
+    free(wdata);
+}
+
+int mc_refrun_inputs(const struct mc_golden *g, const struct mc_backend_ops *ref, enum mc_dtype dtype,
+                     const double *x, int64_t batch, int64_t len, double *y, double *conv, double *state, char *why,
+                     size_t why_len)
+{
+    struct mc_family_shape sh;
+    mc_family_shape(&g->config, &sh);
+    size_t n = (size_t)(batch * len * sh.hidden);
+    double *xr = rounded_copy(x, n, dtype), **wdata = NULL;
+    struct mc_model *model = NULL;
+    struct mc_cache *cache = NULL;
+    struct mc_msg msg = {{0}};
+    int rc = -1;
+    if (xr == NULL) {
+        snprintf(why, why_len, "out of memory");
+        goto out;
+    }
+    if (ref_model(g, ref, dtype, &model, &wdata, why, why_len) != 0)
+        goto out;
+    struct mc_forward_args a = {.batch = batch, .len = len, .x = xr, .mask = NULL, .y = y};
+    if (ref->cache_alloc(model, batch, &cache, &msg) != MC_BACKEND_OK) {
+        cache = NULL;
         goto backend;
     }
+    if (ref->forward(model, cache, &a, &msg) != MC_BACKEND_OK ||
+        ref->cache_export(model, cache, conv, sh.state_ndim > 0 ? state : NULL, &msg) != MC_BACKEND_OK)
+        goto backend;
+    rc = 0;
+    goto out;
+backend:
+    snprintf(why, why_len, "the f64 reference run on %s-rounded inputs (%lld x %lld tokens) failed: %s",
+             mc_dtype_name(dtype), (long long)batch, (long long)len, msg.text);
+out:
+    if (cache != NULL)
+        ref->cache_free(model, cache);
+    if (model != NULL)
+        ref->model_destroy(model);
+    free_weights(g, wdata);
+    free(xr);
+    return rc;
+}
+
+int mc_refrun_build(const struct mc_golden *g, const struct mc_backend_ops *ref, enum mc_dtype dtype,
+                    struct mc_refrun *out, char *why, size_t why_len)
+{
+    struct mc_family_shape sh;
+    mc_family_shape(&g->config, &sh);
+    int64_t B = g->batch, L = g->len, D = sh.hidden, T = g->n_positions;
+    int64_t nconv = B * sh.conv_channels * sh.conv_kernel, nstate = B * mc_family_state_elems(&sh);
+    double **wdata = NULL;
+    double *x = rounded_copy(g->hidden_states.data, (size_t)(B * L * D), dtype);
+    double *xs = malloc((size_t)(B * L * D) * sizeof *xs);
+    double *ys = malloc((size_t)(B * L * D) * sizeof *ys);
+    uint8_t *ms = g->mask ? malloc((size_t)(B * L)) : NULL;
+    struct mc_model *model = NULL;
+    struct mc_cache *cache = NULL;
+    struct mc_msg msg = {{0}};
+    int rc = -1;
+    memset(out, 0, sizeof *out);
+    out->output = calloc((size_t)(B * L * D), sizeof *out->output);
+    out->conv_state = calloc((size_t)(T * nconv), sizeof *out->conv_state);
+    out->recurrent_state = nstate ? calloc((size_t)(T * nstate), sizeof *out->recurrent_state) : NULL;
+    if (!x || !xs || !ys || (g->mask && !ms) || !out->output || !out->conv_state || (nstate && !out->recurrent_state)) {
+        snprintf(why, why_len, "out of memory");
+        goto out;
+    }
+    if (ref_model(g, ref, dtype, &model, &wdata, why, why_len) != 0)
+        goto out;
     if (ref->cache_alloc(model, B, &cache, &msg) != MC_BACKEND_OK) {
         cache = NULL;
         goto backend;
@@ -108,11 +181,7 @@ out:
         ref->cache_free(model, cache);
     if (model != NULL)
         ref->model_destroy(model);
-    if (wdata != NULL)
-        for (int i = 0; i < g->n_weights; i++)
-            free(wdata[i]);
-    free(wdata);
-    free(w);
+    free_weights(g, wdata);
     free(x);
     free(xs);
     free(ys);

@@ -24,4 +24,13 @@ int mc_refrun_build(const struct mc_golden *g, const struct mc_backend_ops *ref,
                     struct mc_refrun *out, char *why, size_t why_len);
 void mc_refrun_free(struct mc_refrun *r);
 
+/* The same reference, in float64 on g's weights and on inputs x [batch][len][D] of the caller's (both
+ * rounded to `dtype` first; f64 and f32 inputs pass unchanged when they are exact there), as one
+ * forward of `len` tokens from a zero cache without a mask: y [batch][len][D], and the cache after it,
+ * conv [batch][C][K] and state [batch][state dims] (unused for ShortConv). For scenarios that run past
+ * what the golden holds (longer sequences, other inputs). 0, or -1 with the reason in why. */
+int mc_refrun_inputs(const struct mc_golden *g, const struct mc_backend_ops *ref, enum mc_dtype dtype,
+                     const double *x, int64_t batch, int64_t len, double *y, double *conv, double *state, char *why,
+                     size_t why_len);
+
 #endif

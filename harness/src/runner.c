@@ -51,7 +51,10 @@ static int has_yaml_suffix(const char *name)
     return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) || (n > 4 && strcmp(name + n - 4, ".yml") == 0);
 }
 
-static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_error *err)
+/* Case files under dir, recursively; `tolerances/` is skipped, and so is every `long/` directory
+ * unless include_long (the cases for --long; *n_long counts the files left out). */
+static enum mc_err_code walk(const char *dir, int include_long, int *n_long, struct strlist *out,
+                             struct mc_error *err)
 {
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, NULL, alphasort);
@@ -71,8 +74,15 @@ static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_err
         snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (strcmp(name, "tolerances") != 0)
-                rc = walk(path, out, err);
+            if (strcmp(name, "long") == 0 && !include_long) {
+                struct strlist skipped = {0};
+                int ignored = 0;
+                rc = walk(path, 1, &ignored, &skipped, err);
+                *n_long += skipped.n;
+                mc_run_files_free(skipped.v, skipped.n);
+            } else if (strcmp(name, "tolerances") != 0) {
+                rc = walk(path, include_long, n_long, out, err);
+            }
         } else if (has_yaml_suffix(name)) {
             if (strlist_push(out, path) != 0)
                 rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
@@ -88,14 +98,22 @@ static enum mc_err_code walk(const char *dir, struct strlist *out, struct mc_err
 enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
                                  struct mc_error *err)
 {
+    int n_long = 0;
+    return mc_run_discover_long(paths, n_paths, 1, &n_long, files, n_files, err);
+}
+
+enum mc_err_code mc_run_discover_long(const char *const *paths, int n_paths, int include_long, int *n_long,
+                                      char ***files, int *n_files, struct mc_error *err)
+{
     struct strlist l = {0};
+    *n_long = 0;
     enum mc_err_code rc = MC_ERR_NONE;
     for (int i = 0; i < n_paths && rc == MC_ERR_NONE; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) {
             rc = mc_error_set(err, MC_ERR_USAGE, "%s: %s", paths[i], strerror(errno));
         } else if (S_ISDIR(st.st_mode)) {
-            rc = walk(paths[i], &l, err);
+            rc = walk(paths[i], include_long, n_long, &l, err);
         } else if (strlist_push(&l, paths[i]) != 0) {
             rc = mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         }
@@ -209,13 +227,31 @@ int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind,
 {
     if (!(ops->dtypes & MC_DTYPE_BIT(dtype)))
         return 0;
+    /* head_shard sums partial outputs each rounded to storage at f16/bf16: f32 and f64 only (headshard.h) */
+    if (kind == MC_SCENARIO_HEAD_SHARD && dtype != MC_DTYPE_F32 && dtype != MC_DTYPE_F64)
+        return 0;
     return kind != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || (ops->caps & MC_CAP_CHUNK_SIZE);
 }
 
-/* 1 when a scenario draws parameters from its seed (split points, distractors). */
+/* 1 when a scenario draws parameters from its seed (split points, distractors, the serving scenarios'
+ * cuts, slots and orders, the accept sweep's order, the inputs of long_decode and length_sweep). */
 static int randomised(const struct mc_scenario_spec *sp)
 {
-    return (sp->kind == MC_SCENARIO_CHUNKED && sp->random_sets > 0) || sp->kind == MC_SCENARIO_FIRST_TOKEN_CAUSALITY;
+    switch (sp->kind) {
+    case MC_SCENARIO_CHUNKED:
+        return sp->random_sets > 0;
+    case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
+    case MC_SCENARIO_SPECULATIVE_VERIFY:
+    case MC_SCENARIO_PACKED_PREFILL:
+    case MC_SCENARIO_SLOT_POOL:
+    case MC_SCENARIO_MIXED_STEP:
+    case MC_SCENARIO_PREFIX_RESUME: /* the split points before the export are always drawn */
+    case MC_SCENARIO_LONG_DECODE:
+    case MC_SCENARIO_LENGTH_SWEEP:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 /* Folds one seed's result into the first: tensors merge by name (worst headroom wins), the worst
@@ -883,9 +919,10 @@ static enum mc_err_code run_all(const char *const *paths, int n_paths, const str
     int n_files_total = 0;
     for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
         char **files = NULL;
-        int n_files = 0;
-        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+        int n_files = 0, n_long = 0;
+        if (mc_run_discover_long(&paths[pi], 1, opt->long_cases, &n_long, &files, &n_files, err) != MC_ERR_NONE)
             break;
+        rep->n_long_skipped += n_long;
         n_files_total += n_files;
         int before = rep->n_checks + rep->n_problems;
         for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {

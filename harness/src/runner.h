@@ -53,6 +53,7 @@ struct mc_run_options {
     struct mc_device_map device_map[MC_RUN_MAX_DEVICE_MAP];
     int n_device_map;
     const char *rerun_options; /* what a rerun command needs besides the check's own filters */
+    int long_cases;       /* --long: also the cases under `long/` directories (mc_run_discover_long) */
     /* --shard K/N (shard.h): run only shard K (1-based) of N; 0/0 = unsharded */
     int shard_index, shard_count;
 };
@@ -85,6 +86,7 @@ struct mc_run_report {
     int n_problems, cap_problems;
     int n_cases;
     int n_not_applicable; /* selected combinations a backend does not do (dtype, internal chunks) */
+    int n_long_skipped;   /* case files under `long/` directories left out (no --long) */
     int counts[MC_CHECK_STATUS_COUNT]; /* per enum mc_check_status */
     double duration_s;
     int64_t started_unix;
@@ -108,6 +110,11 @@ struct mc_run_callbacks {
  * into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
 enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
                                  struct mc_error *err);
+/* As mc_run_discover, leaving out the cases under `long/` directories found while searching a
+ * directory unless include_long (mixcheck run --long); *n_long counts the files left out. A path
+ * given itself is always taken. */
+enum mc_err_code mc_run_discover_long(const char *const *paths, int n_paths, int include_long, int *n_long,
+                                      char ***files, int *n_files, struct mc_error *err);
 void mc_run_files_free(char **files, int n_files);
 
 /* 1 when an id contains `pattern`, or matches it as an fnmatch glob when it holds * ? or [ (-k). */
@@ -117,8 +124,9 @@ int mc_run_pattern_match(const char *pattern, const char *id);
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
                         enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype);
 
-/* 1 when a backend can run a scenario at a dtype: it declares the dtype, and for
- * chunk_size_invariance it has an internal chunk length. Other combinations are not scheduled. */
+/* 1 when a backend can run a scenario at a dtype: it declares the dtype, for chunk_size_invariance
+ * it has an internal chunk length, and head_shard runs at f32 and f64 only. Other combinations are not
+ * scheduled. */
 int mc_run_applies(const struct mc_backend_ops *ops, enum mc_scenario_kind kind, enum mc_dtype dtype);
 
 /* Runs everything; returns an error only for usage problems or memory (input problems of single

@@ -13,6 +13,8 @@
 #include "clock.h"
 #include "family.h"
 #include "rng.h"
+#include "headshard.h"
+#include "longrun.h"
 #include "serving.h"
 #include "session.h"
 
@@ -35,6 +37,19 @@ const char *mc_check_status_name(enum mc_check_status status)
         return "drift";
     case MC_CHECK_STATUS_COUNT:
         break;
+    }
+    return "unknown";
+}
+
+const char *mc_expected_source_name(enum mc_expected_source e)
+{
+    switch (e) {
+    case MC_EXPECTED_GOLDEN:
+        return "golden";
+    case MC_EXPECTED_F64_REFERENCE:
+        return "f64-reference";
+    case MC_EXPECTED_SELF:
+        return "self";
     }
     return "unknown";
 }
@@ -361,9 +376,121 @@ out:
     free(str);
 }
 
+/* Compares the cache c with an earlier reading (conv, state: one row each of c->batch rows) of the
+ * same positions along another path, under "consistency" (pos names it in the diagnosis). */
+static void check_cache_consistent(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
+                                   const double *state, int64_t pos)
+{
+    int64_t nconv = c->batch * s->shape.conv_channels * s->shape.conv_kernel;
+    int64_t nstate = c->batch * mc_family_state_elems(&s->shape);
+    double *cnow = mc_session_calloc((size_t)nconv, sizeof *cnow, s);
+    double *snow = nstate ? mc_session_calloc((size_t)nstate, sizeof *snow, s) : NULL;
+    if (cnow != NULL && (nstate == 0 || snow != NULL) && mc_session_cache_read(s, c, cnow, snow) == 0) {
+        struct mc_compare_view v;
+        mc_session_conv_view(s, 0, c->batch, pos, &v);
+        mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, cnow, conv, &v);
+        if (nstate) {
+            mc_session_state_view(s, 0, c->batch, pos, &v);
+            mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, snow, state, &v);
+        }
+    }
+    free(cnow);
+    free(snow);
+}
+
+/* The accept sweep of speculative_verify (serving.md S2.7): every accept count j = 0..k, in seeded
+ * order, from a copy of the snapshot at P: the j accepted drafts in one forward (none for j = 0),
+ * then two zero-draft steps (single-token decodes of P+j and P+j+1). Outputs and caches against the
+ * golden where it holds the position, and against the same tokens decoded one at a time from the
+ * snapshot (the sequential path, "consistency") everywhere: a backend that commits the wrong
+ * checkpoint for some accept count, or whose zero-draft step after a multi-token accept reads a stale
+ * state, fails there. */
+static void accept_sweep(struct mc_session *s, const struct mc_session_cache *snap, int64_t P, int64_t k)
+{
+    const struct mc_golden *g = s->g;
+    int64_t B = g->batch, D = s->shape.hidden, n = k + 2; /* sequential tokens P .. P+k+1 */
+    int64_t nconv = B * s->shape.conv_channels * s->shape.conv_kernel, nstate = B * mc_family_state_elems(&s->shape);
+    struct mc_session_cache cs = {0}, ca = {0};
+    double *yseq = mc_session_calloc((size_t)(n * B * D), sizeof *yseq, s);
+    double *cseq = mc_session_calloc((size_t)(n * nconv), sizeof *cseq, s);
+    double *sseq = nstate ? mc_session_calloc((size_t)(n * nstate), sizeof *sseq, s) : NULL;
+    double *ya = mc_session_calloc((size_t)(B * k * D), sizeof *ya, s);
+    double *yrow = mc_session_calloc((size_t)(B * D), sizeof *yrow, s);
+    int64_t *order = mc_session_calloc((size_t)(k + 1), sizeof *order, s);
+    if (!yseq || !cseq || (nstate && !sseq) || !ya || !yrow || !order || mc_session_cache_dup(s, snap, &cs) != 0)
+        goto out;
+    int64_t what[2] = {P, n};
+    int tok = mc_session_run_begin(s, "sequential decode from the snapshot (from token, tokens)", what, 2);
+    for (int64_t t = 0; t < n && !s->broken; t++) {
+        struct mc_slice st = rows_all(g, P + t, 1);
+        double *y = yseq + t * B * D;
+        if (mc_session_forward(s, &cs, &st, y) != 0 || mc_session_check_output(s, &st, y) != 0 ||
+            mc_session_check_states(s, &cs, 0, P + t + 1) != 0 ||
+            mc_session_cache_read(s, &cs, cseq + t * nconv, sseq ? sseq + t * nstate : NULL) != 0)
+            break;
+    }
+    mc_session_run_end(s, tok);
+    struct mc_rng rng;
+    mc_rng_seed(&rng, s->ctx->spec->seed + s->ctx->seed_offset);
+    for (int64_t j = 0; j <= k; j++)
+        order[j] = j;
+    for (int64_t i = k; i > 0; i--) {
+        int64_t r = (int64_t)mc_rng_below(&rng, (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[r];
+        order[r] = t;
+    }
+    for (int64_t oi = 0; oi <= k && !s->broken; oi++) {
+        int64_t j = order[oi];
+        int64_t vals[2] = {j, k};
+        tok = mc_session_run_begin(s, "accept from the snapshot, then two zero-draft steps (accepted, drafts)", vals, 2);
+        if (mc_session_cache_dup(s, snap, &ca) != 0)
+            break;
+        if (j > 0) {
+            struct mc_slice sa = rows_all(g, P, j);
+            if (mc_session_forward(s, &ca, &sa, ya) != 0 || mc_session_check_output(s, &sa, ya) != 0)
+                break;
+            for (int64_t t = 0; t < j; t++) { /* row t of the accept forward vs the sequential step t */
+                for (int64_t b = 0; b < B; b++)
+                    memcpy(yrow + b * D, ya + (b * j + t) * D, (size_t)D * sizeof *yrow);
+                struct mc_slice st = rows_all(g, P + t, 1);
+                struct mc_compare_view v;
+                mc_session_output_view(s, &st, NULL, &v);
+                mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, yrow, yseq + t * B * D, &v);
+            }
+            if (mc_session_check_states(s, &ca, 0, P + j) != 0)
+                break;
+            check_cache_consistent(s, &ca, cseq + (j - 1) * nconv, sseq ? sseq + (j - 1) * nstate : NULL, P + j);
+        }
+        for (int64_t z = 0; z < 2 && !s->broken; z++) { /* the zero-draft steps */
+            int64_t t = j + z;
+            struct mc_slice st = rows_all(g, P + t, 1);
+            if (mc_session_forward(s, &ca, &st, yrow) != 0 || mc_session_check_output(s, &st, yrow) != 0 ||
+                mc_session_check_states(s, &ca, 0, P + t + 1) != 0)
+                break;
+            struct mc_compare_view v;
+            mc_session_output_view(s, &st, NULL, &v);
+            mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, yrow, yseq + t * B * D, &v);
+            check_cache_consistent(s, &ca, cseq + t * nconv, sseq ? sseq + t * nstate : NULL, P + t + 1);
+        }
+        mc_session_run_end(s, tok);
+        mc_session_cache_drop(s, &ca);
+    }
+    mc_session_run_end(s, tok);
+out:
+    mc_session_cache_drop(s, &cs);
+    mc_session_cache_drop(s, &ca);
+    free(yseq);
+    free(cseq);
+    free(sseq);
+    free(ya);
+    free(yrow);
+    free(order);
+}
+
 /* speculative_verify: from a primed cache snapshot, verify k draft tokens in one forward; the same
- * tokens decoded one by one must agree (consistency); restoring the snapshot and accepting j < k
- * tokens, then decoding the next, must land on the golden; the snapshot itself must be untouched. */
+ * tokens decoded one by one must agree (consistency); with `accept: j`, restoring the snapshot and
+ * accepting j < k tokens, then decoding the next, must land on the golden; without it, the accept
+ * sweep over every count 0..k (accept_sweep); the snapshot itself must be untouched. */
 static void run_speculative(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
@@ -407,18 +534,22 @@ static void run_speculative(struct mc_session *s)
     }
     mc_session_run_end(s, tok);
     /* reject: restore the snapshot, accept j drafts, decode the next token */
-    if (mc_session_cache_dup(s, &snap, &ca) != 0)
-        goto out;
-    tok = mc_session_run_begin(s, "accept from the snapshot (drafts accepted)", &j, 1);
-    if (j > 0) {
-        struct mc_slice sa = rows_all(g, P, j);
-        if (mc_session_step(s, &ca, &sa) != 0)
+    if (j >= 0) {
+        if (mc_session_cache_dup(s, &snap, &ca) != 0)
             goto out;
+        tok = mc_session_run_begin(s, "accept from the snapshot (drafts accepted)", &j, 1);
+        if (j > 0) {
+            struct mc_slice sa = rows_all(g, P, j);
+            if (mc_session_step(s, &ca, &sa) != 0)
+                goto out;
+        }
+        struct mc_slice sn = rows_all(g, P + j, 1);
+        ok = mc_session_check_states(s, &ca, 0, P + j) == 0 && mc_session_step(s, &ca, &sn) == 0 &&
+             mc_session_check_states(s, &ca, 0, P + j + 1) == 0;
+        mc_session_run_end(s, tok);
     }
-    struct mc_slice sn = rows_all(g, P + j, 1);
-    ok = mc_session_check_states(s, &ca, 0, P + j) == 0 && mc_session_step(s, &ca, &sn) == 0 &&
-         mc_session_check_states(s, &ca, 0, P + j + 1) == 0;
-    mc_session_run_end(s, tok);
+    if (ok && j < 0)
+        accept_sweep(s, &snap, P, k);
     /* every copy ran on its own: the snapshot is bit for bit what it was (a cache_copy that shares
      * memory between the copies shows up here, as "snapshot") */
     if (ok)
@@ -714,6 +845,12 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         if (sp->prefill < 1 || sp->prefill + sp->len > L)
             return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
                              (long long)(sp->prefill + sp->len), (long long)L);
+        /* the accept sweep (no `accept`) takes every count up to k and two zero-draft steps after it */
+        if (sp->accept < 0 && sp->prefill + sp->len + 2 > L)
+            return bad_param(c, sp, err,
+                             "prefill + len + 2 (%lld: every accept count up to len, then two zero-draft steps) must "
+                             "be <= the sequence length %lld (or give `accept` for one count)",
+                             (long long)(sp->prefill + sp->len + 2), (long long)L);
         return MC_ERR_NONE;
     case MC_SCENARIO_RIGHT_PADDED_BATCH:
         if (g->mask == NULL)
@@ -753,6 +890,17 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
     case MC_SCENARIO_PREFIX_RESUME: {
         char why[256];
         const char *misfit = mc_serving_misfit(sp, g, why, sizeof why);
+        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+    }
+    case MC_SCENARIO_LONG_DECODE:
+    case MC_SCENARIO_LENGTH_SWEEP: {
+        char why[256];
+        const char *misfit = mc_longrun_misfit(sp, g, why, sizeof why);
+        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+    }
+    case MC_SCENARIO_HEAD_SHARD: {
+        char why[256];
+        const char *misfit = mc_headshard_misfit(sp, g, why, sizeof why);
         return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
     }
     case MC_SCENARIO_GREEDY: /* a model case's only (case.c refuses it in a mixer case) */
@@ -888,6 +1036,13 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
         case MC_SCENARIO_MIXED_STEP:
         case MC_SCENARIO_PREFIX_RESUME:
             mc_serving_run(&s);
+            break;
+        case MC_SCENARIO_LONG_DECODE:
+        case MC_SCENARIO_LENGTH_SWEEP:
+            mc_longrun_run(&s);
+            break;
+        case MC_SCENARIO_HEAD_SHARD:
+            mc_headshard_run(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no runner", mc_scenario_name(ctx->spec->kind));

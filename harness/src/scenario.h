@@ -38,12 +38,34 @@ const char *mc_check_status_name(enum mc_check_status status);
 #define MC_CHECK_MAX_TENSORS 16
 #define MC_TENSOR_NAME_LEN 32
 
+/* Where a tensor's expected values come from (reported as `expected`): the golden file, the family's
+ * reference run in float64 on the same inputs (the ref_* tensors, and every tensor of the scenarios
+ * that run past what a golden holds: long_decode, length_sweep), or the backend itself along another
+ * path (consistency, distractor, determinism, snapshot, untouched). */
+enum mc_expected_source { MC_EXPECTED_GOLDEN, MC_EXPECTED_F64_REFERENCE, MC_EXPECTED_SELF };
+
+const char *mc_expected_source_name(enum mc_expected_source e); /* "golden", "f64-reference", "self" */
+
+/* long_decode's error per step of one tensor (the JSON record's `by_step`): the steps in order, in
+ * buckets of `per_bucket` consecutive steps (1 while the steps fit MC_STEP_BUCKETS), each holding the
+ * worst |a - b| and the worst headroom of its steps. Fixed size: a check's result crosses a pipe whole. */
+#define MC_STEP_BUCKETS 512
+struct mc_step_profile {
+    char tensor[MC_TENSOR_NAME_LEN]; /* "" when the check has none */
+    int64_t first_token;             /* the absolute position of step 0 */
+    int64_t steps, per_bucket;
+    int n_buckets;
+    float max_abs_err[MC_STEP_BUCKETS];
+    float headroom[MC_STEP_BUCKETS];
+};
+
 struct mc_tensor_result {
     char name[MC_TENSOR_NAME_LEN]; /* output, conv_state, recurrent_state, consistency, distractor,
                                       determinism, snapshot, ref_* */
     struct mc_tolerance tol;
     struct mc_compare_stats stats;
     int64_t comparisons;           /* arrays merged into stats (forwards, checkpoints, rows) */
+    enum mc_expected_source expected;
     struct mc_logits_metrics logits; /* model cases' logits tensors (present = 1), else zero */
 };
 
@@ -72,6 +94,7 @@ struct mc_check_result {
     /* a failing check of a backend with stage probes: the first stage that left tolerance, from a
      * rerun with probes on (probes.h; first_stage.probed == 0 when there was none) */
     struct mc_first_stage first_stage;
+    struct mc_step_profile by_step; /* long_decode (longrun.h); by_step.tensor "" otherwise */
     /* model cases (stackcheck.h): the model type ("" for mixer checks), and the localisation of a
      * logits failure — the first layer whose hidden state leaves tolerance, its kind, the first
      * failing token — or the first diverging step of greedy generation */

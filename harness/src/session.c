@@ -95,6 +95,13 @@ static struct mc_tensor_result *tensor(struct mc_session *s, const char *name, e
     } else {
         t->tol = s->tol[kind];
     }
+    if (bitwise || kind == MC_TENSOR_CONSISTENCY)
+        t->expected = MC_EXPECTED_SELF;
+    else if (s->live_reference || kind == MC_TENSOR_REF_OUTPUT || kind == MC_TENSOR_REF_CONV_STATE ||
+             kind == MC_TENSOR_REF_RECURRENT_STATE)
+        t->expected = MC_EXPECTED_F64_REFERENCE;
+    else
+        t->expected = MC_EXPECTED_GOLDEN;
     mc_compare_stats_init(&t->stats);
     return t;
 }

@@ -30,6 +30,9 @@ struct mc_session {
     const struct mc_refrun *ref; /* f16/bf16: the reference run on the same rounded inputs, or NULL */
     char run_label[200]; /* the run in progress, e.g. "splits [1, 5]" (mc_session_run_begin), or "" */
     struct mc_probe_session *probe; /* stage probes of a diagnosing rerun (probes.h), or NULL */
+    /* the scenario's expected values are the f64 reference run on its own inputs, not the golden:
+     * tensors created from now on report `expected: f64-reference` (consistency-type ones stay `self`) */
+    int live_reference;
 };
 
 /* A cache and the batch it was allocated for. */

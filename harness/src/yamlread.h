@@ -15,7 +15,7 @@
 #include "yamldoc.h"
 
 #define MC_YAML_NAME_MAX_BYTES 128 /* names (ids, backends, devices): see mc_yaml_name */
-#define MC_YAML_MAX_FIELDS 17      /* the most key names mc_yaml_fields accepts */
+#define MC_YAML_MAX_FIELDS 24      /* the most key names mc_yaml_fields accepts (the scenario names) */
 
 /* n must be a node of `type` (a mapping or a sequence). */
 enum mc_err_code mc_yaml_expect(struct mc_yaml_doc *ld, const yaml_node_t *n, const char *kp, yaml_node_type_t type);

@@ -143,6 +143,16 @@ static void test_valid_case(void **state)
     assert_int_equal(s[MC_SCENARIO_PREFIX_RESUME].split_sets[0].n, 2);
     assert_int_equal(s[MC_SCENARIO_PREFIX_RESUME].split_sets[0].points[1], 12);
 
+    /* long_decode {steps: 4096, seed: 9} (prefill defaults to 1); length_sweep {lengths: [1, 3, 4097,
+     * 65537], seed: 10} */
+    assert_int_equal(s[MC_SCENARIO_LONG_DECODE].steps, 4096);
+    assert_int_equal(s[MC_SCENARIO_LONG_DECODE].prefill, 1);
+    assert_int_equal(s[MC_SCENARIO_LONG_DECODE].seed, 9);
+    assert_int_equal(s[MC_SCENARIO_LENGTH_SWEEP].n_lengths, 4);
+    assert_int_equal(s[MC_SCENARIO_LENGTH_SWEEP].lengths[3], 65537);
+    assert_int_equal(s[MC_SCENARIO_LENGTH_SWEEP].seed, 10);
+    assert_int_equal(s[MC_SCENARIO_HEAD_SHARD].shards, 2);
+
     /* first_token_causality: {prefill: 6, len: 5, seed: 3} */
     assert_int_equal(s[3].line, 15);
     assert_int_equal(s[3].prefill, 6);
@@ -290,6 +300,9 @@ static void test_names(void **state)
                                        "slot_pool",
                                        "mixed_step",
                                        "prefix_resume",
+                                       "long_decode",
+                                       "length_sweep",
+                                       "head_shard",
                                        "greedy"};
     enum mc_scenario_kind k;
     for (int i = 0; i < MC_SCENARIO_COUNT; i++) {
@@ -315,6 +328,7 @@ static void test_names(void **state)
     assert_string_equal(mc_tensor_name(MC_TENSOR_CONV_STATE), "conv_state");
     assert_string_equal(mc_tensor_name(MC_TENSOR_RECURRENT_STATE), "recurrent_state");
     assert_string_equal(mc_tensor_name(MC_TENSOR_CONSISTENCY), "consistency");
+    assert_string_equal(mc_tensor_name(MC_TENSOR_GROWTH), "growth");
     assert_string_equal(mc_tensor_name(MC_TENSOR_LOGITS), "logits");
     assert_string_equal(mc_tensor_name(MC_TENSOR_HIDDEN_STATES), "hidden_states");
     assert_string_equal(mc_tensor_name(MC_TENSOR_COUNT), "default");
@@ -458,7 +472,8 @@ static const struct bad_fixture BAD[] = {
      "tol_bad_dtype.yaml:5:5: in 'devices.cpu': unknown key 'fp8' (valid keys: f64, f32, f16, bf16)", NULL},
     {"tol_bad_tensor.yaml", 1, MC_ERR_INPUT,
      "tol_bad_tensor.yaml:6:7: in 'devices.cpu.f64': unknown key 'hidden' (valid keys: output, conv_state, "
-     "recurrent_state, consistency, ref_output, ref_conv_state, ref_recurrent_state, logits, hidden_states, default)",
+     "recurrent_state, consistency, ref_output, ref_conv_state, ref_recurrent_state, growth, logits, hidden_states, "
+     "default)",
      NULL},
     {"tol_dup_device.yaml", 1, MC_ERR_INPUT,
      "tol_dup_device.yaml:7:3: in 'devices': duplicate key 'cpu' (first at 4:3)", NULL},
@@ -487,7 +502,8 @@ static const struct bad_fixture BAD[] = {
     {"unknown_scenario.yaml", 0, MC_ERR_INPUT,
      "unknown_scenario.yaml:10:3: in 'scenarios': unknown key 'prefil' (valid keys: prefill, decode, chunked, "
      "first_token_causality, speculative_verify, left_padded_batch, right_padded_batch, chunk_size_invariance, "
-     "batch_invariance, cache_roundtrip, determinism, packed_prefill, slot_pool, mixed_step, prefix_resume, greedy)",
+     "batch_invariance, cache_roundtrip, determinism, packed_prefill, slot_pool, mixed_step, prefix_resume, "
+     "long_decode, length_sweep, head_shard, greedy)",
      NULL},
 };
 

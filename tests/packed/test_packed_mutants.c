@@ -23,15 +23,38 @@
 static const char *const families[] = {"mamba2", "mamba1", "gdn", "shortconv"};
 static const char *const serving[] = {"packed_prefill", "slot_pool", "mixed_step", "prefix_resume"};
 
-/* Each mutant, the scenario meant to catch it and the tensor that must fail there. */
+/* Each mutant, the scenario meant to catch it and the tensor that must fail there, on the case
+ * cases/<family>/<file> for the families it applies to (NULL: all four). S2.1 and S2.2 are bugs of a
+ * chunked scan over the packed axis (Mamba2 SSD and GDN; S2.2's initial-state decay is Mamba2's);
+ * S2.9 and S2.10 need the long runs of cases/long/ (named on the command line, so no --long). */
+static const char *const chunked[] = {"mamba2", "gdn", NULL};
+static const char *const mamba2_only[] = {"mamba2", NULL};
 static const struct {
-    const char *backend, *scenario, *tensor;
+    const char *backend, *scenario, *tensor, *file;
+    const char *const *only;
 } kills[] = {
-    {"mutant.S2.3-state-leak", "packed_prefill", "output"},
-    {"mutant.S2.4-initial-state-ignored", "slot_pool", "output"},
-    {"mutant.S2.5-wrong-slot", "slot_pool", "untouched"},
-    {"mutant.S2.6-one-token-prefill-decode", "mixed_step", "output"},
+    {"mutant.S2.1-chunk-grid", "packed_prefill", "recurrent_state", "tiny.yaml", chunked},
+    {"mutant.S2.2-decay-from-chunk-start", "packed_prefill", "output", "tiny.yaml", mamba2_only},
+    {"mutant.S2.3-state-leak", "packed_prefill", "output", "tiny.yaml", NULL},
+    {"mutant.S2.4-initial-state-ignored", "slot_pool", "output", "tiny.yaml", NULL},
+    {"mutant.S2.5-wrong-slot", "slot_pool", "untouched", "tiny.yaml", NULL},
+    {"mutant.S2.6-one-token-prefill-decode", "mixed_step", "output", "tiny.yaml", NULL},
+    {"mutant.S2.7-stale-column", "speculative_verify", "consistency", "tiny.yaml", NULL},
+    {"mutant.S2.7-accept-clamped", "speculative_verify", "consistency", "tiny.yaml", NULL},
+    {"mutant.S2.8-prefix-off-grid", "prefix_resume", "conv_state", "tiny.yaml", NULL},
+    {"mutant.S2.9-bf16-state", "long_decode", "output", "../long/%s.yaml", NULL},
+    {"mutant.S2.10-tail-skipped", "length_sweep", "output", "../long/%s.yaml", NULL},
 };
+
+static int applies(size_t m, const char *family)
+{
+    if (kills[m].only == NULL)
+        return 1;
+    for (const char *const *f = kills[m].only; *f != NULL; f++)
+        if (strcmp(*f, family) == 0)
+            return 1;
+    return 0;
+}
 
 static char dir[] = "/tmp/mixcheck-packed-XXXXXX";
 static char out[1 << 20];
@@ -87,8 +110,12 @@ static void test_mutants_caught(void **state)
     (void)state;
     char path[256];
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-        snprintf(path, sizeof path, "cases/%s/tiny.yaml", families[f]);
         for (size_t m = 0; m < sizeof kills / sizeof kills[0]; m++) {
+            char file[64];
+            if (!applies(m, families[f]))
+                continue;
+            snprintf(file, sizeof file, kills[m].file, families[f]);
+            snprintf(path, sizeof path, "cases/%s/%s", families[f], file);
             int rc = run_cli(path, kills[m].backend, kills[m].scenario, 1);
             if (rc != 1)
                 fail_msg("%s on %s, %s: exit %d, expected 1:\n%s", kills[m].backend, path, kills[m].scenario, rc,
@@ -182,6 +209,58 @@ static void test_golden_positions(void **state)
     assert_string_equal(st, "pass");
 }
 
+/* head_shard (S2.11): a configuration no shard can compute alone is unsupported with its reason (exit
+ * 125, never a pass); one that can be split passes at f32, its caches compared slice by slice. */
+static void test_head_shard(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *family, *golden, *reason;
+        int rc;
+    } runs[] = {
+        {"hs-tiny.yaml", "mamba2", "mamba2/tiny.h5", "all-reduce of the variance", 125},
+        {"hs-m1.yaml", "mamba1", "mamba1/tiny.h5", "x_proj computes dt, B and C from every channel", 125},
+        {"hs-sc.yaml", "shortconv", "shortconv/tiny.h5", "channel count is its hidden size", 125},
+        {"hs-next.yaml", "gdn", "gdn/next.h5", "qwen3_next", 125},
+        {"hs-g2.yaml", "mamba2", "mamba2/groups2.h5", NULL, 0},
+        {"hs-gdn.yaml", "gdn", "gdn/tiny.h5", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        const char *p = write_case(runs[i].name, runs[i].family, runs[i].golden, "head_shard: {shards: 2}");
+        int rc = run_cli(p, "reference", NULL, 1);
+        if (rc != runs[i].rc || (runs[i].reason && strstr(console, runs[i].reason) == NULL))
+            fail_msg("head_shard on %s: exit %d, expected %d%s%s:\n%s", runs[i].golden, rc, runs[i].rc,
+                     runs[i].reason ? " and " : "", runs[i].reason ? runs[i].reason : "", console);
+        if (runs[i].rc == 0) {
+            const char *st = status_of("head_shard", "recurrent_state");
+            if (st == NULL || strcmp(st, "pass") != 0)
+                fail_msg("head_shard on %s: recurrent_state %s, expected pass", runs[i].golden, st ? st : "absent");
+        }
+    }
+}
+
+/* S2.11: the Mamba2 reference with `repeat` for the head -> group mapping (groups_mutant.c) fails the
+ * n_groups 2 golden's prefill on its output, and is the reference itself for n_groups 1. */
+static void test_groups_mutant(void **state)
+{
+    (void)state;
+    char cmd[4096];
+    const char *fmt = MC_BINARY_DIR "/mixcheck run cases/mamba2/%s.yaml --plugin " MC_GROUPS_MUTANT
+                                    " --backend mutant.S2.11-groups-repeat --dtype f32 -k /prefill/ -q --color never "
+                                    "--json %s/r.json";
+    snprintf(cmd, sizeof cmd, fmt, "groups2", dir);
+    int rc = run(cmd);
+    const char *st = status_of("prefill", "output");
+    if (rc != 1 || st == NULL || strcmp(st, "fail") != 0)
+        fail_msg("mutant.S2.11-groups-repeat on groups2: exit %d, prefill/output %s, expected 1 and fail:\n%s", rc,
+                 st ? st : "absent", out);
+    snprintf(cmd, sizeof cmd, fmt, "tiny", dir);
+    rc = run(cmd);
+    if (rc != 0)
+        fail_msg("mutant.S2.11-groups-repeat on tiny (n_groups 1, no difference): exit %d, expected 0:\n%s", rc, out);
+    printf("%-10s %-38s caught by %s -> %s\n", "mamba2", "mutant.S2.11-groups-repeat", "prefill (groups2)", "output");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -207,6 +286,8 @@ int main(void)
         cmocka_unit_test(test_correct_packed_passes),
         cmocka_unit_test(test_no_packed_call_unsupported),
         cmocka_unit_test(test_golden_positions),
+        cmocka_unit_test(test_head_shard),
+        cmocka_unit_test(test_groups_mutant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
