@@ -158,13 +158,14 @@ void mc_report_console_diagnosis(const struct mc_console *con, const struct mc_d
         return;
     }
     char line[1024];
-    mc_diag_format(&d->top[0], line, sizeof line);
+    mc_diag_format_best(d->top, d->n, line, sizeof line);
     fprintf(con->out, "%sDIAG%s  %-24s %-10s %s\n", paint(con, C_YELLOW), paint(con, C_RESET), d->case_id, d->backend,
             line);
-    if (d->n > 1) {
+    int from = mc_diag_named_in_line(d->top, d->n);
+    if (d->n > from) {
         fprintf(con->out, "      also possible:");
-        for (int k = 1; k < d->n; k++)
-            fprintf(con->out, "%s %s (%s)", k > 1 ? ";" : "", d->top[k].sig->title, d->top[k].sig->id);
+        for (int k = from; k < d->n; k++)
+            fprintf(con->out, "%s %s (%s)", k > from ? ";" : "", d->top[k].sig->title, d->top[k].sig->id);
         fputc('\n', con->out);
     }
 }
@@ -184,13 +185,14 @@ static void console_diagnosis_summary(const struct mc_console *con, const struct
         if (n == 0)
             continue;
         char line[1024];
-        mc_diag_format(&top[0], line, sizeof line);
+        mc_diag_format_summary(top, n, cases, first, line, sizeof line);
         fprintf(con->out, "\ndiagnosis of %s over %d failing case(s) (first in %d): %s\n", rep->diagnoses[i].backend,
                 cases, first, line);
-        if (n > 1) {
+        int from = 2 * first > cases ? 1 : n > 1 ? 2 : 1;
+        if (n > from) {
             fprintf(con->out, "  also possible:");
-            for (int k = 1; k < n; k++)
-                fprintf(con->out, "%s %s (%s)", k > 1 ? ";" : "", top[k].sig->title, top[k].sig->id);
+            for (int k = from; k < n; k++)
+                fprintf(con->out, "%s %s (%s)", k > from ? ";" : "", top[k].sig->title, top[k].sig->id);
             fputc('\n', con->out);
         }
     }

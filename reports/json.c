@@ -195,6 +195,7 @@ static void write_match(struct mc_writer *w, const struct mc_diag_match *m, int 
     kv_str(w, "hint", m->sig->hint, 1);
     kv_int(w, "score", m->score);
     kv_int(w, "known_weight", m->known);
+    kv_int(w, "total_weight", m->total);
     kv_str(w, "evidence", m->evidence, 1);
     char line[1024];
     mc_diag_format(m, line, sizeof line);
@@ -213,6 +214,9 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
         kv_str(w, "case", d->case_id, 0);
         kv_str(w, "backend", d->backend, 1);
         kv_str(w, "family", mc_family_name(d->family), 1);
+        char line[1024];
+        mc_diag_format_best(d->top, d->n, line, sizeof line);
+        kv_str(w, "message", line[0] ? line : "no known bug class matches these failures", 1);
         fputs(", \"likely\": [", w->f);
         for (int k = 0; k < d->n; k++)
             write_match(w, &d->top[k], k);
@@ -235,6 +239,9 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
         kv_str(w, "backend", rep->diagnoses[i].backend, 0);
         kv_int(w, "cases", cases);
         kv_int(w, "cases_naming_first", first);
+        char line[1024];
+        mc_diag_format_summary(top, n, cases, first, line, sizeof line);
+        kv_str(w, "message", line[0] ? line : "no known bug class matches these failures", 1);
         fputs(", \"likely\": [", w->f);
         for (int k = 0; k < n; k++)
             write_match(w, &top[k], k);

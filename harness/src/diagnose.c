@@ -345,7 +345,8 @@ static void evidence(const struct mc_signature *sig, const enum mc_diag_truth *t
     buf[0] = '\0';
     for (int i = 0; i < MC_DIAG_MAX_COND && present(&sig->cond[i]); i++) {
         const struct mc_diag_cond *c = &sig->cond[i];
-        if (done[i] || truth[i] != MC_DIAG_TRUE || c->weight <= 0 || said_better(sig, i, truth))
+        if (done[i] || truth[i] != MC_DIAG_TRUE || c->weight <= 0 || said_better(sig, i, truth) ||
+            (c->say && c->say[0] == '\0')) /* say "": a precondition, not evidence */
             continue;
         done[i] = 1;
         append(buf, len, &used, used ? "; " : "");
@@ -421,9 +422,11 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
             truth[i] = mc_diag_eval(c, f);
             if (c->must && truth[i] != MC_DIAG_TRUE)
                 named = 0;
+            int w = c->weight < 0 ? -c->weight : c->weight;
+            if ((!c->families || (c->families & (1u << f->family))) && (c->kind != MC_DC_STAGE || truth[i] != MC_DIAG_UNKNOWN))
+                m.total += w;
             if (truth[i] == MC_DIAG_UNKNOWN)
                 continue;
-            int w = c->weight < 0 ? -c->weight : c->weight;
             m.known += w;
             /* a negative weight is evidence against the class when the condition holds */
             int sign = (truth[i] == MC_DIAG_TRUE) == (c->weight > 0) ? 1 : -1;
@@ -454,7 +457,7 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
 {
     struct {
         const struct mc_signature *sig;
-        int firsts, score, known;
+        int firsts, score, known, total;
         const struct mc_diag_match *best;
     } acc[64];
     int na = 0;
@@ -473,13 +476,14 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
                 if (na == (int)(sizeof acc / sizeof acc[0]))
                     continue;
                 acc[na].sig = m->sig;
-                acc[na].firsts = acc[na].score = acc[na].known = 0;
+                acc[na].firsts = acc[na].score = acc[na].known = acc[na].total = 0;
                 acc[na].best = m;
                 na++;
             }
             acc[a].firsts += k == 0;
             acc[a].score += m->score;
             acc[a].known += m->known;
+            acc[a].total += m->total;
             if (m->score > acc[a].best->score)
                 acc[a].best = m;
         }
@@ -504,6 +508,7 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
         top[k] = *acc[order[k]].best;
         top[k].score = acc[order[k]].score;
         top[k].known = acc[order[k]].known;
+        top[k].total = acc[order[k]].total;
         sum.top[k] = top[k];
     }
     for (int i = 0; i < n && sum.n > 0; i++)
@@ -515,4 +520,52 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
 void mc_diag_format(const struct mc_diag_match *m, char *buf, size_t len)
 {
     snprintf(buf, len, "likely: %s (%s) \xe2\x80\x94 evidence: %s", m->sig->title, m->sig->id, m->evidence);
+}
+
+/* 1 when the first class is not clearly the answer: a runner-up less than one defining observation
+ * (weight 3, signatures.c) behind, or under 60 % of its conditions' weight known. */
+static int thin(const struct mc_diag_match *top, int n)
+{
+    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total;
+}
+
+int mc_diag_named_in_line(const struct mc_diag_match *top, int n)
+{
+    if (n <= 0)
+        return 0;
+    return n > 1 && thin(top, n) ? 2 : 1;
+}
+
+void mc_diag_format_best(const struct mc_diag_match *top, int n, char *buf, size_t len)
+{
+    if (n <= 0) {
+        snprintf(buf, len, "%s", "");
+        return;
+    }
+    if (!thin(top, n)) {
+        mc_diag_format(&top[0], buf, len);
+        return;
+    }
+    if (n == 1) {
+        snprintf(buf, len, "possibly: %s (%s) \xe2\x80\x94 evidence: %s", top[0].sig->title, top[0].sig->id,
+                 top[0].evidence);
+        return;
+    }
+    snprintf(buf, len, "possibly: %s (%s), or %s (%s) \xe2\x80\x94 evidence: %s", top[0].sig->title, top[0].sig->id,
+             top[1].sig->title, top[1].sig->id, top[0].evidence);
+}
+
+void mc_diag_format_summary(const struct mc_diag_match *top, int n, int cases, int first, char *buf, size_t len)
+{
+    if (n <= 0) {
+        snprintf(buf, len, "%s", "");
+    } else if (2 * first > cases) {
+        mc_diag_format(&top[0], buf, len);
+    } else if (n == 1) {
+        snprintf(buf, len, "possibly: %s (%s) \xe2\x80\x94 evidence: %s", top[0].sig->title, top[0].sig->id,
+                 top[0].evidence);
+    } else {
+        snprintf(buf, len, "possibly: %s (%s), or %s (%s) \xe2\x80\x94 evidence: %s", top[0].sig->title,
+                 top[0].sig->id, top[1].sig->title, top[1].sig->id, top[0].evidence);
+    }
 }

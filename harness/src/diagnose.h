@@ -21,7 +21,7 @@
 #include "scenario.h"
 
 #define MC_DIAG_MAX_TENSORS 16 /* distinct tensor names one scenario compares over its dtypes */
-#define MC_DIAG_MAX_COND 12    /* conditions of one signature */
+#define MC_DIAG_MAX_COND 16    /* conditions of one signature */
 #define MC_DIAG_TOP 3          /* classes named per diagnosis */
 #define MC_DIAG_STAGE_LEN 32
 #define MC_DIAG_ANY (-1)       /* a condition's scenario: any scenario */
@@ -91,7 +91,7 @@ struct mc_diag_cond {
     int weight;         /* added when true, subtracted when false */
     int must;           /* the signature is named only when this is true */
     uint32_t families;  /* OR of 1u << enum mc_family it applies to (0 = all); unknown elsewhere */
-    const char *say;    /* evidence wording, NULL = generated from the condition */
+    const char *say;    /* evidence wording, NULL = generated from the condition, "" = a precondition, not shown */
 };
 
 struct mc_signature {
@@ -112,6 +112,7 @@ struct mc_diag_match {
     const struct mc_signature *sig;
     int score;
     int known;          /* sum of the weights of the conditions that were not unknown */
+    int total;          /* sum of the weights of the conditions for this family (stages only once reported) */
     char evidence[512]; /* the true conditions in words, "; "-separated */
 };
 
@@ -146,5 +147,16 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
 
 /* "likely: <title> (<id>) — evidence: <evidence>" into buf. */
 void mc_diag_format(const struct mc_diag_match *m, char *buf, size_t len);
+/* The line of a diagnosis: as mc_diag_format for its first class, or, when the runner-up scores less than
+ * 3 (one defining observation) below it or under 60 % of the first class's conditions could be evaluated (the scenarios that would
+ * tell it apart did not run), "possibly: <title> (<id>), or <title> (<id>) — evidence: <evidence of the
+ * first>"; "" when nothing was named. */
+void mc_diag_format_best(const struct mc_diag_match *top, int n, char *buf, size_t len);
+/* The run's line for one backend (mc_diagnose_summary): "likely: ..." when more than half of its failing
+ * cases name the first class first, else "possibly: A, or B — ...". */
+void mc_diag_format_summary(const struct mc_diag_match *top, int n, int cases, int first, char *buf, size_t len);
+/* How many classes that line names (0; 1; 2 for a close call, 1 when only one class was named but its
+ * evidence is thin — then the line still says "possibly"). */
+int mc_diag_named_in_line(const struct mc_diag_match *top, int n);
 
 #endif
