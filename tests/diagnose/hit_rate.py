@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The diagnosis against the mutant suite: every mutant of tests/mutants (on every bundled case of its family)
-and of tests/packed (on every family's tiny case) runs through `mixcheck run --json`; the class the run's
+and of tests/packed (on the tiny case of every family it is registered for), discovered from the plugins,
+runs through `mixcheck run --json`; the class the run's
 diagnosis names first for it (`diagnosis_summary`) must be the mutant's own class, which its name carries
 (`mutant.8.2a-...` -> 8.2a, `mutant.S2.4-...` -> S2.4, `mutant.future-leak` -> future-leak). A signature
 `8.3` names both `8.3a` and `8.3b` (one class of docs/semantics.md §8, two slicings the facts do not tell
@@ -18,42 +19,49 @@ import tempfile
 
 MIN_RATE = 0.90
 
-# (plugin key, backend, family or None for the packed set, dtype)
-MUTANTS = [
-    ("m", "mutant.8.1a-dt-first-token", "mamba2"),
-    ("m", "mutant.8.1b-cache-advance-one", "mamba2"),
-    ("m", "mutant.8.1c-no-chaining", "mamba2"),
-    ("m", "mutant.8.2a-zero-conv-context", "mamba2"),
-    ("m", "mutant.8.2a-zero-conv-context", "gdn"),
-    ("m", "mutant.8.2b-state-reset", "mamba2"),
-    ("m", "mutant.8.2b-state-reset", "gdn"),
-    ("m", "mutant.8.3a-conv-first-l", "mamba2"),
-    ("m", "mutant.8.3b-conv-off-by-one", "mamba2"),
-    ("m", "mutant.8.3c-cache-post-act", "mamba2"),
-    ("m", "mutant.8.4-pad-unmasked-continued", "mamba2"),
-    ("m", "mutant.8.5-rightpad-leak", "mamba2"),
-    ("m", "mutant.8.6-mask-skipped-batch1", "mamba2"),
-    ("m", "mutant.8.9-short-prefill-roll", "shortconv"),
-    ("m", "mutant.8.10-no-dt-clamp-decode", "mamba2"),
-    ("m", "mutant.8.11-norm-group-swap", "mamba2"),
-    ("m", "mutant.8.12-chunk-pad-decay", "mamba2"),
-    ("m", "mutant.8.12-chunk-pad-write", "gdn"),
-    ("m", "mutant.8.13-group-mod", "mamba2"),
-    ("m", "mutant.8.13-key-head-mod", "gdn"),
-    ("m", "mutant.future-leak", "mamba2"),
-    ("p", "mutant.S2.3-state-leak", None),
-    ("p", "mutant.S2.4-initial-state-ignored", None),
-    ("p", "mutant.S2.5-wrong-slot", None),
-    ("p", "mutant.S2.6-one-token-prefill-decode", None),
-]
-CONTROLS = [
-    ("m", "control.correct", "mamba2", "f32"),
-    ("m", "control.correct", "gdn", "f32"),
-    ("m", "control.correct", "shortconv", "f32"),
-    ("m", "nonbug.unfused-conv-act", "mamba2", "bf16"),
-    ("p", "control.packed", None, "f32"),
-]
-PACKED_CASES = ["cases/%s/tiny.yaml" % f for f in ("mamba2", "mamba1", "gdn", "shortconv")]
+# The mutants and controls are discovered from the plugins (`mixcheck list --plugin P`), so a mutant added
+# to either library is measured without editing this file. A backend of the mutant library runs on every
+# bundled case of its family; one of the packed library (the same name registered for several families)
+# on the tiny case of each family it is registered for. PATHS overrides that for a backend whose class is
+# shown only by other cases.
+PATHS = {}
+# controls (must get no diagnosis) and the dtype they run at
+CONTROL_DTYPE = {"nonbug.unfused-conv-act": "bf16"}
+
+
+def discover(mixcheck, plugin):
+    """[(backend, family)] of the plugin's own backends, in listing order."""
+    p = subprocess.run([mixcheck, "list", "--plugin", plugin], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit("mixcheck list --plugin %s: exit %d\n%s" % (plugin, p.returncode, p.stdout[-2000:]))
+    out = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s+(\S+)\s+(\w+)\s+device\s.*\((.*)\)\s*$", line)
+        if m and m.group(3) == plugin and (m.group(1), m.group(2)) not in out:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def plan(mixcheck, plugins):
+    """[(plugin key, backend, label, paths, dtype, is_mutant)] over both libraries."""
+    runs = []
+    for backend, family in discover(mixcheck, plugins["m"]):
+        kind = backend.split(".")[0]
+        if kind not in ("mutant", "control", "nonbug"):
+            continue
+        runs.append(("m", backend, family, PATHS.get(backend, ["cases/%s/" % family]),
+                     CONTROL_DTYPE.get(backend, "f32"), kind == "mutant"))
+    packed = {}
+    for backend, family in discover(mixcheck, plugins["p"]):
+        packed.setdefault(backend, []).append(family)
+    for backend, families in packed.items():
+        kind = backend.split(".")[0]
+        if kind not in ("mutant", "control") or backend == "control.no-packed":
+            continue  # control.no-packed: every serving check unsupported (test_packed_mutants)
+        runs.append(("p", backend, "tiny of %d families" % len(families),
+                     PATHS.get(backend, ["cases/%s/tiny.yaml" % f for f in families]), "f32", kind == "mutant"))
+    return runs
 
 
 def own_class(backend):
@@ -79,28 +87,26 @@ def main():
     mixcheck, plugins = sys.argv[1], {"m": sys.argv[2], "p": sys.argv[3]}
     markdown = "--markdown" in sys.argv
     tmp = tempfile.mkdtemp(prefix="mixcheck-diag-")
-    rows, hits, bad_controls = [], 0, []
-    for key, backend, family in MUTANTS:
-        paths = ["cases/%s/" % family] if family else PACKED_CASES
-        rc, rep = run(mixcheck, plugins[key], backend, paths, "f32", os.path.join(tmp, "r.json"))
-        summ = [s for s in rep.get("diagnosis_summary", []) if s["backend"] == backend]
+    rows, hits, n_mutants, bad_controls = [], 0, 0, []
+    for key, backend, label, paths, dtype, is_mutant in plan(mixcheck, plugins):
+        rc, rep = run(mixcheck, plugins[key], backend, paths, dtype, os.path.join(tmp, "r.json"))
+        diags = [d for d in rep.get("diagnoses", []) if d["backend"] == backend]
+        if not is_mutant:
+            named = diags[0]["likely"][0]["class"] if diags and diags[0]["likely"] else "-"
+            ok = not diags and rc == 0
+            rows.append((backend, label, "none", named, "", "%d diagnosed" % len(diags), "yes" if ok else "NO"))
+            if not ok:
+                bad_controls.append(backend)
+            continue
+        n_mutants += 1
+        summ = [x for x in rep.get("diagnosis_summary", []) if x["backend"] == backend]
         cls = own_class(backend)
         first = summ[0]["likely"][0]["class"] if summ and summ[0]["likely"] else "-"
         others = ", ".join(x["class"] for x in summ[0]["likely"][1:]) if summ else ""
-        diags = [d for d in rep.get("diagnoses", []) if d["backend"] == backend]
         per_case = sum(1 for d in diags if d["likely"] and names(d["likely"][0]["class"], cls))
         hit = rc == 1 and names(first, cls)
         hits += hit
-        rows.append((backend, family or "all (tiny)", cls, first, others, "%d/%d" % (per_case, len(diags)),
-                     "yes" if hit else "NO"))
-    for key, backend, family, dtype in CONTROLS:
-        paths = ["cases/%s/" % family] if family else PACKED_CASES
-        rc, rep = run(mixcheck, plugins[key], backend, paths, dtype, os.path.join(tmp, "r.json"))
-        diags = [d for d in rep.get("diagnoses", []) if d["backend"] == backend]
-        rows.append((backend, family or "all (tiny)", "none", "-" if not diags else diags[0]["likely"][0]["class"]
-                     if diags[0]["likely"] else "?", "", "%d diagnosed" % len(diags), "yes" if not diags and rc == 0 else "NO"))
-        if diags or rc != 0:
-            bad_controls.append(backend)
+        rows.append((backend, label, cls, first, others, "%d/%d" % (per_case, len(diags)), "yes" if hit else "NO"))
     head = ("backend", "cases", "class", "named first", "also named", "cases naming it first", "hit")
     if markdown:
         print("| " + " | ".join(head) + " |")
@@ -108,14 +114,14 @@ def main():
         for r in rows:
             print("| " + " | ".join("`%s`" % r[0] if i == 0 else r[i] for i in range(len(r))) + " |")
     else:
-        print("%-38s %-12s %-12s %-12s %-22s %-10s %s" % head)
+        print("%-38s %-26s %-12s %-12s %-18s %-10s %s" % head)
         for r in rows:
-            print("%-38s %-12s %-12s %-12s %-22s %-10s %s" % r)
-    rate = hits / len(MUTANTS)
+            print("%-38s %-26s %-12s %-12s %-18s %-10s %s" % r)
+    rate = hits / n_mutants if n_mutants else 0.0
     print("\nhit rate: %d of %d mutants named first by their own class (%.0f %%); controls diagnosed: %s"
-          % (hits, len(MUTANTS), 100 * rate, ", ".join(bad_controls) or "none"))
+          % (hits, n_mutants, 100 * rate, ", ".join(bad_controls) or "none"))
     subprocess.run(["rm", "-rf", tmp])
-    if rate < MIN_RATE or bad_controls:
+    if n_mutants == 0 or rate < MIN_RATE or bad_controls:
         sys.exit(1)
 
 
