@@ -180,6 +180,30 @@ static void test_table_window_port(void **state)
     assert_null(strchr(line, '\n'));
 }
 
+/* Failures at bf16 only, in the decode's state, while f32 passes: the reduced-precision state (8.14). */
+static void test_table_reduced_state(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    init(&f);
+    add_tensor(&f, MC_SCENARIO_PREFILL, "output", 0, -1);
+    struct mc_diag_scenario_fact *s = &f.scen[MC_SCENARIO_DECODE];
+    s->split = 5;
+    s->ran_full = s->ran_reduced = 1;
+    s->failed_reduced = 1;
+    f.any_failed = 1;
+    struct mc_diag_tensor_fact *t = add_tensor(&f, MC_SCENARIO_DECODE, "recurrent_state", 0, -1);
+    t->fail_full = 0;
+    t->fail_reduced = 1;
+    t->first_fail_token = 12;
+    s->failed_full = 0;
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_true(d.n >= 1);
+    assert_string_equal(d.top[0].sig->id, "8.14");
+    assert_non_null(strstr(d.top[0].evidence, "f16/bf16 only"));
+}
+
 /* Facts from check results: per scenario and tensor, pooled over dtypes, only the named backend. */
 static void test_facts_from_checks(void **state)
 {
@@ -223,7 +247,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truth_values),       cmocka_unit_test(test_run_parameters),
         cmocka_unit_test(test_stage_decides),      cmocka_unit_test(test_no_diagnosis_when_passing),
-        cmocka_unit_test(test_table_window_port),  cmocka_unit_test(test_facts_from_checks),
+        cmocka_unit_test(test_table_window_port),  cmocka_unit_test(test_table_reduced_state),
+        cmocka_unit_test(test_facts_from_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
