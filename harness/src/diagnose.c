@@ -222,6 +222,10 @@ enum mc_diag_truth mc_diag_eval(const struct mc_diag_cond *c, const struct mc_di
         return MC_DIAG_UNKNOWN;
     if (c->kind == MC_DC_PADDED_GOLDEN)
         return f->padded_rows ? MC_DIAG_TRUE : MC_DIAG_FALSE;
+    if (c->scenario_name != NULL) {
+        enum mc_scenario_kind k;
+        return mc_scenario_from_name(c->scenario_name, &k) == 0 ? eval_one(c, f, k) : MC_DIAG_UNKNOWN;
+    }
     if (c->scenario != MC_DIAG_ANY)
         return c->scenario >= 0 && c->scenario < MC_SCENARIO_COUNT ? eval_one(c, f, c->scenario) : MC_DIAG_UNKNOWN;
     /* any scenario: true when one says true, false when some say false and none true */
@@ -248,7 +252,9 @@ static int present(const struct mc_diag_cond *c)
 static void phrase(const struct mc_diag_cond *c, const struct mc_diag_facts *f, char *subj, size_t ns,
                    char *pred1, char *predn, size_t np)
 {
-    const char *scen = c->scenario == MC_DIAG_ANY ? "" : mc_scenario_name((enum mc_scenario_kind)c->scenario);
+    const char *scen = c->scenario_name ? c->scenario_name
+                       : c->scenario == MC_DIAG_ANY ? ""
+                                                    : mc_scenario_name((enum mc_scenario_kind)c->scenario);
     snprintf(subj, ns, "%s%s%s", scen, *scen && c->tensor ? " " : "", c->tensor ? c->tensor : "");
     if (subj[0] == '\0')
         snprintf(subj, ns, "a check");
@@ -314,6 +320,14 @@ static void phrase(const struct mc_diag_cond *c, const struct mc_diag_facts *f, 
     snprintf(predn, np, "%s", pn);
 }
 
+/* 1 when two conditions read the same scenario. */
+static int same_scenario(const struct mc_diag_cond *a, const struct mc_diag_cond *b)
+{
+    if (a->scenario_name || b->scenario_name)
+        return a->scenario_name && b->scenario_name && strcmp(a->scenario_name, b->scenario_name) == 0;
+    return a->scenario == b->scenario;
+}
+
 /* 1 when a more specific true condition of the signature speaks about the same failing tensor. */
 static int said_better(const struct mc_signature *sig, int i, const enum mc_diag_truth *truth)
 {
@@ -323,7 +337,7 @@ static int said_better(const struct mc_signature *sig, int i, const enum mc_diag
     for (int j = 0; j < MC_DIAG_MAX_COND && present(&sig->cond[j]); j++) {
         const struct mc_diag_cond *o = &sig->cond[j];
         if (j != i && truth[j] == MC_DIAG_TRUE && o->weight > 0 && o->kind != MC_DC_FAILS && o->kind != MC_DC_PASSES &&
-            o->scenario == c->scenario && o->tensor && strcmp(o->tensor, c->tensor) == 0)
+            same_scenario(o, c) && o->tensor && strcmp(o->tensor, c->tensor) == 0)
             return 1;
     }
     return 0;
@@ -371,8 +385,8 @@ static void evidence(const struct mc_signature *sig, const enum mc_diag_truth *t
         for (int k = 0; k < ns; k++) {
             append(buf, len, &used, k == 0 ? "" : k == ns - 1 ? " and " : ", ");
             /* "first_token_causality consistency and output": the scenario once */
-            int same = k > 0 && who[k]->tensor && who[k - 1]->tensor && who[k]->scenario == who[k - 1]->scenario &&
-                       who[k]->scenario != MC_DIAG_ANY;
+            int same = k > 0 && who[k]->tensor && who[k - 1]->tensor && same_scenario(who[k], who[k - 1]) &&
+                       (who[k]->scenario != MC_DIAG_ANY || who[k]->scenario_name);
             append(buf, len, &used, same ? who[k]->tensor : subj[k]);
         }
         append(buf, len, &used, " ");
@@ -431,7 +445,9 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
             /* a negative weight is evidence against the class when the condition holds */
             int sign = (truth[i] == MC_DIAG_TRUE) == (c->weight > 0) ? 1 : -1;
             m.score += sign * w;
-            support |= truth[i] == MC_DIAG_TRUE && c->weight > 0;
+            /* support: something that failed, not only things that passed */
+            support |= truth[i] == MC_DIAG_TRUE && c->weight > 0 && c->kind != MC_DC_PASSES &&
+                       c->kind != MC_DC_PADDED_GOLDEN;
         }
         if (!named || !support || m.score <= 0)
             continue;

@@ -8,7 +8,8 @@
  *
  * A condition is true, false or unknown (the scenario or tensor it reads did not run). Score = sum of the
  * weights of the true conditions minus those of the false ones; a signature is named when its required
- * conditions are all true and its score is positive. A backend whose checks all passed gets no
+ * conditions are all true, one of its true supporting conditions is about something that failed (not only
+ * things that passed) and its score is positive. A backend whose checks all passed gets no
  * diagnosis, and nothing is computed for it.
  */
 #ifndef MC_DIAGNOSE_H
@@ -85,6 +86,8 @@ enum mc_diag_cond_kind {
 struct mc_diag_cond {
     enum mc_diag_cond_kind kind;
     int scenario;       /* enum mc_scenario_kind, or MC_DIAG_ANY */
+    const char *scenario_name; /* instead of `scenario`: a scenario by name (mc_scenario_from_name), for one
+                                  this build may not have; unknown when it does not */
     const char *tensor; /* tensor name, NULL = the check as a whole */
     double value;
     const char *text;

@@ -22,9 +22,13 @@ MIN_RATE = 0.90
 # The mutants and controls are discovered from the plugins (`mixcheck list --plugin P`), so a mutant added
 # to either library is measured without editing this file. A backend of the mutant library runs on every
 # bundled case of its family; one of the packed library (the same name registered for several families)
-# on the tiny case of each family it is registered for. PATHS overrides that for a backend whose class is
-# shown only by other cases.
-PATHS = {}
+# on the tiny case of each family it is registered for. PATHS overrides that ("{family}" = the family) for a
+# backend whose class is shown only by other cases.
+PATHS = {
+    # the long runs (long_decode, length_sweep) live in cases/long/<family>.yaml
+    "mutant.S2.9-bf16-state": "cases/long/{family}.yaml",
+    "mutant.S2.10-tail-skipped": "cases/long/{family}.yaml",
+}
 # controls (must get no diagnosis) and the dtype they run at
 CONTROL_DTYPE = {"nonbug.unfused-conv-act": "bf16"}
 
@@ -50,7 +54,7 @@ def plan(mixcheck, plugins):
         kind = backend.split(".")[0]
         if kind not in ("mutant", "control", "nonbug"):
             continue
-        runs.append(("m", backend, family, PATHS.get(backend, ["cases/%s/" % family]),
+        runs.append(("m", backend, family, [PATHS.get(backend, "cases/{family}/").format(family=family)],
                      CONTROL_DTYPE.get(backend, "f32"), kind == "mutant"))
     packed = {}
     for backend, family in discover(mixcheck, plugins["p"]):
@@ -60,7 +64,9 @@ def plan(mixcheck, plugins):
         if kind not in ("mutant", "control") or backend == "control.no-packed":
             continue  # control.no-packed: every serving check unsupported (test_packed_mutants)
         runs.append(("p", backend, "tiny of %d families" % len(families),
-                     PATHS.get(backend, ["cases/%s/tiny.yaml" % f for f in families]), "f32", kind == "mutant"))
+                     [PATHS.get(backend, "cases/{family}/tiny.yaml").format(family=f) for f in families
+                      if os.path.exists(PATHS.get(backend, "cases/{family}/tiny.yaml").format(family=f))],
+                     "f32", kind == "mutant"))
     return runs
 
 
