@@ -242,13 +242,49 @@ static void test_facts_from_checks(void **state)
     assert_false(f.any_failed);
 }
 
+/* The table itself: every entry has an id, a title, a hint and a supporting condition; every scenario it
+ * names by string is one of this build, or one of the long runs the serving-path scenarios bring
+ * (long_decode, length_sweep: unknown until they exist). */
+static void test_table_well_formed(void **state)
+{
+    (void)state;
+    static const char *const pending[] = {"long_decode", "length_sweep"};
+    assert_true(mc_n_signatures > 0);
+    for (int s = 0; s < mc_n_signatures; s++) {
+        const struct mc_signature *sig = &mc_signatures[s];
+        assert_non_null(sig->id);
+        assert_true(sig->title && sig->title[0] && sig->hint && sig->hint[0]);
+        int positive = 0;
+        for (int i = 0; i < MC_DIAG_MAX_COND && (sig->cond[i].weight || sig->cond[i].must); i++) {
+            const struct mc_diag_cond *c = &sig->cond[i];
+            positive |= c->weight > 0;
+            assert_true(c->scenario == MC_DIAG_ANY || (c->scenario >= 0 && c->scenario < MC_SCENARIO_COUNT));
+            if (c->scenario_name) {
+                enum mc_scenario_kind k;
+                int known = mc_scenario_from_name(c->scenario_name, &k) == 0;
+                for (size_t p = 0; p < sizeof pending / sizeof pending[0]; p++)
+                    known |= strcmp(c->scenario_name, pending[p]) == 0;
+                if (!known)
+                    fail_msg("signature %s: unknown scenario '%s'", sig->id, c->scenario_name);
+            }
+            if ((c->kind == MC_DC_RUN || c->kind == MC_DC_STAGE) && c->text == NULL)
+                fail_msg("signature %s: condition %d needs a text", sig->id, i);
+        }
+        if (!positive)
+            fail_msg("signature %s has no supporting condition", sig->id);
+        for (int o = 0; o < s; o++)
+            if (strcmp(mc_signatures[o].id, sig->id) == 0)
+                fail_msg("signature %s appears twice", sig->id);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truth_values),       cmocka_unit_test(test_run_parameters),
         cmocka_unit_test(test_stage_decides),      cmocka_unit_test(test_no_diagnosis_when_passing),
         cmocka_unit_test(test_table_window_port),  cmocka_unit_test(test_table_reduced_state),
-        cmocka_unit_test(test_facts_from_checks),
+        cmocka_unit_test(test_facts_from_checks),  cmocka_unit_test(test_table_well_formed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
