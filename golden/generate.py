@@ -18,7 +18,8 @@ NAME is family/name (gdn/tiny), a family (gdn: all of it), or a bare mamba2 name
 Nothing is written unless `regenerate` is given, with the names to rewrite or --all.
 
 Families are pluggable: a family supplies make_golden(spec) (config attributes, weights, inputs and the
-expected tensors at every position 0..L) plus its own self-test: mamba2, mamba1, gdn, shortconv.
+expected tensors at every position 0..L) plus its own self-test: mamba2, mamba1, gdn, shortconv, and from
+golden/models.py attention.
 """
 
 import argparse
@@ -1245,6 +1246,12 @@ SPECS = {s.key: s for s in [
                batch=4, length=300, seed=38, right_pad=(0, 59, 30, 44),
                positions=(0, 128, 241, 256, 257, 270, 300)),
 ]}
+
+
+# The model-level layers (golden/models.py: attention) add their families and goldens to FAMILIES and SPECS.
+sys.path.insert(0, GOLDEN_DIR)
+import models  # noqa: E402
+models.register(sys.modules[__name__])
 
 
 # ---------------------------------------------------------------------------------------------------

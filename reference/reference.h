@@ -24,4 +24,9 @@ const struct mc_backend_ops *mc_reference_shortconv_ops(void);
  * layouts, recurrent form, with mixcheck's semantics of §A). Static storage. */
 const struct mc_backend_ops *mc_reference_gdn_ops(void);
 
+/* Softmax attention with a KV cache (docs/semantics.md §12: HF Qwen3NextAttention / Qwen3_5Attention,
+ * Lfm2Attention, BambaAttention; GQA, partial rotary, q/k norms, output gate), with mixcheck's
+ * semantics of §A. Static storage. */
+const struct mc_backend_ops *mc_reference_attention_ops(void);
+
 #endif

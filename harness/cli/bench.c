@@ -226,10 +226,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         const char *name = optind > 1 ? argv[optind - 1] : "?";
         switch (c) {
         case OPT_FAMILY: {
-            enum mc_family f;
-            if (mc_family_from_name(optarg, &f) != 0) {
-                fprintf(stderr, "mixcheck bench: --family: unknown family '%s' (mamba2, mamba1, gdn, shortconv)\n",
-                        optarg);
+            enum mc_family f = MC_FAMILY_MAMBA2;
+            if (mc_family_from_name(optarg, &f) != 0 || f == MC_FAMILY_ATTENTION) {
+                fprintf(stderr, "mixcheck bench: --family: %s '%s' (mamba2, mamba1, gdn, shortconv)\n",
+                        f == MC_FAMILY_ATTENTION ? "no benchmark for family" : "unknown family", optarg);
                 return 2;
             }
             if (o->n_families < 4)

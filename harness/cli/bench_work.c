@@ -58,6 +58,8 @@ void mc_bench_shape_default(enum mc_family family, struct mc_bench_shape *s)
     case MC_FAMILY_SHORTCONV: /* LFM2-350M-like */
         s->cfg.sc = (struct mc_shortconv_config){.hidden_size = 1024, .conv_kernel = 3, .conv_bias = 0};
         break;
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
 }
 
@@ -95,6 +97,8 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
     }
     case MC_FAMILY_SHORTCONV:
         snprintf(buf, len, "D %lld, K %lld", (long long)s->cfg.sc.hidden_size, (long long)s->cfg.sc.conv_kernel);
+        break;
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
 }
@@ -147,6 +151,8 @@ double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mod
         const double conv_core = 2 * D + 2 * K * D;
         return core ? conv_core : 2 * D * 3 * D + conv_core + 2 * D * D;
     }
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
     return 0.0;
 }
@@ -195,6 +201,8 @@ const char *mc_bench_flop_formula(enum mc_family family, enum mc_bench_mode mode
         return core ? "2KI + 6IN" : "4DI + 2KI + 2I(R+2N) + 2RI + 6IN + 2ID";
     case MC_FAMILY_SHORTCONV:
         return core ? "2D + 2KD" : "6D^2 + 2D + 2KD + 2D^2";
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
     return "";
 }
@@ -361,6 +369,8 @@ static int bw_weight_specs(const struct mc_bench_shape *s, struct bw_weight_spec
         W("out_proj.weight", 2, D, D, 0, BW_UNIFORM, 1.0 / sqrt((double)D));
         break;
     }
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
 #undef W
     return n;
@@ -423,6 +433,8 @@ static void bw_cache_dims(const struct mc_bench_shape *s, int64_t *C, int64_t *K
         *K = s->cfg.sc.conv_kernel;
         *state_elems = 0;
         break;
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
 }
 
@@ -437,6 +449,8 @@ static int64_t bw_hidden(const struct mc_bench_shape *s)
         return s->cfg.m1.hidden_size;
     case MC_FAMILY_SHORTCONV:
         return s->cfg.sc.hidden_size;
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
     return 0;
 }
@@ -552,6 +566,8 @@ static int bw_init_core(struct mc_bench_work *w, uint64_t *rng, char *err, size_
         w->n_tok = 1;
         w->tok_w[0] = 3 * s->cfg.sc.hidden_size;
         w->y_w = s->cfg.sc.hidden_size;
+        break;
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
     size_t bytes = 0;
@@ -693,6 +709,8 @@ static enum mc_backend_status bw_core_call(const struct mc_bench_shape *s, int64
             .threads = threads, .bcx = tok[0], .conv_weight = conv_w, .window = window, .y = y};
         return mc_cpu_shortconv_core(&ca, msg);
     }
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+        break;
     }
     return MC_BACKEND_INVALID;
 }
@@ -821,6 +839,8 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                     y[row * D + j] = (double)bcx[D + j] * scratch[j];
                 break;
             }
+            case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+                break;
             }
         }
     }
@@ -974,6 +994,8 @@ static void bw_small_shape(enum mc_family family, struct mc_bench_shape *s)
         break;
     case MC_FAMILY_SHORTCONV:
         s->cfg.sc.hidden_size = 24;
+        break;
+    case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
 }

@@ -35,7 +35,7 @@ static void print_coverage(int cover[][MC_SCENARIO_COUNT])
     for (int s = 0; s < MC_SCENARIO_COUNT; s++)
         printf(" %s", mc_scenario_name((enum mc_scenario_kind)s));
     printf("\n");
-    for (int f = MC_FAMILY_MAMBA2; f <= MC_FAMILY_SHORTCONV; f++) {
+    for (int f = MC_FAMILY_MAMBA2; f <= MC_FAMILY_COUNT; f++) {
         printf("%-10s", mc_family_name((enum mc_family)f));
         for (int s = 0; s < MC_SCENARIO_COUNT; s++) {
             int w = (int)strlen(mc_scenario_name((enum mc_scenario_kind)s));
@@ -52,7 +52,7 @@ static int list(const char *const *paths, int n_paths, int coverage, const struc
 {
     char **files = NULL;
     int n_files = 0, bad = 0;
-    int cover[MC_FAMILY_SHORTCONV + 1][MC_SCENARIO_COUNT] = {{0}};
+    int cover[MC_FAMILY_COUNT + 1][MC_SCENARIO_COUNT] = {{0}};
     struct mc_error err = {0};
     if (mc_run_discover(paths, n_paths, &files, &n_files, &err) != MC_ERR_NONE) {
         fprintf(stderr, "mixcheck: %s\n", err.msg);

@@ -30,7 +30,7 @@ _Static_assert(MC_CASE_MAX_FILE_BYTES == MC_YAML_MAX_FILE_BYTES, "case.h and yam
 
 static const char *const TOKEN_CAP_MSG = "token counts are capped at 1000000";
 
-static const char *const FAMILY_NAMES[] = {"mamba2", "mamba1", "gdn", "shortconv"};
+static const char *const FAMILY_NAMES[] = {"mamba2", "mamba1", "gdn", "shortconv", "attention"};
 
 /* ---- typed readers of the case schema ---------------------------------------------------------- */
 

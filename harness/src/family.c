@@ -1,4 +1,4 @@
-/* family.c — see family.h. Configuration names and parameter shapes follow docs/semantics.md §2–§5. */
+/* family.c — see family.h. Configuration names and parameter shapes follow docs/semantics.md §2–§5 and §12. */
 #include "family.h"
 
 #include <math.h>
@@ -49,6 +49,20 @@ static const struct mc_config_field shortconv_fields[] = {
     FIELD(mc_shortconv_config, conv_bias, MC_FIELD_BOOL),
 };
 
+static const struct mc_config_field attention_fields[] = {
+    FIELD(mc_attention_config, hidden_size, MC_FIELD_INT),
+    FIELD(mc_attention_config, num_attention_heads, MC_FIELD_INT),
+    FIELD(mc_attention_config, num_key_value_heads, MC_FIELD_INT),
+    FIELD(mc_attention_config, head_dim, MC_FIELD_INT),
+    FIELD(mc_attention_config, cache_length, MC_FIELD_INT),
+    FIELD(mc_attention_config, partial_rotary_factor, MC_FIELD_DOUBLE),
+    FIELD(mc_attention_config, rope_theta, MC_FIELD_DOUBLE),
+    FIELD(mc_attention_config, rms_norm_eps, MC_FIELD_DOUBLE),
+    FIELD(mc_attention_config, qk_norm, MC_FIELD_QK_NORM),
+    FIELD(mc_attention_config, attn_output_gate, MC_FIELD_BOOL),
+    FIELD(mc_attention_config, attention_bias, MC_FIELD_BOOL),
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 const char *mc_family_name(enum mc_family family)
@@ -62,13 +76,37 @@ const char *mc_family_name(enum mc_family family)
         return "gdn";
     case MC_FAMILY_SHORTCONV:
         return "shortconv";
+    case MC_FAMILY_ATTENTION:
+        return "attention";
     }
     return "unknown";
 }
 
+const char *mc_family_names_text(void)
+{
+    return "mamba2, mamba1, gdn, shortconv or attention";
+}
+
+static const char *const QK_NORM_NAMES[] = {[MC_QK_NORM_NONE] = "none", [MC_QK_NORM_RMS] = "rms",
+                                            [MC_QK_NORM_ZERO_CENTRED] = "zero_centred"};
+
+int mc_qk_norm_from_name(const char *name)
+{
+    for (int i = MC_QK_NORM_NONE; i <= MC_QK_NORM_ZERO_CENTRED; i++)
+        if (strcmp(name, QK_NORM_NAMES[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *mc_qk_norm_name(int32_t qk_norm)
+{
+    return qk_norm >= MC_QK_NORM_NONE && qk_norm <= MC_QK_NORM_ZERO_CENTRED ? QK_NORM_NAMES[qk_norm] : "unknown";
+}
+
 int mc_family_from_name(const char *name, enum mc_family *family)
 {
-    static const enum mc_family all[] = {MC_FAMILY_MAMBA2, MC_FAMILY_MAMBA1, MC_FAMILY_GDN, MC_FAMILY_SHORTCONV};
+    static const enum mc_family all[] = {MC_FAMILY_MAMBA2, MC_FAMILY_MAMBA1, MC_FAMILY_GDN, MC_FAMILY_SHORTCONV,
+                                         MC_FAMILY_ATTENTION};
     for (size_t i = 0; i < COUNT(all); i++) {
         if (strcmp(name, mc_family_name(all[i])) == 0) {
             *family = all[i];
@@ -93,6 +131,9 @@ const struct mc_config_field *mc_family_config_fields(enum mc_family family, siz
     case MC_FAMILY_SHORTCONV:
         *count = COUNT(shortconv_fields);
         return shortconv_fields;
+    case MC_FAMILY_ATTENTION:
+        *count = COUNT(attention_fields);
+        return attention_fields;
     }
     *count = 0;
     return NULL;
@@ -165,6 +206,42 @@ static enum mc_err_code validate_gdn(const struct mc_gdn_config *c, struct mc_er
     return MC_ERR_NONE;
 }
 
+/* The rotary dims R = int(hd * partial_rotary_factor), as upstream truncates (0 when the factor is not usable). */
+static int64_t attention_rotary_dims(const struct mc_attention_config *c)
+{
+    double r = (double)c->head_dim * c->partial_rotary_factor;
+    return isfinite(r) && r >= 0.0 && r <= (double)c->head_dim ? (int64_t)r : 0;
+}
+
+static enum mc_err_code validate_attention(const struct mc_attention_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) ||
+        check_dim("num_attention_heads", c->num_attention_heads, err) ||
+        check_dim("num_key_value_heads", c->num_key_value_heads, err) || check_dim("head_dim", c->head_dim, err) ||
+        check_dim("cache_length", c->cache_length, err))
+        return err->code;
+    if (check_divides("num_attention_heads", c->num_attention_heads, "num_key_value_heads", c->num_key_value_heads,
+                      err))
+        return err->code;
+    if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'partial_rotary_factor' must be in (0, 1] (got %g)",
+                            c->partial_rotary_factor);
+    int64_t R = attention_rotary_dims(c);
+    if (R < 2 || R % 2 != 0)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be even and >= 2",
+                            (long long)R);
+    if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rope_theta' must be finite and > 1 (got %g)",
+                            c->rope_theta);
+    if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rms_norm_eps' must be finite and > 0 (got %g)",
+                            c->rms_norm_eps);
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'qk_norm' is unknown");
+    return MC_ERR_NONE;
+}
+
 enum mc_err_code mc_family_config_validate(const struct mc_family_config *cfg, struct mc_error *err)
 {
     switch (cfg->family) {
@@ -179,6 +256,8 @@ enum mc_err_code mc_family_config_validate(const struct mc_family_config *cfg, s
             check_dim("conv_L_cache", cfg->u.shortconv.conv_kernel, err))
             return err->code;
         return MC_ERR_NONE;
+    case MC_FAMILY_ATTENTION:
+        return validate_attention(&cfg->u.attention, err);
     }
     return mc_error_set(err, MC_ERR_INPUT, "unknown family %d", (int)cfg->family);
 }
@@ -271,6 +350,28 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
             spec(out, &n, "out_proj.bias", 1, D, 0, 0);
         break;
     }
+    case MC_FAMILY_ATTENTION: {
+        const struct mc_attention_config *c = &cfg->u.attention;
+        int64_t hd = c->head_dim, qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
+        int64_t qrows = c->attn_output_gate ? 2 * qd : qd;
+        spec(out, &n, "q_proj.weight", 2, qrows, D, 0);
+        if (c->attention_bias)
+            spec(out, &n, "q_proj.bias", 1, qrows, 0, 0);
+        spec(out, &n, "k_proj.weight", 2, kvd, D, 0);
+        if (c->attention_bias)
+            spec(out, &n, "k_proj.bias", 1, kvd, 0, 0);
+        spec(out, &n, "v_proj.weight", 2, kvd, D, 0);
+        if (c->attention_bias)
+            spec(out, &n, "v_proj.bias", 1, kvd, 0, 0);
+        spec(out, &n, "o_proj.weight", 2, D, qd, 0);
+        if (c->attention_bias)
+            spec(out, &n, "o_proj.bias", 1, D, 0, 0);
+        if (c->qk_norm != MC_QK_NORM_NONE) {
+            spec(out, &n, "q_norm.weight", 1, hd, 0, 0);
+            spec(out, &n, "k_norm.weight", 1, hd, 0, 0);
+        }
+        break;
+    }
     }
     return n;
 }
@@ -326,6 +427,20 @@ void mc_family_shape(const struct mc_family_config *cfg, struct mc_family_shape 
         s->conv_channels = cfg->u.shortconv.hidden_size;
         s->conv_kernel = cfg->u.shortconv.conv_kernel;
         break;
+    case MC_FAMILY_ATTENTION: {
+        const struct mc_attention_config *c = &cfg->u.attention;
+        s->hidden = c->hidden_size;
+        s->conv_channels = 1; /* conv_state [B][1][1]: the number of cached positions */
+        s->conv_kernel = 1;
+        s->state_ndim = 3;
+        s->state_dims[0] = 2 * c->num_key_value_heads;
+        s->state_dims[1] = c->cache_length;
+        s->state_dims[2] = c->head_dim;
+        s->state_dim_names[0] = "kv_head";
+        s->state_dim_names[1] = "position";
+        s->state_dim_names[2] = "dim";
+        break;
+    }
     }
 }
 

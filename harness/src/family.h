@@ -13,6 +13,7 @@
 #include "mixcheck/backend.h"
 
 #define MC_FAMILY_MAX_WEIGHTS 16
+#define MC_FAMILY_COUNT 5 /* families 1..MC_FAMILY_COUNT (enum mc_family) */
 
 struct mc_family_config {
     enum mc_family family;
@@ -21,6 +22,7 @@ struct mc_family_config {
         struct mc_mamba1_config mamba1;
         struct mc_gdn_config gdn;
         struct mc_shortconv_config shortconv;
+        struct mc_attention_config attention;
     } u;
 };
 
@@ -30,6 +32,7 @@ enum mc_field_kind {
     MC_FIELD_DOUBLE,      /* double */
     MC_FIELD_DOUBLE_PAIR, /* double[2] */
     MC_FIELD_GDN_LAYOUT,  /* int32_t enum mc_gdn_layout, stored as the string "qwen3_5" / "qwen3_next" */
+    MC_FIELD_QK_NORM,     /* int32_t enum mc_qk_norm, stored as the string "none" / "rms" / "zero_centred" */
 };
 
 /* One configuration attribute: its HF name and where it lives inside the family's config struct. */
@@ -58,8 +61,15 @@ struct mc_family_shape {
 };
 
 const char *mc_family_name(enum mc_family family);
-/* Parses "mamba2", "mamba1", "gdn", "shortconv"; returns 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba1", "gdn", "shortconv", "attention"; returns 0 on success, -1 when unknown. */
 int mc_family_from_name(const char *name, enum mc_family *family);
+
+/* The known family names joined as "mamba2, mamba1, gdn, shortconv or attention" (for messages). */
+const char *mc_family_names_text(void);
+
+/* The q/k norm names of MC_FIELD_QK_NORM: the enum value for a name (-1 when unknown), and back. */
+int mc_qk_norm_from_name(const char *name);
+const char *mc_qk_norm_name(int32_t qk_norm);
 
 /* The attribute table of a family (every entry required). NULL for an unknown family. */
 const struct mc_config_field *mc_family_config_fields(enum mc_family family, size_t *count);

@@ -72,8 +72,8 @@ static enum mc_err_code read_header(struct mc_h5_reader *r, struct mc_golden *g)
     if (mc_h5_attr_read_string(r, "/", "family", &family))
         goto done;
     if (mc_family_from_name(family, &g->config.family) != 0) {
-        mc_h5_fail(r, MC_ERR_INPUT, "/family", "unknown family '%.200s' (expected mamba2, mamba1, gdn or shortconv)",
-                   family);
+        mc_h5_fail(r, MC_ERR_INPUT, "/family", "unknown family '%.200s' (expected %s)", family,
+                   mc_family_names_text());
         goto done;
     }
     if (mc_h5_attr_read_string(r, "/", "generator", &g->generator) ||
@@ -124,6 +124,18 @@ static enum mc_err_code read_config_field(struct mc_h5_reader *r, const struct m
             *(int32_t *)dst = MC_GDN_LAYOUT_QWEN3_NEXT;
         else
             mc_h5_fail(r, MC_ERR_INPUT, label, "unknown layout '%.200s' (expected qwen3_5 or qwen3_next)", s);
+        free(s);
+        return r->err.code;
+    }
+    case MC_FIELD_QK_NORM: {
+        char *s = NULL;
+        if (mc_h5_attr_read_string(r, "/config", f->name, &s))
+            return r->err.code;
+        int v = mc_qk_norm_from_name(s);
+        if (v < 0)
+            mc_h5_fail(r, MC_ERR_INPUT, label, "unknown q/k norm '%.200s' (expected none, rms or zero_centred)", s);
+        else
+            *(int32_t *)dst = (int32_t)v;
         free(s);
         return r->err.code;
     }

@@ -26,6 +26,11 @@ const struct mc_backend_ops *mc_cpu_shortconv_ops(void);
  * layouts. Static storage. */
 const struct mc_backend_ops *mc_cpu_gdn_ops(void);
 
+/* Softmax attention with a KV cache (docs/semantics.md §12): per-row token loop over the cached keys,
+ * RoPE from a precomputed table, GQA, q/k norms, output gate, the packed call on a KV pool. Static
+ * storage. */
+const struct mc_backend_ops *mc_cpu_attention_ops(void);
+
 /* ---- recurrent cores alone (`mixcheck bench --core`) -------------------------------------------
  *
  * The recurrent part of each mixer without projections, gates taken from projections, or norms:

@@ -339,7 +339,7 @@ static const struct bad_fixture BAD[] = {
     {"bad_dtype.yaml", 0, MC_ERR_INPUT,
      "bad_dtype.yaml:7:15: in 'dtypes[1]': unknown dtype; valid: f64, f32, f16, bf16 (got fp8)", NULL},
     {"bad_family.yaml", 0, MC_ERR_INPUT,
-     "bad_family.yaml:3:9: in 'family': unknown family; valid: mamba2, mamba1, gdn, shortconv (got mamba3)", NULL},
+     "bad_family.yaml:3:9: in 'family': unknown family; valid: mamba2, mamba1, gdn, shortconv, attention (got mamba3)", NULL},
     {"bad_id.yaml", 0, MC_ERR_INPUT,
      "bad_id.yaml:1:5: in 'id': id may use only a-z, 0-9, '.', '_' and '-', at most 128 characters (got \"Mamba2 "
      "Tiny\")",

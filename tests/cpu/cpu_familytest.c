@@ -103,7 +103,7 @@ void ft_vs_reference(const struct ft_family *f)
         }
         /* padding outputs are out_proj.bias (or 0) */
         if (masked) {
-            const double *bias = tu_weights_find(f->ws, "out_proj.bias");
+            const double *bias = tu_weights_find(f->ws, f->out_bias ? f->out_bias : "out_proj.bias");
             for (int64_t r = 0; r < FT_B * FT_L; r++)
                 if (!mask[r])
                     for (int64_t j = 0; j < f->D; j++)

@@ -16,6 +16,7 @@ struct ft_family {
     const void *config;
     struct tu_weights *ws; /* f32-exact values */
     int64_t D, conv_elems, state_elems;
+    const char *out_bias;  /* the output projection's bias name (a pad's output); NULL: "out_proj.bias" */
     /* tolerances: f32 against f64; half storage output rtol/atol per dtype */
     double f32_atol, f32_rtol, bf16_atol, bf16_rtol, f16_atol, f16_rtol;
 };

@@ -1,7 +1,7 @@
 /*
  * test_cpu_packed.c — the packed call of the cpu backend (backend.h: forward_packed, docs/scenarios.md
- * §1.2) for every family, against the same backend's batched forward run on each sequence alone as a
- * batch of one, all through the ops structs.
+ * §1.2) for every family (attention included: its KV slots), against the same backend's batched forward
+ * run on each sequence alone as a batch of one, all through the ops structs.
  *
  * One packed call holds 11 sequences of mixed lengths (0, 1, 2, 3 — shorter than the conv width —,
  * 5, 6, 9, 17, 33: not multiples of the chunk, boundaries inside chunks), one-token prefills and
@@ -63,6 +63,7 @@ struct pk_family {
         struct mc_mamba1_config m1;
         struct mc_shortconv_config sc;
         struct mc_gdn_config gdn;
+        struct mc_attention_config at;
     } cfg;
     struct tu_weights ws;
     int64_t D, conv_elems, state_elems;
@@ -181,6 +182,38 @@ static void pk_gdn(struct pk_family *f)
     tu_weights_add(&f->ws, "A_log", 1, Hv, 0, 0, -0.5, 1.0, &g);
     tu_weights_add(&f->ws, "norm.weight", 1, dv, 0, 0, 1.0, 0.2, &g);
     tu_weights_add(&f->ws, "out_proj.weight", 2, D, vd, 0, 0.0, 1.0 / sqrt((double)vd), &g);
+    tu_weights_round(&f->ws, MC_DTYPE_F32);
+}
+
+/* Attention, Qwen3-Next-like: GQA 4/2, hd 6, partial rotary 2/3, zero-centred q/k norms, the output gate,
+ * biases; 40 cached positions hold a resumed state (at most 6 tokens) plus the longest sequence (33). */
+static void pk_attention(struct pk_family *f)
+{
+    memset(f, 0, sizeof *f);
+    f->name = "attention";
+    f->family = MC_FAMILY_ATTENTION;
+    f->ops = mc_cpu_attention_ops();
+    f->cfg.at = (struct mc_attention_config){.hidden_size = 10, .num_attention_heads = 4, .num_key_value_heads = 2,
+                                             .head_dim = 6, .cache_length = 40, .partial_rotary_factor = 2.0 / 3.0,
+                                             .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+                                             .qk_norm = MC_QK_NORM_ZERO_CENTRED, .attn_output_gate = 1,
+                                             .attention_bias = 1};
+    const int64_t D = 10, hd = 6, qd = 4 * hd, kvd = 2 * hd;
+    const double s = 1.0 / sqrt((double)D);
+    f->D = D;
+    f->conv_elems = 1;
+    f->state_elems = 2 * kvd * 40;
+    struct tu_lcg g = {700};
+    tu_weights_add(&f->ws, "q_proj.weight", 2, 2 * qd, D, 0, 0.0, s, &g);
+    tu_weights_add(&f->ws, "q_proj.bias", 1, 2 * qd, 0, 0, 0.0, 0.2, &g);
+    tu_weights_add(&f->ws, "k_proj.weight", 2, kvd, D, 0, 0.0, s, &g);
+    tu_weights_add(&f->ws, "k_proj.bias", 1, kvd, 0, 0, 0.0, 0.2, &g);
+    tu_weights_add(&f->ws, "v_proj.weight", 2, kvd, D, 0, 0.0, s, &g);
+    tu_weights_add(&f->ws, "v_proj.bias", 1, kvd, 0, 0, 0.0, 0.2, &g);
+    tu_weights_add(&f->ws, "o_proj.weight", 2, D, qd, 0, 0.0, 1.0 / sqrt((double)qd), &g);
+    tu_weights_add(&f->ws, "o_proj.bias", 1, D, 0, 0, 0.0, 0.2, &g);
+    tu_weights_add(&f->ws, "q_norm.weight", 1, hd, 0, 0, 0.0, 0.3, &g);
+    tu_weights_add(&f->ws, "k_norm.weight", 1, hd, 0, 0, 0.0, 0.3, &g);
     tu_weights_round(&f->ws, MC_DTYPE_F32);
 }
 
@@ -565,6 +598,14 @@ static void test_shortconv_packed(void **state)
     pk_unchunked(&f);
 }
 
+static void test_attention_packed(void **state)
+{
+    (void)state;
+    struct pk_family f;
+    pk_attention(&f);
+    pk_unchunked(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -572,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_mamba1_packed),
         cmocka_unit_test(test_shortconv_packed),
         cmocka_unit_test(test_gdn_packed),
+        cmocka_unit_test(test_attention_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,6 +254,9 @@ static void golden_write(const char *path, const struct model *m)
             attr_write_str(f, "/config", fields[i].name,
                            *(const int32_t *)src == MC_GDN_LAYOUT_QWEN3_NEXT ? "qwen3_next" : "qwen3_5", 1);
             break;
+        case MC_FIELD_QK_NORM:
+            attr_write_str(f, "/config", fields[i].name, mc_qk_norm_name(*(const int32_t *)src), 1);
+            break;
         }
     }
     for (int i = 0; i < m->n_specs; i++) {
@@ -840,7 +843,8 @@ static void assert_round_trip(const char *path, const struct model *m)
     const struct mc_config_field *fields = mc_family_config_fields(m->cfg.family, &count);
     for (size_t i = 0; i < count; i++) {
         static const size_t size[] = {[MC_FIELD_INT] = 8, [MC_FIELD_BOOL] = 4, [MC_FIELD_DOUBLE] = 8,
-                                      [MC_FIELD_DOUBLE_PAIR] = 16, [MC_FIELD_GDN_LAYOUT] = 4};
+                                      [MC_FIELD_DOUBLE_PAIR] = 16, [MC_FIELD_GDN_LAYOUT] = 4,
+                                      [MC_FIELD_QK_NORM] = 4};
         if (memcmp((const char *)&g.config.u + fields[i].offset, (const char *)&m->cfg.u + fields[i].offset,
                    size[fields[i].kind]) != 0)
             fail_msg("/config/%s differs after the round trip", fields[i].name);
@@ -895,7 +899,7 @@ static void test_round_trip(void **state)
 static void test_round_trip_families(void **state)
 {
     struct fixture *fx = *state;
-    struct mc_family_config cfgs[6];
+    struct mc_family_config cfgs[8];
     memset(cfgs, 0, sizeof cfgs);
     mamba2_config(&cfgs[0]);
     cfgs[0].u.mamba2.use_bias = 0;
@@ -917,11 +921,56 @@ static void test_round_trip_families(void **state)
     cfgs[4].u.shortconv = (struct mc_shortconv_config){.hidden_size = 8, .conv_kernel = 3, .conv_bias = 1};
     cfgs[5] = cfgs[4];
     cfgs[5].u.shortconv.conv_bias = 0;
+    cfgs[6].family = MC_FAMILY_ATTENTION;
+    cfgs[6].u.attention = (struct mc_attention_config){.hidden_size = 8, .num_attention_heads = 2,
+                                                       .num_key_value_heads = 1, .head_dim = 4, .cache_length = 6,
+                                                       .partial_rotary_factor = 0.5, .rope_theta = 10000.0,
+                                                       .rms_norm_eps = 1e-6, .qk_norm = MC_QK_NORM_ZERO_CENTRED,
+                                                       .attn_output_gate = 1, .attention_bias = 1};
+    cfgs[7] = cfgs[6];
+    cfgs[7].u.attention.qk_norm = MC_QK_NORM_NONE;
+    cfgs[7].u.attention.attn_output_gate = 0;
+    cfgs[7].u.attention.attention_bias = 0;
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         struct model m;
         model_init(&m, &cfgs[i]);
         golden_write(fx->path, &m);
         assert_round_trip(fx->path, &m);
+        model_free(&m);
+    }
+}
+
+/* An attention golden whose q/k norm is not one of the names, and one whose rotary dims are odd. */
+static void test_attention_config_errors(void **state)
+{
+    struct fixture *fx = *state;
+    struct mc_family_config cfg = {.family = MC_FAMILY_ATTENTION};
+    cfg.u.attention = (struct mc_attention_config){.hidden_size = 8, .num_attention_heads = 2,
+                                                   .num_key_value_heads = 2, .head_dim = 4, .cache_length = 6,
+                                                   .partial_rotary_factor = 1.0, .rope_theta = 10000.0,
+                                                   .rms_norm_eps = 1e-6, .qk_norm = MC_QK_NORM_RMS};
+    static const struct {
+        int32_t qk_norm;
+        double rotary;
+        const char *expect;
+    } bad[] = {
+        {0, 1.0, "/config/qk_norm: unknown q/k norm 'unknown' (expected none, rms or zero_centred)"},
+        {MC_QK_NORM_NONE, 0.75, "rotary dims int(head_dim * partial_rotary_factor) = 3 must be even"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct model m;
+        cfg.u.attention.qk_norm = MC_QK_NORM_RMS;
+        cfg.u.attention.partial_rotary_factor = 1.0;
+        model_init(&m, &cfg); /* the weights of a valid configuration, then the attribute made bad */
+        m.cfg.u.attention.qk_norm = bad[i].qk_norm;
+        m.cfg.u.attention.partial_rotary_factor = bad[i].rotary;
+        golden_write(fx->path, &m);
+        struct mc_golden g;
+        struct mc_error err = {0};
+        assert_int_equal(mc_golden_load(fx->path, &g, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].expect) == NULL)
+            fail_msg("message lacks '%s': %s", bad[i].expect, err.msg);
+        assert_zeroed(&g);
         model_free(&m);
     }
 }
@@ -1020,9 +1069,10 @@ static void test_checked_in_goldens(void **state)
 int main(void)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the writer probes paths that may not exist */
-    struct CMUnitTest tests[5 + N_BAD] = {
+    struct CMUnitTest tests[6 + N_BAD] = {
         cmocka_unit_test_setup_teardown(test_round_trip, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_round_trip_families, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_attention_config_errors, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_variants, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_error_kept, fixture_setup, fixture_teardown),
         cmocka_unit_test(test_checked_in_goldens),
@@ -1031,7 +1081,7 @@ int main(void)
         struct CMUnitTest t = cmocka_unit_test_prestate_setup_teardown(test_bad_case, fixture_setup, fixture_teardown,
                                                                        (void *)&bad_cases[i]);
         t.name = bad_cases[i].name;
-        tests[5 + i] = t;
+        tests[6 + i] = t;
     }
     return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
 }

@@ -31,7 +31,11 @@
  * | mutant.8.13-key-head-mod            | gdn       | harness-derived (8.13)                   | value head h reads key head h mod Hk instead of h / r                                      | tiny: prefill -> output, recurrent_state                              |
  * | mutant.future-leak                  | mamba2    | harness-derived                          | causal conv padded on the right: output t sees x[t..t+K-1]                                  | tiny: first_token_causality -> distractor                             |
  * | nonbug.unfused-conv-act             | mamba2    | #47630 torch fallback vs fused CUDA conv | bf16 storage, conv output rounded to bf16 before the SiLU (§0.4, §A.8): NOT a bug          | must pass every case of cases/mamba2/ at bf16                         |
- * | control.correct                     | all three | -                                        | the same code with no fault (f32; Mamba2 also bf16): the baseline every mutant differs from | must pass every bundled case of its family                             |
+ * | mutant.rope-pad-positions           | attention | position_ids = arange (cache_position) under left padding | RoPE at the token's padded index, not the number of real tokens before it: keys cached at shifted angles (outputs only see position differences) | leftpad: left_padded_batch -> recurrent_state (output passes); tiny: prefill passes |
+ * | mutant.rotary-all-dims              | attention | partial_rotary_factor dropped            | every head dim rotated, frequencies over hd instead of R = hd·factor                       | qwen3next: prefill -> output, recurrent_state; tiny (full rotary): prefill passes |
+ * | mutant.8.13-kv-head-mod             | attention | harness-derived (8.13)                   | query head h reads kv head h mod Hkv instead of h / (Hq/Hkv)                               | qwen3next: prefill -> output (recurrent_state passes); tiny (Hq = Hkv) passes |
+ * | mutant.8.4-pad-unmasked-continued   | attention | #47086 (the Mamba2 bug, in attention)    | on a continued multi-token forward the mask is dropped: pads cached, counted and attended  | leftpad: left_padded_batch -> conv_state (the count), recurrent_state |
+ * | control.correct                     | all four  | -                                        | the same code with no fault (f32; Mamba2 also bf16): the baseline every mutant differs from | must pass every bundled case of its family                             |
  *
  * Every mutant also fails other checks (a broken cache breaks the decode that follows, and so on);
  * the table names the scenario that is meant to catch it and the tensor its diagnosis must name. Note
@@ -292,10 +296,15 @@ out:
     X(m813, "mutant.8.13-group-mod", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_HEAD_MOD, DT_F32)                        \
     X(g813, "mutant.8.13-key-head-mod", mut_gdn_family, MC_FAMILY_GDN, MUT_HEAD_MOD, DT_F32)                           \
     X(mfut, "mutant.future-leak", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_FUTURE_LEAK, DT_F32)                        \
+    X(arp, "mutant.rope-pad-positions", mut_attention_family, MC_FAMILY_ATTENTION, MUT_ROPE_PAD_POSITIONS, DT_F32)     \
+    X(ara, "mutant.rotary-all-dims", mut_attention_family, MC_FAMILY_ATTENTION, MUT_ROTARY_ALL_DIMS, DT_F32)           \
+    X(a813, "mutant.8.13-kv-head-mod", mut_attention_family, MC_FAMILY_ATTENTION, MUT_HEAD_MOD, DT_F32)                \
+    X(a84, "mutant.8.4-pad-unmasked-continued", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MASK_CONTINUED, DT_F32) \
     X(nbug, "nonbug.unfused-conv-act", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_UNFUSED_ACT, DT_BF16)                  \
     X(cm2, "control.correct", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_NONE, DT_F32 | DT_BF16)                         \
     X(cgdn, "control.correct", mut_gdn_family, MC_FAMILY_GDN, MUT_NONE, DT_F32)                                        \
-    X(csc, "control.correct", mut_shortconv_family, MC_FAMILY_SHORTCONV, MUT_NONE, DT_F32)
+    X(csc, "control.correct", mut_shortconv_family, MC_FAMILY_SHORTCONV, MUT_NONE, DT_F32)                            \
+    X(cat, "control.correct", mut_attention_family, MC_FAMILY_ATTENTION, MUT_NONE, DT_F32)
 
 #define MUT_SPEC(id, nm, impl, family_, fault_, dtype_)                                                                \
     static const struct mut_spec spec_##id = {.name = nm, .fam = &impl, .fault = fault_, .dtypes = dtype_};            \

@@ -1,6 +1,6 @@
 /*
  * mutants.h — internals of the mutant library (mc_mutants, see mutants.c for the table of mutants):
- * small, plain, self-contained f32 implementations of Mamba2, Gated DeltaNet and ShortConv, each
+ * small, plain, self-contained f32 implementations of Mamba2, Gated DeltaNet, ShortConv and attention, each
  * taking a fault selector, so that every mutant is the correct code with exactly one upstream-style
  * bug switched on (docs/semantics.md §8). Nothing here calls into reference/.
  *
@@ -40,6 +40,8 @@ enum mut_fault {
     MUT_HEAD_MOD,           /* 8.13  group / key head h mod G instead of h / (H/G) */
     MUT_FUTURE_LEAK,        /* causal conv padded on the right: output t sees x[t..t+K-1] */
     MUT_UNFUSED_ACT,        /* not a bug: conv output rounded to bf16 before the SiLU */
+    MUT_ROPE_PAD_POSITIONS, /* attention: RoPE at the padded token index, not the real-token count */
+    MUT_ROTARY_ALL_DIMS,    /* attention: partial_rotary_factor ignored, every head dim rotated */
 };
 
 struct mut_family;
@@ -84,6 +86,7 @@ struct mut_family {
 extern const struct mut_family mut_mamba2_family;
 extern const struct mut_family mut_gdn_family;
 extern const struct mut_family mut_shortconv_family;
+extern const struct mut_family mut_attention_family;
 
 /* ---- helpers (mut_util.c) ------------------------------------------------------------------------- */
 

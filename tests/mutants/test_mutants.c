@@ -112,6 +112,20 @@ static const struct mutant mutants[] = {
      {{"gdn-tiny", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
       {"gdn-odd", "prefill", {0}, {"output", "recurrent_state"}}}},
     {"mamba2", "mutant.future-leak", {{"mamba2-tiny", "first_token_causality", {"distractor"}, {0}}}},
+    /* attention: RoPE is relative, so a uniform position shift leaves outputs right and the cached keys wrong */
+    {"attention", "mutant.rope-pad-positions",
+     {{"attention-leftpad", "left_padded_batch", {"recurrent_state"}, {"conv_state"}},
+      {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"attention", "mutant.rotary-all-dims",
+     {{"attention-qwen3next", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
+      {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"attention", "mutant.8.4-pad-unmasked-continued",
+     {{"attention-leftpad", "left_padded_batch", {"conv_state", "recurrent_state", "output"}, {0}},
+      {"attention-leftpad", "prefill", {0}, {"output", "conv_state", "recurrent_state"}},
+      {"attention-tiny", "chunked", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"attention", "mutant.8.13-kv-head-mod",
+     {{"attention-qwen3next", "prefill", {"output"}, {"recurrent_state", "conv_state"}},
+      {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
 };
 
 static char dir[] = "/tmp/mixcheck-mutants-XXXXXX";
@@ -271,9 +285,9 @@ static void test_nonbug_passes(void **state)
 static void test_controls_pass(void **state)
 {
     (void)state;
-    const char *families[] = {"mamba2", "gdn", "shortconv"};
+    const char *families[] = {"mamba2", "gdn", "shortconv", "attention"};
     const char *backends[] = {"reference", "control.correct"};
-    for (size_t f = 0; f < 3; f++) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         for (size_t b = 0; b < 2; b++) {
             char path[64];
             snprintf(path, sizeof path, CONTROL_PATH("%s"), families[f]);

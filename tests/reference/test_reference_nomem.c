@@ -101,6 +101,18 @@ static const struct mc_gdn_config gdn_cfg = {.hidden_size = D_,
                                              .rms_norm_eps = 1e-6,
                                              .layout = MC_GDN_LAYOUT_QWEN3_5};
 static const struct mc_shortconv_config sc_cfg = {.hidden_size = D_, .conv_kernel = 3, .conv_bias = 1};
+/* Attention: Hq = 2, Hkv = 1, hd = 2, gated (q_proj rows 8), q/k norms, biases, 8 cached positions. */
+static const struct mc_attention_config at_cfg = {.hidden_size = D_,
+                                                  .num_attention_heads = 2,
+                                                  .num_key_value_heads = 1,
+                                                  .head_dim = 2,
+                                                  .cache_length = 8,
+                                                  .partial_rotary_factor = 1.0,
+                                                  .rope_theta = 10000.0,
+                                                  .rms_norm_eps = 1e-6,
+                                                  .qk_norm = MC_QK_NORM_ZERO_CENTRED,
+                                                  .attn_output_gate = 1,
+                                                  .attention_bias = 1};
 
 static const struct family_case cases[] = {
     {"mamba2",
@@ -171,6 +183,24 @@ static const struct family_case cases[] = {
      D_ * 3,
      0,
      8},
+    {"attention",
+     mc_reference_attention_ops,
+     MC_FAMILY_ATTENTION,
+     &at_cfg,
+     10,
+     {{"q_proj.weight", 2, {8, D_}, 0, 0.5},
+      {"q_proj.bias", 1, {8}, 0, 0.1},
+      {"k_proj.weight", 2, {2, D_}, 0, 0.5},
+      {"k_proj.bias", 1, {2}, 0, 0.1},
+      {"v_proj.weight", 2, {2, D_}, 0, 0.5},
+      {"v_proj.bias", 1, {2}, 0, 0.1},
+      {"o_proj.weight", 2, {D_, 4}, 0, 0.5},
+      {"o_proj.bias", 1, {D_}, 0, 0.1},
+      {"q_norm.weight", 1, {2}, 0, 0.2},
+      {"k_norm.weight", 1, {2}, 0, 0.2}},
+     1,
+     2 * 8 * 2,
+     20},
 };
 
 /* Weight values (one pool, in fill order) and the input, from the same LCG stream as before. */

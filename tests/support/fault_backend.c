@@ -35,6 +35,7 @@ static enum mc_backend_status f_create(const struct mc_model_desc *d, struct mc_
     size_t cfg_size = d->family == MC_FAMILY_MAMBA2   ? sizeof cfg.u.mamba2
                       : d->family == MC_FAMILY_MAMBA1 ? sizeof cfg.u.mamba1
                       : d->family == MC_FAMILY_GDN    ? sizeof cfg.u.gdn
+                      : d->family == MC_FAMILY_ATTENTION ? sizeof cfg.u.attention
                                                       : sizeof cfg.u.shortconv;
     memcpy(&cfg.u, d->config, cfg_size);
     struct mc_family_shape sh;

@@ -29,7 +29,8 @@
  * and from its device inside each call.
  *
  * Dimension letters (used in every shape comment): B batch, L tokens in this forward, D hidden size,
- * K conv width, C conv channels (conv_dim), H heads, P head dim, N state size, G groups.
+ * K conv width, C conv channels (conv_dim), H heads, P head dim, N state size, G groups; attention:
+ * Hq query heads, Hkv key/value heads, hd head dim, Lmax cache length (struct mc_attention_config).
  *
  * Forward contract, identical for every family (docs/semantics.md §1.3, §A):
  *   - cache == NULL, or a cache that no forward has written yet: full prefill from a zero conv
@@ -70,6 +71,7 @@ enum mc_family {
     MC_FAMILY_MAMBA1 = 2,
     MC_FAMILY_GDN = 3,       /* Gated DeltaNet (Qwen3-Next / Qwen3.5) */
     MC_FAMILY_SHORTCONV = 4, /* LFM2 ShortConv */
+    MC_FAMILY_ATTENTION = 5, /* softmax attention with a KV cache (Qwen3-Next / Qwen3.5, LFM2, Bamba layers) */
 };
 
 /* Storage type of weights, inputs and outputs handed to a backend. f16 and bf16 travel as uint16_t
@@ -153,6 +155,35 @@ struct mc_shortconv_config {
     int64_t hidden_size;  /* D */
     int64_t conv_kernel;  /* K (conv_L_cache) */
     int32_t conv_bias;    /* in_proj, conv and out_proj biases present */
+};
+
+/* q/k norm of struct mc_attention_config (mixcheck's names "none", "rms", "zero_centred"). */
+enum mc_qk_norm {
+    MC_QK_NORM_NONE = 1,         /* no q/k norm (Bamba) */
+    MC_QK_NORM_RMS = 2,          /* per-head RMSNorm, x·rsqrt(mean x² + eps)·w (LFM2 q_layernorm / k_layernorm) */
+    MC_QK_NORM_ZERO_CENTRED = 3, /* per-head RMSNorm with (1 + w) (Qwen3-Next / Qwen3.5 q_norm / k_norm) */
+};
+
+/* Softmax attention with a KV cache (docs/semantics.md §12). Rotary dims R = int(hd *
+ * partial_rotary_factor), even, rotating the first R dims of each head (rotate_half, NeoX style); a
+ * real token's position is the number of real tokens before it in its row, cached ones included.
+ * q_proj rows = Hq*hd, doubled (query | gate per head) with attn_output_gate. The cache holds at most
+ * cache_length positions; it is exported as
+ *   conv_state      [B][1][1]            the number of cached positions n (C = K = 1)
+ *   recurrent_state [B][2*Hkv][Lmax][hd] keys (rows 0..Hkv-1, after the k norm and RoPE) then values
+ *                                        (rows Hkv..2Hkv-1); slot p < n holds position p, slots >= n are 0. */
+struct mc_attention_config {
+    int64_t hidden_size;          /* D */
+    int64_t num_attention_heads;  /* Hq */
+    int64_t num_key_value_heads;  /* Hkv, divides Hq; query head h reads kv head h / (Hq/Hkv) */
+    int64_t head_dim;             /* hd */
+    int64_t cache_length;         /* Lmax (mixcheck's name): positions the cache holds */
+    double partial_rotary_factor; /* in (0, 1]; R = int(hd * factor) must be even and >= 2 */
+    double rope_theta;            /* RoPE base */
+    double rms_norm_eps;          /* epsilon of the q/k norms */
+    int32_t qk_norm;              /* enum mc_qk_norm */
+    int32_t attn_output_gate;     /* 1: q_proj gives query and gate per head, out = o_proj(attn ⊙ sigmoid(gate)) */
+    int32_t attention_bias;       /* q_proj, k_proj, v_proj and o_proj biases present */
 };
 
 /* ---- Model creation ---------------------------------------------------------------------------- */
@@ -249,7 +280,9 @@ struct mc_backend_ops {
     /* Export the cache, whatever the backend keeps inside, as
      *   conv_state      [B][C][K]       the last K pre-conv inputs, oldest first (CONV-INV)
      *   recurrent_state the family's state (REC-INV): Mamba2 [B][H][P][N], Mamba1 [B][I][N],
-     *                   GDN [B][Hv][dk][dv]; NULL for ShortConv
+     *                   GDN [B][Hv][dk][dv]; NULL for ShortConv; attention: conv_state [B][1][1] is the
+     *                   number of cached positions and the state [B][2*Hkv][Lmax][hd] (struct
+     *                   mc_attention_config)
      * in f64 when the model dtype is f64, else in f32. */
     enum mc_backend_status (*cache_export)(struct mc_model *model, const struct mc_cache *cache,
                                            void *conv_state, void *recurrent_state, struct mc_msg *msg);

@@ -1,0 +1,266 @@
+"""Float64 oracles of the model-level layers, imported by golden/generate.py (never run on its own).
+
+attention: softmax attention with a KV cache (docs/semantics.md §12), the fifth mixer family: GQA, RoPE
+with partial rotary (rotate_half, NeoX style), per-head q/k RMSNorm (plain as LFM2, zero-centred as
+Qwen3-Next / Qwen3.5), the Qwen3-Next output gate, optional q/k/v/o biases (Bamba's attention_bias).
+The oracle is a token-by-token loop over each row's own cache, written from the spec, never from the C
+code; its self-test checks it against the whole-sequence form upstream runs (eager attention over a
+causal + padding mask with position_ids derived from the mask, cos/sin tables of cat(freqs, freqs)).
+
+generate.py calls register(module) once with itself: the families here add their Family and GoldenSpecs
+to its FAMILIES and SPECS and use its helpers (quantize, uniform_init, finish_golden, Reporter, ...).
+Keep each family in functions of its own.
+"""
+
+import numpy as np
+
+G = None   # golden/generate.py as a module, set by register()
+
+
+# ---------------------------------------------------------------------------------------------------
+# attention (docs/semantics.md §12)
+# ---------------------------------------------------------------------------------------------------
+
+ATTENTION_DEFAULTS = dict(partial_rotary_factor=1.0, rope_theta=10000.0, rms_norm_eps=1e-6, qk_norm="none",
+                          attn_output_gate=0, attention_bias=0)
+ATTENTION_INT_ATTRS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
+                       "attn_output_gate", "attention_bias")
+ATTENTION_FLOAT_ATTRS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
+
+
+def attention_config(spec):
+    """Defaults, then the spec's values; cache_length defaults to the golden's length."""
+    cfg = dict(ATTENTION_DEFAULTS, cache_length=spec.length)
+    cfg.update(spec.config)
+    return cfg
+
+
+def attention_dims(cfg):
+    """(D, Hq, Hkv, hd, Lmax, R) with R = int(hd * partial_rotary_factor), as upstream truncates."""
+    hd = cfg["head_dim"]
+    R = int(hd * cfg["partial_rotary_factor"])
+    assert R >= 2 and R % 2 == 0 and cfg["num_attention_heads"] % cfg["num_key_value_heads"] == 0
+    return (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], hd, cfg["cache_length"], R)
+
+
+def attention_init(cfg, rng, bits):
+    """nn.Linear default init for the projections (biases with attention_bias); q/k norm weights around their
+    neutral value (0 for zero-centred, 1 for plain RMSNorm) so the norm's weight matters. Draw order fixed."""
+    D, Hq, Hkv, hd, _, _ = attention_dims(cfg)
+    qrows = Hq * hd * (2 if cfg["attn_output_gate"] else 1)
+    bias = cfg["attention_bias"]
+    w = {}
+    for name, rows, fan_in in (("q_proj", qrows, D), ("k_proj", Hkv * hd, D), ("v_proj", Hkv * hd, D),
+                               ("o_proj", D, Hq * hd)):
+        w[name + ".weight"] = G.uniform_init(rng, (rows, fan_in), fan_in, bits)
+        if bias:
+            w[name + ".bias"] = G.uniform_init(rng, (rows,), fan_in)
+    if cfg["qk_norm"] != "none":
+        centre = 0.0 if cfg["qk_norm"] == "zero_centred" else 1.0
+        for name in ("q_norm.weight", "k_norm.weight"):
+            w[name] = G.quantize(centre + rng.uniform(-0.5, 0.5, hd), scale=1.0)
+    return w
+
+
+def attention_qk_norm(cfg, w, v, name):
+    """Per-head RMSNorm over the last axis (hd): v·rsqrt(mean v² + eps)·w, or ·(1 + w) when zero-centred."""
+    if cfg["qk_norm"] == "none":
+        return v
+    scale = w[name] + (1.0 if cfg["qk_norm"] == "zero_centred" else 0.0)
+    return v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + cfg["rms_norm_eps"]) * scale
+
+
+def attention_rotate(cfg, v, pos):
+    """RoPE of one head vector v [hd] at integer position pos: the pairs (i, i + R/2), i < R/2, rotated by
+    pos·theta^(-2i/R); dims R.. pass through."""
+    _, _, _, hd, _, R = attention_dims(cfg)
+    half = R // 2
+    ang = pos * cfg["rope_theta"] ** (-np.arange(half) * 2.0 / R)
+    c, s = np.cos(ang), np.sin(ang)
+    out = v.copy()
+    out[:half] = v[:half] * c - v[half:R] * s
+    out[half:R] = v[half:R] * c + v[:half] * s
+    return out
+
+
+def attention_project(cfg, w, u):
+    """q [B, L, Hq, hd], gate [B, L, Hq, hd] or None, k and v [B, L, Hkv, hd] (before norms and RoPE)."""
+    _, Hq, Hkv, hd, _, _ = attention_dims(cfg)
+    B, L, _ = u.shape
+
+    def lin(name):
+        y = u @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+    q = lin("q_proj")
+    gate = None
+    if cfg["attn_output_gate"]:
+        q = q.reshape(B, L, Hq, 2 * hd)      # per head: query | gate (torch.chunk of the head's 2·hd rows)
+        q, gate = q[..., :hd], q[..., hd:]
+    else:
+        q = q.reshape(B, L, Hq, hd)
+    return q, gate, lin("k_proj").reshape(B, L, Hkv, hd), lin("v_proj").reshape(B, L, Hkv, hd)
+
+
+def attention_out(cfg, w, att, live):
+    """o_proj of the attention rows [B, L, Hq·hd]; a padding row's output is o_proj.bias (zeros without it)."""
+    y = att @ w["o_proj.weight"].T
+    pad = w.get("o_proj.bias", np.zeros(cfg["hidden_size"]))
+    return np.where(live[:, :, None], y + pad, pad)
+
+
+def attention_forward(cfg, w, u, mask=None, window=None, state=None):
+    """THE ORACLE for attention: per row and real token, k ← RoPE(k_norm(k), n), v into slot n of the row's
+    cache, q ← RoPE(q_norm(q), n), softmax(q·K[0..n]ᵀ / sqrt(hd)) · V[0..n] per query head (kv head
+    h // (Hq/Hkv)), times sigmoid(gate) when gated; n ← n + 1. Padding tokens are skipped (no position,
+    never cached). window [B, 1, 1] is the count n, state [B, 2·Hkv, Lmax, hd] keys then values.
+    Returns (out [B, L, D], windows [L+1, B, 1, 1], states [L+1, B, 2·Hkv, Lmax, hd])."""
+    D, Hq, Hkv, hd, Lmax, _ = attention_dims(cfg)
+    B, L, _ = u.shape
+    live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
+    window = np.zeros((B, 1, 1)) if window is None else window.copy()
+    state = np.zeros((B, 2 * Hkv, Lmax, hd)) if state is None else state.copy()
+    q, gate, k, v = attention_project(cfg, w, u)
+    att = np.zeros((B, L, Hq * hd))
+    windows, states = [window.copy()], [state.copy()]
+    r = Hq // Hkv
+    for t in range(L):
+        for b in range(B):
+            if not live[b, t]:
+                continue
+            n = int(window[b, 0, 0])
+            assert n < Lmax, "cache_length too small for the golden"
+            for j in range(Hkv):
+                state[b, j, n] = attention_rotate(cfg, attention_qk_norm(cfg, w, k[b, t, j], "k_norm.weight"), n)
+                state[b, Hkv + j, n] = v[b, t, j]
+            for h in range(Hq):
+                qh = attention_rotate(cfg, attention_qk_norm(cfg, w, q[b, t, h], "q_norm.weight"), n)
+                keys, vals = state[b, h // r, :n + 1], state[b, Hkv + h // r, :n + 1]
+                s = keys @ qh / np.sqrt(hd)
+                p = np.exp(s - s.max())
+                o = (p / p.sum()) @ vals
+                if gate is not None:
+                    o = o / (1.0 + np.exp(-gate[b, t, h]))
+                att[b, t, h * hd:(h + 1) * hd] = o
+            window[b, 0, 0] = n + 1
+        windows.append(window.copy())
+        states.append(state.copy())
+    return attention_out(cfg, w, att, live), np.stack(windows), np.stack(states)
+
+
+def attention_upstream_form(cfg, w, u, mask):
+    """The whole-sequence form upstream runs (eager attention, no cache): position_ids = cumsum(mask) - 1,
+    cos/sin = cat(freqs, freqs) on the first R dims and rotate_half, causal + padding additive mask,
+    repeat_kv for GQA. Real tokens' outputs only (pads get the bias, as in the oracle)."""
+    D, Hq, Hkv, hd, _, R = attention_dims(cfg)
+    B, L, _ = u.shape
+    live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
+    pos = np.cumsum(live, axis=1) - 1                                       # [B, L]
+    inv = 1.0 / cfg["rope_theta"] ** (np.arange(0, R, 2) / R)
+    freqs = pos[..., None] * inv                                            # [B, L, R/2]
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb)[:, :, None], np.sin(emb)[:, :, None]             # [B, L, 1, R]
+
+    def rope(x):
+        xr, xp = x[..., :R], x[..., R:]
+        rot = np.concatenate([-xr[..., R // 2:], xr[..., :R // 2]], axis=-1)
+        return np.concatenate([xr * cos + rot * sin, xp], axis=-1)
+    q, gate, k, v = attention_project(cfg, w, u)
+    q = rope(attention_qk_norm(cfg, w, q, "q_norm.weight"))
+    k = rope(attention_qk_norm(cfg, w, k, "k_norm.weight"))
+    r = Hq // Hkv
+    k, v = np.repeat(k, r, axis=2), np.repeat(v, r, axis=2)                 # repeat_kv
+    scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(hd)
+    allowed = np.tril(np.ones((L, L), bool))[None] & live[:, None, :]       # [B, t, s]
+    scores = np.where(allowed[:, None], scores, -np.inf)
+    scores = scores - np.max(np.where(np.isfinite(scores), scores, -1e300), axis=-1, keepdims=True)
+    p = np.where(allowed[:, None], np.exp(scores), 0.0)
+    p = p / np.maximum(p.sum(-1, keepdims=True), 1e-300)
+    o = np.einsum("bhts,bshd->bthd", p, v)
+    if gate is not None:
+        o = o / (1.0 + np.exp(-gate))
+    return attention_out(cfg, w, o.reshape(B, L, Hq * hd), live)
+
+
+def attention_make_golden(spec):
+    cfg = attention_config(spec)
+    rng = np.random.default_rng(spec.seed)
+    weights = attention_init(cfg, rng, spec.proj_grid_bits)
+    config = {k: np.int64(cfg[k]) for k in ATTENTION_INT_ATTRS}
+    config.update({k: np.float64(cfg[k]) for k in ATTENTION_FLOAT_ATTRS})
+    config["qk_norm"] = cfg["qk_norm"]
+    return G.finish_golden(spec, cfg, rng, weights, attention_forward, config)
+
+
+def attention_selftest():
+    report = G.Reporter()
+    for spec in [s for s in G.SPECS.values() if s.family == "attention"]:
+        cfg = attention_config(spec)
+        g = attention_make_golden(spec)
+        w, u = G.float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
+        mask = g.tensors.get("inputs/attention_mask")
+        live = np.ones(u.shape[:2], bool) if mask is None else mask.astype(bool)
+        out, windows, states = attention_forward(cfg, w, u, mask)
+        up = attention_upstream_form(cfg, w, u, mask)
+        report(f"{spec.name} token loop vs upstream whole-sequence form",
+               {"output": G.maxdiff(np.where(live[..., None], out, 0), np.where(live[..., None], up, 0))}, 1e-13)
+        if mask is None:
+            G.split_selftest(spec.name, lambda w_, u_, **kw: attention_forward(cfg, w_, u_, **kw), w, u,
+                             (1, 3, 8, 9), (out, windows, states), report)
+        else:   # each row's real tokens alone: same outputs, caches frozen through padding
+            d = {"output": 0.0, "pad output": 0.0, "conv_state": 0.0, "recurrent_state": 0.0}
+            pad_out = w.get("o_proj.bias", np.zeros(u.shape[2]))
+            for b in range(u.shape[0]):
+                idx = np.flatnonzero(live[b])
+                o, ws, ss = attention_forward(cfg, w, u[b:b + 1, idx])
+                consumed = np.concatenate([[0], np.cumsum(live[b])])
+                d["output"] = max(d["output"], G.maxdiff(o[0], out[b, idx]))
+                d["pad output"] = max(d["pad output"], G.maxdiff(out[b, ~live[b]], pad_out))
+                d["conv_state"] = max(d["conv_state"], G.maxdiff(ws[consumed, 0], windows[:, b]))
+                d["recurrent_state"] = max(d["recurrent_state"], G.maxdiff(ss[consumed, 0], states[:, b]))
+            report(f"{spec.name} padded rows vs rows alone", d, 1e-13)
+    return report.ok
+
+
+ATTENTION_SPEC_ARGS = [
+    ("tiny", "baseline: multi-head attention, full rotary, no norms or gate: prefill/decode/chunked "
+     "equivalence of the KV cache, cache layout (count, keys after RoPE, values)",
+     dict(hidden_size=16, num_attention_heads=2, num_key_value_heads=2, head_dim=8),
+     dict(batch=2, length=14, seed=51)),
+    ("qwen3next", "Qwen3-Next / Qwen3.5 full attention: output gate per head (query | gate halves), "
+     "zero-centred q/k norms (1 + w), partial rotary 0.25 (4 of 16 dims), GQA 4/2",
+     dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.25,
+          qk_norm="zero_centred", attn_output_gate=1),
+     dict(batch=2, length=16, seed=52)),
+    ("lfm2", "LFM2 attention: GQA 4/1 (query head -> kv head h // 4), plain RMSNorm q/k norms, full rotary, "
+     "rope_theta 1e6",
+     dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=1, head_dim=8, qk_norm="rms",
+          rope_theta=1000000.0, rms_norm_eps=1e-5),
+     dict(batch=2, length=14, seed=53)),
+    ("leftpad", "left padding (pads 0, 3, 7 carrying garbage) on the Qwen3-Next layout: pads never reach the "
+     "KV cache, positions count real tokens only (RoPE positions shifted by the pads are wrong)",
+     dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.25,
+          qk_norm="zero_centred", attn_output_gate=1),
+     dict(batch=3, length=14, seed=54, left_pad=(0, 3, 7))),
+    ("rightpad", "Bamba attention (partial rotary 0.5, q/k/v/o biases, no q/k norm, GQA 4/2) right-padded: "
+     "cache and count frozen at each row's last real token",
+     dict(hidden_size=24, num_attention_heads=4, num_key_value_heads=2, head_dim=8, partial_rotary_factor=0.5,
+          attention_bias=1),
+     dict(batch=3, length=14, seed=55, right_pad=(0, 4, 9))),
+]
+
+
+def attention_specs():
+    return [G.GoldenSpec(name, "attention", why, config, **kw) for name, why, config, kw in ATTENTION_SPEC_ARGS]
+
+
+# ---------------------------------------------------------------------------------------------------
+# registration
+# ---------------------------------------------------------------------------------------------------
+
+def register(generate):
+    """Adds this file's families and goldens to golden/generate.py (passed as its module)."""
+    global G
+    G = generate
+    generate.FAMILIES["attention"] = generate.Family(make_golden=attention_make_golden, selftest=attention_selftest)
+    for spec in attention_specs():
+        generate.SPECS[spec.key] = spec

@@ -1,0 +1,527 @@
+/*
+ * attention.c — the optimized CPU softmax attention layer with a KV cache (backend "cpu", device
+ * "cpu"): HF `Qwen3NextAttention` / `Qwen3_5Attention`, `Lfm2Attention`, `BambaAttention` with
+ * mixcheck's semantics of docs/semantics.md §12 and §A.15. Validated against the reference in
+ * tests/cpu/test_cpu_attention.c.
+ *
+ * Variants (all in this file):
+ *   - at_row        one batch row (or one sequence of a packed call on its slot): per real token, the
+ *                   k norm and RoPE into the next KV slot, then per query head the q norm and RoPE,
+ *                   scores against the kv head's slots, a max-subtracted softmax with the vector exp
+ *                   (vmath.h), the weighted sum of the values and the sigmoid gate; a padding token is
+ *                   skipped (no slot, no position).
+ *   - RoPE from a cos/sin table over every position the cache can hold ([Lmax][R/2], computed in
+ *     double at model_create and rounded to f32 once), so a step reads its row instead of calling
+ *     cos/sin per token and head.
+ * q/k/v projections and o_proj on sgemm over all tokens. Threads: mc_cpu_parallel_for over rows, each
+ * owning its outputs and its cache row: bitwise identical for any thread count. Dtypes: weights, x and y
+ * as f32, bf16 or f16; compute, cache and cache_export in f32.
+ *
+ * Cache (cache.h): window [B][1] the cached-position count n (C = K = 1), state [B][2Hkv][Lmax][hd]
+ * keys then values; slots >= n are zero after a forward on the row. Every row's count is checked (an
+ * integer in [0, Lmax] with room for the row's real tokens) before anything is written.
+ *
+ * Dimension letters: B batch, L tokens, D hidden, Hq query heads, Hkv kv heads, hd head dim, R rotary
+ * dims, Lmax cache length.
+ */
+#include "cpu.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "common.h"
+#include "vmath.h"
+
+#define ATC_WHO "attention cpu"
+#define ATC_MAX_DIM 65536
+
+enum atc_slot {
+    ATC_Q,
+    ATC_Q_BIAS,
+    ATC_K,
+    ATC_K_BIAS,
+    ATC_V,
+    ATC_V_BIAS,
+    ATC_O,
+    ATC_O_BIAS,
+    ATC_Q_NORM,
+    ATC_K_NORM,
+    ATC_COUNT,
+};
+
+struct mc_model {
+    enum mc_dtype dtype;
+    struct mc_attention_config cfg;
+    int64_t D, Hq, Hkv, hd, Lmax, R, qrows;
+    int threads;
+    float *w[ATC_COUNT];                   /* f32 copies; NULL when absent */
+    float *cos_t, *sin_t;                  /* [Lmax][R/2] */
+    struct mc_cpu_cache_shape cache_shape; /* window [B][1], state [B][2Hkv][Lmax][hd] */
+};
+
+static void atc_model_destroy(struct mc_model *model)
+{
+    if (!model)
+        return;
+    mc_cpu_weights_free(model->w, ATC_COUNT);
+    free(model->cos_t);
+    free(model->sin_t);
+    free(model);
+}
+
+static enum mc_backend_status atc_config_check(const struct mc_attention_config *c, struct mc_msg *msg)
+{
+    enum mc_backend_status st;
+    if ((st = mc_cpu_check_dim(ATC_WHO, "hidden_size", c->hidden_size, ATC_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(ATC_WHO, "num_attention_heads", c->num_attention_heads, ATC_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(ATC_WHO, "num_key_value_heads", c->num_key_value_heads, ATC_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(ATC_WHO, "head_dim", c->head_dim, ATC_MAX_DIM, msg)) ||
+        (st = mc_cpu_check_dim(ATC_WHO, "cache_length", c->cache_length, ATC_MAX_DIM, msg)))
+        return st;
+    if (c->num_attention_heads % c->num_key_value_heads != 0)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'num_attention_heads' (%lld) must be a multiple of "
+                           "'num_key_value_heads' (%lld)",
+                           (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
+    if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
+                           c->partial_rotary_factor);
+    const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
+    if (R < 2 || R % 2 != 0)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be "
+                           "even and >= 2",
+                           (long long)R);
+    if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta) || !(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'rope_theta' must be finite and > 1 and 'rms_norm_eps' finite and "
+                           "> 0 (got %g, %g)",
+                           c->rope_theta, c->rms_norm_eps);
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'qk_norm' %d is not an enum mc_qk_norm value", (int)c->qk_norm);
+    if ((c->attn_output_gate != 0 && c->attn_output_gate != 1) || (c->attention_bias != 0 && c->attention_bias != 1))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
+                           (int)c->attn_output_gate, (int)c->attention_bias);
+    if ((double)c->num_key_value_heads * (double)c->cache_length * (double)c->head_dim * 2.0 > (double)INT_MAX)
+        return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED,
+                           "attention cpu: a KV cache row of 2*%lld*%lld*%lld floats is too large",
+                           (long long)c->num_key_value_heads, (long long)c->cache_length, (long long)c->head_dim);
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc, struct mc_model **model,
+                                               struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    struct mc_model *m = NULL;
+    if ((st = mc_cpu_model_desc_check(desc, model, MC_FAMILY_ATTENTION, "attention", ATC_WHO, msg)) != MC_BACKEND_OK)
+        goto fail;
+    const struct mc_attention_config *c = desc->config;
+    if ((st = atc_config_check(c, msg)) != MC_BACKEND_OK ||
+        (st = mc_cpu_threads_check(desc, ATC_WHO, msg)) != MC_BACKEND_OK)
+        goto fail;
+    m = calloc(1, sizeof *m);
+    if (!m) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu: out of memory for the model");
+        goto fail;
+    }
+    m->dtype = desc->dtype;
+    m->cfg = *c;
+    m->D = c->hidden_size;
+    m->Hq = c->num_attention_heads;
+    m->Hkv = c->num_key_value_heads;
+    m->hd = c->head_dim;
+    m->Lmax = c->cache_length;
+    m->R = (int64_t)((double)m->hd * c->partial_rotary_factor);
+    m->qrows = (c->attn_output_gate ? 2 : 1) * m->Hq * m->hd;
+    m->threads = mc_cpu_threads_resolve(desc->threads);
+    m->cache_shape = mc_cpu_cache_shape_kc(1, 1, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
+                                           "conv_state [B][1][1] (the cached-position count) and recurrent_state "
+                                           "[B][2*Hkv][Lmax][hd] (f32)");
+    const int64_t D = m->D, qd = m->Hq * m->hd, kvd = m->Hkv * m->hd, hd = m->hd;
+    const int bias = c->attention_bias, norm = c->qk_norm != MC_QK_NORM_NONE;
+    const struct mc_cpu_weight_spec spec[ATC_COUNT] = {
+        [ATC_Q] = {"q_proj.weight", 1, 2, {m->qrows, D, 0}},
+        [ATC_Q_BIAS] = {"q_proj.bias", bias, 1, {m->qrows, 0, 0}},
+        [ATC_K] = {"k_proj.weight", 1, 2, {kvd, D, 0}},
+        [ATC_K_BIAS] = {"k_proj.bias", bias, 1, {kvd, 0, 0}},
+        [ATC_V] = {"v_proj.weight", 1, 2, {kvd, D, 0}},
+        [ATC_V_BIAS] = {"v_proj.bias", bias, 1, {kvd, 0, 0}},
+        [ATC_O] = {"o_proj.weight", 1, 2, {D, qd, 0}},
+        [ATC_O_BIAS] = {"o_proj.bias", bias, 1, {D, 0, 0}},
+        [ATC_Q_NORM] = {"q_norm.weight", norm, 1, {hd, 0, 0}},
+        [ATC_K_NORM] = {"k_norm.weight", norm, 1, {hd, 0, 0}},
+    };
+    if ((st = mc_cpu_weights_load(desc, spec, ATC_COUNT, m->w, ATC_WHO, msg)) != MC_BACKEND_OK)
+        goto fail;
+    const int64_t half = m->R / 2;
+    m->cos_t = malloc((size_t)(m->Lmax * half) * sizeof *m->cos_t);
+    m->sin_t = malloc((size_t)(m->Lmax * half) * sizeof *m->sin_t);
+    if (!m->cos_t || !m->sin_t) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu: out of memory for the rotary tables");
+        goto fail;
+    }
+    for (int64_t i = 0; i < half; i++) {
+        const double f = pow(c->rope_theta, -(double)(2 * i) / (double)m->R);
+        for (int64_t p = 0; p < m->Lmax; p++) {
+            m->cos_t[p * half + i] = (float)cos((double)p * f);
+            m->sin_t[p * half + i] = (float)sin((double)p * f);
+        }
+    }
+    *model = m;
+    return MC_BACKEND_OK;
+
+fail:
+    atc_model_destroy(m);
+    return st;
+}
+
+/* ---- cache ------------------------------------------------------------------------------------- */
+
+static void atc_cache_free(struct mc_model *model, struct mc_cache *cache)
+{
+    (void)model;
+    mc_cpu_cache_free(cache);
+}
+
+static enum mc_backend_status atc_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
+                                              struct mc_msg *msg)
+{
+    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, ATC_WHO, batch, cache, msg);
+}
+
+static enum mc_backend_status atc_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
+                                             struct mc_msg *msg)
+{
+    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, ATC_WHO, dst, src, msg);
+}
+
+static enum mc_backend_status atc_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
+                                               void *recurrent_state, struct mc_msg *msg)
+{
+    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, ATC_WHO, cache, conv_state, recurrent_state, msg);
+}
+
+static enum mc_backend_status atc_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
+                                               const void *recurrent_state, struct mc_msg *msg)
+{
+    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, ATC_WHO, cache, conv_state, recurrent_state, msg);
+}
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+/* The count a cache row holds, or -1 unless it is an integer in [0, Lmax]. */
+static int64_t atc_count(float v, int64_t lmax)
+{
+    if (!(v >= 0.0f && v <= (float)lmax) || v != floorf(v))
+        return -1;
+    return (int64_t)v;
+}
+
+/* INVALID unless a row holding `count` can take `real` more tokens. */
+static enum mc_backend_status atc_room(const struct mc_model *m, float count, int64_t real, const char *what, int64_t i,
+                                       struct mc_msg *msg)
+{
+    const int64_t n = atc_count(count, m->Lmax);
+    if (n < 0)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu: %s %lld: the cached-position count %g is not an integer in [0, cache_length "
+                           "= %lld]",
+                           what, (long long)i, (double)count, (long long)m->Lmax);
+    if (n + real > m->Lmax)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu: %s %lld: %lld cached + %lld new positions exceed cache_length %lld", what,
+                           (long long)i, (long long)n, (long long)real, (long long)m->Lmax);
+    return MC_BACKEND_OK;
+}
+
+struct atc_run {
+    const struct mc_model *m;
+    int64_t len;               /* L of a batched forward */
+    const uint8_t *mask;       /* [B][L] or NULL */
+    const float *qg, *k, *v;   /* [tokens][qrows], [tokens][Hkv*hd] x2 */
+    float *att;                /* [tokens][Hq*hd], zero on entry */
+    float *window, *state;     /* the cache (or pool) rows */
+    float *scratch;            /* per worker: [Lmax] scores + [hd] q */
+    const struct mc_packed_args *pk; /* the packed call, or NULL */
+};
+
+/* The per-head q/k norm in place (§12.3). */
+static void atc_norm(const struct mc_model *m, float *restrict v, const float *restrict w)
+{
+    if (m->cfg.qk_norm == MC_QK_NORM_NONE)
+        return;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < m->hd; i++)
+        ss += v[i] * v[i];
+    const float inv = 1.0f / sqrtf(ss / (float)m->hd + (float)m->cfg.rms_norm_eps);
+    const float one = m->cfg.qk_norm == MC_QK_NORM_ZERO_CENTRED ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < m->hd; i++)
+        v[i] = v[i] * inv * (one + w[i]);
+}
+
+/* RoPE at position pos from the tables (rotate_half on the first R dims). */
+static void atc_rope(const struct mc_model *m, float *restrict v, int64_t pos)
+{
+    const int64_t half = m->R / 2;
+    const float *restrict c = m->cos_t + pos * half, *restrict s = m->sin_t + pos * half;
+    for (int64_t i = 0; i < half; i++) {
+        const float x1 = v[i], x2 = v[i + half];
+        v[i] = x1 * c[i] - x2 * s[i];
+        v[i + half] = x2 * c[i] + x1 * s[i];
+    }
+}
+
+/* Row b: batch row b (tokens b·L.., cache row b) or sequence b of a packed call (its tokens, its slot). */
+static void atc_row(void *ctx, int64_t b, int worker)
+{
+    const struct atc_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t Hq = m->Hq, Hkv = m->Hkv, hd = m->hd, Lmax = m->Lmax, qrows = m->qrows;
+    const int64_t qd = Hq * hd, kvd = Hkv * hd, group = Hq / Hkv;
+    const int gated = m->cfg.attn_output_gate;
+    const int64_t t0 = r->pk ? r->pk->cu_seqlens[b] : b * r->len;
+    const int64_t L = r->pk ? r->pk->cu_seqlens[b + 1] - t0 : r->len;
+    const int64_t slot = r->pk ? r->pk->slots[b] : b;
+    const uint8_t *mask = r->mask ? r->mask + t0 : NULL;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *p = r->scratch + (size_t)worker * (size_t)(Lmax + hd), *q = p + Lmax;
+    float *keys = r->state + (size_t)slot * m->cache_shape.state_elems, *vals = keys + kvd * Lmax;
+    int64_t n = (int64_t)r->window[slot];
+    if (L == 0)
+        return;
+    for (int64_t j = 0; j < Hkv; j++) {
+        memset(keys + (j * Lmax + n) * hd, 0, (size_t)((Lmax - n) * hd) * sizeof *keys);
+        memset(vals + (j * Lmax + n) * hd, 0, (size_t)((Lmax - n) * hd) * sizeof *vals);
+    }
+    for (int64_t t = 0; t < L; t++) {
+        const int64_t row = t0 + t;
+        if (mask && !mask[t])
+            continue;
+        for (int64_t j = 0; j < Hkv; j++) {
+            float *ks = keys + (j * Lmax + n) * hd;
+            memcpy(ks, r->k + row * kvd + j * hd, (size_t)hd * sizeof *ks);
+            atc_norm(m, ks, m->w[ATC_K_NORM]);
+            atc_rope(m, ks, n);
+            memcpy(vals + (j * Lmax + n) * hd, r->v + row * kvd + j * hd, (size_t)hd * sizeof *vals);
+        }
+        for (int64_t h = 0; h < Hq; h++) {
+            const float *src = r->qg + row * qrows + h * (gated ? 2 * hd : hd);
+            const float *kh = keys + (h / group) * Lmax * hd, *vh = vals + (h / group) * Lmax * hd;
+            memcpy(q, src, (size_t)hd * sizeof *q);
+            atc_norm(m, q, m->w[ATC_Q_NORM]);
+            atc_rope(m, q, n);
+            float pmax = -INFINITY;
+            for (int64_t s = 0; s <= n; s++) {
+                const float *restrict ks = kh + s * hd;
+                float dot = 0.0f;
+                for (int64_t i = 0; i < hd; i++)
+                    dot += q[i] * ks[i];
+                p[s] = dot * scale;
+                pmax = p[s] > pmax ? p[s] : pmax;
+            }
+            for (int64_t s = 0; s <= n; s++)
+                p[s] -= pmax;
+            mc_cpu_vexp(p, n + 1);
+            float psum = 0.0f;
+            for (int64_t s = 0; s <= n; s++)
+                psum += p[s];
+            const float inv = 1.0f / psum;
+            float *restrict o = r->att + row * qd + h * hd;
+            for (int64_t s = 0; s <= n; s++) {
+                const float wgt = p[s] * inv;
+                const float *restrict vs = vh + s * hd;
+                for (int64_t i = 0; i < hd; i++)
+                    o[i] += wgt * vs[i];
+            }
+            if (gated)
+                for (int64_t i = 0; i < hd; i++)
+                    o[i] *= 1.0f / (1.0f + expf(-src[hd + i]));
+        }
+        n++;
+    }
+    r->window[slot] = (float)n;
+}
+
+/* Projections, the rows and o_proj over `tokens` token rows of x (f32); y (f32) written, pads = bias. */
+static enum mc_backend_status atc_run_rows(const struct mc_model *m, struct atc_run *run, int64_t tokens, int64_t rows,
+                                           const float *x, float *y, const char *what, struct mc_msg *msg)
+{
+    const int64_t D = m->D, kvd = m->Hkv * m->hd, qd = m->Hq * m->hd;
+    const int workers = (int)(rows < m->threads ? rows : m->threads);
+    float *qg = malloc((size_t)(tokens * m->qrows) * sizeof *qg), *k = malloc((size_t)(tokens * kvd) * sizeof *k);
+    float *v = malloc((size_t)(tokens * kvd) * sizeof *v), *att = calloc((size_t)(tokens * qd), sizeof *att);
+    float *scratch = malloc((size_t)(workers > 0 ? workers : 1) * (size_t)(m->Lmax + m->hd) * sizeof *scratch);
+    enum mc_backend_status st = MC_BACKEND_OK;
+    if (!qg || !k || !v || !att || !scratch) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu %s: out of memory for %lld tokens of scratch", what,
+                         (long long)tokens);
+        goto cleanup;
+    }
+    mc_cpu_linear_tiled(tokens, m->qrows, D, x, D, m->w[ATC_Q], m->w[ATC_Q_BIAS], qg, m->qrows, m->threads);
+    mc_cpu_linear_tiled(tokens, kvd, D, x, D, m->w[ATC_K], m->w[ATC_K_BIAS], k, kvd, m->threads);
+    mc_cpu_linear_tiled(tokens, kvd, D, x, D, m->w[ATC_V], m->w[ATC_V_BIAS], v, kvd, m->threads);
+    run->qg = qg;
+    run->k = k;
+    run->v = v;
+    run->att = att;
+    run->scratch = scratch;
+    mc_cpu_parallel_for(rows, atc_row, run, m->threads);
+    mc_cpu_linear_tiled(tokens, D, qd, att, qd, m->w[ATC_O], NULL, y, D, m->threads);
+    mc_cpu_out_bias(tokens, D, run->mask, m->w[ATC_O_BIAS], y);
+
+cleanup:
+    free(scratch);
+    free(att);
+    free(v);
+    free(k);
+    free(qg);
+    return st;
+}
+
+static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cache *cache,
+                                          const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *tmp_window = NULL, *tmp_state = NULL, *xf = NULL, *yf = NULL;
+    if ((st = mc_cpu_forward_check(model, cache, args, ATC_WHO, msg)) != MC_BACKEND_OK)
+        return st;
+    const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, D = m->D;
+    const size_t ns = m->cache_shape.state_elems;
+    if (cache && cache->primed) { /* every row checked before any is written */
+        for (int64_t b = 0; b < Bsz; b++) {
+            int64_t real = 0;
+            for (int64_t t = 0; t < L; t++)
+                real += !args->mask || args->mask[b * L + t];
+            if ((st = atc_room(m, cache->window[b], real, "row", b, msg)) != MC_BACKEND_OK)
+                return st;
+        }
+    } else if (L > m->Lmax) {
+        for (int64_t b = 0; b < Bsz; b++) {
+            int64_t real = 0;
+            for (int64_t t = 0; t < L; t++)
+                real += !args->mask || args->mask[b * L + t];
+            if ((st = atc_room(m, 0.0f, real, "row", b, msg)) != MC_BACKEND_OK)
+                return st;
+        }
+    }
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(M * D) * sizeof *xf);
+        yf = malloc((size_t)(M * D) * sizeof *yf);
+    }
+    if (!cache) {
+        tmp_window = calloc((size_t)Bsz, sizeof *tmp_window);
+        tmp_state = calloc((size_t)Bsz * ns, sizeof *tmp_state);
+    }
+    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || (!cache && (!tmp_window || !tmp_state))) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu forward: out of memory for B=%lld L=%lld scratch",
+                         (long long)Bsz, (long long)L);
+        goto cleanup;
+    }
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * D));
+        x = xf;
+        y = yf;
+    }
+    /* a cache no forward has written starts empty: count 0 (the rows then clear their slots) */
+    if (cache && !cache->primed)
+        memset(cache->window, 0, (size_t)Bsz * sizeof *cache->window);
+    struct atc_run run = {.m = m, .len = L, .mask = args->mask, .window = cache ? cache->window : tmp_window,
+                          .state = cache ? cache->state : tmp_state};
+    if ((st = atc_run_rows(m, &run, M, Bsz, x, y, "forward", msg)) != MC_BACKEND_OK)
+        goto cleanup;
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * D));
+    if (cache)
+        cache->primed = 1;
+
+cleanup:
+    free(tmp_state);
+    free(tmp_window);
+    free(yf);
+    free(xf);
+    return st;
+}
+
+/* The packed call on a pool (backend.h: forward_packed): projections once over the T packed tokens,
+ * each sequence attends over its own slot (emptied first when has_initial_state = 0). */
+static enum mc_backend_status atc_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                 const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    enum mc_backend_status st = MC_BACKEND_OK;
+    const struct mc_model *m = model;
+    float *xf = NULL, *yf = NULL;
+    int64_t T = 0;
+    if ((st = mc_cpu_packed_check(model, pool, args, ATC_WHO, &T, msg)) != MC_BACKEND_OK)
+        return st;
+    if (T == 0)
+        return MC_BACKEND_OK;
+    for (int64_t i = 0; i < args->n_seqs; i++) {
+        const int64_t len = args->cu_seqlens[i + 1] - args->cu_seqlens[i];
+        const float count = args->has_initial_state[i] && pool->primed ? pool->window[args->slots[i]] : 0.0f;
+        if (len > 0 && (st = atc_room(m, count, len, "sequence", i, msg)) != MC_BACKEND_OK)
+            return st;
+    }
+    const int64_t D = m->D;
+    if (m->dtype != MC_DTYPE_F32) {
+        xf = malloc((size_t)(T * D) * sizeof *xf);
+        yf = malloc((size_t)(T * D) * sizeof *yf);
+        if (!xf || !yf) {
+            st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu forward_packed: out of memory for T=%lld",
+                             (long long)T);
+            goto cleanup;
+        }
+    }
+    mc_cpu_packed_reset(&m->cache_shape, pool, args);
+    const float *x = args->x;
+    float *y = args->y;
+    if (m->dtype != MC_DTYPE_F32) {
+        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * D));
+        x = xf;
+        y = yf;
+    }
+    struct atc_run run = {.m = m, .window = pool->window, .state = pool->state, .pk = args};
+    if ((st = atc_run_rows(m, &run, T, args->n_seqs, x, y, "forward_packed", msg)) != MC_BACKEND_OK)
+        goto cleanup;
+    if (m->dtype != MC_DTYPE_F32)
+        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * D));
+    pool->primed = 1;
+
+cleanup:
+    free(yf);
+    free(xf);
+    return st;
+}
+
+static const struct mc_backend_ops atc_ops = {
+    .abi_version = MIXCHECK_ABI_VERSION,
+    .struct_size = sizeof(struct mc_backend_ops),
+    .name = "cpu",
+    .device = "cpu",
+    .family = MC_FAMILY_ATTENTION,
+    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16),
+    .caps = MC_CAP_THREADS | MC_CAP_PACKED,
+    .model_create = atc_model_create,
+    .model_destroy = atc_model_destroy,
+    .cache_alloc = atc_cache_alloc,
+    .cache_copy = atc_cache_copy,
+    .cache_free = atc_cache_free,
+    .cache_export = atc_cache_export,
+    .cache_import = atc_cache_import,
+    .forward = atc_forward,
+    .forward_packed = atc_forward_packed,
+};
+
+const struct mc_backend_ops *mc_cpu_attention_ops(void)
+{
+    return &atc_ops;
+}

@@ -1,0 +1,293 @@
+/*
+ * attention.c — the reference softmax attention layer with a KV cache behind the backend interface
+ * (mixcheck/backend.h), the fifth family (docs/semantics.md §12).
+ *
+ * Upstream semantics: HF transformers `Qwen3NextAttention` / `Qwen3_5Attention` (gated, zero-centred
+ * q/k norms, partial rotary), `Lfm2Attention` (plain RMSNorm q/k norms, full rotary) and
+ * `BambaAttention` (no q/k norm, partial rotary), eager path, as written out in §12, with mixcheck's
+ * choices of §A: one routine over (count, KV slots, segment) covers the three cases of §1.3; a
+ * masked token never reaches the cache and has no position (a real token's position is the number of
+ * real tokens before it in its row, cached ones included: what generate() derives from the mask); its
+ * output row is o_proj.bias (zeros without attention_bias).
+ *
+ * The cache is the shared reference cache (ref_common.h): the window [B][1][1] holds the number n of
+ * cached positions, the state [B][2*Hkv][Lmax][hd] the keys (after the k norm and RoPE) and values by
+ * position; slots >= n are zero after any forward on the row. An imported window is only read when a
+ * forward uses the row: a count that is not an integer in [0, Lmax] is then INVALID.
+ *
+ * Plain loops, no SIMD, no threads, except the four projections, which go through OpenBLAS gemm.
+ * The math (attention_impl.inc) is instantiated for float and double; the model dtype picks one. The
+ * RoPE angles pos·theta^(-2i/R) and their cos/sin are computed in double for both.
+ *
+ * Dimension letters: B batch, L tokens, D hidden, Hq query heads, Hkv key/value heads, hd head dim,
+ * R rotary dims, Lmax cache length.
+ */
+#include "reference.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_common.h"
+
+enum at_weight_slot {
+    AT_W_Q,
+    AT_W_Q_BIAS,
+    AT_W_K,
+    AT_W_K_BIAS,
+    AT_W_V,
+    AT_W_V_BIAS,
+    AT_W_O,
+    AT_W_O_BIAS,
+    AT_W_Q_NORM,
+    AT_W_K_NORM,
+    AT_W_COUNT,
+};
+
+static const char *const at_weight_names[AT_W_COUNT] = {
+    [AT_W_Q] = "q_proj.weight",      [AT_W_Q_BIAS] = "q_proj.bias", [AT_W_K] = "k_proj.weight",
+    [AT_W_K_BIAS] = "k_proj.bias",   [AT_W_V] = "v_proj.weight",    [AT_W_V_BIAS] = "v_proj.bias",
+    [AT_W_O] = "o_proj.weight",      [AT_W_O_BIAS] = "o_proj.bias", [AT_W_Q_NORM] = "q_norm.weight",
+    [AT_W_K_NORM] = "k_norm.weight",
+};
+
+struct mc_model {
+    struct mc_ref_model ref; /* first: dtype, window [1][1] (the count), state [2Hkv][Lmax][hd], w[AT_W_COUNT] */
+    struct mc_attention_config cfg;
+    int64_t D, Hq, Hkv, hd, Lmax, R, qrows;
+    double *inv_freq; /* [R/2]: theta^(-2i/R) */
+};
+
+_Static_assert(offsetof(struct mc_model, ref) == 0, "struct mc_ref_model must come first");
+_Static_assert(AT_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
+
+/* The cached-position count of a window element: -1 unless it is an integer in [0, lmax]. */
+static int64_t at_count(double v, int64_t lmax)
+{
+    if (!(v >= 0.0 && v <= (double)lmax) || v != floor(v))
+        return -1;
+    return (int64_t)v;
+}
+
+/* ---- the math, once per real type ------------------------------------------------------------ */
+
+#define AT_CAT_(a, b) a##b
+#define AT_CAT(a, b) AT_CAT_(a, b)
+
+#define REAL float
+#define AT_FN(name) AT_CAT(name, _f32)
+#define R_GEMM cblas_sgemm
+#define R_SQRT sqrtf
+#define R_EXP expf
+#include "attention_impl.inc"
+#undef REAL
+#undef AT_FN
+#undef R_GEMM
+#undef R_SQRT
+#undef R_EXP
+
+#define REAL double
+#define AT_FN(name) AT_CAT(name, _f64)
+#define R_GEMM cblas_dgemm
+#define R_SQRT sqrt
+#define R_EXP exp
+#include "attention_impl.inc"
+#undef REAL
+#undef AT_FN
+#undef R_GEMM
+#undef R_SQRT
+#undef R_EXP
+
+static const struct mc_ref_family at_family = {
+    .name = "attention",
+    .family = MC_FAMILY_ATTENTION,
+    .n_weights = AT_W_COUNT,
+    .weight_names = at_weight_names,
+    .unknown_note = "",
+    .window_shape = "[B][1][1] (the cached-position count)",
+    .state_shape = "[B][2*Hkv][Lmax][hd]",
+    .forward_f32 = at_forward_f32,
+    .forward_f64 = at_forward_f64,
+};
+
+/* ---- model ------------------------------------------------------------------------------------- */
+
+static enum mc_backend_status at_config_validate(const struct mc_attention_config *c, struct mc_msg *msg)
+{
+    enum mc_backend_status st;
+    if ((st = mc_ref_check_dim("attention", "hidden_size", c->hidden_size, msg)) ||
+        (st = mc_ref_check_dim("attention", "num_attention_heads", c->num_attention_heads, msg)) ||
+        (st = mc_ref_check_dim("attention", "num_key_value_heads", c->num_key_value_heads, msg)) ||
+        (st = mc_ref_check_dim("attention", "head_dim", c->head_dim, msg)) ||
+        (st = mc_ref_check_dim("attention", "cache_length", c->cache_length, msg)))
+        return st;
+    if (c->num_attention_heads % c->num_key_value_heads != 0)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'num_attention_heads' (%lld) must be a multiple of "
+                           "'num_key_value_heads' (%lld)",
+                           (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
+    if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
+                           c->partial_rotary_factor);
+    const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
+    if (R < 2 || R % 2 != 0)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be even "
+                           "and >= 2",
+                           (long long)R);
+    if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'rope_theta' must be finite and > 1 (got %g)",
+                           c->rope_theta);
+    if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'rms_norm_eps' must be finite and > 0 (got %g)",
+                           c->rms_norm_eps);
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'qk_norm' %d is not an enum mc_qk_norm value",
+                           (int)c->qk_norm);
+    if ((c->attn_output_gate != 0 && c->attn_output_gate != 1) || (c->attention_bias != 0 && c->attention_bias != 1))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
+                           (int)c->attn_output_gate, (int)c->attention_bias);
+    return MC_BACKEND_OK;
+}
+
+static void at_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec spec[AT_W_COUNT])
+{
+    static const char no_bias[] = "given but the configuration has attention_bias = 0";
+    static const char no_norm[] = "given but the configuration has qk_norm = none";
+    const int bias = m->cfg.attention_bias, norm = m->cfg.qk_norm != MC_QK_NORM_NONE;
+    const int64_t qd = m->Hq * m->hd, kvd = m->Hkv * m->hd;
+    memset(spec, 0, sizeof(struct mc_ref_weight_spec) * AT_W_COUNT);
+#define AT_SPEC(slot, on, why, nd, d0, d1)                                                                             \
+    (spec[slot] =                                                                                                      \
+         (struct mc_ref_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), 0}, .absent_why = (why)})
+    AT_SPEC(AT_W_Q, 1, NULL, 2, m->qrows, m->D);
+    AT_SPEC(AT_W_Q_BIAS, bias, no_bias, 1, m->qrows, 0);
+    AT_SPEC(AT_W_K, 1, NULL, 2, kvd, m->D);
+    AT_SPEC(AT_W_K_BIAS, bias, no_bias, 1, kvd, 0);
+    AT_SPEC(AT_W_V, 1, NULL, 2, kvd, m->D);
+    AT_SPEC(AT_W_V_BIAS, bias, no_bias, 1, kvd, 0);
+    AT_SPEC(AT_W_O, 1, NULL, 2, m->D, qd);
+    AT_SPEC(AT_W_O_BIAS, bias, no_bias, 1, m->D, 0);
+    AT_SPEC(AT_W_Q_NORM, norm, no_norm, 1, m->hd, 0);
+    AT_SPEC(AT_W_K_NORM, norm, no_norm, 1, m->hd, 0);
+#undef AT_SPEC
+}
+
+static void at_model_destroy(struct mc_model *model)
+{
+    if (model)
+        free(model->inv_freq);
+    mc_ref_model_destroy(model);
+}
+
+static enum mc_backend_status at_model_create(const struct mc_model_desc *desc, struct mc_model **model,
+                                              struct mc_msg *msg)
+{
+    enum mc_backend_status st;
+    struct mc_model *m = NULL;
+    struct mc_ref_weight_spec spec[AT_W_COUNT];
+    const struct mc_weight *found[AT_W_COUNT] = {0};
+
+    if ((st = mc_ref_desc_check(&at_family, desc, model, msg)) != MC_BACKEND_OK ||
+        (st = at_config_validate(desc->config, msg)) != MC_BACKEND_OK)
+        goto fail;
+    m = mc_ref_model_alloc(&at_family, sizeof *m, desc->dtype, &st, msg);
+    if (!m)
+        goto fail;
+    m->cfg = *(const struct mc_attention_config *)desc->config;
+    m->D = m->cfg.hidden_size;
+    m->Hq = m->cfg.num_attention_heads;
+    m->Hkv = m->cfg.num_key_value_heads;
+    m->hd = m->cfg.head_dim;
+    m->Lmax = m->cfg.cache_length;
+    m->R = (int64_t)((double)m->hd * m->cfg.partial_rotary_factor);
+    m->qrows = (m->cfg.attn_output_gate ? 2 : 1) * m->Hq * m->hd;
+    m->ref.window_elems = 1;
+    m->ref.state_elems = 2 * m->Hkv * m->Lmax * m->hd;
+    m->ref.hidden = m->D;
+    m->inv_freq = malloc((size_t)(m->R / 2) * sizeof *m->inv_freq);
+    if (!m->inv_freq) {
+        st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "attention reference: out of memory for the rotary frequencies");
+        goto fail;
+    }
+    for (int64_t i = 0; i < m->R / 2; i++)
+        m->inv_freq[i] = pow(m->cfg.rope_theta, -(double)(2 * i) / (double)m->R);
+
+    at_weight_specs(m, spec);
+    if ((st = mc_ref_weights_match(&at_family, desc, spec, "", found, msg)) != MC_BACKEND_OK ||
+        (st = mc_ref_weights_copy(&at_family, m, spec, found, msg)) != MC_BACKEND_OK)
+        goto fail;
+    *model = m;
+    return MC_BACKEND_OK;
+
+fail:
+    at_model_destroy(m);
+    return st;
+}
+
+/* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
+
+static enum mc_backend_status at_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
+                                             struct mc_msg *msg)
+{
+    return mc_ref_cache_alloc(&at_family, model, batch, cache, msg);
+}
+
+static enum mc_backend_status at_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
+                                            struct mc_msg *msg)
+{
+    return mc_ref_cache_copy(&at_family, model, dst, src, msg);
+}
+
+static enum mc_backend_status at_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
+                                              void *recurrent_state, struct mc_msg *msg)
+{
+    return mc_ref_cache_export(&at_family, model, cache, conv_state, recurrent_state, msg);
+}
+
+static enum mc_backend_status at_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
+                                              const void *recurrent_state, struct mc_msg *msg)
+{
+    return mc_ref_cache_import(&at_family, model, cache, conv_state, recurrent_state, msg);
+}
+
+static enum mc_backend_status at_forward(struct mc_model *model, struct mc_cache *cache,
+                                         const struct mc_forward_args *args, struct mc_msg *msg)
+{
+    return mc_ref_forward(&at_family, model, cache, args, msg);
+}
+
+static enum mc_backend_status at_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                const struct mc_packed_args *args, struct mc_msg *msg)
+{
+    return mc_ref_forward_packed(&at_family, model, pool, args, msg);
+}
+
+static const struct mc_backend_ops at_ops = {
+    .abi_version = MIXCHECK_ABI_VERSION,
+    .struct_size = sizeof(struct mc_backend_ops),
+    .name = "reference",
+    .device = "cpu",
+    .family = MC_FAMILY_ATTENTION,
+    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
+    .caps = MC_CAP_PACKED,
+    .model_create = at_model_create,
+    .model_destroy = at_model_destroy,
+    .cache_alloc = at_cache_alloc,
+    .cache_copy = at_cache_copy,
+    .cache_free = mc_ref_cache_free,
+    .cache_export = at_cache_export,
+    .cache_import = at_cache_import,
+    .forward = at_forward,
+    .forward_packed = at_forward_packed,
+};
+
+const struct mc_backend_ops *mc_reference_attention_ops(void)
+{
+    return &at_ops;
+}
