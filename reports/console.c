@@ -186,7 +186,7 @@ static void console_diagnosis_summary(const struct mc_console *con, const struct
             continue;
         char line[1024];
         mc_diag_format_summary(top, n, cases, first, line, sizeof line);
-        fprintf(con->out, "\ndiagnosis of %s over %d failing case(s) (first in %d): %s\n", rep->diagnoses[i].backend,
+        fprintf(con->out, "\ndiagnosis of %s over %d diagnosed case(s) (first in %d): %s\n", rep->diagnoses[i].backend,
                 cases, first, line);
         int from = 2 * first > cases ? 1 : n > 1 ? 2 : 1;
         if (n > from) {

@@ -480,7 +480,7 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
     *cases = 0;
     *first = 0;
     for (int i = 0; i < n; i++) {
-        if (strcmp(d[i].backend, backend) != 0)
+        if (strcmp(d[i].backend, backend) != 0 || d[i].n == 0)
             continue;
         (*cases)++;
         for (int k = 0; k < d[i].n; k++) {

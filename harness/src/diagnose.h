@@ -143,7 +143,8 @@ int mc_diagnose_case(const struct mc_case *c, const struct mc_golden *g, const s
 /* Over the diagnoses of one backend in a run: classes by the number of cases that name them first, then
  * by summed score (a class only some cases can show — a distractor probe, a padded golden — is not
  * outvoted by a weaker one every case shows), `top` filled with up to
- * MC_DIAG_TOP (evidence from the case where the class scored best), `cases` the diagnoses counted and
+ * MC_DIAG_TOP (evidence from the case where the class scored best), `cases` the diagnoses that named a
+ * class and
  * `first` how many had the run's first class first. Returns how many classes were filled. */
 int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend, struct mc_diag_match *top,
                         int *cases, int *first);

@@ -44,11 +44,16 @@
 #define M2 FAM(MC_FAMILY_MAMBA2)
 #define M1 FAM(MC_FAMILY_MAMBA1)
 #define GDN FAM(MC_FAMILY_GDN)
+#define ATT FAM(MC_FAMILY_ATTENTION)
 #define SSM (M2 | M1)
 #define STATEFUL (M2 | M1 | GDN)
+#define CONV (M2 | M1 | GDN | FAM(MC_FAMILY_SHORTCONV)) /* the families with a conv window */
 
 #define FAILS(s, t, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .weight = (w)}
 #define PASSES(s, t, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .weight = (w)}
+/* the same, for some families only (unknown for the others) */
+#define FAILS_F(s, t, fams, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .families = (fams), .weight = (w)}
+#define PASSES_F(s, t, fams, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .families = (fams), .weight = (w)}
 #define AT_SPLIT(s, t, w) {.kind = MC_DC_AT_SPLIT, .scenario = (s), .tensor = (t), .weight = (w)}
 #define AFTER_SPLIT(s, t, w) {.kind = MC_DC_AFTER_SPLIT, .scenario = (s), .tensor = (t), .weight = (w)}
 #define FROM_START(s, t, w) {.kind = MC_DC_FROM_START, .scenario = (s), .tensor = (t), .weight = (w)}
@@ -80,17 +85,17 @@ const struct mc_signature mc_signatures[] = {
     {"8.1b", "outputs of a multi-token forward are right, but the cache is advanced as if only its first token "
              "was consumed",
      "the window and state written back after a forward of L > 1 tokens: shift by L, scan all L",
-     0,
+     CONV,
      {REQ(MC_DC_PASSES, FTC, "output", 4), FAILS(FTC, "conv_state", 3), FAILS(FTC, "recurrent_state", 1),
       FAILS(CH, "output", 1), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), PASSES(FTC, "consistency", 1)}},
     {"8.1c", "every row of a multi-token forward is stepped from the same cached window and state (no chaining)",
      "case (b): row t must start from the window and state after row t-1, not from the cache",
-     0,
+     CONV,
      {REQ(MC_DC_AFTER_SPLIT, FTC, "output", 4), PASSES(FTC, "consistency", 2), FAILS(FTC, "conv_state", 3),
       PASSES(FTC, "distractor", 1), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), FAILS(CH, "output", 1)}},
     {"8.2a", "multi-token forward does not start from the cached conv window",
      "case (b): the conv of a continued forward must run over cat(cached window, new tokens)",
-     0,
+     CONV,
      {AT_SPLIT(FTC, "consistency", 2), AT_SPLIT(FTC, "output", 1), PASSES(P, NULL, 3), PASSES(DEC, "output", 5),
       FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
       FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
@@ -107,14 +112,14 @@ const struct mc_signature mc_signatures[] = {
     {"8.3", "the conv of a multi-token forward on a primed cache is sliced wrong (first L instead of last L "
             "outputs of conv(cat(W, x)), or off by one)",
      "case (b): keep the last L outputs of the conv over cat(window, x), K-1 cached columns, K taps",
-     0,
+     CONV,
      {AT_SPLIT(FTC, "consistency", 2), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(FTC, "consistency", 2),
       FAILS(MC_SCENARIO_DETERMINISM, "output", 1), NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 3),
       NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 2), STAGE(FTC, "conv_out", 0, 3)}},
     {"8.3c", "the conv window caches the post-conv (or post-activation) value instead of the pre-conv input",
      "the window written by a prefill: the last K pre-conv inputs (CONV-INV)",
-     0,
+     CONV,
      {REQ(MC_DC_FAILS, P, "conv_state", 4), PASSES(P, "output", 3), FAILS(DEC, "output", 1),
       AT_SPLIT(DEC, "output", 1), PASSES(P, "recurrent_state", 1), FAILS(CH, "output", 1),
       NMSE_ABOVE(P, "conv_state", 1e-3, 2)}},
@@ -133,7 +138,7 @@ const struct mc_signature mc_signatures[] = {
     /* ---- single-token decode ------------------------------------------------------------------------ */
     {"8.9", "decode writes the new column at min(position, K-1) instead of K-1 after a short prefill",
      "case (c): roll the window left by one and write at K-1 (CONV-INV)",
-     0,
+     CONV,
      {REQ(MC_DC_FAILS, DEC, "conv_state", 3), FAILS(DEC, "output", 2), PASSES(P, NULL, 3), AT_SPLIT(DEC, "output", 1),
       FAILS(CH, "conv_state", 1)}},
     {"8.10", "the dt clamp (time_step_limit) is missing in the single-token decode path",
@@ -178,11 +183,31 @@ const struct mc_signature mc_signatures[] = {
     {"8.13", "heads read the wrong group / key head (h mod G instead of h / (H/G)), or the projection layout is "
              "misread",
      "head-to-group mapping floor(h / (H/G)) and key head floor(h / r) (docs/semantics.md §A.10)",
-     STATEFUL,
-     {REQ(MC_DC_FAILS, P, "output", 3), FAILS(P, "recurrent_state", 3), PASSES(P, "conv_state", 1),
-      FROM_START(P, "output", 1), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3)}},
-    {"future-leak", "the causal conv sees later tokens (padded on the right)",
-     "pad the conv on the left by K-1; output t may read x[t-K+1 .. t] only",
+     STATEFUL | ATT,
+     {REQ(MC_DC_FAILS, P, "output", 3), FAILS_F(P, "recurrent_state", STATEFUL, 3),
+      /* attention: the K/V cache itself is right, the queries read the wrong kv head */
+      PASSES_F(P, "recurrent_state", ATT, 3), PASSES(P, "conv_state", 1), FROM_START(P, "output", 1),
+      PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3)}},
+    /* ---- attention (docs/semantics.md §12.7) -------------------------------------------------------- */
+    {"rope-pad-positions", "RoPE positions counted with the pads: keys of a left-padded row cached at shifted "
+                           "angles",
+     "position_ids from the real tokens before each one (the mask's cumulative sum), not the padded index",
+     ATT,
+     {PADDED_GOLDEN(1), REQ(MC_DC_FAILS, P, "recurrent_state", 3), PASSES(P, "output", 3), PASSES(P, "conv_state", 1),
+      PADDED_ROW(P, "recurrent_state", 2), FAILS(LPB, "recurrent_state", 1), PASSES(LPB, "output", 1)}},
+    {"8.2", "multi-token forward on a primed KV cache does not attend to the cached keys and values",
+     "case (b): append the new keys and values to the cache and attend over all of them",
+     ATT,
+     {AT_SPLIT(FTC, "consistency", 3), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), REQ(MC_DC_FAILS, CH, "output", 2),
+      FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1)}},
+    {"rotary-all-dims", "partial rotary applied to every head dim (partial_rotary_factor dropped)",
+     "rotate only the first R = head_dim * partial_rotary_factor dims, frequencies over R",
+     ATT,
+     {REQ(MC_DC_FAILS, P, "output", 3), FROM_START(P, "output", -3), FAILS(P, "recurrent_state", 3),
+      PASSES(P, "conv_state", 1), PASSES(BI, "consistency", 1)}},
+    {"future-leak", "an output sees later tokens (the causal conv padded on the right, or attention without its "
+                    "causal mask)",
+     "pad the conv on the left by K-1, mask attention to s <= t: output t may read tokens up to t only",
      0,
      {REQ(MC_DC_FAILS, FTC, "distractor", 10), FAILS(P, "output", 1), FROM_START(P, "output", 1)}},
 
