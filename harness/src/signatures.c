@@ -1,23 +1,29 @@
 /*
  * signatures.c — the bug-class signatures the diagnosis matches (diagnose.h; docs/scenarios.md §6): one
- * entry per class of docs/semantics.md §8 (mixers) and §9 (serving path, S2), each a plain-words title, a
- * hint, and weighted conditions on the facts of one case's checks on one backend.
+ * entry per class of docs/semantics.md §8 (mixers), §9 (serving path, S2) and §12.7 (attention), each a
+ * plain-words title, a hint, the families it exists in, and weighted conditions on the facts of one case's
+ * checks on one backend.
  *
  * A static table rather than a YAML file: the conditions name the harness's own scenarios and tensors, so
  * a table compiled with them cannot drift from them unnoticed (a renamed scenario is a compile error), an
  * installed binary needs no data file to find, and there is nothing to parse or fail at start. The CTest
- * test_diagnose runs every mutant through it and fails when fewer than 90 % are named right.
+ * diagnose_hit_rate runs every mutant through it and fails when fewer than 90 % are named right;
+ * test_diagnose checks the table is well formed.
  *
  * How the weights were chosen: each class's defining observation (the scenario meant to catch it, and
  * the tensors that must pass or fail there; tests/mutants/test_mutants.c) weighs 3-4; observations that
- * separate it from its nearest neighbour 2-3; corroboration 1. Conditions on stages (MC_DC_STAGE) are
- * unknown until a backend reports stage probes and then separate conv-side from state-side faults.
+ * separate it from its nearest neighbour 2-3; corroboration 1; "decode output passes" weighs 5 for the
+ * continued-forward classes, whose bugs leave the single-token path alone. Conditions on stages
+ * (MC_DC_STAGE) are unknown until a backend reports stage probes and then separate conv-side from
+ * state-side faults.
  *
  * NMSE thresholds (8.2b vs 8.2a/8.3), measured with the mutants of tests/mutants on the bundled cases: in
  * Mamba2 a continued forward that lost its state history (8.2b) leaves the first_token_causality
  * consistency row at nmse 2.5e-5 .. 6e-4, one whose conv input is wrong (8.2a, 8.3a, 8.3b) at 0.23 .. 1.2:
- * 1e-2 sits between, a factor 16 or more from each side. In Gated DeltaNet the gap is narrower (8.2b 2.7e-7 .. 0.20, 8.2a 0.82 .. 2.3): 0.4, weighted
- * less. Only stages (conv_out vs scan_out / core_out) separate them without a size.
+ * 1e-2 sits between, a factor 16 or more from each side. In Gated DeltaNet the gap is narrower (8.2b
+ * 2.7e-7 .. 0.20, 8.2a 0.82 .. 2.3): 0.4, weighted less. S2.9 (state stored in bf16) against 8.3c (the
+ * window caching another value): a rounding-size error of the prefill caches (nmse < 1e-3) against an
+ * O(1) one. Only stages (conv_out vs scan_out / core_out) separate 8.2b from 8.2a/8.3 without a size.
  */
 #include "diagnose.h"
 
