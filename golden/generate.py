@@ -15,6 +15,8 @@ Commands (paths are relative to this script's directory, whatever the cwd):
                                             --selftest first cross-checks the oracle (chunked SSD / chunked
                                             gated delta rule / closed-form scan, split invariance, padding)
 NAME is family/name (gdn/tiny), a family (gdn: all of it), or a bare mamba2 name (tiny = mamba2/tiny).
+Model-level goldens (whole stacks) are named models/NAME or `models` and live in golden/stacks.py, which
+also holds `generate.py from-checkpoint DIR` (a golden from a Hugging Face checkpoint folder).
 Nothing is written unless `regenerate` is given, with the names to rewrite or --all.
 
 Families are pluggable: a family supplies make_golden(spec) (config attributes, weights, inputs and the
@@ -1485,6 +1487,11 @@ def cmd_check(args):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    sys.path.insert(0, GOLDEN_DIR)
+    import stacks   # model-level goldens (golden/stacks.py): names models/..., and from-checkpoint
+    if stacks.wants_models(argv):
+        return stacks.main(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="names, families, sizes")

@@ -59,6 +59,12 @@ static void print_tensor_diagnosis(const struct mc_console *con, const struct mc
                       "cosine %.9f, nmse %.3g\n",
             s->max_abs_err, s->max_rel_err, s->headroom, t->tol.atol, t->tol.rtol, mc_compare_cosine(s),
             mc_compare_nmse(s));
+    const struct mc_logits_metrics *m = &t->logits;
+    if (m->present)
+        fprintf(con->out, "        %lld positions: top-1 agreement %.4g, top-%d overlap %.4g, KL mean %.3g max %.3g "
+                          "(token %lld), max |dlogp| of the golden's top token %.3g\n",
+                (long long)m->positions, mc_logits_top1_rate(m), MC_LOGITS_TOPK, mc_logits_topk_overlap(m),
+                mc_logits_kl_mean(m), m->kl_max, (long long)m->worst_kl_token, m->logprob_diff_max);
 }
 
 void mc_report_console_check(const struct mc_console *con, const struct mc_check_result *res)
@@ -105,6 +111,8 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
         return;
     if (res->message[0])
         fprintf(con->out, "      %s\n", res->message);
+    if (res->diagnosis[0])
+        fprintf(con->out, "      %sdiagnosis%s: %s\n", paint(con, C_RED), paint(con, C_RESET), res->diagnosis);
     if (res->status == MC_CHECK_SKIPPED || res->status == MC_CHECK_UNSUPPORTED)
         return;
     for (int i = 0; i < res->n_tensors; i++)
@@ -218,6 +226,9 @@ void mc_report_console_summary(const struct mc_console *con, const struct mc_run
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL], nondet,
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->n_problems, rep->duration_s,
             exit_code);
+    if (rep->shard_count > 1)
+        fprintf(con->out, "(shard %d of %d: %d of the %d selected checks)\n", rep->shard_index, rep->shard_count,
+                rep->n_checks, rep->shard_checks);
     if (rep->n_not_applicable > 0)
         fprintf(con->out, "(%d backend/dtype/scenario combination(s) not scheduled: dtypes a backend does not "
                           "declare, chunk_size_invariance without an internal chunk length)\n",

@@ -29,13 +29,48 @@ static void kv_int(struct mc_writer *w, const char *k, long long v)
     fprintf(w->f, ", \"%s\": %lld", k, v);
 }
 
+/* A profile value: 4 significant digits (a plot's precision), null when not finite. */
+static void profile_number(struct mc_writer *w, float v)
+{
+    if (isfinite(v))
+        fprintf(w->f, "%.4g", (double)v);
+    else
+        fputs("null", w->f);
+}
+
+/* "by_position": the tensor's error profile (compare.h): the first position of every bucket that holds
+ * a compared element, with its worst abs error and headroom (null = non-finite). */
+static void write_profile(struct mc_writer *w, const struct mc_position_profile *p)
+{
+    fprintf(w->f, ", \"by_position\": {\"bucket_width\": %lld, \"positions\": [", (long long)p->width);
+    int first = 1;
+    for (int b = 0; b < p->n; b++)
+        if (!(p->max_abs_err[b] < 0.0f)) {
+            fprintf(w->f, "%s%lld", first ? "" : ", ", (long long)mc_compare_profile_position(p, b));
+            first = 0;
+        }
+    for (int k = 0; k < 2; k++) {
+        fputs(k ? "], \"headroom\": [" : "], \"max_abs_err\": [", w->f);
+        first = 1;
+        for (int b = 0; b < p->n; b++)
+            if (!(p->max_abs_err[b] < 0.0f)) {
+                fputs(first ? "" : ", ", w->f);
+                profile_number(w, k ? p->headroom[b] : p->max_abs_err[b]);
+                first = 0;
+            }
+    }
+    fputs("]}", w->f);
+}
+
 static void write_record(struct mc_writer *w, const struct mc_check_result *r, const struct mc_tensor_result *t,
-                         const struct mc_drift *drift)
+                         const struct mc_drift *drift, int flags)
 {
     fputs("    {", w->f);
     kv_str(w, "case", r->case_id, 0);
     kv_str(w, "case_path", r->case_path, 1);
     kv_str(w, "family", mc_family_name(r->family), 1);
+    if (r->model_type[0])
+        kv_str(w, "model_type", r->model_type, 1);
     kv_str(w, "scenario", mc_scenario_name(r->scenario), 1);
     kv_str(w, "backend", r->backend, 1);
     kv_str(w, "device", r->device, 1);
@@ -90,7 +125,25 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_num(w, "atol", t->tol.atol);
         kv_num(w, "rtol", t->tol.rtol);
         kv_int(w, "comparisons", t->comparisons);
+        if (t->logits.present) {
+            const struct mc_logits_metrics *m = &t->logits;
+            fputs(", \"logits_metrics\": {\"positions\": ", w->f);
+            fprintf(w->f, "%lld", (long long)m->positions);
+            kv_num(w, "top1_agreement", mc_logits_top1_rate(m));
+            kv_int(w, "top_k", MC_LOGITS_TOPK);
+            kv_num(w, "topk_overlap", mc_logits_topk_overlap(m));
+            kv_num(w, "kl_mean", mc_logits_kl_mean(m));
+            kv_num(w, "kl_max", m->kl_max);
+            if (m->worst_kl_token >= 0)
+                kv_int(w, "kl_max_token", m->worst_kl_token);
+            kv_num(w, "logprob_diff_max", m->logprob_diff_max);
+            fputc('}', w->f);
+        }
+        if (!(flags & MC_JSON_NO_PROFILE))
+            write_profile(w, &s->profile);
     }
+    if (r->diagnosis[0])
+        kv_str(w, "diagnosis", r->diagnosis, 1);
     if (r->message[0])
         kv_str(w, "message", r->message, 1);
     if (r->detail[0])
@@ -317,6 +370,12 @@ static void write_provenance(struct mc_writer *w, const struct mc_run_report *re
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err)
 {
+    return mc_report_json_write_flags(path, rep, exit_code, 0, err);
+}
+
+enum mc_err_code mc_report_json_write_flags(const char *path, const struct mc_run_report *rep, int exit_code,
+                                            int flags, struct mc_error *err)
+{
     struct mc_writer w;
     if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
         return err->code;
@@ -331,11 +390,16 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->counts[MC_CHECK_SKIPPED],
             rep->counts[MC_CHECK_NONDETERMINISTIC], rep->counts[MC_CHECK_DRIFT], rep->n_problems, exit_code);
+    if (rep->shard_count > 1)
+        fprintf(w.f, "  \"shard\": {\"index\": %d, \"count\": %d, \"checks_all_shards\": %d},\n", rep->shard_index,
+                rep->shard_count, rep->shard_checks);
     fputs("  \"problems\": [", w.f);
     for (int i = 0; i < rep->n_problems; i++) {
         const struct mc_run_problem *p = &rep->problems[i];
         fputs(i ? ",\n    {" : "\n    {", w.f);
         kv_str(&w, "path", p->path, 0);
+        kv_str(&w, "case", p->case_id[0] ? p->case_id : NULL, 1);
+        kv_str(&w, "scenario", p->scenario[0] ? p->scenario : NULL, 1);
         kv_str(&w, "kind", p->code == MC_ERR_BACKEND ? "untestable" : p->code == MC_ERR_USAGE ? "not_run" : "input", 1);
         kv_str(&w, "message", p->msg, 1);
         fputc('}', w.f);
@@ -350,7 +414,7 @@ enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_repo
             fputs(first ? "\n" : ",\n", w.f);
             first = 0;
             write_record(&w, r, r->n_tensors ? &r->tensors[k] : NULL,
-                         r->n_tensors ? mc_baseline_drift_of(rep->baseline, i, k) : NULL);
+                         r->n_tensors ? mc_baseline_drift_of(rep->baseline, i, k) : NULL, flags);
         }
     }
     fputs(first ? "]" : "\n  ]", w.f);

@@ -1,4 +1,11 @@
-/* junit.c — the JUnit XML report (see report.h): a testsuite per case, a testcase per check. */
+/*
+ * junit.c — the JUnit XML report (see report.h): a testsuite per case, a testcase per check, and a
+ * testsuite "problems" with a testcase per problem, named by its case and scenario where known. The
+ * structure is the one Jenkins' junit-10.xsd describes (xunit plugin), plus what pytest and other
+ * common writers add and readers accept: `skipped` on <testsuites>, and <properties> in a <testcase>
+ * (its worst headroom, tensor and max abs error).
+ */
+#include <math.h>
 #include <string.h>
 
 #include "baseline.h"
@@ -12,6 +19,11 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
     char line[1024];
     if (r->message[0]) {
         mc_writer_xml_text(w, r->message);
+        fputc('\n', w->f);
+    }
+    if (r->diagnosis[0]) {
+        mc_writer_xml_text(w, "diagnosis: ");
+        mc_writer_xml_text(w, r->diagnosis);
         fputc('\n', w->f);
     }
     for (int i = 0; i < r->n_tensors; i++) {
@@ -52,13 +64,43 @@ static void write_drift_text(struct mc_writer *w, const struct mc_run_report *re
     }
 }
 
-static void property(struct mc_writer *w, const char *name, const char *value)
+static void property_at(struct mc_writer *w, const char *indent, const char *name, const char *value)
 {
-    fputs("    <property name=\"", w->f);
+    fputs(indent, w->f);
+    fputs("<property name=\"", w->f);
     mc_writer_xml_text(w, name);
     fputs("\" value=\"", w->f);
     mc_writer_xml_text(w, value ? value : "");
     fputs("\"/>\n", w->f);
+}
+
+static void property(struct mc_writer *w, const char *name, const char *value)
+{
+    property_at(w, "    ", name, value);
+}
+
+/* A check's numbers as properties of its testcase: the worst headroom over its tensors (what a
+ * passing check has to say), that tensor and its max abs error. */
+static void testcase_properties(struct mc_writer *w, const struct mc_check_result *r)
+{
+    int worst = -1;
+    for (int i = 0; i < r->n_tensors; i++)
+        if (worst < 0 || r->tensors[i].stats.headroom > r->tensors[worst].stats.headroom)
+            worst = i;
+    if (worst < 0)
+        return;
+    const struct mc_tensor_result *t = &r->tensors[worst];
+    char num[64];
+    fputs("      <properties>\n", w->f);
+    if (isfinite(t->stats.headroom))
+        snprintf(num, sizeof num, "%.6g", t->stats.headroom);
+    else
+        snprintf(num, sizeof num, "inf");
+    property_at(w, "        ", "headroom", num);
+    property_at(w, "        ", "worst_tensor", t->name);
+    snprintf(num, sizeof num, "%.6g", t->stats.max_abs_err);
+    property_at(w, "        ", "max_abs_err", num);
+    fputs("      </properties>\n", w->f);
 }
 
 /* The run's provenance (provenance.h) as <properties>, the first child of the first <testsuite>
@@ -130,8 +172,10 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         }
         fputs("  <testsuite name=\"", w.f);
         mc_writer_xml_text(&w, cid);
-        fprintf(w.f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n", j - i, f, e,
-                s, t);
+        fprintf(w.f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\"", j - i, f, e, s, t);
+        if (rep->provenance && rep->provenance->started_utc[0])
+            fprintf(w.f, " timestamp=\"%s\"", rep->provenance->started_utc);
+        fputs(">\n", w.f);
         if (i == 0)
             write_properties(&w, rep);
         for (int k = i; k < j; k++) {
@@ -140,16 +184,17 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
             mc_writer_xml_text(&w, r->case_id);
             fprintf(w.f, "\" name=\"%s/%s/%s\" time=\"%.3f\"", mc_scenario_name(r->scenario), r->backend,
                     mc_dtype_name(r->dtype), r->duration_s);
-            if (r->status == MC_CHECK_PASS) {
+            if (r->status == MC_CHECK_PASS && r->n_tensors == 0) {
                 fputs("/>\n", w.f);
                 continue;
             }
             fputs(">\n", w.f);
+            testcase_properties(&w, r);
             if (r->status == MC_CHECK_UNSUPPORTED || r->status == MC_CHECK_SKIPPED) {
                 fputs("      <skipped message=\"", w.f);
                 mc_writer_xml_text(&w, r->message);
                 fputs("\"/>\n", w.f);
-            } else {
+            } else if (r->status != MC_CHECK_PASS) {
                 int failed = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC ||
                              r->status == MC_CHECK_DRIFT;
                 const char *tag = failed ? "failure" : "error";
@@ -169,14 +214,27 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
         i = j;
     }
     if (rep->n_problems) {
-        fprintf(w.f, "  <testsuite name=\"problems\" tests=\"%d\" failures=\"0\" errors=\"%d\" skipped=\"0\">\n",
+        fprintf(w.f, "  <testsuite name=\"problems\" tests=\"%d\" failures=\"0\" errors=\"%d\" skipped=\"0\" "
+                     "time=\"0.000\">\n",
                 rep->n_problems, rep->n_problems);
         if (rep->n_checks == 0)
             write_properties(&w, rep);
         for (int i = 0; i < rep->n_problems; i++) {
-            fputs("    <testcase classname=\"mixcheck.problems\" name=\"", w.f);
-            mc_writer_xml_text(&w, rep->problems[i].path);
-            fputs("\">\n      <error message=\"", w.f);
+            /* named by case and scenario where the problem has them, else by its file (or option) */
+            const struct mc_run_problem *p = &rep->problems[i];
+            fputs("    <testcase classname=\"mixcheck.", w.f);
+            mc_writer_xml_text(&w, p->case_id[0] ? p->case_id : "problems");
+            fputs("\" name=\"", w.f);
+            if (p->case_id[0]) {
+                mc_writer_xml_text(&w, p->case_id);
+                fputc('/', w.f);
+                mc_writer_xml_text(&w, p->scenario[0] ? p->scenario : "case");
+            } else {
+                mc_writer_xml_text(&w, p->path);
+            }
+            fputs("\" time=\"0.000\">\n      <properties>\n", w.f);
+            property_at(&w, "        ", "path", p->path);
+            fputs("      </properties>\n      <error message=\"", w.f);
             mc_writer_xml_text(&w, rep->problems[i].msg);
             fputs("\"/>\n    </testcase>\n", w.f);
         }

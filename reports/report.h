@@ -1,6 +1,7 @@
 /*
  * report.h — report writers over one run report: the console (a line per check, a compact diagnosis
- * on failure and the command that reruns only that check), JSON and JUnit XML. Files are written to
+ * on failure and the command that reruns only that check), JSON, JUnit XML, a Markdown summary and
+ * an HTML page. Files are written to
  * a temporary name and renamed, so a reader never sees half a report.
  */
 #ifndef MC_REPORT_H
@@ -35,6 +36,16 @@ void mc_report_rerun_command(const struct mc_check_result *res, const char *argv
                              size_t len);
 
 enum mc_err_code mc_report_json_write(const char *path, const struct mc_run_report *rep, int exit_code,
+                                      struct mc_error *err);
+/* The same report without the per-position profiles (by_position): the records of a history store. */
+#define MC_JSON_NO_PROFILE 1
+enum mc_err_code mc_report_json_write_flags(const char *path, const struct mc_run_report *rep, int exit_code,
+                                            int flags, struct mc_error *err);
+/* The Markdown summary for a CI step summary (markdown.c). */
+enum mc_err_code mc_report_markdown_write(const char *path, const struct mc_run_report *rep, int exit_code,
+                                          struct mc_error *err);
+/* One self-contained HTML page (html.c): the headroom matrix and error-against-position plots. */
+enum mc_err_code mc_report_html_write(const char *path, const struct mc_run_report *rep, int exit_code,
                                       struct mc_error *err);
 enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_report *rep, struct mc_error *err);
 

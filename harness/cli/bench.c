@@ -28,6 +28,7 @@
 #define _DEFAULT_SOURCE /* wait4 */
 #define _DEFAULT_SOURCE /* wait4 */
 #include "bench.h"
+#include "bench_python.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -152,6 +153,8 @@ static void usage(FILE *out)
             "  --json FILE         one record per configuration\n"
             "  --plugin LIB        load backends from a shared library (repeatable)\n"
             "  --cases DIR         where the gate's cases are (default cases; DIR/<family> is run)\n"
+            "  --python-overhead   another mode: the Python backend adapter's own cost per forward call\n"
+            "                      (mixcheck bench --python-overhead --help)\n"
             "\n"
             "Before a backend is timed at a dtype, the family's cases run for it (the gate); a failed\n"
             "check refuses the timing. exit: 0 measured, 1 refused or a run failed, 2 usage or input\n"
@@ -1061,6 +1064,8 @@ static int bench_family(const struct mc_registry *reg, const struct bench_opts *
 
 int mc_cli_bench(int argc, char **argv, mc_bench_register_fn register_builtins)
 {
+    if (mc_bench_python_wanted(argc, argv))
+        return mc_bench_python(argc, argv);
     struct bench_opts o;
     int code = parse_args(argc, argv, &o);
     if (code != 0)

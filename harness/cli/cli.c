@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "pybackend.h"
 #include "reference.h"
 
 int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err)
@@ -45,6 +46,18 @@ int mc_cli_load_backends(struct mc_registry *reg, struct mc_plugins *plugins, co
              * a usage mistake (too many plugins) stays 2 */
             return bisect && err.code == MC_ERR_INPUT ? 125 : mc_error_exit_code(err.code);
         }
+    }
+    return 0;
+}
+
+int mc_cli_load_python(struct mc_registry *reg, const struct mc_plugins *plugins, const struct mc_python_options *opt,
+                       const char *const *specs, int n, int bisect)
+{
+    struct mc_error err = {0};
+    /* each spec counts as one more plugin: its backends run on every case of their family */
+    if (n > 0 && mc_python_load(opt, specs, n, reg, plugins->n + 1, &err) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: %s\n", err.msg);
+        return bisect && err.code == MC_ERR_INPUT ? 125 : mc_error_exit_code(err.code);
     }
     return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "plugin.h"
+#include "pybackend.h"
 #include "registry.h"
 
 #define MC_VERSION "0.1.0"
@@ -20,6 +21,12 @@ int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err);
  * code: 2 (or 125 with `bisect`: a plugin that cannot be loaded is "could not test"). 0 on success. */
 int mc_cli_load_backends(struct mc_registry *reg, struct mc_plugins *plugins, const char *const *paths, int n,
                          int bisect);
+
+/* Registers the Python backends of each spec (pybackend.h) as the plugins after the loaded ones. On
+ * failure prints the error and returns the exit code (2, or 125 with `bisect` when the interpreter or
+ * the module cannot be loaded). 0 on success. */
+int mc_cli_load_python(struct mc_registry *reg, const struct mc_plugins *plugins, const struct mc_python_options *opt,
+                       const char *const *specs, int n, int bisect);
 
 /* Parses a decimal integer in [1, max]; 0 on success. */
 int mc_cli_parse_count(const char *text, int max, int *out);
@@ -34,5 +41,7 @@ void mc_cli_append_arg(char *buf, size_t len, size_t *used, const char *word);
 int mc_cmd_run(int argc, char **argv);
 int mc_cmd_list(int argc, char **argv);
 int mc_cmd_diff(int argc, char **argv);
+int mc_cmd_history(int argc, char **argv);
+int mc_cmd_merge(int argc, char **argv);
 
 #endif

@@ -67,7 +67,9 @@ static int list(const char *const *paths, int n_paths, int coverage, const struc
             bad = 1;
             continue;
         }
-        printf("  %-24s %-9s %s\n", c.id, mc_family_name(c.family), files[i]);
+        char kind[40];
+        snprintf(kind, sizeof kind, "%s%s", c.model_type ? "model " : "", c.model_type ? c.model_type : mc_family_name(c.family));
+        printf("  %-24s %-9s %s\n", c.id, kind, files[i]);
         printf("      scenarios:");
         for (int s = 0; s < c.n_scenarios; s++) {
             printf(" %s", mc_scenario_name(c.scenarios[s].kind));

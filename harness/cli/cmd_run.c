@@ -15,6 +15,7 @@
 #include "case.h"
 #include "cli.h"
 #include "family.h"
+#include "history.h"
 #include "provenance.h"
 #include "report.h"
 #include "reportread.h"
@@ -39,6 +40,12 @@ static void usage(FILE *out)
             "                  Applied before goldens are read\n"
             "backends and tolerances:\n"
             "  --plugin LIB    load backends from a shared library (repeatable)\n"
+            "  --python-backend SPEC\n"
+            "                  load backends written in Python (python/mixcheck_backend): SPEC is MODULE,\n"
+            "                  MODULE:CLASS, FILE.py or FILE.py:CLASS (repeatable; README \"Python backends\")\n"
+            "  --python PY     the interpreter for them, a path or a name in PATH (default python3)\n"
+            "  --python-device DEV\n"
+            "                  the device they run on and are checked as (default cpu; e.g. cuda)\n"
             "  --tolerance F   a tolerance profile consulted before each case's own: the first profile\n"
             "                  with entries for a check's (device, dtype) gives its tolerances (repeatable)\n"
             "  --device-profile DEV=AS\n"
@@ -51,6 +58,10 @@ static void usage(FILE *out)
             "  --threads N     worker threads for backends that take them (default: theirs)\n"
             "  -j, --jobs N    N checks at a time, each in its own process (default: the CPU count)\n"
             "  --timeout S     a check running longer than S seconds is killed and fails (default %d)\n"
+            "  --shard K/N     run shard K (1..N) of the selected checks, split evenly by expected cost\n"
+            "                  (the same plan in every shard; join the reports with `mixcheck merge`).\n"
+            "                  Under Bazel, TEST_TOTAL_SHARDS/TEST_SHARD_INDEX give it, TEST_SHARD_STATUS_FILE\n"
+            "                  is touched and the JUnit report goes to XML_OUTPUT_FILE (unless --junit)\n"
             "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
             "  --bisect        for `git bisect run`: a plugin that cannot be loaded exits 125 (skip the\n"
             "                  commit); everything else keeps its code, so a typo is 2, not a skip\n"
@@ -63,6 +74,12 @@ static void usage(FILE *out)
             "  --max-drift R   the growth allowed over the baseline, R > 1 (default 1.3)\n"
             "reports:\n"
             "  --json FILE     the JSON report          --junit FILE   the JUnit XML report\n"
+            "  --markdown FILE a Markdown summary (totals, failures with their diagnosis, most drifted,\n"
+            "                  slowest checks) for a CI step summary (append it to $GITHUB_STEP_SUMMARY)\n"
+            "  --html FILE     one self-contained HTML page: the headroom matrix and, per failing or\n"
+            "                  most-drifted check, its error against token position\n"
+            "  --record DIR    add this run's numbers to the history store DIR (one new file per run, keyed\n"
+            "                  by commit; read by `mixcheck history DIR` and `mixcheck diff`)\n"
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures, problems and the summary\n"
             "\n"
@@ -76,11 +93,17 @@ struct run_cli {
     struct mc_run_options opt;
     const char *json_path;
     const char *junit_path;
+    const char *markdown_path;
+    const char *html_path;
+    const char *record_dir;
     const char *color;
     int quiet;
     int bisect;
     const char *plugins[MC_PLUGIN_MAX];
     int n_plugins;
+    const char *python_specs[MC_PYTHON_MAX_BACKENDS];
+    int n_python;
+    struct mc_python_options python;
     const char *tolerance_paths[MC_RUN_MAX_TOLERANCES];
     struct mc_tolerance_profile tolerances[MC_RUN_MAX_TOLERANCES];
     const char **paths;
@@ -110,6 +133,13 @@ enum {
     OPT_DEVICE_PROFILE,
     OPT_BASELINE,
     OPT_MAX_DRIFT,
+    OPT_MARKDOWN,
+    OPT_HTML,
+    OPT_RECORD,
+    OPT_SHARD,
+    OPT_PYTHON,
+    OPT_PYTHON_BACKEND,
+    OPT_PYTHON_DEVICE,
     OPT_HELP
 };
 
@@ -126,6 +156,46 @@ static void rerun_option(struct run_cli *cli, size_t *used, const char *option, 
 {
     mc_cli_append_arg(cli->rerun, sizeof cli->rerun, used, option);
     mc_cli_append_arg(cli->rerun, sizeof cli->rerun, used, value);
+}
+
+/* "K/N" with 1 <= K <= N <= 100000; 0 on success. */
+static int parse_shard(const char *text, int *k, int *n)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *slash = strchr(buf, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    if (mc_cli_parse_count(buf, 100000, k) != 0 || mc_cli_parse_count(slash + 1, 100000, n) != 0 || *k > *n)
+        return -1;
+    return 0;
+}
+
+/* Bazel's test sharding (TEST_TOTAL_SHARDS, TEST_SHARD_INDEX 0-based), unless --shard was given; 0 or
+ * the exit code of a bad value. Touching TEST_SHARD_STATUS_FILE tells Bazel the test shards itself. */
+static int bazel_shard(struct mc_run_options *o)
+{
+    const char *total = getenv("TEST_TOTAL_SHARDS"), *index = getenv("TEST_SHARD_INDEX");
+    const char *status = getenv("TEST_SHARD_STATUS_FILE");
+    if (status && *status) {
+        FILE *f = fopen(status, "a");
+        if (f)
+            fclose(f);
+    }
+    if (o->shard_count > 0 || total == NULL || *total == '\0')
+        return 0;
+    int n, k;
+    char *end;
+    long idx = index ? strtol(index, &end, 10) : -1;
+    if (mc_cli_parse_count(total, 100000, &n) != 0 || index == NULL || end == index || *end != '\0' || idx < 0 ||
+        idx >= n)
+        return usage_error("TEST_TOTAL_SHARDS / TEST_SHARD_INDEX: expected 0 <= index < total (index '%s')",
+                           index ? index : "unset");
+    k = (int)idx + 1;
+    o->shard_index = k;
+    o->shard_count = n;
+    return 0;
 }
 
 /* Parses argv (argv[1] == "run"); 0, or the exit code of a usage error (already printed). */
@@ -152,6 +222,13 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
         {"baseline", required_argument, NULL, OPT_BASELINE},
         {"max-drift", required_argument, NULL, OPT_MAX_DRIFT},
+        {"markdown", required_argument, NULL, OPT_MARKDOWN},
+        {"html", required_argument, NULL, OPT_HTML},
+        {"record", required_argument, NULL, OPT_RECORD},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"python", required_argument, NULL, OPT_PYTHON},
+        {"python-backend", required_argument, NULL, OPT_PYTHON_BACKEND},
+        {"python-device", required_argument, NULL, OPT_PYTHON_DEVICE},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -188,6 +265,19 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         case OPT_JUNIT:
             cli->junit_path = optarg;
             break;
+        case OPT_MARKDOWN:
+            cli->markdown_path = optarg;
+            break;
+        case OPT_HTML:
+            cli->html_path = optarg;
+            break;
+        case OPT_RECORD:
+            cli->record_dir = optarg;
+            break;
+        case OPT_SHARD:
+            if (parse_shard(optarg, &o->shard_index, &o->shard_count) != 0)
+                return usage_error("--shard: expected K/N with 1 <= K <= N, e.g. 2/4 (got '%s')", optarg);
+            break;
         case OPT_COLOR:
             cli->color = optarg;
             if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never"))
@@ -201,6 +291,22 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
                 return usage_error("--plugin: at most 16 plugins (got '%s' too)", optarg);
             cli->plugins[cli->n_plugins++] = optarg;
             rerun_option(cli, &used, "--plugin", optarg);
+            break;
+        case OPT_PYTHON:
+            cli->python.python = optarg;
+            rerun_option(cli, &used, "--python", optarg);
+            break;
+        case OPT_PYTHON_DEVICE:
+            if (optarg[0] == '\0')
+                return usage_error("--python-device: expected a device name, e.g. cuda (got '%s')", optarg);
+            cli->python.device = optarg;
+            rerun_option(cli, &used, "--python-device", optarg);
+            break;
+        case OPT_PYTHON_BACKEND:
+            if (cli->n_python >= MC_PYTHON_MAX_BACKENDS)
+                return usage_error("--python-backend: at most 32 (got '%s' too)", optarg);
+            cli->python_specs[cli->n_python++] = optarg;
+            rerun_option(cli, &used, "--python-backend", optarg);
             break;
         case OPT_TOLERANCE:
             if (o->n_tolerances >= MC_RUN_MAX_TOLERANCES)
@@ -266,6 +372,13 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             return usage_error("run: unknown or incomplete option '%s' (see mixcheck run --help)", argv[optind - 1]);
         }
     }
+    if (bazel_shard(o) != 0)
+        return 2;
+    if (cli->junit_path == NULL && getenv("XML_OUTPUT_FILE") && *getenv("XML_OUTPUT_FILE"))
+        cli->junit_path = getenv("XML_OUTPUT_FILE");
+    if ((cli->python.python || cli->python.device) && cli->n_python == 0)
+        return usage_error("--python%s: needs --python-backend SPEC (the backends to run)",
+                           cli->python.device ? "-device" : "");
     if (cli->max_drift > 0 && cli->baseline_path == NULL)
         return usage_error("--max-drift%s: needs --baseline REPORT.json", "");
     if (cli->baseline_path && cli->max_drift == 0)
@@ -394,6 +507,26 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
         fprintf(stderr, "mixcheck: --junit: %s\n", werr.msg);
         code = 2;
     }
+    mc_error_clear(&werr);
+    if (cli->markdown_path && mc_report_markdown_write(cli->markdown_path, &rep, code, &werr) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: --markdown: %s\n", werr.msg);
+        code = 2;
+    }
+    mc_error_clear(&werr);
+    if (cli->html_path && mc_report_html_write(cli->html_path, &rep, code, &werr) != MC_ERR_NONE) {
+        fprintf(stderr, "mixcheck: --html: %s\n", werr.msg);
+        code = 2;
+    }
+    mc_error_clear(&werr);
+    if (cli->record_dir) {
+        char rec[4096];
+        if (mc_history_new_path(cli->record_dir, cli->prov.git_commit, rep.started_unix, rec, sizeof rec, &werr) !=
+                MC_ERR_NONE ||
+            mc_report_json_write_flags(rec, &rep, code, MC_JSON_NO_PROFILE, &werr) != MC_ERR_NONE) {
+            fprintf(stderr, "mixcheck: --record: %s\n", werr.msg);
+            code = 2;
+        }
+    }
     mc_report_console_baseline(&pr.con, &rep);
     mc_report_console_summary(&pr.con, &rep, code);
     mc_run_report_free(&rep);
@@ -435,6 +568,11 @@ int mc_cmd_run(int argc, char **argv)
         collect_provenance(cli);
     if (code == 0)
         code = mc_cli_load_backends(&reg, &plugins, cli->plugins, cli->n_plugins, cli->bisect);
+    if (code == 0 && cli->n_python > 0) {
+        if (cli->python.python == NULL)
+            cli->python.python = "python3";
+        code = mc_cli_load_python(&reg, &plugins, &cli->python, cli->python_specs, cli->n_python, cli->bisect);
+    }
     if (code == 0)
         code = validate_filters(cli, &reg);
     if (code == 0)
@@ -452,6 +590,7 @@ int mc_cmd_run(int argc, char **argv)
     for (int i = 0; i < cli->opt.n_tolerances; i++)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
+    mc_python_unload();
     mc_provenance_free(&cli->prov);
     mc_report_doc_free(&cli->baseline);
     free(cli);

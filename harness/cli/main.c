@@ -1,6 +1,6 @@
 /*
  * main.c — the mixcheck command: dispatches to one subcommand per file (cmd_run.c, cmd_list.c,
- * cmd_diff.c, bench.c). Exit codes are the subcommands' (0 all passed, 1 a check failed, 2 usage or input error,
+ * cmd_diff.c, cmd_history.c, cmd_merge.c, bench.c). Exit codes are the subcommands' (0 all passed, 1 a check failed, 2 usage or input error,
  * 125 could not test).
  */
 #include <stdio.h>
@@ -18,6 +18,9 @@ static void usage(FILE *out)
                  "       mixcheck list [PATH...] [--coverage] list cases, backends and scenario coverage (list --help)\n"
                  "       mixcheck bench [options]             time a backend after its cases pass (bench --help)\n"
                  "       mixcheck diff A.json B.json          the checks whose numbers moved between two reports (diff --help)\n"
+                 "       mixcheck history DIR [-k PATTERN]    the trend and steps of every check over the runs recorded\n"
+                 "                                            with run --record DIR (history --help)\n"
+                 "       mixcheck merge --json OUT SHARD...   join the reports of the shards of a run (merge --help)\n"
                  "       mixcheck --version\n"
                  "exit: 0 all passed, 1 a check failed, 2 usage or input error, 125 could not test\n",
             MC_DEFAULT_CASES);
@@ -50,8 +53,12 @@ int main(int argc, char **argv)
         return mc_cmd_list(argc, argv);
     if (strcmp(cmd, "diff") == 0)
         return mc_cmd_diff(argc, argv);
+    if (strcmp(cmd, "history") == 0)
+        return mc_cmd_history(argc, argv);
+    if (strcmp(cmd, "merge") == 0)
+        return mc_cmd_merge(argc, argv);
     if (strcmp(cmd, "bench") == 0)
         return mc_cli_bench(argc, argv, mc_cli_register_builtins);
-    fprintf(stderr, "mixcheck: unknown command '%s' (run, list, bench, diff; see --help)\n", cmd);
+    fprintf(stderr, "mixcheck: unknown command '%s' (run, list, bench, diff, history, merge; see --help)\n", cmd);
     return 2;
 }

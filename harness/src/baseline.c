@@ -46,7 +46,7 @@ enum mc_err_code mc_baseline_apply(const struct mc_report_doc *base, double max_
     out->path = base->path;
     out->max_drift = max_drift;
     unsigned char *seen = calloc((size_t)base->n_records + 1, 1);
-    int cap = 0;
+    int cap = 0, cap_ratios = 0;
     if (seen == NULL)
         return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < rep->n_checks && err->code == MC_ERR_NONE; i++) {
@@ -70,6 +70,23 @@ enum mc_err_code mc_baseline_apply(const struct mc_report_doc *base, double max_
             double rh, ra;
             mc_drift_ratios(tr->stats.headroom, b->headroom, tr->stats.max_abs_err, b->max_abs_err, tr->tol.atol, &rh,
                             &ra);
+            struct mc_drift rec = {.check = i,
+                                   .tensor = t,
+                                   .ratio = rh > ra ? rh : ra,
+                                   .headroom_ratio = rh,
+                                   .abs_ratio = ra,
+                                   .old_headroom = b->headroom,
+                                   .old_max_abs_err = b->max_abs_err};
+            if (out->n_ratios == cap_ratios) {
+                cap_ratios = cap_ratios ? 2 * cap_ratios : 64;
+                struct mc_drift *d = realloc(out->ratios, (size_t)cap_ratios * sizeof *d);
+                if (d == NULL) {
+                    mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                out->ratios = d;
+            }
+            out->ratios[out->n_ratios++] = rec;
             /* a check that failed (or errored) keeps its own verdict: drift is news only about a pass */
             if (r->status != MC_CHECK_PASS || !(rh > max_drift || ra > max_drift))
                 continue;
@@ -82,13 +99,7 @@ enum mc_err_code mc_baseline_apply(const struct mc_report_doc *base, double max_
                 }
                 out->drifts = d;
             }
-            out->drifts[out->n_drifts++] = (struct mc_drift){.check = i,
-                                                             .tensor = t,
-                                                             .ratio = rh > ra ? rh : ra,
-                                                             .headroom_ratio = rh,
-                                                             .abs_ratio = ra,
-                                                             .old_headroom = b->headroom,
-                                                             .old_max_abs_err = b->max_abs_err};
+            out->drifts[out->n_drifts++] = rec;
             drifted = 1;
         }
         if (drifted) {
@@ -113,6 +124,7 @@ void mc_baseline_result_free(struct mc_baseline_result *r)
     free(r->missing_in_baseline);
     free(r->missing_in_run);
     free(r->drifts);
+    free(r->ratios);
     memset(r, 0, sizeof *r);
 }
 

@@ -44,6 +44,8 @@ struct mc_baseline_result {
     int n_compared;        /* tensors found on both sides */
     struct mc_drift *drifts; /* every tensor beyond max_drift of a check that passed, in run order */
     int n_drifts;
+    struct mc_drift *ratios; /* every tensor compared, drifted or not, in run order (the reports' "most drifted") */
+    int n_ratios;
     char **missing_in_baseline; /* keys "case/scenario/backend/dtype/tensor" */
     int n_missing_in_baseline;
     char **missing_in_run;

@@ -101,6 +101,7 @@ static const char *const KEYS_PACKED[] = {"sequences", "seed"};
 static const char *const KEYS_SLOT_POOL[] = {"sequences", "pool", "seed"};
 static const char *const KEYS_MIXED[] = {"drafts", "seed"};
 static const char *const KEYS_RESUME[] = {"at", "splits", "seed"};
+static const char *const KEYS_GREEDY[] = {"steps", "top_k"};
 
 struct scenario_keys {
     const char *const *names;
@@ -123,6 +124,7 @@ static const struct scenario_keys SCENARIO_KEYS[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_SLOT_POOL] = {KEYS_SLOT_POOL, COUNT(KEYS_SLOT_POOL)},
     [MC_SCENARIO_MIXED_STEP] = {KEYS_MIXED, COUNT(KEYS_MIXED)},
     [MC_SCENARIO_PREFIX_RESUME] = {KEYS_RESUME, COUNT(KEYS_RESUME)},
+    [MC_SCENARIO_GREEDY] = {KEYS_GREEDY, COUNT(KEYS_GREEDY)},
 };
 
 static void scenario_free(struct mc_scenario_spec *s)
@@ -283,6 +285,10 @@ static enum mc_err_code ld_scenario(struct mc_yaml_doc *ld, enum mc_scenario_kin
         if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->prefill)) == MC_ERR_NONE)
             rc = mc_yaml_int_opt(ld, v[1], pk[1], 0, MC_CASE_MAX_TOKENS, TOKEN_CAP_MSG, 1, &s->decode_steps);
         break;
+    case MC_SCENARIO_GREEDY:
+        if ((rc = ld_tokens(ld, v[0], pk[0], 1, &s->steps)) == MC_ERR_NONE)
+            rc = mc_yaml_int(ld, v[1], pk[1], 1, 1000, "top_k is at most 1000", &s->top_k);
+        break;
     case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
         rc = ld_int_list(ld, v[0], pk[0], 1, MC_CASE_MAX_TOKENS, MAX_CHUNK_SIZES, false, &s->chunk_sizes,
                          &s->n_chunk_sizes);
@@ -320,9 +326,61 @@ static enum mc_err_code ld_scenarios(struct mc_yaml_doc *ld, yaml_node_t *map, s
 
 /* ---- the case ---------------------------------------------------------------------------------- */
 
-enum { CK_ID, CK_WHY, CK_FAMILY, CK_GOLDEN, CK_TOLERANCE, CK_BACKENDS, CK_DTYPES, CK_SCENARIOS, CK_COUNT };
-static const char *const CASE_KEYS[CK_COUNT] = {"id",        "why",      "family", "golden",
-                                                "tolerance", "backends", "dtypes", "scenarios"};
+enum { CK_ID, CK_WHY, CK_FAMILY, CK_GOLDEN, CK_TOLERANCE, CK_BACKENDS, CK_DTYPES, CK_SCENARIOS, CK_MODEL, CK_LAYERS,
+       CK_COUNT };
+static const char *const CASE_KEYS[CK_COUNT] = {"id",        "why",      "family", "golden",    "tolerance",
+                                                "backends",  "dtypes",   "scenarios", "model", "layers"};
+/* Scenarios a model case runs (docs/models.md §3); greedy is a model case's only. */
+static int model_scenario(enum mc_scenario_kind k)
+{
+    return k == MC_SCENARIO_PREFILL || k == MC_SCENARIO_DECODE || k == MC_SCENARIO_CHUNKED ||
+           k == MC_SCENARIO_FIRST_TOKEN_CAUSALITY || k == MC_SCENARIO_LEFT_PADDED_BATCH ||
+           k == MC_SCENARIO_BATCH_INVARIANCE || k == MC_SCENARIO_GREEDY;
+}
+
+/* `model:` (a model case) or `family:` (a mixer case), exactly one of them; and `layers:` with `model:` only. */
+static enum mc_err_code ld_kind(struct mc_yaml_doc *ld, yaml_node_t *root, yaml_node_t **v, struct mc_case *c)
+{
+    enum mc_err_code rc;
+    const char *s = NULL;
+    char got[MC_YAML_DESCRIBE_LEN];
+    if (v[CK_MODEL] == NULL) {
+        if (v[CK_LAYERS] != NULL)
+            return mc_yaml_fail(ld, v[CK_LAYERS]->start_mark, "layers", "only a model case (`model:`) has layers");
+        return mc_yaml_require(ld, root, "", "family", v[CK_FAMILY]);
+    }
+    if (v[CK_FAMILY] != NULL)
+        return mc_yaml_fail(ld, v[CK_FAMILY]->start_mark, "family",
+                            "a model case names its `model:`, its layers' families come from the golden");
+    if ((rc = mc_yaml_string(ld, v[CK_MODEL], "model", &s)) != MC_ERR_NONE)
+        return rc;
+    enum mc_family fam;
+    if (strcmp(s, "mamba2") == 0)
+        fam = MC_FAMILY_MAMBA2;
+    else if (strcmp(s, "mamba") == 0)
+        fam = MC_FAMILY_MAMBA1;
+    else if (strcmp(s, "lfm2") == 0)
+        fam = MC_FAMILY_SHORTCONV;
+    else if (strcmp(s, "bamba") == 0)
+        fam = MC_FAMILY_MAMBA2;
+    else if (strcmp(s, "qwen3_5_text") == 0)
+        fam = MC_FAMILY_GDN;
+    else {
+        mc_yaml_node_describe(v[CK_MODEL], got, sizeof got);
+        return mc_yaml_fail(ld, v[CK_MODEL]->start_mark, "model", "unknown model type; valid: mamba2, mamba, lfm2, bamba, qwen3_5_text (got %s)",
+                            got);
+    }
+    if ((c->model_type = mc_strdup(s)) == NULL)
+        return mc_yaml_nomem(ld);
+    c->family = fam;
+    c->family_line = (int)v[CK_MODEL]->start_mark.line + 1;
+    c->family_column = (int)v[CK_MODEL]->start_mark.column + 1;
+    if (v[CK_LAYERS] == NULL)
+        return MC_ERR_NONE;
+    c->layers_line = (int)v[CK_LAYERS]->start_mark.line + 1;
+    c->layers_column = (int)v[CK_LAYERS]->start_mark.column + 1;
+    return ld_int_list(ld, v[CK_LAYERS], "layers", 0, 1023, 64, true, &c->layers, &c->n_layers);
+}
 
 /* rel resolved against the directory of `base` (unchanged when absolute or base has no directory). */
 static char *path_resolve(const char *base, const char *rel)
@@ -411,9 +469,13 @@ static enum mc_err_code ld_case(struct mc_yaml_doc *ld, yaml_node_t *root, struc
     if ((rc = mc_yaml_fields(ld, root, "", CASE_KEYS, CK_COUNT, v, k)) != MC_ERR_NONE)
         return rc;
     for (int i = 0; i < CK_COUNT; i++) {
+        if (i == CK_FAMILY || i == CK_MODEL || i == CK_LAYERS)
+            continue;
         if ((rc = mc_yaml_require(ld, root, "", CASE_KEYS[i], v[i])) != MC_ERR_NONE)
             return rc;
     }
+    if ((rc = ld_kind(ld, root, v, c)) != MC_ERR_NONE)
+        return rc;
     if ((rc = mc_yaml_name(ld, v[CK_ID], "id", "id", &s)) != MC_ERR_NONE)
         return rc;
     if ((c->id = mc_strdup(s)) == NULL)
@@ -422,15 +484,18 @@ static enum mc_err_code ld_case(struct mc_yaml_doc *ld, yaml_node_t *root, struc
         return rc;
     if ((c->why = mc_strdup(s)) == NULL)
         return mc_yaml_nomem(ld);
-    if ((rc = mc_yaml_string(ld, v[CK_FAMILY], "family", &s)) != MC_ERR_NONE)
-        return rc;
-    if (mc_family_from_name(s, &c->family) != 0) {
-        mc_yaml_node_describe(v[CK_FAMILY], got, sizeof got);
-        mc_yaml_names_join(valid, sizeof valid, FAMILY_NAMES, COUNT(FAMILY_NAMES));
-        return mc_yaml_fail(ld, v[CK_FAMILY]->start_mark, "family", "unknown family; valid: %s (got %s)", valid, got);
+    if (c->model_type == NULL) {
+        if ((rc = mc_yaml_string(ld, v[CK_FAMILY], "family", &s)) != MC_ERR_NONE)
+            return rc;
+        if (mc_family_from_name(s, &c->family) != 0) {
+            mc_yaml_node_describe(v[CK_FAMILY], got, sizeof got);
+            mc_yaml_names_join(valid, sizeof valid, FAMILY_NAMES, COUNT(FAMILY_NAMES));
+            return mc_yaml_fail(ld, v[CK_FAMILY]->start_mark, "family", "unknown family; valid: %s (got %s)", valid,
+                                got);
+        }
+        c->family_line = (int)v[CK_FAMILY]->start_mark.line + 1;
+        c->family_column = (int)v[CK_FAMILY]->start_mark.column + 1;
     }
-    c->family_line = (int)v[CK_FAMILY]->start_mark.line + 1;
-    c->family_column = (int)v[CK_FAMILY]->start_mark.column + 1;
     if ((rc = mc_yaml_string(ld, v[CK_GOLDEN], "golden", &s)) != MC_ERR_NONE)
         return rc;
     if ((c->golden_path = path_resolve(ld->path, s)) == NULL)
@@ -441,6 +506,16 @@ static enum mc_err_code ld_case(struct mc_yaml_doc *ld, yaml_node_t *root, struc
         (rc = ld_dtypes(ld, v[CK_DTYPES], c)) != MC_ERR_NONE ||
         (rc = ld_scenarios(ld, v[CK_SCENARIOS], c)) != MC_ERR_NONE)
         return rc;
+    for (int i = 0; i < c->n_scenarios; i++) {
+        const struct mc_scenario_spec *sp = &c->scenarios[i];
+        int is_model = c->model_type != NULL, ok = is_model ? model_scenario(sp->kind) : sp->kind != MC_SCENARIO_GREEDY;
+        if (!ok)
+            return mc_error_set(ld->err, MC_ERR_INPUT, "%s:%d:%d: in 'scenarios.%s': %s", ld->path, sp->line,
+                                sp->column, mc_scenario_name(sp->kind),
+                                is_model ? "not a model-level scenario (model cases run prefill, decode, chunked, "
+                                           "first_token_causality, left_padded_batch, batch_invariance, greedy)"
+                                         : "greedy is a model-level scenario (a case with `model:`)");
+    }
     if ((rc = mc_yaml_string(ld, v[CK_TOLERANCE], "tolerance", &s)) != MC_ERR_NONE)
         return rc;
     char *tol_path = path_resolve(ld->path, s);
@@ -497,6 +572,8 @@ void mc_case_free(struct mc_case *c)
     free(c->id);
     free(c->why);
     free(c->golden_path);
+    free(c->model_type);
+    free(c->layers);
     for (int i = 0; i < c->n_backends; i++)
         free(c->backends[i]);
     free(c->backends);

@@ -37,6 +37,7 @@ enum mc_scenario_kind {
     MC_SCENARIO_SLOT_POOL,
     MC_SCENARIO_MIXED_STEP,
     MC_SCENARIO_PREFIX_RESUME,
+    MC_SCENARIO_GREEDY, /* model cases only (docs/models.md §3): greedy generation through the cache */
     MC_SCENARIO_COUNT
 };
 
@@ -54,6 +55,10 @@ enum mc_tensor_kind {
     MC_TENSOR_REF_OUTPUT,
     MC_TENSOR_REF_CONV_STATE,
     MC_TENSOR_REF_RECURRENT_STATE,
+    /* model cases (docs/models.md §3): the logits of the LM head, and the residual stream after the
+     * embedding and after every layer (what localises a logits failure) */
+    MC_TENSOR_LOGITS,
+    MC_TENSOR_HIDDEN_STATES,
     MC_TENSOR_COUNT
 };
 
@@ -86,6 +91,8 @@ struct mc_scenario_spec {
     int64_t random_sets;         /* chunked: extra split sets drawn from `seed` */
     int64_t *chunk_sizes;        /* chunk_size_invariance */
     int n_chunk_sizes;
+    int64_t steps;               /* greedy: tokens generated (<= the golden's) */
+    int64_t top_k;               /* greedy: k of the top-k rule at the first mismatch */
 };
 
 struct mc_tolerance {
@@ -124,6 +131,12 @@ struct mc_case {
     struct mc_scenario_spec *scenarios;
     int n_scenarios;
     struct mc_tolerance_profile tolerance; /* loaded from the `tolerance:` file */
+    /* model cases (`model:` instead of `family:`, docs/models.md §3): the model type, and the layers
+     * that run on the backend under test (NULL = every layer of a family it implements) */
+    char *model_type;
+    int64_t *layers;
+    int n_layers;
+    int layers_line, layers_column; /* of the `layers:` value */
 };
 
 /* Loads a case and its tolerance profile; on failure c is left empty (safe to free). */

@@ -19,6 +19,7 @@ const char *const mc_case_scenario_names[MC_SCENARIO_COUNT] = {
     [MC_SCENARIO_SLOT_POOL] = "slot_pool",
     [MC_SCENARIO_MIXED_STEP] = "mixed_step",
     [MC_SCENARIO_PREFIX_RESUME] = "prefix_resume",
+    [MC_SCENARIO_GREEDY] = "greedy",
 };
 
 const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {
@@ -29,6 +30,8 @@ const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {
     [MC_TENSOR_REF_OUTPUT] = "ref_output",
     [MC_TENSOR_REF_CONV_STATE] = "ref_conv_state",
     [MC_TENSOR_REF_RECURRENT_STATE] = "ref_recurrent_state",
+    [MC_TENSOR_LOGITS] = "logits",
+    [MC_TENSOR_HIDDEN_STATES] = "hidden_states",
     [MC_TENSOR_COUNT] = "default",
 };
 

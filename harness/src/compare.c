@@ -1,15 +1,100 @@
 /* compare.c — see compare.h. */
 #include "compare.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+static void profile_clear(struct mc_position_profile *p)
+{
+    p->width = 1;
+    p->n = 0;
+    for (int b = 0; b < MC_PROFILE_BUCKETS; b++) {
+        p->max_abs_err[b] = -1.0f;
+        p->headroom[b] = 0.0f;
+    }
+}
 
 void mc_compare_stats_init(struct mc_compare_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->first_fail_token = -1;
     s->first_fail_batch = -1;
+    profile_clear(&s->profile);
+}
+
+/* A non-negative double as a float, +inf past the float range (the conversion itself is undefined there). */
+static float to_float(double v)
+{
+    return v > FLT_MAX ? INFINITY : (float)v;
+}
+
+/* Doubles the bucket width: buckets 2b and 2b+1 fold into b, keeping the max. */
+static void profile_fold(struct mc_position_profile *p)
+{
+    for (int b = 0; b < MC_PROFILE_BUCKETS / 2; b++) {
+        float e0 = p->max_abs_err[2 * b], e1 = p->max_abs_err[2 * b + 1];
+        float h0 = p->headroom[2 * b], h1 = p->headroom[2 * b + 1];
+        p->max_abs_err[b] = e0 > e1 ? e0 : e1;
+        p->headroom[b] = h0 > h1 ? h0 : h1;
+    }
+    for (int b = MC_PROFILE_BUCKETS / 2; b < MC_PROFILE_BUCKETS; b++) {
+        p->max_abs_err[b] = -1.0f;
+        p->headroom[b] = 0.0f;
+    }
+    p->width *= 2;
+    p->n = (p->n + 1) / 2;
+}
+
+/* Widens the buckets until position `last` fits. */
+static void profile_fit(struct mc_position_profile *p, int64_t last)
+{
+    if (p->width <= 0)
+        profile_clear(p);
+    while (last / p->width >= MC_PROFILE_BUCKETS)
+        profile_fold(p);
+}
+
+/* Records one element at a position that fits (profile_fit). */
+static void profile_note(struct mc_position_profile *p, int64_t pos, double abs_err, double h)
+{
+    if (pos < 0)
+        return;
+    int b = (int)(pos / p->width);
+    float e = to_float(abs_err), hf = to_float(h);
+    if (e > p->max_abs_err[b])
+        p->max_abs_err[b] = e;
+    if (hf > p->headroom[b])
+        p->headroom[b] = hf;
+    if (b + 1 > p->n)
+        p->n = b + 1;
+}
+
+int64_t mc_compare_profile_position(const struct mc_position_profile *p, int b)
+{
+    return (int64_t)b * (p->width > 0 ? p->width : 1);
+}
+
+static void profile_merge(struct mc_position_profile *into, const struct mc_position_profile *from)
+{
+    if (from->n == 0 || from->width <= 0)
+        return;
+    struct mc_position_profile f = *from;
+    if (into->width <= 0)
+        profile_clear(into);
+    while (into->width < f.width)
+        profile_fold(into);
+    while (f.width < into->width)
+        profile_fold(&f);
+    for (int b = 0; b < f.n; b++) {
+        if (f.max_abs_err[b] > into->max_abs_err[b])
+            into->max_abs_err[b] = f.max_abs_err[b];
+        if (f.headroom[b] > into->headroom[b])
+            into->headroom[b] = f.headroom[b];
+    }
+    if (f.n > into->n)
+        into->n = f.n;
 }
 
 /* Headroom of one element: |a-b| / (atol + rtol|b|), with 0/0 = 0 and x/0 = +inf. */
@@ -71,6 +156,7 @@ static void note_worst_nonfinite(struct mc_compare_stats *s, const struct mc_com
                                  double b, int64_t token, int64_t batch)
 {
     note_failure(s, token, batch);
+    profile_note(&s->profile, token, INFINITY, INFINITY);
     int worst_is_nonfinite = s->has_worst && (!isfinite(s->worst_actual) || !isfinite(s->worst_expected));
     if (!worst_is_nonfinite) {
         s->headroom = INFINITY;
@@ -85,6 +171,8 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
     for (int d = 0; d < v->ndim; d++)
         n *= v->dims[d];
     int64_t len_tokens = v->token_axis >= 0 ? v->dims[v->token_axis] : 1;
+    if (n > 0)
+        profile_fit(&s->profile, v->token_offset + len_tokens - 1);
     for (int64_t i = 0; i < n; i++) {
         double a = actual[i], b = expected[i];
         int64_t token, batch, local_token;
@@ -118,6 +206,7 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
             s->max_rel_err = diff / fabs(b);
         if (!(diff <= bound))
             note_failure(s, token, batch);
+        profile_note(&s->profile, token, diff, h);
         if (!s->has_worst || h > s->headroom) {
             s->headroom = h;
             record_worst(s, v, i, a, b);
@@ -157,6 +246,7 @@ void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compa
     into->sum_aa += from->sum_aa;
     into->sum_bb += from->sum_bb;
     into->sum_err2 += from->sum_err2;
+    profile_merge(&into->profile, &from->profile);
 }
 
 int mc_compare_passed(const struct mc_compare_stats *s)

@@ -18,6 +18,23 @@
 
 #define MC_DIM_NAME_LEN 16
 
+/* The per-position error profile of a comparison: for each token position (the absolute position along
+ * the token axis, or the view's `token_offset` for an array without one, e.g. a cache state at its
+ * checkpoint) the worst abs error and the worst headroom of the elements there. Positions go into
+ * MC_PROFILE_BUCKETS buckets of `width` positions each, width a power of two: 1 while every position
+ * seen is below 256; a position past the last bucket doubles the width and folds neighbouring buckets
+ * into one, keeping the max. The profile is therefore the same whatever order comparisons come in.
+ * Values are floats (a plot's precision), +inf for a non-finite element (or a nonzero error over a
+ * zero tolerance); a bucket without a compared element has max_abs_err -1. */
+#define MC_PROFILE_BUCKETS 256
+
+struct mc_position_profile {
+    int64_t width;                          /* positions per bucket (0 = nothing recorded yet) */
+    int n;                                  /* buckets in use: 1 + the last with an element */
+    float max_abs_err[MC_PROFILE_BUCKETS];  /* -1 = no element compared in the bucket */
+    float headroom[MC_PROFILE_BUCKETS];
+};
+
 /* How to read a flat array: dims with names, which axis is the token axis, and where it starts. */
 struct mc_compare_view {
     int ndim;
@@ -46,6 +63,7 @@ struct mc_compare_stats {
     int64_t first_fail_batch;
     /* running sums for cosine and NMSE */
     double sum_ab, sum_aa, sum_bb, sum_err2;
+    struct mc_position_profile profile; /* error against token position (above) */
 };
 
 void mc_compare_stats_init(struct mc_compare_stats *s);
@@ -54,7 +72,10 @@ void mc_compare_stats_init(struct mc_compare_stats *s);
 void mc_compare_accumulate(const double *actual, const double *expected, const struct mc_compare_view *view,
                            struct mc_tolerance tol, struct mc_compare_stats *s);
 
-/* Merges `from` into `into` (same tensor, other checkpoints). */
+/* The first position of bucket b. */
+int64_t mc_compare_profile_position(const struct mc_position_profile *p, int b);
+
+/* Merges `from` into `into` (same tensor, other checkpoints; profiles too). */
 void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compare_stats *from);
 
 /* 1 when every compared element passed (and at least one was compared or none was expected). */

@@ -69,6 +69,10 @@ static enum mc_err_code read_header(struct mc_h5_reader *r, struct mc_golden *g)
                    MC_GOLDEN_FORMAT_VERSION);
         goto done;
     }
+    if (mc_h5_attr_exists(r, "/", "kind") == 1 && mc_h5_attr_exists(r, "/", "family") == 0) {
+        mc_h5_fail(r, MC_ERR_INPUT, "/kind", "a model golden (whole stack): a case for it names `model:`, not `family:`");
+        goto done;
+    }
     if (mc_h5_attr_read_string(r, "/", "family", &family))
         goto done;
     if (mc_family_from_name(family, &g->config.family) != 0) {
@@ -291,16 +295,6 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *
 
 /* ---- the content checksum (golden/README.md "Content checksum") ------------------------------- */
 
-/* One dataset as it enters the canonical serialization. */
-struct digest_item {
-    const char *path; /* without the leading '/' */
-    int is_int;
-    int ndim;
-    const int64_t *dims;
-    const double *f64;   /* float datasets */
-    const int64_t *i64;  /* integer datasets (state_positions) */
-    const uint8_t *u8;   /* integer datasets held as bytes (attention_mask) */
-};
 
 static void put_u64le(struct mc_sha256 *s, uint64_t v)
 {
@@ -312,10 +306,10 @@ static void put_u64le(struct mc_sha256 *s, uint64_t v)
 
 static int digest_item_cmp(const void *a, const void *b)
 {
-    return strcmp(((const struct digest_item *)a)->path, ((const struct digest_item *)b)->path);
+    return strcmp(((const struct mc_golden_digest_item *)a)->path, ((const struct mc_golden_digest_item *)b)->path);
 }
 
-static void digest_item_add(struct mc_sha256 *s, const struct digest_item *it)
+static void digest_item_add(struct mc_sha256 *s, const struct mc_golden_digest_item *it)
 {
     size_t len = strlen(it->path);
     int64_t n = 1;
@@ -347,14 +341,14 @@ static void digest_item_add(struct mc_sha256 *s, const struct digest_item *it)
     mc_sha256_update(s, buf, used);
 }
 
-static struct digest_item item_f64(const char *path, const struct mc_array *a)
+static struct mc_golden_digest_item item_f64(const char *path, const struct mc_array *a)
 {
-    return (struct digest_item){.path = path, .ndim = a->ndim, .dims = a->dims, .f64 = a->data};
+    return (struct mc_golden_digest_item){.path = path, .ndim = a->ndim, .dims = a->dims, .f64 = a->data};
 }
 
 void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_LEN + 1])
 {
-    struct digest_item items[MC_FAMILY_MAX_WEIGHTS + 8];
+    struct mc_golden_digest_item items[MC_FAMILY_MAX_WEIGHTS + 8];
     char names[MC_FAMILY_MAX_WEIGHTS][256];
     int n = 0;
     int64_t mask_dims[2] = {g->batch, g->len}, pos_dims[1] = {g->n_positions};
@@ -364,14 +358,19 @@ void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_
     }
     items[n++] = item_f64("inputs/hidden_states", &g->hidden_states);
     if (g->mask != NULL)
-        items[n++] = (struct digest_item){
+        items[n++] = (struct mc_golden_digest_item){
             .path = "inputs/attention_mask", .is_int = 1, .ndim = 2, .dims = mask_dims, .u8 = g->mask};
     items[n++] = item_f64("expected/output", &g->output);
-    items[n++] = (struct digest_item){
+    items[n++] = (struct mc_golden_digest_item){
         .path = "expected/state_positions", .is_int = 1, .ndim = 1, .dims = pos_dims, .i64 = g->state_positions};
     items[n++] = item_f64("expected/conv_state", &g->conv_state);
     if (g->recurrent_state.ndim > 0)
         items[n++] = item_f64("expected/recurrent_state", &g->recurrent_state);
+    mc_golden_digest(items, n, out);
+}
+
+void mc_golden_digest(struct mc_golden_digest_item *items, int n, char out[MC_SHA256_HEX_LEN + 1])
+{
     qsort(items, (size_t)n, sizeof items[0], digest_item_cmp);
     struct mc_sha256 s;
     uint8_t d[MC_SHA256_DIGEST_BYTES];

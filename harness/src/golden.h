@@ -65,6 +65,21 @@ void mc_golden_free(struct mc_golden *g);
  * digits and a NUL. Tests use it to re-stamp a golden they modify on purpose. */
 void mc_golden_content_sha256(const struct mc_golden *g, char out[MC_SHA256_HEX_LEN + 1]);
 
+/* One dataset as it enters the canonical serialization of the content checksum. */
+struct mc_golden_digest_item {
+    const char *path; /* without the leading '/' */
+    int is_int;
+    int ndim;
+    const int64_t *dims;
+    const double *f64;   /* float datasets */
+    const int64_t *i64;  /* integer datasets (state_positions, input_ids) */
+    const uint8_t *u8;   /* integer datasets held as bytes (attention_mask) */
+};
+
+/* The content checksum of any set of datasets (sorts items by path): what a reader of another golden
+ * layout (the model goldens of stackgolden.h) verifies its file with. */
+void mc_golden_digest(struct mc_golden_digest_item *items, int n, char out[MC_SHA256_HEX_LEN + 1]);
+
 /* The content checksum of the golden at path, which must pass every check but the checksum's own:
  * what a test that edits a golden on purpose records as its new /content_sha256. */
 enum mc_err_code mc_golden_file_content_sha256(const char *path, char out[MC_SHA256_HEX_LEN + 1],

@@ -92,6 +92,9 @@ static enum mc_err_code read_record(const char *path, const struct mc_json_value
         else if (t && t->type != MC_JSON_NULL)
             return bad(err, path, t, "expected an integer or null for", "first_fail_token");
     }
+    const struct mc_json_value *dur = mc_json_get(v, "duration_s");
+    if (dur && dur->type == MC_JSON_NUMBER)
+        r->duration_s = dur->number;
     char idx[256] = "";
     const struct mc_json_value *w = mc_json_get(v, "worst_index");
     if (w && w->type == MC_JSON_OBJECT) {
@@ -141,6 +144,17 @@ enum mc_err_code mc_report_read(const char *path, struct mc_report_doc *doc, str
         bad(err, path, ver ? ver : root, "expected \"format_version\": 1 (the version this mixcheck reads)", NULL);
     else if (res == NULL || res->type != MC_JSON_ARRAY)
         bad(err, path, res ? res : root, "expected a \"results\" array", NULL);
+    if (err->code == MC_ERR_NONE) {
+        const struct mc_json_value *prov = mc_json_get(root, "provenance"), *su = mc_json_get(root, "started_unix");
+        const struct mc_json_value *gc = mc_json_get(prov, "git_commit"), *gd = mc_json_get(prov, "git_describe");
+        const struct mc_json_value *st = mc_json_get(prov, "started_utc");
+        doc->git_commit = mc_strdup(gc && gc->type == MC_JSON_STRING ? gc->string : "unknown");
+        doc->git_describe = mc_strdup(gd && gd->type == MC_JSON_STRING ? gd->string : "unknown");
+        doc->started_utc = mc_strdup(st && st->type == MC_JSON_STRING ? st->string : "");
+        doc->started_unix = su && su->type == MC_JSON_NUMBER ? (int64_t)su->number : 0;
+        if (doc->git_commit == NULL || doc->git_describe == NULL || doc->started_utc == NULL)
+            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    }
     if (err->code == MC_ERR_NONE && ((doc->path = mc_strdup(path)) == NULL ||
                                      (res->len && (doc->records = calloc(res->len, sizeof *doc->records)) == NULL)))
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
@@ -174,6 +188,9 @@ void mc_report_doc_free(struct mc_report_doc *doc)
         record_free(&doc->records[i]);
     free(doc->records);
     free(doc->path);
+    free(doc->git_commit);
+    free(doc->git_describe);
+    free(doc->started_utc);
     memset(doc, 0, sizeof *doc);
 }
 

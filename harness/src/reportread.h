@@ -20,6 +20,7 @@ struct mc_report_record {
     double headroom;       /* +inf where the report has null (a non-finite value was seen) */
     double max_abs_err;    /* +inf for null */
     double atol, rtol;
+    double duration_s;     /* of the check; 0 when absent */
     int64_t first_fail_token; /* -1 for null */
     char *worst_index;     /* "batch=0 token=3 ..." or "" */
     int line, column;      /* of the record in its file */
@@ -27,6 +28,9 @@ struct mc_report_record {
 
 struct mc_report_doc {
     char *path;
+    /* the run: its provenance's commit ("unknown" when the report has none) and start */
+    char *git_commit, *git_describe, *started_utc;
+    int64_t started_unix;  /* 0 when absent */
     struct mc_report_record *records; /* sorted by key */
     int n_records;
 };

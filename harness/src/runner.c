@@ -11,11 +11,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "diagnose.h"
 #include "family.h"
 #include "golden.h"
 #include "isolate.h"
+#include "stackcheck.h"
+#include "stackconfig.h"
+#include "stackgolden.h"
+#include "shard.h"
 
 /* ---- discovery ------------------------------------------------------------------------------------ */
 
@@ -116,7 +121,7 @@ void mc_run_files_free(char **files, int n_files)
 
 /* ---- filters ----------------------------------------------------------------------------------------- */
 
-static int pattern_match(const char *pattern, const char *id)
+int mc_run_pattern_match(const char *pattern, const char *id)
 {
     if (strpbrk(pattern, "*?[") != NULL)
         return fnmatch(pattern, id, 0) == 0;
@@ -130,7 +135,7 @@ static void count_pattern_hits(const struct mc_run_filter *f, const char *case_i
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
     for (int i = 0; i < f->n_patterns; i++)
-        hits[i] += pattern_match(f->patterns[i], id);
+        hits[i] += mc_run_pattern_match(f->patterns[i], id);
 }
 
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
@@ -144,20 +149,26 @@ int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum
         return 0;
     if (f->dtype && strcmp(f->dtype, mc_dtype_name(dtype)) != 0)
         return 0;
-    if (f->n_patterns == 0)
+    if (f->n_patterns == 0 && f->shard == NULL)
         return 1;
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%s/%s", case_id, mc_scenario_name(scenario), backend, mc_dtype_name(dtype));
+    if (f->shard && !mc_shard_has(f->shard, id))
+        return 0;
+    if (f->n_patterns == 0)
+        return 1;
     for (int i = 0; i < f->n_patterns; i++)
-        if (pattern_match(f->patterns[i], id))
+        if (mc_run_pattern_match(f->patterns[i], id))
             return 1;
     return 0;
 }
 
 /* ---- report ------------------------------------------------------------------------------------------- */
 
-static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const struct mc_error *e,
-                                    const struct mc_run_callbacks *cb, struct mc_error *err)
+/* `case_id` and `scenario` may be NULL (not known, or not one scenario's problem). */
+static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path, const char *case_id,
+                                    const char *scenario, const struct mc_error *e, const struct mc_run_callbacks *cb,
+                                    struct mc_error *err)
 {
     if (rep->n_problems == rep->cap_problems) {
         int cap = rep->cap_problems ? 2 * rep->cap_problems : 8;
@@ -169,6 +180,8 @@ static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path,
     }
     struct mc_run_problem *p = &rep->problems[rep->n_problems++];
     snprintf(p->path, sizeof p->path, "%s", path);
+    snprintf(p->case_id, sizeof p->case_id, "%s", case_id ? case_id : "");
+    snprintf(p->scenario, sizeof p->scenario, "%s", scenario ? scenario : "");
     p->code = e->code;
     snprintf(p->msg, sizeof p->msg, "%s", e->msg);
     if (cb && cb->on_problem)
@@ -286,6 +299,20 @@ static enum mc_err_code run_check(struct mc_scenario_ctx *ctx, const struct mc_r
     free(more);
     return err->code;
 }
+/* A backend of the case's family, or for a model case of any family its layers may have. */
+static const struct mc_backend_ops *case_find(const struct mc_registry *reg, const char *name, const struct mc_case *c)
+{
+    enum mc_family fams[4] = {c->family};
+    enum mc_model_type t;
+    int n = c->model_type != NULL && mc_model_type_from_name(c->model_type, &t) == 0 ? mc_model_type_families(t, fams) : 1;
+    for (int i = 0; i < n; i++) {
+        const struct mc_backend_ops *o = mc_registry_find(reg, name, fams[i]);
+        if (o != NULL)
+            return o;
+    }
+    return NULL;
+}
+
 /* The backends to run on a case: the case's own list plus every backend a plugin registered for its
  * family (a loaded port runs everywhere it applies), or only the one --backend names, which also runs
  * on cases that do not list it when it is registered for their family. */
@@ -297,7 +324,7 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
         int listed = 0;
         for (int i = 0; i < c->n_backends; i++)
             listed |= strcmp(c->backends[i], only) == 0;
-        if (listed || mc_registry_find(reg, only, c->family) != NULL) {
+        if (listed || case_find(reg, only, c) != NULL) {
             names[0] = only;
             return 1;
         }
@@ -308,7 +335,7 @@ static int case_backends(const struct mc_case *c, const struct mc_registry *reg,
         names[n++] = c->backends[i];
     for (int i = 0; i < reg->n; i++) {
         const struct mc_backend_ops *o = reg->entries[i].ops;
-        if (reg->entries[i].plugin == 0 || o->family != c->family)
+        if (reg->entries[i].plugin == 0 || case_find(reg, o->name, c) != o)
             continue;
         int listed = 0;
         for (int k = 0; k < n; k++)
@@ -338,7 +365,7 @@ static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_
     *selected = *not_applicable = 0;
     int n = case_backends(c, reg, opt, names);
     for (int bi = 0; bi < n; bi++) {
-        const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c->family);
+        const struct mc_backend_ops *ops = case_find(reg, names[bi], c);
         for (int si = 0; si < c->n_scenarios; si++)
             for (int di = 0; di < c->n_dtypes; di++) {
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
@@ -362,7 +389,10 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
                         const struct mc_run_callbacks *cb, struct mc_error *err)
 {
     struct mc_error e = {0};
+    int loaded = 0;
+    const char *scenario = NULL; /* the scenario that does not fit the golden */
     if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
+        loaded = 1;
         int selected = 0, not_applicable = 0;
         if (count_selected(c, reg, opt, &selected, &not_applicable, err) != MC_ERR_NONE)
             return -1;
@@ -370,13 +400,16 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
             rep->n_not_applicable += not_applicable;
             return 1;
         }
+        if (c->model_type != NULL)
+            return 2; /* a model case: run_model_case reads its golden */
         if (mc_golden_load(c->golden_path, g, &e) == MC_ERR_NONE) {
             if (g->config.family != c->family)
                 mc_error_set(&e, MC_ERR_INPUT, "%s:%d:%d: in 'family': '%s' but golden %s holds '%s'", path,
                              c->family_line, c->family_column, mc_family_name(c->family), c->golden_path,
                              mc_family_name(g->config.family));
             for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
-                mc_scenario_validate(c, &c->scenarios[i], g, &e);
+                if (mc_scenario_validate(c, &c->scenarios[i], g, &e) != MC_ERR_NONE)
+                    scenario = mc_scenario_name(c->scenarios[i].kind);
         } else if (e.code != MC_ERR_NOMEM) {
             mc_error_prefix(&e, "%s:%d:%d: in 'golden'", path, c->golden_line, c->golden_column);
         }
@@ -386,7 +419,7 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
     if (e.code == MC_ERR_NOMEM)
         mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
     else
-        add_problem(rep, path, &e, cb, err);
+        add_problem(rep, path, loaded ? c->id : NULL, scenario, &e, cb, err);
     return -1;
 }
 
@@ -456,7 +489,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         if (mc_refrun_build(g, ref_ops, dt, &refs[di], why, sizeof why) != 0) {
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_INPUT, "%s: %s", c->path, why);
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             goto out;
         }
         have_ref[di] = 1;
@@ -467,7 +500,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             struct mc_error e = {0};
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
                          c->path, names[bi], mc_family_name(c->family));
-            add_problem(rep, c->path, &e, cb, err);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             continue;
         }
         const char *tdev = tolerance_device(opt, ops->device);
@@ -492,7 +525,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                      c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, ops->name,
                                      tdev != ops->device ? ", device mapped from " : "",
                                      tdev != ops->device ? ops->device : "", ops->device);
-                        add_problem(rep, c->path, &e, cb, err);
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
                     }
                     continue;
                 }
@@ -519,7 +552,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
     int first_check = rep->n_checks;
     for (int i = 0; i < n && err->code == MC_ERR_NONE; i++) {
         if (jobs[i].err.code != MC_ERR_NONE) {
-            add_problem(rep, c->path, &jobs[i].err, cb, err);
+            add_problem(rep, c->path, c->id, mc_scenario_name(jobs[i].ctx.spec->kind), &jobs[i].err, cb, err);
             continue;
         }
         struct mc_check_result *res = next_check(rep, err);
@@ -555,7 +588,7 @@ static void not_run(struct mc_run_report *rep, const char *path, const struct mc
     va_start(ap, fmt);
     vsnprintf(e.msg, sizeof e.msg, fmt, ap);
     va_end(ap);
-    add_problem(rep, path, &e, cb, err);
+    add_problem(rep, path, NULL, NULL, &e, cb, err);
 }
 
 /* The filters of a run as text, for "no check matches": "--family gdn --dtype f64 -k x". */
@@ -616,8 +649,7 @@ static void account_requests(const char *const *paths, int n_paths, const int *p
 }
 
 /* Records the golden of a case about to run (provenance of the report); 0, or -1 out of memory. */
-static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const struct mc_golden *g,
-                      struct mc_error *err)
+static int add_golden_sha(struct mc_run_report *rep, const struct mc_case *c, const char *sha, struct mc_error *err)
 {
     if (rep->n_goldens == rep->cap_goldens) {
         int cap = rep->cap_goldens ? 2 * rep->cap_goldens : 16;
@@ -633,13 +665,246 @@ static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const 
     snprintf(o->case_id, sizeof o->case_id, "%s", c->id);
     snprintf(o->case_path, sizeof o->case_path, "%s", c->path);
     snprintf(o->golden_path, sizeof o->golden_path, "%s", c->golden_path);
-    snprintf(o->content_sha256, sizeof o->content_sha256, "%s", g->content_sha256);
+    snprintf(o->content_sha256, sizeof o->content_sha256, "%s", sha);
     return 0;
 }
+
+static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const struct mc_golden *g,
+                      struct mc_error *err)
+{
+    return add_golden_sha(rep, c, g->content_sha256, err);
+}
+
+/* ---- model cases (docs/models.md §3) ------------------------------------------------------------ */
+
+/* Which backend each layer runs on for backend `ops` under test: the layers the case names (all when it
+ * names none) whose family `ops`'s name is registered for, the others on the reference. Returns how many
+ * layers run on the backend under test (0: it has none of this stack's families), or -1 with `missing`
+ * naming a family without a reference. */
+static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *g, const struct mc_registry *reg,
+                         const char *name, const struct mc_backend_ops **ops, uint8_t *under, enum mc_family *missing)
+{
+    int n = 0;
+    for (int64_t l = 0; l < g->config.n_layers; l++) {
+        enum mc_family fam = g->config.layers[l].family;
+        int named = c->n_layers == 0;
+        for (int i = 0; i < c->n_layers; i++)
+            named |= c->layers[i] == l;
+        const struct mc_backend_ops *o = named ? mc_registry_find(reg, name, fam) : NULL;
+        under[l] = o != NULL;
+        n += o != NULL;
+        ops[l] = o != NULL ? o : mc_registry_find(reg, "reference", fam);
+        if (ops[l] == NULL) {
+            *missing = fam;
+            return -1;
+        }
+    }
+    return n;
+}
+
+/* Every selected (backend, scenario, dtype) of a model case, run in this process and reported in order. */
+static void run_model_case(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
+                           const struct mc_run_callbacks *cb, struct mc_run_report *rep, int *pattern_hits,
+                           struct mc_error *err)
+{
+    struct mc_stack_golden g;
+    struct mc_error e = {0};
+    if (mc_stack_golden_load(c->golden_path, &g, &e) != MC_ERR_NONE) {
+        if (e.code == MC_ERR_NOMEM)
+            mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+        else {
+            mc_error_prefix(&e, "%s:%d:%d: in 'golden'", c->path, c->golden_line, c->golden_column);
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
+        }
+        return;
+    }
+    for (int i = 0; i < c->n_scenarios && e.code == MC_ERR_NONE; i++)
+        mc_stack_check_validate(c, &c->scenarios[i], &g, &e);
+    if (e.code != MC_ERR_NONE) {
+        add_problem(rep, c->path, c->id, NULL, &e, cb, err);
+        mc_stack_golden_free(&g);
+        return;
+    }
+    if (add_golden_sha(rep, c, g.content_sha256, err) != 0) {
+        mc_stack_golden_free(&g);
+        return;
+    }
+    rep->n_cases++;
+    int64_t nl = g.config.n_layers;
+    const char **names = calloc((size_t)max_backends(c, reg), sizeof *names);
+    const struct mc_backend_ops **ops = calloc((size_t)nl, sizeof *ops);
+    uint8_t *under = calloc((size_t)nl, 1);
+    if (names == NULL || ops == NULL || under == NULL) {
+        mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    int n_names = case_backends(c, reg, opt, names);
+    for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
+        const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
+        enum mc_family missing = c->family;
+        int covered = assign_layers(c, &g, reg, names[bi], ops, under, &missing);
+        if (covered < 0 || bops == NULL) {
+            mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
+                         c->path, covered < 0 ? "reference" : names[bi], mc_family_name(missing));
+            add_problem(rep, c->path, c->id, NULL, &e, cb, err);
+            mc_error_clear(&e);
+            continue;
+        }
+        const char *tdev = tolerance_device(opt, bops->device);
+        for (int di = 0; di < c->n_dtypes && err->code == MC_ERR_NONE; di++) {
+            const struct mc_tolerance_profile *prof = tolerance_profile(c, opt, tdev, c->dtypes[di]);
+            int reported = 0;
+            for (int si = 0; si < c->n_scenarios && err->code == MC_ERR_NONE; si++) {
+                const struct mc_scenario_spec *sp = &c->scenarios[si];
+                if (!mc_run_filter_match(&opt->filter, c->id, c->family, sp->kind, names[bi], c->dtypes[di]))
+                    continue;
+                if (covered == 0 || !mc_run_applies(bops, sp->kind, c->dtypes[di])) {
+                    rep->n_not_applicable++;
+                    continue;
+                }
+                if (!mc_tolerance_covers(prof, tdev, c->dtypes[di])) {
+                    if (!reported++) {
+                        mc_error_set(&e, MC_ERR_INPUT, "%s: no tolerances for device '%s' at %s in %s (backend '%s')",
+                                     c->path, tdev, mc_dtype_name(c->dtypes[di]), prof->path, bops->name);
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
+                        mc_error_clear(&e);
+                    }
+                    continue;
+                }
+                count_pattern_hits(&opt->filter, c->id, sp->kind, names[bi], c->dtypes[di], pattern_hits);
+                struct mc_stack_ctx ctx = {.c = c, .spec = sp, .g = &g, .layer_ops = ops, .under_test = under,
+                                           .ops = bops, .dtype = c->dtypes[di], .threads = opt->threads,
+                                           .seed_offset = opt->seed_offset, .tolerance = prof,
+                                           .tolerance_device = tdev};
+                struct mc_check_result *res = next_check(rep, err);
+                if (res == NULL)
+                    break;
+                if (mc_stack_check_run(&ctx, res, &e) != MC_ERR_NONE) {
+                    if (e.code == MC_ERR_NOMEM)
+                        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
+                    else
+                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
+                    mc_error_clear(&e);
+                    continue;
+                }
+                rep->n_checks++;
+                rep->counts[res->status]++;
+                if (cb && cb->on_check)
+                    cb->on_check(res, cb->user);
+            }
+        }
+    }
+out:
+    free(names);
+    free(ops);
+    free(under);
+    mc_stack_golden_free(&g);
+}
+
+/* The checks the filters select over every case file, with their expected cost (shard.h). Case files
+ * that do not load are left to the run itself, which reports them. */
+static enum mc_err_code shard_items(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                    const struct mc_run_options *opt, struct mc_shard_item **items, int *n_items,
+                                    struct mc_error *err)
+{
+    int cap = 0;
+    *items = NULL;
+    *n_items = 0;
+    for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
+        char **files = NULL;
+        int n_files = 0;
+        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+            break;
+        for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
+            struct mc_case c = {0};
+            struct mc_error e = {0};
+            if (mc_case_load(files[i], &c, &e) != MC_ERR_NONE) {
+                mc_case_free(&c);
+                continue;
+            }
+            struct stat st;
+            double bytes = stat(c.golden_path, &st) == 0 ? (double)st.st_size : 1.0;
+            const char **names = calloc((size_t)max_backends(&c, reg), sizeof *names);
+            int nb = names ? case_backends(&c, reg, opt, names) : 0;
+            if (names == NULL)
+                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            for (int bi = 0; bi < nb && err->code == MC_ERR_NONE; bi++) {
+                const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c.family);
+                for (int si = 0; si < c.n_scenarios; si++)
+                    for (int di = 0; di < c.n_dtypes && err->code == MC_ERR_NONE; di++) {
+                        enum mc_scenario_kind k = c.scenarios[si].kind;
+                        if (!mc_run_filter_match(&opt->filter, c.id, c.family, k, names[bi], c.dtypes[di]) ||
+                            (ops && !mc_run_applies(ops, k, c.dtypes[di])))
+                            continue;
+                        if (*n_items == cap) {
+                            cap = cap ? 2 * cap : 256;
+                            struct mc_shard_item *v = realloc(*items, (size_t)cap * sizeof *v);
+                            if (v == NULL) {
+                                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                                break;
+                            }
+                            *items = v;
+                        }
+                        char id[512];
+                        snprintf(id, sizeof id, "%s/%s/%s/%s", c.id, mc_scenario_name(k), names[bi],
+                                 mc_dtype_name(c.dtypes[di]));
+                        struct mc_shard_item *it = &(*items)[*n_items];
+                        it->id = mc_strdup(id);
+                        snprintf(id, sizeof id, "%s/%s", c.id, mc_dtype_name(c.dtypes[di]));
+                        it->group = mc_strdup(id);
+                        it->cost = bytes * mc_shard_scenario_weight(mc_scenario_name(k));
+                        if (it->id == NULL || it->group == NULL) {
+                            free(it->id);
+                            free(it->group);
+                            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                        } else {
+                            (*n_items)++;
+                        }
+                    }
+            }
+            free(names);
+            mc_case_free(&c);
+        }
+        mc_run_files_free(files, n_files);
+    }
+    return err->code;
+}
+
+static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                                struct mc_run_report *rep, struct mc_error *err);
 
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
+{
+    if (opt->shard_count <= 1)
+        return run_all(paths, n_paths, reg, opt, cb, rep, err);
+    struct mc_shard_item *items = NULL;
+    int n_items = 0;
+    struct mc_shard_plan plan = {0};
+    struct mc_run_options o = *opt;
+    memset(rep, 0, sizeof *rep);
+    if (shard_items(paths, n_paths, reg, opt, &items, &n_items, err) == MC_ERR_NONE &&
+        mc_shard_assign(items, n_items, opt->shard_index, opt->shard_count, &plan, err) == MC_ERR_NONE) {
+        o.filter.shard = &plan;
+        run_all(paths, n_paths, reg, &o, cb, rep, err);
+        rep->shard_index = opt->shard_index;
+        rep->shard_count = opt->shard_count;
+        rep->shard_checks = n_items;
+    }
+    mc_shard_plan_free(&plan);
+    for (int i = 0; i < n_items; i++) {
+        free(items[i].id);
+        free(items[i].group);
+    }
+    free(items);
+    return err->code;
+}
+
+static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
+                                struct mc_run_report *rep, struct mc_error *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->started_unix = (int64_t)time(NULL);
@@ -660,9 +925,12 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
         for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
             struct mc_case c = {0};
             struct mc_golden g = {0};
-            if (prepare_case(files[i], reg, opt, &c, &g, rep, cb, err) == 0 && add_golden(rep, &c, &g, err) == 0) {
+            int ready = prepare_case(files[i], reg, opt, &c, &g, rep, cb, err);
+            if (ready == 0 && add_golden(rep, &c, &g, err) == 0) {
                 rep->n_cases++;
                 run_case(&c, &g, reg, opt, cb, rep, pattern_hits, err);
+            } else if (ready == 2) {
+                run_model_case(&c, reg, opt, cb, rep, pattern_hits, err);
             }
             mc_golden_free(&g);
             mc_case_free(&c);
@@ -673,7 +941,10 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     if (err->code == MC_ERR_NONE && n_files_total == 0)
         mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
     rep->duration_s = mc_clock_now_s() - t0;
-    if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
+    if (opt->filter.shard) {
+        /* a shard runs part of the selection: what another shard runs is not missing here (an empty
+         * shard included), so requests are accounted by the unsharded run only */
+    } else if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
         char filters[512];
         describe_filters(&opt->filter, filters, sizeof filters);
         if (rep->n_not_applicable > 0)
@@ -712,6 +983,8 @@ int mc_run_exit_code(const struct mc_run_report *rep)
     if (rep->counts[MC_CHECK_FAIL] > 0 || rep->counts[MC_CHECK_ERROR] > 0 || rep->counts[MC_CHECK_NONDETERMINISTIC] > 0 ||
         rep->counts[MC_CHECK_DRIFT] > 0)
         return 1;
+    if (rep->shard_count > 1 && rep->n_checks == 0 && !backend_missing)
+        return 0; /* the plan left this shard nothing to run */
     if (backend_missing || rep->counts[MC_CHECK_PASS] == 0)
         return 125;
     return 0;

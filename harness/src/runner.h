@@ -27,7 +27,10 @@ struct mc_run_filter {
      * pattern with * ? [ is an fnmatch glob over the whole id); none = every check */
     const char *patterns[MC_RUN_MAX_PATTERNS];
     int n_patterns;
+    const struct mc_shard_plan *shard; /* set by mc_run for a sharded run: only this shard's checks */
 };
+
+struct mc_shard_plan;
 
 /* --device-profile DEVICE=AS: backends of `device` are checked against the tolerances of `as`. */
 struct mc_device_map {
@@ -50,12 +53,16 @@ struct mc_run_options {
     struct mc_device_map device_map[MC_RUN_MAX_DEVICE_MAP];
     int n_device_map;
     const char *rerun_options; /* what a rerun command needs besides the check's own filters */
+    /* --shard K/N (shard.h): run only shard K (1-based) of N; 0/0 = unsharded */
+    int shard_index, shard_count;
 };
 
 /* A case file that could not be run, a backend it names that is missing (MC_ERR_BACKEND), or
  * something the user asked for that ran no check (MC_ERR_USAGE: a path, a plugin, a -k pattern). */
 struct mc_run_problem {
     char path[512];
+    char case_id[128];  /* the case it belongs to, "" when unknown (a file that does not load) */
+    char scenario[64];  /* the scenario, "" when the problem is not one scenario's */
     enum mc_err_code code;
     char msg[MC_ERROR_MSG_LEN];
 };
@@ -88,6 +95,8 @@ struct mc_run_report {
     /* the bug-class diagnosis (diagnose.h): one per (case, backend) with a failing check */
     struct mc_diagnosis *diagnoses;
     int n_diagnoses, cap_diagnoses;
+    int shard_index, shard_count; /* of a sharded run (0 = unsharded) */
+    int shard_checks;             /* checks of the whole selection, every shard together */
     /* set by the caller for the writers (borrowed, may be NULL): provenance.h, baseline.h */
     const struct mc_provenance *provenance;
     const struct mc_baseline_result *baseline;
@@ -106,6 +115,9 @@ enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***
                                  struct mc_error *err);
 void mc_run_files_free(char **files, int n_files);
 
+/* 1 when an id contains `pattern`, or matches it as an fnmatch glob when it holds * ? or [ (-k). */
+int mc_run_pattern_match(const char *pattern, const char *id);
+
 /* 1 when a check id "case/scenario/backend/dtype" passes the filter. */
 int mc_run_filter_match(const struct mc_run_filter *f, const char *case_id, enum mc_family family,
                         enum mc_scenario_kind scenario, const char *backend, enum mc_dtype dtype);
@@ -123,7 +135,7 @@ void mc_run_report_free(struct mc_run_report *report);
 
 /* 2 when a case had an input problem or something asked for ran no check, 1 when a check failed,
  * errored, was nondeterministic or drifted from a baseline, 125 when nothing could be tested (a backend missing, every check
- * unsupported) and nothing failed, else 0. */
+ * unsupported) and nothing failed, else 0 (also for a shard the plan leaves without a check). */
 int mc_run_exit_code(const struct mc_run_report *report);
 
 #endif

@@ -755,6 +755,7 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         const char *misfit = mc_serving_misfit(sp, g, why, sizeof why);
         return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
     }
+    case MC_SCENARIO_GREEDY: /* a model case's only (case.c refuses it in a mixer case) */
     case MC_SCENARIO_COUNT:
         break;
     }

@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "error.h"
 #include "golden.h"
+#include "logits.h"
 #include "mixcheck/backend.h"
 #include "refrun.h"
 #include "weightset.h"
@@ -42,6 +43,7 @@ struct mc_tensor_result {
     struct mc_tolerance tol;
     struct mc_compare_stats stats;
     int64_t comparisons;           /* arrays merged into stats (forwards, checkpoints, rows) */
+    struct mc_logits_metrics logits; /* model cases' logits tensors (present = 1), else zero */
 };
 
 struct mc_check_result {
@@ -66,6 +68,11 @@ struct mc_check_result {
     char tolerance_path[512];
     char tolerance_device[64];
     double duration_s;
+    /* model cases (stackcheck.h): the model type ("" for mixer checks), and the localisation of a
+     * logits failure — the first layer whose hidden state leaves tolerance, its kind, the first
+     * failing token — or the first diverging step of greedy generation */
+    char model_type[16];
+    char diagnosis[512];
 };
 
 struct mc_scenario_ctx {

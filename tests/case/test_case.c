@@ -90,7 +90,7 @@ static void test_valid_case(void **state)
     assert_int_equal(c.dtypes[1], MC_DTYPE_F32);
     assert_int_equal(c.dtypes[2], MC_DTYPE_BF16);
 
-    assert_int_equal(c.n_scenarios, MC_SCENARIO_COUNT);
+    assert_int_equal(c.n_scenarios, MC_SCENARIO_COUNT - 1); /* every one but greedy, a model case's only */
     const struct mc_scenario_spec *s = c.scenarios;
     for (int i = 0; i < c.n_scenarios; i++) /* file order = enum order in this fixture */
         assert_int_equal(s[i].kind, i);
@@ -289,7 +289,8 @@ static void test_names(void **state)
                                        "packed_prefill",
                                        "slot_pool",
                                        "mixed_step",
-                                       "prefix_resume"};
+                                       "prefix_resume",
+                                       "greedy"};
     enum mc_scenario_kind k;
     for (int i = 0; i < MC_SCENARIO_COUNT; i++) {
         assert_string_equal(mc_scenario_name((enum mc_scenario_kind)i), scen[i]);
@@ -314,6 +315,8 @@ static void test_names(void **state)
     assert_string_equal(mc_tensor_name(MC_TENSOR_CONV_STATE), "conv_state");
     assert_string_equal(mc_tensor_name(MC_TENSOR_RECURRENT_STATE), "recurrent_state");
     assert_string_equal(mc_tensor_name(MC_TENSOR_CONSISTENCY), "consistency");
+    assert_string_equal(mc_tensor_name(MC_TENSOR_LOGITS), "logits");
+    assert_string_equal(mc_tensor_name(MC_TENSOR_HIDDEN_STATES), "hidden_states");
     assert_string_equal(mc_tensor_name(MC_TENSOR_COUNT), "default");
 }
 
@@ -455,7 +458,7 @@ static const struct bad_fixture BAD[] = {
      "tol_bad_dtype.yaml:5:5: in 'devices.cpu': unknown key 'fp8' (valid keys: f64, f32, f16, bf16)", NULL},
     {"tol_bad_tensor.yaml", 1, MC_ERR_INPUT,
      "tol_bad_tensor.yaml:6:7: in 'devices.cpu.f64': unknown key 'hidden' (valid keys: output, conv_state, "
-     "recurrent_state, consistency, ref_output, ref_conv_state, ref_recurrent_state, default)",
+     "recurrent_state, consistency, ref_output, ref_conv_state, ref_recurrent_state, logits, hidden_states, default)",
      NULL},
     {"tol_dup_device.yaml", 1, MC_ERR_INPUT,
      "tol_dup_device.yaml:7:3: in 'devices': duplicate key 'cpu' (first at 4:3)", NULL},
@@ -477,14 +480,14 @@ static const struct bad_fixture BAD[] = {
      "tol_quoted.yaml:6:38: in 'devices.cpu.f64.default.rtol': expected a number (got \"1e-4\")", NULL},
     {"unknown_key.yaml", 0, MC_ERR_INPUT,
      "unknown_key.yaml:4:1: unknown key 'colour' (valid keys: id, why, family, golden, tolerance, backends, dtypes, "
-     "scenarios)",
+     "scenarios, model, layers)",
      NULL},
     {"unknown_param.yaml", 0, MC_ERR_INPUT,
      "unknown_param.yaml:10:24: in 'scenarios.decode': unknown key 'steps' (valid keys: prefill)", NULL},
     {"unknown_scenario.yaml", 0, MC_ERR_INPUT,
      "unknown_scenario.yaml:10:3: in 'scenarios': unknown key 'prefil' (valid keys: prefill, decode, chunked, "
      "first_token_causality, speculative_verify, left_padded_batch, right_padded_batch, chunk_size_invariance, "
-     "batch_invariance, cache_roundtrip, determinism, packed_prefill, slot_pool, mixed_step, prefix_resume)",
+     "batch_invariance, cache_roundtrip, determinism, packed_prefill, slot_pool, mixed_step, prefix_resume, greedy)",
      NULL},
 };
 

@@ -179,6 +179,75 @@ static void test_merge_keeps_worst_and_first(void **state)
     assert_int_equal(all.n_elems, 4);
 }
 
+/* The profile: per position the worst abs error and headroom, +inf for a non-finite element, -1 where
+ * nothing was compared. */
+static void test_profile_per_position(void **state)
+{
+    (void)state;
+    double a[5] = {1.0, 2.5, 3.0, NAN, 5.0}, b[5] = {1.0, 2.0, 3.0, 4.0, 5.0};
+    struct mc_compare_view v = tokens_view(5);
+    v.token_offset = 2; /* positions 2..6 */
+    struct mc_compare_stats s;
+    mc_compare_stats_init(&s);
+    struct mc_tolerance tol = {0.1, 0.0};
+    mc_compare_accumulate(a, b, &v, tol, &s);
+    const struct mc_position_profile *p = &s.profile;
+    assert_int_equal(p->width, 1);
+    assert_int_equal(p->n, 7);
+    assert_true(p->max_abs_err[0] == -1.0f && p->max_abs_err[1] == -1.0f);
+    assert_true(p->max_abs_err[2] == 0.0f && p->headroom[2] == 0.0f);
+    assert_true(fabsf(p->max_abs_err[3] - 0.5f) < 1e-7f && fabsf(p->headroom[3] - 5.0f) < 1e-5f);
+    assert_true(isinf(p->max_abs_err[5]) && isinf(p->headroom[5]));
+    assert_true(p->max_abs_err[6] == 0.0f);
+    /* a state-like view without a token axis lands on its token_offset */
+    struct mc_compare_view sv = {.ndim = 1, .dims = {2}, .dim_names = {"h"}, .token_axis = -1, .token_offset = 9};
+    double sa[2] = {0.0, 0.25}, sb[2] = {0.0, 0.0};
+    mc_compare_accumulate(sa, sb, &sv, tol, &s);
+    assert_int_equal(p->n, 10);
+    assert_true(fabsf(p->headroom[9] - 2.5f) < 1e-5f);
+}
+
+/* Long tensors fold into at most 256 buckets keeping the max, and the result does not depend on the
+ * order of the comparisons (merged or accumulated). */
+static void test_profile_folds_and_merges(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    static double a[N], b[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = 1.0;
+        a[i] = 1.0 + 1e-6 * (i % 7);
+    }
+    a[777] = 1.5;
+    struct mc_tolerance tol = {1e-3, 0.0};
+    struct mc_compare_view v = tokens_view(N);
+    struct mc_compare_stats whole;
+    mc_compare_stats_init(&whole);
+    mc_compare_accumulate(a, b, &v, tol, &whole);
+    const struct mc_position_profile *p = &whole.profile;
+    assert_int_equal(p->width, 4); /* 1000 positions: 256 x 4 */
+    assert_int_equal(p->n, 250);
+    assert_true(fabsf(p->max_abs_err[777 / 4] - 0.5f) < 1e-6f);
+    assert_true(fabsf(p->headroom[777 / 4] - 500.0f) < 1e-3f);
+    assert_int_equal(mc_compare_profile_position(p, 194), 776);
+    /* the second half first, then the first half, in two stats merged */
+    struct mc_compare_view hi = tokens_view(N / 2), lo = tokens_view(N / 2);
+    hi.token_offset = N / 2;
+    struct mc_compare_stats s1, s2;
+    mc_compare_stats_init(&s1);
+    mc_compare_stats_init(&s2);
+    mc_compare_accumulate(a + N / 2, b + N / 2, &hi, tol, &s1);
+    mc_compare_accumulate(a, b, &lo, tol, &s2);
+    assert_int_equal(s2.profile.width, 2);
+    mc_compare_stats_merge(&s2, &s1);
+    assert_int_equal(s2.profile.width, 4);
+    assert_int_equal(s2.profile.n, p->n);
+    for (int i = 0; i < MC_PROFILE_BUCKETS; i++) {
+        assert_true(s2.profile.max_abs_err[i] == p->max_abs_err[i]);
+        assert_true(s2.profile.headroom[i] == p->headroom[i]);
+    }
+}
+
 static void test_format_index(void **state)
 {
     (void)state;
@@ -202,6 +271,8 @@ int main(void)
         cmocka_unit_test(test_offsets_and_padding),
         cmocka_unit_test(test_merge_keeps_worst_and_first),
         cmocka_unit_test(test_format_index),
+        cmocka_unit_test(test_profile_per_position),
+        cmocka_unit_test(test_profile_folds_and_merges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,75 @@
+# MixcheckCases.cmake — one CTest per mixcheck case, so `ctest -R`, `ctest -L` and `ctest -j` select and
+# spread cases. Installed with the package (find_package(mixcheck) includes it) and used in this tree
+# (tests/cases).
+#
+#   mixcheck_add_case_tests(CASES path...            case files, or folders searched for *.yaml
+#                                                    (folders named tolerances are skipped)
+#                           [MIXCHECK exe]           default: MIXCHECK_EXECUTABLE, else the target
+#                                                    mixcheck::mixcheck or mixcheck
+#                           [PREFIX p]               test names are <p><case id> (default "mixcheck.")
+#                           [LABELS l...]            added to the labels "mixcheck" and the case's family
+#                           [ARGS a...]              more `mixcheck run` options (--plugin, --backend, ...)
+#                           [WORKING_DIRECTORY d]    default: the current source folder
+#                           [TIMEOUT s])             default 600
+#
+# Each test runs `mixcheck run <case file> ARGS`; exit 125 (could not test: a backend missing) is a
+# skipped test. The case id and family are read from the file's top-level `id:` and `family:` lines.
+function(mixcheck_add_case_tests)
+  cmake_parse_arguments(MC "" "MIXCHECK;PREFIX;WORKING_DIRECTORY;TIMEOUT" "CASES;LABELS;ARGS" ${ARGN})
+  if(NOT MC_CASES)
+    message(FATAL_ERROR "mixcheck_add_case_tests: CASES is required")
+  endif()
+  if(NOT MC_MIXCHECK)
+    if(MIXCHECK_EXECUTABLE)
+      set(MC_MIXCHECK ${MIXCHECK_EXECUTABLE})
+    elseif(TARGET mixcheck::mixcheck)
+      set(MC_MIXCHECK $<TARGET_FILE:mixcheck::mixcheck>)
+    elseif(TARGET mixcheck)
+      set(MC_MIXCHECK $<TARGET_FILE:mixcheck>)
+    else()
+      message(FATAL_ERROR "mixcheck_add_case_tests: no mixcheck command (give MIXCHECK, or find_package(mixcheck))")
+    endif()
+  endif()
+  if(NOT DEFINED MC_PREFIX)
+    set(MC_PREFIX "mixcheck.")
+  endif()
+  if(NOT MC_WORKING_DIRECTORY)
+    set(MC_WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  endif()
+  if(NOT MC_TIMEOUT)
+    set(MC_TIMEOUT 600)
+  endif()
+  set(files "")
+  foreach(p ${MC_CASES})
+    if(NOT IS_ABSOLUTE "${p}")
+      set(p ${CMAKE_CURRENT_SOURCE_DIR}/${p})
+    endif()
+    if(IS_DIRECTORY "${p}")
+      file(GLOB_RECURSE found CONFIGURE_DEPENDS "${p}/*.yaml")
+      foreach(f ${found})
+        file(RELATIVE_PATH rel "${p}" "${f}")
+        if(NOT rel MATCHES "(^|/)tolerances/")
+          list(APPEND files "${f}")
+        endif()
+      endforeach()
+    elseif(EXISTS "${p}")
+      list(APPEND files "${p}")
+    else()
+      message(FATAL_ERROR "mixcheck_add_case_tests: ${p} does not exist")
+    endif()
+  endforeach()
+  list(SORT files)
+  foreach(f ${files})
+    file(STRINGS "${f}" id_line REGEX "^id:[ \t]*[^ \t]")
+    file(STRINGS "${f}" family_line REGEX "^family:[ \t]*[^ \t]")
+    if(NOT id_line)
+      message(FATAL_ERROR "mixcheck_add_case_tests: ${f} has no top-level 'id:' line")
+    endif()
+    string(REGEX REPLACE "^id:[ \t]*([^ \t#]+).*" "\\1" id "${id_line}")
+    string(REGEX REPLACE "^family:[ \t]*([^ \t#]+).*" "\\1" family "${family_line}")
+    set(name ${MC_PREFIX}${id})
+    add_test(NAME ${name} COMMAND ${MC_MIXCHECK} run ${f} ${MC_ARGS} WORKING_DIRECTORY ${MC_WORKING_DIRECTORY})
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 125 TIMEOUT ${MC_TIMEOUT}
+                                            LABELS "mixcheck;${family};${MC_LABELS}")
+  endforeach()
+endfunction()

@@ -1,0 +1,212 @@
+"""generate.py from-checkpoint: goldens from a Hugging Face checkpoint folder (config.json + model.safetensors).
+
+  generate.py from-checkpoint DIR --out FILE.h5 (--prompt "ID ID ..." ... | --prompt-file F) [--greedy G]
+      a model-level golden (golden/README.md "Model goldens") of the checkpoint on the prompt(s): one row per
+      --prompt or per line of the file, left-padded to the longest, greedy continuation of G tokens
+  generate.py from-checkpoint DIR --out FILE.h5 --prompt ... --layer N --family F
+      a mixer-level golden of layer N (family F: mamba2, mamba1, shortconv, attention, gdn) whose input is the
+      layer's real input activation on the prompt (its block norm's output) and whose weights are the layer's
+
+The safetensors file is read here with numpy (an 8-byte little-endian header length, a JSON header naming
+each tensor's dtype, shape and byte range, then the bytes). The model types are those of golden/stacks.py;
+every float64 number comes from its oracle, never from the C code under test.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+import generate as G
+import stacks as S
+
+SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
+
+
+def read_safetensors(path):
+    """{name: float64 ndarray} of a safetensors file (F64, F32, F16, BF16 and integer tensors)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ValueError(f"{path}: not a safetensors file (shorter than its header length)")
+    n = int.from_bytes(raw[:8], "little")
+    if n > len(raw) - 8:
+        raise ValueError(f"{path}: header length {n} exceeds the file")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    body = raw[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        if not 0 <= lo <= hi <= len(body):
+            raise ValueError(f"{path}: {name}: data_offsets {lo}..{hi} outside the data ({len(body)} bytes)")
+        buf, dt, shape = body[lo:hi], info["dtype"], tuple(info["shape"])
+        if dt == "BF16":
+            v = (np.frombuffer(buf, "<u2").astype(np.uint32) << 16).view(np.float32)
+        elif dt in SAFETENSORS_DTYPES:
+            v = np.frombuffer(buf, SAFETENSORS_DTYPES[dt])
+        else:
+            raise ValueError(f"{path}: {name}: dtype {dt} is not read")
+        if v.size != int(np.prod(shape)):
+            raise ValueError(f"{path}: {name}: {v.size} values for shape {shape}")
+        out[name] = v.reshape(shape).astype(np.float32 if dt != "F64" else np.float64)
+    return out
+
+
+def write_safetensors(path, tensors):
+    """Writes {name: float32 ndarray} as F32 safetensors (what the tests build their checkpoints with)."""
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        b = np.ascontiguousarray(tensors[name], "<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def load_checkpoint(folder):
+    """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder."""
+    with open(os.path.join(folder, "config.json")) as f:
+        raw = json.load(f)
+    mt = raw.get("model_type")
+    if mt not in S.MODEL_DEFAULTS:
+        raise ValueError(f"{folder}/config.json: model_type {mt!r} is not one of {', '.join(S.MODEL_DEFAULTS)}")
+    cfg = dict(S.MODEL_DEFAULTS[mt])
+    cfg.update(raw)
+    w = read_safetensors(os.path.join(folder, "model.safetensors"))
+    nm = S.names(cfg)
+    if nm["head"] not in w and cfg["tie_word_embeddings"]:
+        w[nm["head"]] = w[nm["embed"]].copy()   # a tied checkpoint stores the embedding only
+    want = set(S.init_weights(cfg, np.random.default_rng(0)))
+    missing, extra = sorted(want - set(w)), sorted(set(w) - want)
+    if missing or extra:
+        raise ValueError(f"{folder}: weights do not match the config: missing {missing[:5]}, unexpected {extra[:5]}")
+    return cfg, {k: w[k] for k in want}
+
+
+def prompts(args, vocab):
+    rows = [[int(t) for t in p.split()] for p in (args.prompt or [])]
+    if args.prompt_file:
+        with open(args.prompt_file) as f:
+            rows += [[int(t) for t in line.split()] for line in f if line.strip()]
+    if not rows or any(not r for r in rows):
+        raise ValueError("give the prompt's token ids: --prompt \"ID ID ...\" (one per row) or --prompt-file")
+    bad = [t for r in rows for t in r if not 0 <= t < vocab]
+    if bad:
+        raise ValueError(f"token id {bad[0]} outside [0, vocab_size {vocab})")
+    L = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), L), np.int64)
+    mask = np.zeros((len(rows), L), np.int8)
+    for b, r in enumerate(rows):
+        ids[b, L - len(r):] = r
+        mask[b, L - len(r):] = 1
+    return ids, mask
+
+
+def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """A mixer-level golden of one layer on its real input activations."""
+    kind = S.layer_kind(cfg, layer)
+    fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention", "gdn": "gdn"}
+    if fam_of[kind] != family:
+        raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")
+    st = S.Stack(cfg, weights)
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
+    mcfg = st.mcfgs[layer]
+    fw = {k: v.astype(np.float32) for k, v in S.layer_weights(cfg, weights, layer).items()}
+    w64 = {k: v.astype(np.float64) for k, v in fw.items()}
+    x32 = x.astype(np.float32)   # the golden's input as stored; the oracle reads the stored values
+    y, _, windows, states = S.mixer_forward(kind, mcfg, w64, x32.astype(np.float64), mask, None)
+    if family == "mamba2":
+        config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups",
+                                                 "conv_kernel", "chunk_size", "norm_group_size", "use_bias",
+                                                 "use_conv_bias")}
+        config["layer_norm_epsilon"] = np.float64(mcfg["layer_norm_epsilon"])
+        config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
+    elif family == "mamba1":
+        config = {k: np.int64(mcfg[k]) for k in G.MAMBA1_INT_ATTRS}
+    elif family == "shortconv":
+        config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
+    elif family == "gdn":
+        config = {k: np.int64(mcfg[k]) for k in G.GDN_INT_ATTRS}
+        config["rms_norm_eps"] = np.float64(mcfg["rms_norm_eps"])
+        config["projection_layout"] = mcfg["projection_layout"]
+    else:
+        config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
+        config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
+        config["qk_norm"] = mcfg["qk_norm"]
+    tensors = {"weights/" + k: v for k, v in fw.items()}
+    tensors["inputs/hidden_states"] = x32
+    tensors["inputs/attention_mask"] = mask
+    tensors["expected/output"] = y
+    tensors["expected/state_positions"] = np.arange(ids.shape[1] + 1, dtype=np.int64)
+    tensors["expected/conv_state"] = windows
+    if states is not None:
+        tensors["expected/recurrent_state"] = states
+    spec = G.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
+                        config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
+    g = G.Golden(config, tensors, [])
+    tmp = out + ".tmp"
+    G.write(spec, g, tmp)
+    os.replace(tmp, out)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="generate.py from-checkpoint",
+                                 description="a golden from a Hugging Face checkpoint folder")
+    ap.add_argument("dir")
+    ap.add_argument("--out", required=True, help="the golden file to write")
+    ap.add_argument("--prompt", action="append", help="token ids of one row, space separated (repeatable)")
+    ap.add_argument("--prompt-file", help="token ids, one row per line")
+    ap.add_argument("--greedy", type=int, default=16, help="greedy tokens to generate (model golden)")
+    ap.add_argument("--layer", type=int, help="write a mixer-level golden of this layer")
+    ap.add_argument("--family", help="the layer's family (with --layer)")
+    ap.add_argument("--name", help="the golden's name (default: the folder's name)")
+    args = ap.parse_args(argv)
+    try:
+        cfg, weights = load_checkpoint(args.dir)
+        ids, mask = prompts(args, cfg["vocab_size"])
+        name = args.name or os.path.basename(os.path.normpath(args.dir))
+        if (args.layer is None) != (args.family is None):
+            raise ValueError("--layer and --family go together")
+        if args.layer is not None:
+            if not 0 <= args.layer < cfg["num_hidden_layers"]:
+                raise ValueError(f"--layer {args.layer}: the model has {cfg['num_hidden_layers']} layers")
+            mixer_golden(cfg, weights, ids, mask, args.layer, args.family, args.out, name)
+            print(f"{args.out}: layer {args.layer} ({args.family}), B={ids.shape[0]} L={ids.shape[1]}")
+            return 0
+        if args.greedy < 1:
+            raise ValueError("--greedy must be >= 1")
+        L = ids.shape[1]
+        if "max_position_embeddings" in cfg and cfg["model_type"] in ("lfm2", "bamba", "qwen3_5_text"):
+            # the attention layers' KV cache holds max_position_embeddings positions (mixcheck's cache_length):
+            # only the prompt and its continuation are needed, and RoPE does not depend on it
+            cfg["max_position_embeddings"] = min(cfg["max_position_embeddings"], L + args.greedy)
+        spec = S.ModelSpec(name=name, model_type=cfg["model_type"], description=f"checkpoint {name}", config=cfg,
+                           batch=ids.shape[0], length=L, left_pad=tuple(int(L - m.sum()) for m in mask),
+                           greedy=args.greedy, seed=0, positions=(L,))
+        if len(json.dumps(cfg, sort_keys=True)) > 4000:
+            # the reader caps string attributes at 4096 bytes: keep the keys, drop what no layer reads
+            cfg = {k: v for k, v in cfg.items() if k not in ("id2label", "label2id", "task_specific_params",
+                                                             "quantization_config", "vision_config")}
+            if len(json.dumps(cfg, sort_keys=True)) > 4000:
+                raise ValueError(f"{args.dir}/config.json: more than 4000 bytes once serialized (the golden reader's "
+                                 "cap on a string attribute)")
+        g = S.assemble(spec, cfg, weights, ids, mask)
+        S.write_atomic(S.identity_attrs(spec), g, args.out)
+        print(f"{args.out}: {cfg['model_type']} model, B={ids.shape[0]} L={L} G={args.greedy}")
+        return 0
+    except (OSError, ValueError, KeyError) as e:
+        print(f"from-checkpoint: {e}", file=sys.stderr)
+        return 2
+
+
+M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
+               "attn_output_gate", "attention_bias")
+M_ATTR_FLOATS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")

@@ -1,0 +1,623 @@
+"""mixcheck model-level goldens: whole `...ForCausalLM` stacks in float64 (docs/models.md).
+
+The stack glue is written from the upstream modeling files (transformers `Mamba2ForCausalLM`,
+`MambaForCausalLM`, `Lfm2ForCausalLM`): embedding lookup, per layer RMSNorm -> mixer -> residual (lfm2: then
+RMSNorm -> SwiGLU feed-forward -> residual), final RMSNorm, LM head (tied to the embedding or not, per
+config). The mixer layers are the float64 sequential oracles of generate.py (mamba2_forward,
+mamba1_forward, shortconv_forward) and models.py (attention_forward), never the C code under test. Weights are stored under the
+upstream checkpoint names (`state_dict()` keys), so they load into the upstream class with
+load_state_dict(strict=True) (README "Model-level checks").
+
+A model golden holds (golden/README.md "Model goldens"): root `kind = "model"`; /config with `model_type`
+and `config_json` (the upstream config.json); /weights/<checkpoint name>; /inputs/input_ids [B, L] and
+/inputs/attention_mask [B, L] (left padding); /expected/logits [B, L, V]; /expected/hidden_states
+[n_layers + 1, B, L, D] (the residual stream after the embedding and after every layer);
+/expected/mixer_outputs [n_layers, B, L, D] (each layer's mixer output, for localisation); the caches of
+every layer at /expected/state_positions; and a greedy continuation /expected/greedy_tokens [B, G] with
+/expected/greedy_logits [B, G, V], greedy_logits[:, g] being the logits greedy_tokens[:, g] is the argmax
+of (g = 0: the prompt's last position; g > 0: the decode step that fed token g - 1 through the cache).
+
+Commands (reached through generate.py):
+  generate.py list models                    the model goldens and their sizes
+  generate.py regenerate models/NAME ...     write model goldens
+  generate.py check [--selftest] models/NAME ...
+"""
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+import generate as G
+import models as M   # the attention family's oracle (registered by generate)
+
+MODELS_DIR = os.path.join(G.GOLDEN_DIR, "models")
+
+
+# ---------------------------------------------------------------------------------------------------
+# specs
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    model_type: str
+    description: str
+    config: dict              # the upstream config.json (HF names); model defaults fill the rest
+    batch: int
+    length: int
+    left_pad: tuple           # per-row leading padding tokens
+    greedy: int               # G, greedy tokens generated through the cache
+    seed: int
+    positions: tuple          # state positions stored for every layer
+
+    @property
+    def key(self):
+        return f"models/{self.name}"
+
+    @property
+    def path(self):
+        return os.path.join(MODELS_DIR, self.name + ".h5")
+
+    def mask(self):
+        t = np.arange(self.length)[None, :]
+        return (t >= np.array(self.left_pad)[:, None]).astype(np.int8)
+
+
+# Upstream config defaults for the keys the glue reads (transformers Mamba2Config / MambaConfig).
+MODEL_DEFAULTS = {
+    "mamba2": dict(layer_norm_epsilon=1e-5, residual_in_fp32=True, tie_word_embeddings=False, n_groups=1,
+                   conv_kernel=4, use_bias=False, use_conv_bias=True, chunk_size=256),
+    "mamba": dict(layer_norm_epsilon=1e-5, residual_in_fp32=True, tie_word_embeddings=True, conv_kernel=4,
+                  use_bias=False, use_conv_bias=True, expand=2),
+    "lfm2": dict(norm_eps=1e-5, tie_word_embeddings=True, conv_bias=False, conv_L_cache=3, rope_theta=1000000.0,
+                 block_auto_adjust_ff_dim=True, block_ffn_dim_multiplier=1.0, block_multiple_of=256),
+}
+MODEL_DEFAULTS["bamba"] = dict(rms_norm_eps=1e-5, tie_word_embeddings=False, mamba_n_groups=1, mamba_d_conv=4,
+                               mamba_expand=2, mamba_chunk_size=256, mamba_conv_bias=True, mamba_proj_bias=False,
+                               rope_theta=10000.0, partial_rotary_factor=0.5, attention_bias=False, mlp_bias=False)
+MODEL_DEFAULTS["qwen3_5_text"] = dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+                                      linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
+                 "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM"}
+
+SPECS = {s.key: s for s in [
+    ModelSpec("mamba2", "mamba2",
+              "4-layer Mamba2 stack, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_heads=4, head_dim=16, expand=2,
+                   state_size=16, n_groups=1, conv_kernel=4, chunk_size=8, tie_word_embeddings=False),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=101, positions=(6, 12)),
+    ModelSpec("mamba", "mamba",
+              "4-layer Mamba1 stack, head tied to the embedding, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, intermediate_size=64, state_size=8,
+                   conv_kernel=4, time_step_rank=4, tie_word_embeddings=True),
+              batch=3, length=12, left_pad=(0, 4, 9), greedy=16, seed=102, positions=(6, 12)),
+    ModelSpec("lfm2", "lfm2",
+              "4-layer LFM2 hybrid (conv, attention, conv, attention; GQA 4/2, q/k layernorm, RoPE), SwiGLU "
+              "feed-forward, tied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, block_auto_adjust_ff_dim=False, conv_L_cache=3, rope_theta=10000.0,
+                   max_position_embeddings=32, layer_types=["conv", "full_attention", "conv", "full_attention"]),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=103, positions=(6, 12)),
+    ModelSpec("bamba", "bamba",
+              "4-layer Bamba hybrid (Mamba2, attention, Mamba2, Mamba2; GQA 4/2, partial rotary 0.5), SwiGLU "
+              "feed-forward, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16, mamba_chunk_size=8,
+                   attn_layer_indices=[1], max_position_embeddings=32),
+              batch=3, length=12, left_pad=(0, 4, 6), greedy=16, seed=104, positions=(6, 12)),
+    ModelSpec("qwen3_5", "qwen3_5_text",
+              "4-layer Qwen3.5 text hybrid (3 Gated DeltaNet, gated attention with q/k norm and partial rotary "
+              "0.25), zero-centred RMSNorm, dense SwiGLU MLP, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, intermediate_size=48, linear_num_key_heads=2, linear_num_value_heads=4,
+                   linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=32,
+                   layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"]),
+              batch=3, length=12, left_pad=(0, 2, 8), greedy=16, seed=105, positions=(6, 12)),
+]}
+
+
+def model_config(spec):
+    cfg = dict(MODEL_DEFAULTS[spec.model_type])
+    cfg.update(spec.config)
+    cfg["model_type"] = spec.model_type
+    cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------------
+# layers: each kind has init (its checkpoint-named weights under a prefix), a float64 forward over one
+# segment from its cache, and its cache's zero value
+# ---------------------------------------------------------------------------------------------------
+
+def rmsnorm(x, w, eps, zero_centred=False):
+    """Mamba2RMSNorm / MambaRMSNorm / Lfm2RMSNorm / BambaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight;
+    Qwen3_5RMSNorm (zero_centred): the same times (1 + weight)."""
+    return (1.0 + w if zero_centred else w) * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
+
+
+def ffn_size(cfg):
+    """The SwiGLU feed-forward's intermediate size (Bamba: intermediate_size; LFM2: lfm2_ffn_size)."""
+    return lfm2_ffn_size(cfg) if cfg["model_type"] == "lfm2" else cfg["intermediate_size"]
+
+
+def lfm2_ffn_size(cfg):
+    """Lfm2MLP's intermediate size: block_auto_adjust_ff_dim takes 2/3 of it, times the multiplier, rounded
+    up to block_multiple_of."""
+    size = cfg["intermediate_size"]
+    if cfg["block_auto_adjust_ff_dim"]:
+        size = int(2 * size / 3)
+        if cfg["block_ffn_dim_multiplier"] is not None:
+            size = int(cfg["block_ffn_dim_multiplier"] * size)
+            size = cfg["block_multiple_of"] * ((size + cfg["block_multiple_of"] - 1) // cfg["block_multiple_of"])
+    return size
+
+
+def zero_centred(cfg):
+    return cfg["model_type"] == "qwen3_5_text"
+
+
+def layer_kind(cfg, i):
+    """The family of layer i: the model's mixer; lfm2 "shortconv" / "attention" per layer_types; bamba
+    "attention" at attn_layer_indices, "mamba2" elsewhere."""
+    if cfg["model_type"] == "lfm2":
+        return "attention" if cfg["layer_types"][i] == "full_attention" else "shortconv"
+    if cfg["model_type"] == "bamba":
+        return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
+    if cfg["model_type"] == "qwen3_5_text":
+        return "attention" if cfg["layer_types"][i] == "full_attention" else "gdn"
+    return cfg["model_type"]
+
+
+# lfm2 checkpoint names of the attention parameters that the attention family (models.py) names otherwise
+LFM2_ATTENTION_NAMES = {"o_proj.weight": "out_proj.weight", "q_norm.weight": "q_layernorm.weight",
+                        "k_norm.weight": "k_layernorm.weight"}
+
+
+def mixer_config(cfg, kind=None):
+    """The mixer-level (generate.py / models.py) configuration of one layer of the model."""
+    kind = kind or cfg["model_type"]
+    if kind == "shortconv":
+        return dict(hidden_size=cfg["hidden_size"], conv_L_cache=cfg["conv_L_cache"], conv_bias=int(cfg["conv_bias"]))
+    if cfg["model_type"] == "bamba" and kind == "mamba2":
+        H, D = cfg["mamba_n_heads"], cfg["hidden_size"]
+        P = cfg["mamba_d_head"] if cfg.get("mamba_d_head", "auto") != "auto" else cfg["mamba_expand"] * D // H
+        return dict(hidden_size=D, num_heads=H, head_dim=P, state_size=cfg["mamba_d_state"],
+                    n_groups=cfg["mamba_n_groups"], conv_kernel=cfg["mamba_d_conv"], chunk_size=cfg["mamba_chunk_size"],
+                    layer_norm_epsilon=cfg["rms_norm_eps"], use_bias=int(cfg["mamba_proj_bias"]),
+                    use_conv_bias=int(cfg["mamba_conv_bias"]), time_step_limit=(0.0, float("inf")),
+                    norm_group_size=H * P)   # BambaRMSNormGated over the full intermediate row
+    if kind == "gdn":
+        m = {k: cfg[k] for k in ("hidden_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                 "linear_value_head_dim", "linear_conv_kernel_dim")}
+        m.update(chunk_size=64, rms_norm_eps=cfg["rms_norm_eps"], projection_layout="qwen3_5")
+        return m
+    if kind == "attention" and cfg["model_type"] == "qwen3_5_text":
+        rp = cfg.get("rope_parameters") or {}
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=cfg["num_attention_heads"],
+                    num_key_value_heads=cfg["num_key_value_heads"], head_dim=cfg["head_dim"],
+                    cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=rp.get("partial_rotary_factor", cfg["partial_rotary_factor"]),
+                    rope_theta=rp.get("rope_theta", 10000.0), rms_norm_eps=cfg["rms_norm_eps"], qk_norm="zero_centred",
+                    attn_output_gate=1, attention_bias=int(cfg["attention_bias"]))
+    if kind == "attention" and cfg["model_type"] == "bamba":
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
+                    head_dim=cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=cfg["partial_rotary_factor"], rope_theta=cfg["rope_theta"],
+                    rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none", attn_output_gate=0,
+                    attention_bias=int(cfg["attention_bias"]))
+    if kind == "attention":
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
+                    head_dim=cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=1.0, rope_theta=cfg["rope_theta"], rms_norm_eps=cfg["norm_eps"],
+                    qk_norm="rms", attn_output_gate=0, attention_bias=0)
+    if cfg["model_type"] == "mamba2":
+        m = {k: cfg[k] for k in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel",
+                                 "chunk_size", "layer_norm_epsilon")}
+        m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]),
+                 time_step_limit=tuple(cfg.get("time_step_limit", (0.0, float("inf")))),
+                 norm_group_size=cfg["num_heads"] * cfg["head_dim"])
+        assert m["norm_group_size"] == cfg["expand"] * cfg["hidden_size"], "num_heads * head_dim != expand * D"
+        return m
+    m = {k: cfg[k] for k in ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank")}
+    m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]))
+    return m
+
+
+def mixer_init(kind, mcfg, rng):
+    """Family-named weights of one mixer layer."""
+    if kind == "mamba2":
+        return G.mamba2_init(mcfg, rng)
+    if kind == "mamba":
+        return G.mamba1_init(mcfg, rng, G.GRID_BITS)
+    if kind == "shortconv":
+        return G.shortconv_init(mcfg, rng, G.GRID_BITS)
+    if kind == "gdn":
+        return G.gdn_init(mcfg, rng, G.GRID_BITS)
+    return M.attention_init(mcfg, rng, G.GRID_BITS)
+
+
+def mixer_forward(kind, mcfg, w, u, mask, cache):
+    """One segment through one mixer from cache (window, state) or zeros; returns out, (window, state)
+    after the segment and the per-position caches (windows [L+1], states [L+1] or None)."""
+    window, state = cache if cache is not None else (None, None)
+    if kind == "mamba2":
+        out, windows, states, _ = G.mamba2_forward(mcfg, w, u, mask, window, state)
+    elif kind == "mamba":
+        out, windows, states = G.mamba1_forward(mcfg, w, u, mask, window, state)
+    elif kind == "shortconv":
+        out, windows, states = G.shortconv_forward(mcfg, w, u, mask, window, state)
+    elif kind == "gdn":
+        out, windows, states = G.gdn_forward(mcfg, w, u, mask, window, state)
+    else:
+        out, windows, states = M.attention_forward(mcfg, w, u, mask, window, state)
+    return out, (windows[-1], None if states is None else states[-1]), windows, states
+
+
+def names(cfg):
+    """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
+    mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if cfg["model_type"] == "qwen3_5_text":
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "bamba":
+        return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
+                    ffn="feed_forward.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "lfm2":
+        return dict(embed="model.embed_tokens.weight", final="model.embedding_norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="operator_norm.weight", ffn_norm="ffn_norm.weight",
+                    ffn="feed_forward.", mlp=("w1", "w3", "w2"))
+    return dict(embed="backbone.embeddings.weight", final="backbone.norm_f.weight", head="lm_head.weight",
+                layer="backbone.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
+
+
+def mixer_prefix(cfg, i):
+    n = names(cfg)["layer"].format(i)
+    if cfg["model_type"] == "bamba":
+        return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
+    if cfg["model_type"] == "qwen3_5_text":
+        return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "linear_attn.")
+    if cfg["model_type"] == "lfm2":
+        return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "conv.")
+    return n + "mixer."
+
+
+def checkpoint_name(cfg, i, family_name):
+    """A mixer parameter's checkpoint name (lfm2 names three attention parameters its own way)."""
+    if cfg["model_type"] == "lfm2" and layer_kind(cfg, i) == "attention":
+        family_name = LFM2_ATTENTION_NAMES.get(family_name, family_name)
+    return mixer_prefix(cfg, i) + family_name
+
+
+
+
+def init_weights(cfg, rng):
+    """Checkpoint-named weights, drawn in a fixed order: embedding, then per layer its norm, its mixer and
+    (lfm2) its feed-forward norm and w1, w3, w2, then the final norm, then lm_head (drawn even when tied, so
+    the draw order does not depend on tying). Stored as float32 values on the bf16-exact grid
+    (generate.py "Quantization")."""
+    D, V = cfg["hidden_size"], cfg["vocab_size"]
+    nm = names(cfg)
+    w = {nm["embed"]: G.quantize(rng.standard_normal((V, D)), scale=1.0)}
+    for i in range(cfg["num_hidden_layers"]):
+        pre = nm["layer"].format(i)
+        kind = layer_kind(cfg, i)
+        centre = 0.0 if zero_centred(cfg) else 1.0   # Qwen3_5RMSNorm holds w of 1 + w
+        w[pre + nm["norm"]] = G.quantize(centre + 0.1 * rng.standard_normal(D))
+        for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
+            w[checkpoint_name(cfg, i, k)] = v
+        if nm["ffn"]:
+            F = ffn_size(cfg)
+            gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
+            w[pre + nm["ffn_norm"]] = G.quantize(centre + 0.1 * rng.standard_normal(D))
+            w[gate] = G.uniform_init(rng, (F, D), D)
+            w[up] = G.uniform_init(rng, (F, D), D)
+            w[down] = G.uniform_init(rng, (D, F), F)
+    w[nm["final"]] = G.quantize((0.0 if zero_centred(cfg) else 1.0) + 0.1 * rng.standard_normal(D))
+    head = G.quantize(rng.standard_normal((V, D)), scale=1.0)
+    # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
+    w[nm["head"]] = w[nm["embed"]].copy() if cfg["tie_word_embeddings"] else head
+    return w
+
+
+def layer_weights(cfg, w64, i):
+    """Family-named weights of layer i's mixer."""
+    out = {}
+    for k, v in w64.items():
+        p = mixer_prefix(cfg, i)
+        if k.startswith(p):
+            fam = k[len(p):]
+            if cfg["model_type"] == "lfm2" and layer_kind(cfg, i) == "attention":
+                fam = {v2: k2 for k2, v2 in LFM2_ATTENTION_NAMES.items()}.get(fam, fam)
+            out[fam] = v
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# the stack
+# ---------------------------------------------------------------------------------------------------
+
+class Stack:
+    """A float64 model: forward over one segment of token ids from per-layer caches."""
+
+    def __init__(self, cfg, weights):
+        self.cfg = cfg
+        self.nm = names(cfg)
+        self.w = {k: v.astype(np.float64) for k, v in weights.items()}
+        self.n = cfg["num_hidden_layers"]
+        self.kinds = [layer_kind(cfg, i) for i in range(self.n)]
+        self.mcfgs = [mixer_config(cfg, k) for k in self.kinds]
+        self.mixers = [layer_weights(cfg, self.w, i) for i in range(self.n)]
+        self.eps = cfg.get("layer_norm_epsilon", cfg.get("norm_eps", cfg.get("rms_norm_eps")))
+        self.zc = zero_centred(cfg)
+
+    def head(self):
+        return self.w[self.nm["embed"]] if self.cfg["tie_word_embeddings"] else self.w[self.nm["head"]]
+
+    def ffn(self, i, h):
+        """Lfm2MLP / BambaMLP on the feed-forward norm of h: down(silu(gate x) * up x)."""
+        pre = self.nm["layer"].format(i)
+        x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps, self.zc)
+        gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
+        return (G.silu(x @ gate.T) * (x @ up.T)) @ down.T
+
+    def forward(self, ids, mask, caches=None):
+        """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
+        [B, L, V], hidden [n + 1, B, L, D], new caches, per-layer per-position caches, and each layer's
+        mixer output [n, B, L, D]."""
+        h = self.w[self.nm["embed"]][ids]
+        hidden, mixed = [h], []
+        new_caches, per_pos = [], []
+        for i in range(self.n):
+            x = rmsnorm(h, self.w[self.nm["layer"].format(i) + self.nm["norm"]], self.eps, self.zc)
+            out, cache, windows, states = mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
+                                                        None if caches is None else caches[i])
+            h = h + out
+            if self.nm["ffn"]:
+                h = h + self.ffn(i, h)
+            hidden.append(h)
+            mixed.append(out)
+            new_caches.append(cache)
+            per_pos.append((windows, states))
+        logits = rmsnorm(h, self.w[self.nm["final"]], self.eps, self.zc) @ self.head().T
+        return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
+
+    def greedy(self, ids, mask, steps):
+        """Prefill, then `steps` greedy tokens through the cache: (tokens [B, G], logits [B, G, V])."""
+        logits, _, caches, _, _ = self.forward(ids, mask)
+        step_logits = logits[:, -1]
+        tokens, all_logits = [], []
+        for g in range(steps):
+            tok = np.argmax(step_logits, axis=-1)
+            tokens.append(tok)
+            all_logits.append(step_logits)
+            if g + 1 < steps:
+                out, _, caches, _, _ = self.forward(tok[:, None], None, caches)
+                step_logits = out[:, 0]
+        return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
+
+
+def margin_note(logits, mask=None):
+    """One line: the smallest gap between the top two logits over the compared positions."""
+    top2 = np.sort(logits, axis=-1)[..., -2:]
+    gap = top2[..., 1] - top2[..., 0]
+    if mask is not None:
+        gap = gap[mask.astype(bool)]
+    return f"top-1 margin min {np.min(gap):.3g}, median {np.median(gap):.3g}"
+
+
+def build(spec):
+    cfg = model_config(spec)
+    rng = np.random.default_rng(spec.seed)
+    weights = init_weights(cfg, rng)
+    mask = spec.mask()
+    ids = rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)).astype(np.int64)
+    ids = np.where(mask.astype(bool), ids, 0)   # pad token id 0 (never looked at: masked)
+    return assemble(spec, cfg, weights, ids, mask)
+
+
+def assemble(spec, cfg, weights, ids, mask):
+    """The Golden of a model: cfg (config.json), checkpoint-named weights, ids [B, L], mask [B, L]."""
+    st = Stack(cfg, weights)
+    logits, hidden, _, per_pos, mixed = st.forward(ids, mask)
+    tokens, glogits = st.greedy(ids, mask, spec.greedy)
+    pos = np.array(spec.positions, dtype=np.int64)
+    tensors = {"weights/" + k: v for k, v in weights.items()}
+    tensors["inputs/input_ids"] = ids
+    tensors["inputs/attention_mask"] = mask
+    tensors["expected/logits"] = logits
+    tensors["expected/hidden_states"] = hidden
+    tensors["expected/mixer_outputs"] = mixed
+    tensors["expected/state_positions"] = pos
+    for i, (windows, states) in enumerate(per_pos):
+        tensors[f"expected/layers/{i}/conv_state"] = windows[pos]
+        if states is not None:
+            tensors[f"expected/layers/{i}/recurrent_state"] = states[pos]
+    tensors["expected/greedy_tokens"] = tokens
+    tensors["expected/greedy_logits"] = glogits
+    for k, v in tensors.items():
+        assert np.all(np.isfinite(v)), f"{spec.name}: non-finite values in {k}"
+    config = {"model_type": spec.model_type, "config_json": json.dumps(cfg, sort_keys=True)}
+    notes = [margin_note(logits, mask), "greedy " + margin_note(glogits)]
+    return G.Golden(config, tensors, notes)
+
+
+def identity_attrs(spec):
+    return {"format": G.FORMAT, "format_version": np.int64(G.FORMAT_VERSION), "kind": "model",
+            "model_type": spec.model_type, "name": spec.name, "description": spec.description,
+            "seed": np.int64(spec.seed)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# self-test: padding and the cache, at the stack level
+# ---------------------------------------------------------------------------------------------------
+
+def selftest(spec, report):
+    """A left-padded row equals the row alone (logits, hidden states); the greedy logits through the
+    cache equal a full no-cache forward of prompt + generated tokens; a prompt split in two equals one pass."""
+    cfg = model_config(spec)
+    rng = np.random.default_rng(spec.seed)
+    weights = init_weights(cfg, rng)
+    mask = spec.mask()
+    ids = np.where(mask.astype(bool), rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)), 0)
+    st = Stack(cfg, weights)
+    logits, hidden, _, _, _ = st.forward(ids, mask)
+    d = {"logits": 0.0, "hidden": 0.0}
+    for b, p in enumerate(spec.left_pad):
+        lo, ho, _, _, _ = st.forward(ids[b:b + 1, p:], None)
+        d["logits"] = max(d["logits"], G.maxdiff(lo[0], logits[b, p:]))
+        d["hidden"] = max(d["hidden"], G.maxdiff(ho[:, 0], hidden[:, b, p:]))
+    report(f"{spec.key} left pad vs rows alone", d, 1e-12)
+    tokens, glogits = st.greedy(ids, mask, spec.greedy)
+    full = np.concatenate([ids, tokens[:, :-1]], axis=1)
+    fmask = np.concatenate([mask, np.ones_like(tokens[:, :-1], dtype=np.int8)], axis=1)
+    lf, _, _, _, _ = st.forward(full, fmask)
+    report(f"{spec.key} greedy cached vs full", {"logits": G.maxdiff(lf[:, spec.length - 1:], glogits)}, 1e-12)
+    s = spec.length // 2
+    l1, _, c1, _, _ = st.forward(ids[:, :s], mask[:, :s])
+    l2, _, _, _, _ = st.forward(ids[:, s:], mask[:, s:], c1)
+    both = np.concatenate([l1, l2], axis=1)
+    live = mask.astype(bool)
+    report(f"{spec.key} split at {s} vs one pass", {"logits": G.maxdiff(both[live], logits[live])}, 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------
+# files and commands
+# ---------------------------------------------------------------------------------------------------
+
+def write(spec_attrs, g, path, provenance=None):
+    """As generate.write, with the model golden's identity attributes."""
+    import h5py
+    with h5py.File(path, "w") as f:
+        for k, v in {**spec_attrs, **(provenance or G.provenance_attrs()),
+                     "content_sha256": G.content_sha256(g.tensors)}.items():
+            f.attrs[k] = v
+        cfg = f.create_group("config")
+        for k, v in g.config.items():
+            cfg.attrs[k] = v
+        for key, v in g.tensors.items():
+            f.create_dataset(key, data=v, chunks=v.shape, shuffle=True, compression="gzip",
+                             compression_opts=9, track_times=False)
+
+
+def write_atomic(attrs, g, path, provenance=None):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    try:
+        write(attrs, g, tmp, provenance)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def wants_models(argv):
+    """True when a generate.py command line is about model goldens (handled here)."""
+    if not argv:
+        return False
+    if argv[0] == "from-checkpoint":
+        return True
+    return argv[0] in ("list", "regenerate", "check") and any(a == "models" or a.startswith("models/")
+                                                                for a in argv[1:])
+
+
+def select(names):
+    picked = []
+    for n in names:
+        if n.startswith("-"):
+            continue
+        if n == "models":
+            picked += list(SPECS.values())
+        elif n in SPECS:
+            picked.append(SPECS[n])
+        else:
+            print(f"unknown model golden {n} (known: {' '.join(SPECS)}, or `models`)", file=sys.stderr)
+            sys.exit(2)
+    return picked
+
+
+def cmd_list(names):
+    total = 0
+    for spec in select(names):
+        size = os.path.getsize(spec.path) if os.path.exists(spec.path) else None
+        total += size or 0
+        print(f"{spec.key:<20} {('%d' % size) if size is not None else 'missing':>9} bytes  {spec.model_type} "
+              f"B={spec.batch} L={spec.length} G={spec.greedy} layers={spec.config['num_hidden_layers']}")
+    print(f"total {total} bytes")
+    return 0
+
+
+def cmd_regenerate(names):
+    for spec in select(names):
+        g = build(spec)
+        print(f"{spec.key} -> golden/models/{spec.name}.h5")
+        for note in g.notes:
+            print(f"  {note}")
+        old = G.read_file(spec.path) if os.path.exists(spec.path) else (None, {}, {})
+        keep = (G.bit_identical(g.tensors, old[0]) and not G.attr_differences(g.config, old[1])
+                and all(k in old[2] for k in G.PROVENANCE_KEYS))
+        write_atomic(identity_attrs(spec), g, spec.path,
+                     {k: old[2][k] for k in G.PROVENANCE_KEYS} if keep else None)
+        for key, text, _ in G.compare(g.tensors, old[0]):
+            if text != "max|change| = 0.000e+00":
+                print(f"  {key:<36} {text}")
+        print(f"  {os.path.getsize(spec.path)} bytes")
+    return 0
+
+
+def cmd_check(names, selftest_first):
+    ok = True
+    specs = select(names)
+    if selftest_first:
+        rep = G.Reporter()
+        for spec in specs:
+            selftest(spec, rep)
+        ok &= rep.ok
+    for spec in specs:
+        if not os.path.exists(spec.path):
+            print(f"{spec.key}: MISSING {spec.path}")
+            ok = False
+            continue
+        g = build(spec)
+        stored, stored_config, stored_root = G.read_file(spec.path)
+        rows = G.compare(g.tensors, stored)
+        ident = identity_attrs(spec)
+        changed = (["config/" + k for k in G.attr_differences(g.config, stored_config)]
+                   + G.attr_differences(ident, stored_root, keys=sorted(ident)))
+        recorded = stored_root.get("content_sha256")
+        if isinstance(recorded, bytes):
+            recorded = recorded.decode("utf-8", "replace")
+        same = all(m for _, _, m in rows) and not changed and recorded == G.content_sha256(stored)
+        print(f"{spec.key}: {'ok' if same else 'DIFFERS'}")
+        for key, text, match in rows:
+            if not match:
+                print(f"  {key:<36} {text}")
+        if changed:
+            print(f"  attributes differ: {' '.join(changed)}")
+        ok &= same
+    return 0 if ok else 1
+
+
+def main(argv):
+    if argv[0] == "from-checkpoint":
+        import checkpoint
+        return checkpoint.main(argv[1:])
+    names = [a for a in argv[1:] if not a.startswith("-")]
+    if argv[0] == "list":
+        return cmd_list(names)
+    if argv[0] == "regenerate":
+        if "--all" in argv:
+            print("regenerate: model goldens are named (models/NAME or models), not --all", file=sys.stderr)
+            return 2
+        return cmd_regenerate(names)
+    return cmd_check(names, "--selftest" in argv)

@@ -1,0 +1,845 @@
+/* stackcheck.c — see stackcheck.h. */
+#include "stackcheck.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "compare.h"
+#include "rng.h"
+#include "stack.h"
+
+struct sess {
+    const struct mc_stack_ctx *ctx;
+    const struct mc_stack_golden *g;
+    struct mc_check_result *res;
+    struct mc_error *err;
+    struct mc_stack *st;
+    struct mc_tolerance tol[MC_TENSOR_COUNT];
+    int broken;
+    int64_t B, L, V, D, n;
+    /* localisation: the smallest failing hidden level (0 = embedding, j = after layer j - 1) */
+    int loc_level;
+    int64_t loc_token, loc_row;
+    double level_headroom[MC_STACK_MAX_LAYERS + 1]; /* worst headroom of each hidden level */
+    int logits_failed;
+    int64_t logits_token, logits_row;
+    int64_t state_layer, state_pos; /* the first layer whose cache failed (-1: none), at position state_pos */
+    const char *state_tensor;
+    char run[160];
+};
+
+/* ---- results ------------------------------------------------------------------------------------ */
+
+static struct mc_tensor_result *tensor(struct sess *s, const char *name, enum mc_tensor_kind kind)
+{
+    struct mc_check_result *r = s->res;
+    for (int i = 0; i < r->n_tensors; i++)
+        if (strcmp(r->tensors[i].name, name) == 0)
+            return &r->tensors[i];
+    if (r->n_tensors == MC_CHECK_MAX_TENSORS) {
+        mc_error_set(s->err, MC_ERR_INTERNAL, "check compares more than %d tensors", MC_CHECK_MAX_TENSORS);
+        s->broken = 1;
+        return NULL;
+    }
+    struct mc_tensor_result *t = &r->tensors[r->n_tensors++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->tol = s->tol[kind];
+    mc_compare_stats_init(&t->stats);
+    return t;
+}
+
+/* Merges one comparison; returns 1 when it passed. */
+static int compare(struct sess *s, const char *name, enum mc_tensor_kind kind, const double *actual,
+                   const double *expected, const struct mc_compare_view *view, struct mc_compare_stats *out)
+{
+    struct mc_tensor_result *t = tensor(s, name, kind);
+    if (t == NULL)
+        return 1;
+    struct mc_compare_stats one;
+    mc_compare_stats_init(&one);
+    mc_compare_accumulate(actual, expected, view, t->tol, &one);
+    mc_compare_stats_merge(&t->stats, &one);
+    t->comparisons++;
+    int ok = mc_compare_passed(&one);
+    if (!ok && s->res->first_fail_tensor[0] == '\0') {
+        snprintf(s->res->first_fail_tensor, sizeof s->res->first_fail_tensor, "%s", t->name);
+        s->res->first_fail = one;
+        snprintf(s->res->detail, sizeof s->res->detail, "%s", s->run[0] ? s->run : "the scenario's only run");
+    }
+    if (out != NULL)
+        *out = one;
+    return ok;
+}
+
+static void backend_failed(struct sess *s, enum mc_backend_status st, const struct mc_msg *msg, const char *what)
+{
+    if (s->broken)
+        return;
+    s->broken = 1;
+    if (st == MC_BACKEND_NOMEM && msg->text[0] == '\0') {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    s->res->status = st == MC_BACKEND_UNSUPPORTED ? MC_CHECK_UNSUPPORTED : MC_CHECK_ERROR;
+    snprintf(s->res->message, sizeof s->res->message, "%s: %s", what, msg->text[0] ? msg->text : "failed");
+}
+
+static void *xcalloc(struct sess *s, size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p == NULL) {
+        mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
+        s->broken = 1;
+    }
+    return p;
+}
+
+static void run_label(struct sess *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_label(struct sess *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->run, sizeof s->run, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- one forward against the golden -------------------------------------------------------------- */
+
+/* A forward over golden rows [r0, r0 + nr), tokens [t0, t0 + len) of the golden (ids, when given,
+ * replace the golden's tokens [nr][len]); `masked`: pass the golden's mask slice. Compares logits and
+ * hidden states with the golden at those positions where valid (default: the mask, or every token). */
+struct fwd {
+    int64_t r0, nr, t0, len;
+    int masked;
+    const int64_t *ids;
+    const uint8_t *valid; /* [nr][len] or NULL */
+    const char *logits_name; /* NULL = "logits" */
+};
+
+static void gather(const struct sess *s, const double *src, int64_t width, const struct fwd *f, double *dst)
+{
+    for (int64_t b = 0; b < f->nr; b++)
+        for (int64_t t = 0; t < f->len; t++)
+            memcpy(dst + (b * f->len + t) * width, src + ((f->r0 + b) * s->L + f->t0 + t) * width,
+                   (size_t)width * sizeof *dst);
+}
+
+static void view_of(const struct fwd *f, int64_t width, const char *last, const uint8_t *valid, struct mc_compare_view *v)
+{
+    *v = (struct mc_compare_view){.ndim = 3, .dims = {f->nr, f->len, width}, .dim_names = {"batch", "token", last},
+                                  .token_axis = 1, .token_offset = f->t0, .batch_offset = f->r0, .valid = valid};
+}
+
+static void note_hidden_failure(struct sess *s, int level, const struct mc_compare_stats *st)
+{
+    if (s->loc_level < 0 || level < s->loc_level ||
+        (level == s->loc_level && st->first_fail_token < s->loc_token)) {
+        s->loc_level = level;
+        s->loc_token = st->first_fail_token;
+        s->loc_row = st->first_fail_batch;
+    }
+}
+
+/* Runs and compares; logits_out (optional) receives [nr][len][V]. 0, or -1 when the backend failed. */
+static int forward(struct sess *s, struct mc_stack_cache *c, const struct fwd *f, double *logits_out)
+{
+    if (s->broken)
+        return -1;
+    int64_t rows = f->nr * f->len;
+    int64_t *ids = xcalloc(s, (size_t)rows, sizeof *ids);
+    uint8_t *mask = f->masked ? xcalloc(s, (size_t)rows, 1) : NULL, *valid = xcalloc(s, (size_t)rows, 1);
+    double *logits = xcalloc(s, (size_t)(rows * s->V), sizeof *logits);
+    double *hidden = xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *hidden);
+    double *gl = xcalloc(s, (size_t)(rows * s->V), sizeof *gl), *gh = xcalloc(s, (size_t)(rows * s->D), sizeof *gh);
+    int rc = -1;
+    if (s->broken)
+        goto out;
+    for (int64_t b = 0; b < f->nr; b++)
+        for (int64_t t = 0; t < f->len; t++) {
+            int64_t gi = (f->r0 + b) * s->L + f->t0 + t, i = b * f->len + t;
+            ids[i] = f->ids ? f->ids[i] : s->g->input_ids[gi];
+            if (mask)
+                mask[i] = s->g->mask[gi];
+            valid[i] = f->valid ? f->valid[i] : f->masked ? s->g->mask[gi] : 1;
+        }
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = mc_stack_forward(s->st, c, f->nr, f->len, ids, mask, logits, hidden, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, &msg, s->run);
+        goto out;
+    }
+    struct mc_compare_view v;
+    struct mc_compare_stats one;
+    gather(s, s->g->logits.data, s->V, f, gl);
+    view_of(f, s->V, "vocab", valid, &v);
+    const char *lname = f->logits_name ? f->logits_name : "logits";
+    if (!compare(s, lname, MC_TENSOR_LOGITS, logits, gl, &v, &one)) {
+        if (!s->logits_failed || one.first_fail_token < s->logits_token) {
+            s->logits_token = one.first_fail_token;
+            s->logits_row = one.first_fail_batch;
+        }
+        s->logits_failed = 1;
+    }
+    struct mc_tensor_result *t = tensor(s, lname, MC_TENSOR_LOGITS);
+    if (t != NULL) {
+        struct mc_logits_metrics m;
+        mc_logits_metrics_init(&m);
+        int64_t *tok = xcalloc(s, (size_t)rows, sizeof *tok);
+        for (int64_t i = 0; tok != NULL && i < rows; i++)
+            tok[i] = f->t0 + i % f->len;
+        mc_logits_accumulate(logits, gl, rows, s->V, valid, tok, &m);
+        mc_logits_merge(&t->logits, &m);
+        free(tok);
+    }
+    view_of(f, s->D, "channel", valid, &v);
+    for (int64_t j = 0; j <= s->n; j++) {
+        struct fwd gf = *f;
+        gather(s, s->g->hidden.data + j * s->B * s->L * s->D, s->D, &gf, gh);
+        if (!compare(s, "hidden_states", MC_TENSOR_HIDDEN_STATES, hidden + j * rows * s->D, gh, &v, &one))
+            note_hidden_failure(s, (int)j, &one);
+        if (!(one.headroom <= s->level_headroom[j]))
+            s->level_headroom[j] = one.headroom;
+    }
+    if (logits_out != NULL)
+        memcpy(logits_out, logits, (size_t)(rows * s->V) * sizeof *logits);
+    rc = 0;
+out:
+    free(ids);
+    free(mask);
+    free(valid);
+    free(logits);
+    free(hidden);
+    free(gl);
+    free(gh);
+    return s->broken ? -1 : rc;
+}
+
+/* Every layer's cache of golden rows [r0, r0 + c->batch) against the golden at position pos, when
+ * the golden holds it. */
+static void check_states(struct sess *s, struct mc_stack_cache *c, int64_t r0, int64_t pos)
+{
+    int64_t pi = -1;
+    for (int64_t i = 0; i < s->g->n_positions; i++)
+        if (s->g->state_positions[i] == pos)
+            pi = i;
+    if (pi < 0 || s->broken)
+        return;
+    for (int64_t l = 0; l < s->n && !s->broken; l++) {
+        struct mc_family_shape sh;
+        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        int64_t ce = sh.conv_channels * sh.conv_kernel, se = mc_family_state_elems(&sh), nb = c->batch;
+        double *conv = xcalloc(s, (size_t)(nb * ce), sizeof *conv);
+        double *state = se ? xcalloc(s, (size_t)(nb * se), sizeof *state) : NULL;
+        if (s->broken) {
+            free(conv);
+            free(state);
+            return;
+        }
+        struct mc_msg msg = {{0}};
+        enum mc_backend_status st = mc_stack_cache_export(s->st, c, l, conv, state, &msg);
+        if (st != MC_BACKEND_OK) {
+            backend_failed(s, st, &msg, "cache_export");
+        } else {
+            const struct mc_stack_layer_states *ls = &s->g->layers[l];
+            struct mc_compare_view v = {.ndim = 3, .dims = {nb, sh.conv_channels, sh.conv_kernel},
+                                        .dim_names = {"batch", "channel", "k"}, .token_axis = -1,
+                                        .token_offset = pos, .batch_offset = r0};
+            int ok = compare(s, "conv_state", MC_TENSOR_CONV_STATE, conv, ls->conv_state.data + (pi * s->B + r0) * ce,
+                             &v, NULL);
+            const char *which = ok ? NULL : "conv_state";
+            if (se) {
+                struct mc_compare_view w = {.ndim = 2, .dims = {nb, se}, .dim_names = {"batch", "state"},
+                                            .token_axis = -1, .token_offset = pos, .batch_offset = r0};
+                if (!compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, state,
+                             ls->recurrent_state.data + (pi * s->B + r0) * se, &w, NULL) && which == NULL)
+                    which = "recurrent_state";
+            }
+            if (which != NULL && (s->state_layer < 0 || l < s->state_layer)) {
+                s->state_layer = l;
+                s->state_pos = pos;
+                s->state_tensor = which;
+            }
+        }
+        free(conv);
+        free(state);
+    }
+}
+
+static int cache_new(struct sess *s, int64_t batch, struct mc_stack_cache *c)
+{
+    memset(c, 0, sizeof *c);
+    if (s->broken)
+        return -1;
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = mc_stack_cache_new(s->st, batch, c, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, &msg, "cache_alloc");
+        return -1;
+    }
+    return 0;
+}
+
+static void cache_drop(struct sess *s, struct mc_stack_cache *c)
+{
+    if (c->layer != NULL)
+        mc_stack_cache_free(s->st, c);
+}
+
+static int64_t pad_of(const struct sess *s, int64_t b)
+{
+    int64_t p = 0;
+    while (p < s->L && !s->g->mask[b * s->L + p])
+        p++;
+    return p;
+}
+
+/* ---- scenarios ------------------------------------------------------------------------------------- */
+
+/* Segments [0, p1), [p1, p2), ... [pk, L) of every row through one cache, each compared. */
+static void run_segments(struct sess *s, const int64_t *points, int64_t n)
+{
+    struct mc_stack_cache c;
+    if (cache_new(s, s->B, &c) != 0)
+        return;
+    int64_t t0 = 0;
+    for (int64_t i = 0; i <= n && !s->broken; i++) {
+        int64_t t1 = i < n ? points[i] : s->L;
+        struct fwd f = {.r0 = 0, .nr = s->B, .t0 = t0, .len = t1 - t0, .masked = 1};
+        if (forward(s, &c, &f, NULL) == 0)
+            check_states(s, &c, 0, t1);
+        t0 = t1;
+    }
+    cache_drop(s, &c);
+}
+
+static void run_prefill(struct sess *s)
+{
+    run_label(s, "prefill [%lld]", (long long)s->L);
+    run_segments(s, NULL, 0);
+}
+
+static void run_decode(struct sess *s)
+{
+    int64_t p = s->ctx->spec->prefill, n = s->L - p;
+    int64_t *points = xcalloc(s, (size_t)n, sizeof *points);
+    if (points == NULL)
+        return;
+    points[0] = p;
+    for (int64_t i = 1; i < n; i++)
+        points[i] = p + i;
+    run_label(s, "decode after prefill [%lld]", (long long)p);
+    run_segments(s, points, n);
+    free(points);
+}
+
+static void run_chunked(struct sess *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    for (int i = 0; i < sp->n_split_sets && !s->broken; i++) {
+        char txt[120] = "";
+        size_t u = 0;
+        for (int64_t k = 0; k < sp->split_sets[i].n && u < sizeof txt; k++)
+            u += (size_t)snprintf(txt + u, sizeof txt - u, "%s%lld", k ? ", " : "",
+                                  (long long)sp->split_sets[i].points[k]);
+        run_label(s, "splits [%s]", txt);
+        run_segments(s, sp->split_sets[i].points, sp->split_sets[i].n);
+    }
+}
+
+/* The first token of a segment must not see the tokens after it: prefill [0, p), then a segment of
+ * S tokens whose tokens after the first are random distractors; only the first is compared. */
+static void run_first_token(struct sess *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    int64_t p = sp->prefill, S = sp->len;
+    struct mc_rng rng;
+    mc_rng_seed(&rng, sp->seed + s->ctx->seed_offset);
+    int64_t *ids = xcalloc(s, (size_t)(s->B * S), sizeof *ids);
+    uint8_t *valid = xcalloc(s, (size_t)(s->B * S), 1);
+    struct mc_stack_cache c;
+    if (s->broken || cache_new(s, s->B, &c) != 0) {
+        free(ids);
+        free(valid);
+        return;
+    }
+    run_label(s, "prefill [%lld], then %lld tokens with distractors", (long long)p, (long long)S);
+    struct fwd f = {.r0 = 0, .nr = s->B, .t0 = 0, .len = p, .masked = 1};
+    if (forward(s, &c, &f, NULL) == 0) {
+        for (int64_t b = 0; b < s->B; b++)
+            for (int64_t t = 0; t < S; t++) {
+                ids[b * S + t] = t == 0 ? s->g->input_ids[b * s->L + p] : (int64_t)mc_rng_below(&rng, (uint64_t)s->V);
+                valid[b * S + t] = t == 0 && s->g->mask[b * s->L + p];
+            }
+        struct fwd d = {.r0 = 0, .nr = s->B, .t0 = p, .len = S, .masked = 1, .ids = ids, .valid = valid};
+        forward(s, &c, &d, NULL);
+    }
+    cache_drop(s, &c);
+    free(ids);
+    free(valid);
+}
+
+/* The padded batch through prefill, single steps and a chunk; then every row alone without its padding. */
+static void run_left_padded(struct sess *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    int64_t n = 1 + sp->decode_steps, points[1 + 4096];
+    if (n > 4096)
+        n = 4096;
+    points[0] = sp->prefill;
+    for (int64_t i = 1; i < n; i++)
+        points[i] = sp->prefill + i;
+    if (points[n - 1] >= s->L)
+        n--;
+    run_label(s, "padded batch: prefill [%lld], %lld decode steps, then the rest", (long long)sp->prefill,
+              (long long)sp->decode_steps);
+    run_segments(s, points, n);
+    for (int64_t b = 0; b < s->B && !s->broken; b++) {
+        int64_t p = pad_of(s, b);
+        struct mc_stack_cache c;
+        if (cache_new(s, 1, &c) != 0)
+            return;
+        run_label(s, "row %lld alone without its %lld padding tokens", (long long)b, (long long)p);
+        struct fwd f = {.r0 = b, .nr = 1, .t0 = p, .len = s->L - p, .masked = 0};
+        if (forward(s, &c, &f, NULL) == 0)
+            check_states(s, &c, b, s->L);
+        cache_drop(s, &c);
+    }
+}
+
+/* Each row alone (with its padding) against the same row in the batch, on this backend. */
+static void run_batch_invariance(struct sess *s)
+{
+    int64_t rows = s->B * s->L;
+    double *all = xcalloc(s, (size_t)(rows * s->V), sizeof *all), *one = xcalloc(s, (size_t)(s->L * s->V), sizeof *one);
+    struct fwd f = {.r0 = 0, .nr = s->B, .t0 = 0, .len = s->L, .masked = 1};
+    run_label(s, "the batch of %lld", (long long)s->B);
+    if (!s->broken && forward(s, NULL, &f, all) == 0)
+        for (int64_t b = 0; b < s->B && !s->broken; b++) {
+            struct fwd r = {.r0 = b, .nr = 1, .t0 = 0, .len = s->L, .masked = 1};
+            run_label(s, "row %lld alone", (long long)b);
+            if (forward(s, NULL, &r, one) != 0)
+                break;
+            struct mc_compare_view v;
+            view_of(&r, s->V, "vocab", s->g->mask + b * s->L, &v);
+            compare(s, "consistency", MC_TENSOR_CONSISTENCY, one, all + b * s->L * s->V, &v, NULL);
+        }
+    free(all);
+    free(one);
+}
+
+/* Greedy generation through the cache (vLLM's rule): tokens equal to the golden's, or, at a row's first
+ * mismatch, each side's token in the other's top-k; a row is not compared after its first mismatch. */
+static void run_greedy(struct sess *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    const struct mc_stack_golden *g = s->g;
+    int64_t G = sp->steps, k = sp->top_k, B = s->B, V = s->V, GS = g->greedy_steps;
+    double *logits = xcalloc(s, (size_t)(B * s->L * V), sizeof *logits), *step = xcalloc(s, (size_t)(B * V), sizeof *step);
+    int64_t *tok = xcalloc(s, (size_t)B, sizeof *tok), *diverged = xcalloc(s, (size_t)B, sizeof *diverged);
+    uint8_t *live = xcalloc(s, (size_t)B, 1);
+    struct mc_stack_cache c;
+    if (s->broken || cache_new(s, B, &c) != 0)
+        goto out;
+    run_label(s, "greedy: prefill [%lld]", (long long)s->L);
+    struct fwd f = {.r0 = 0, .nr = B, .t0 = 0, .len = s->L, .masked = 1};
+    if (forward(s, &c, &f, logits) != 0)
+        goto drop;
+    for (int64_t b = 0; b < B; b++) {
+        memcpy(step + b * V, logits + (b * s->L + s->L - 1) * V, (size_t)V * sizeof *step);
+        live[b] = 1;
+        diverged[b] = -1;
+    }
+    struct mc_tensor_result *tt = tensor(s, "greedy_tokens", MC_TENSOR_LOGITS);
+    if (tt == NULL)
+        goto drop;
+    tt->tol = (struct mc_tolerance){0.0, 0.0};
+    int64_t bad_row = -1, bad_step = -1;
+    char why[200] = "";
+    for (int64_t gi = 0; gi < G && !s->broken; gi++) {
+        /* compare this step's logits for the rows still on the golden's path */
+        if (gi > 0) {
+            struct mc_compare_view v = {.ndim = 3, .dims = {B, 1, V}, .dim_names = {"batch", "step", "vocab"},
+                                        .token_axis = 1, .token_offset = gi, .valid = live};
+            double *gl = xcalloc(s, (size_t)(B * V), sizeof *gl);
+            if (gl == NULL)
+                break;
+            for (int64_t b = 0; b < B; b++)
+                memcpy(gl + b * V, g->greedy_logits.data + (b * GS + gi) * V, (size_t)V * sizeof *gl);
+            run_label(s, "greedy step %lld", (long long)gi);
+            struct mc_compare_stats one;
+            if (!compare(s, "greedy_logits", MC_TENSOR_LOGITS, step, gl, &v, &one) && !s->logits_failed) {
+                s->logits_failed = 1;
+                s->logits_token = s->L + gi;
+                s->logits_row = one.first_fail_batch;
+            }
+            struct mc_tensor_result *t = tensor(s, "greedy_logits", MC_TENSOR_LOGITS);
+            if (t != NULL) {
+                struct mc_logits_metrics m;
+                mc_logits_metrics_init(&m);
+                mc_logits_accumulate(step, gl, B, V, live, NULL, &m);
+                mc_logits_merge(&t->logits, &m);
+            }
+            free(gl);
+        }
+        for (int64_t b = 0; b < B; b++) {
+            tok[b] = mc_logits_argmax(step + b * V, V);
+            if (!live[b])
+                continue;
+            int64_t want = g->greedy_tokens[b * GS + gi];
+            const double *gold = g->greedy_logits.data + (b * GS + gi) * V;
+            tt->stats.n_elems++;
+            if (tok[b] == want)
+                continue;
+            live[b] = 0;
+            diverged[b] = gi;
+            int ok = mc_logits_in_topk(step + b * V, V, want, k) && mc_logits_in_topk(gold, V, tok[b], k);
+            if (!ok) {
+                tt->stats.n_fail++;
+                tt->stats.headroom = INFINITY;
+                if (tt->stats.first_fail_token < 0 || s->L + gi < tt->stats.first_fail_token) {
+                    tt->stats.first_fail_token = s->L + gi;
+                    tt->stats.first_fail_batch = b;
+                }
+                if (bad_row < 0) {
+                    bad_row = b;
+                    bad_step = gi;
+                    snprintf(why, sizeof why, "token %lld instead of %lld, %s", (long long)tok[b], (long long)want,
+                             mc_logits_in_topk(step + b * V, V, want, k)
+                                 ? "not in the golden's top-k"
+                                 : "the golden's token not in the candidate's top-k");
+                }
+            }
+        }
+        tt->comparisons++;
+        if (gi + 1 < G) {
+            struct mc_msg msg = {{0}};
+            double *hid = NULL;
+            enum mc_backend_status st = mc_stack_forward(s->st, &c, B, 1, tok, NULL, step, hid, &msg);
+            if (st != MC_BACKEND_OK)
+                backend_failed(s, st, &msg, "greedy decode step");
+        }
+    }
+    /* the diagnosis of greedy generation: where each row left the golden's path */
+    size_t u = 0;
+    char *d = s->res->diagnosis;
+    if (bad_row >= 0)
+        u += (size_t)snprintf(d + u, sizeof s->res->diagnosis - u,
+                              "greedy: row %lld diverges at step %lld (token position %lld): %s (top_k %lld); ",
+                              (long long)bad_row, (long long)bad_step, (long long)(s->L + bad_step), why, (long long)k);
+    for (int64_t b = 0; b < B && u < sizeof s->res->diagnosis; b++)
+        if (diverged[b] >= 0 && b != bad_row)
+            u += (size_t)snprintf(d + u, sizeof s->res->diagnosis - u,
+                                  "row %lld leaves the golden's tokens at step %lld within the top-%lld rule; ",
+                                  (long long)b, (long long)diverged[b], (long long)k);
+    if (u == 0 && !s->broken && !s->logits_failed && s->loc_level < 0)
+        snprintf(d, sizeof s->res->diagnosis, "greedy: %lld tokens of every row equal the golden's", (long long)G);
+    else if (u >= 2 && u < sizeof s->res->diagnosis)
+        d[u - 2] = '\0';
+drop:
+    cache_drop(s, &c);
+out:
+    free(logits);
+    free(step);
+    free(tok);
+    free(diverged);
+    free(live);
+}
+
+/* ---- localisation ----------------------------------------------------------------------------------- */
+
+/* The block norm of residual rows in float64 (the golden's own normalised input of a layer). */
+static void norm_f64(const double *w, const double *h, int64_t rows, int64_t D, double eps, int zero_centred,
+                     double *x)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0.0;
+        for (int64_t d = 0; d < D; d++)
+            ss += h[r * D + d] * h[r * D + d];
+        double inv = 1.0 / sqrt(ss / (double)D + eps);
+        for (int64_t d = 0; d < D; d++)
+            x[r * D + d] = (zero_centred ? 1.0 + w[d] : w[d]) * h[r * D + d] * inv;
+    }
+}
+
+/* Headroom-free pass test of a on b at the hidden-state tolerance, padding excluded; the first failing
+ * token into *tok. */
+static int within(struct sess *s, const double *a, const double *b, int64_t *tok)
+{
+    struct mc_compare_view v = {.ndim = 3, .dims = {s->B, s->L, s->D}, .dim_names = {"batch", "token", "channel"},
+                                .token_axis = 1, .valid = s->g->mask};
+    struct mc_compare_stats st;
+    mc_compare_stats_init(&st);
+    mc_compare_accumulate(a, b, &v, s->tol[MC_TENSOR_HIDDEN_STATES], &st);
+    *tok = st.first_fail_token;
+    return mc_compare_passed(&st);
+}
+
+static void localise(struct sess *s)
+{
+    struct mc_check_result *r = s->res;
+    const struct mc_stack_config *cfg = &s->g->config;
+    if (s->broken || r->diagnosis[0])
+        return;
+    if (!s->logits_failed && s->loc_level < 0) {
+        if (s->state_layer >= 0) {
+            const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, s->state_layer);
+            snprintf(r->diagnosis, sizeof r->diagnosis,
+                     "layer %lld's cache (%s mixer on '%s'): %s leaves tolerance at position %lld while every logit "
+                     "and hidden state is within it (%s)",
+                     (long long)s->state_layer, mc_family_name(cfg->layers[s->state_layer].family), ops->name,
+                     s->state_tensor, (long long)s->state_pos,
+                     cfg->layers[s->state_layer].family == MC_FAMILY_ATTENTION
+                         ? "the keys are cached at other positions: outputs of this prompt agree, a continuation or "
+                           "a cache moved to another engine does not"
+                         : "outputs agree so far; the next forward from this cache will not");
+        }
+        return;
+    }
+    if (s->loc_level < 0) {
+        /* the hidden state nearest its tolerance relative to the one before it: where a small divergence that
+         * the head amplifies most likely entered */
+        int64_t jump = -1;
+        double best = -1.0;
+        for (int64_t j = 0; j <= s->n; j++) {
+            double prev = j > 0 ? s->level_headroom[j - 1] : 0.0, ratio = s->level_headroom[j] / (prev > 1e-300 ? prev : 1e-300);
+            if (s->level_headroom[j] > 0.5 && ratio > best) { /* near its tolerance, above bf16 noise */
+                best = ratio;
+                jump = j;
+            }
+        }
+        char hint[120] = "";
+        if (jump >= 0)
+            snprintf(hint, sizeof hint, "; nearest its tolerance: the hidden state %s%lld (headroom %.3g)",
+                     jump == 0 ? "of the embedding" : "after layer ", (long long)(jump == 0 ? 0 : jump - 1),
+                     s->level_headroom[jump]);
+        if (jump == 0)
+            snprintf(hint, sizeof hint, "; nearest its tolerance: the embedding's hidden state (headroom %.3g)",
+                     s->level_headroom[0]);
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "glue after the last layer (final norm / LM head%s): every hidden state is within tolerance, the "
+                 "logits leave it at token %lld (row %lld)%s",
+                 cfg->tied ? ", tied to the embedding" : "", (long long)s->logits_token, (long long)s->logits_row,
+                 hint);
+        return;
+    }
+    if (s->loc_level == 0) {
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "glue: the embedding (hidden state 0) leaves tolerance at token %lld (row %lld)",
+                 (long long)s->loc_token, (long long)s->loc_row);
+        return;
+    }
+    int64_t l = s->loc_level - 1, N = s->B * s->L * s->D;
+    const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, l);
+    const char *fam = mc_family_name(cfg->layers[l].family);
+    char where[200];
+    snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s mixer on '%s'), token %lld (row %lld)",
+             (long long)l, (long long)s->n, fam, ops->name, (long long)s->loc_token, (long long)s->loc_row);
+    double *h_in = s->g->hidden.data + l * N, *h_next = s->g->hidden.data + (l + 1) * N;
+    double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)N, sizeof *x);
+    double *ym = xcalloc(s, (size_t)N, sizeof *ym), *dm = xcalloc(s, (size_t)N, sizeof *dm);
+    if (s->broken)
+        goto out;
+    struct mc_msg msg = {{0}};
+    int64_t t_layer = -1, t_mixer = -1;
+    enum mc_backend_status st = mc_stack_layer_forward(s->st, l, s->B, s->L, h_in, s->g->mask, out, &msg);
+    if (st != MC_BACKEND_OK) {
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the layer alone failed: %.200s", where, msg.text);
+        goto out;
+    }
+    int layer_ok = within(s, out, h_next, &t_layer);
+    char nm[MC_STACK_NAME_LEN];
+    mc_stack_name_layer_norm(cfg, l, nm);
+    const struct mc_array *nw = mc_stack_golden_weight(s->g, nm);
+    norm_f64(nw->data, h_in, s->B * s->L, s->D, cfg->norm_eps, cfg->zero_centred, x);
+    st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ym, &msg);
+    if (st != MC_BACKEND_OK) {
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the mixer alone failed: %.200s", where, msg.text);
+        goto out;
+    }
+    memcpy(dm, s->g->mixer_outputs.data + l * N, (size_t)N * sizeof *dm);
+    int mixer_ok = within(s, ym, dm, &t_mixer);
+    if (!mixer_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
+                 (long long)t_mixer);
+    else if (!layer_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around the mixer (norm / residual%s) — the mixer alone is within tolerance on the golden's "
+                 "input, the layer leaves it at token %lld",
+                 where, cfg->ffn_size > 0 ? " / feed-forward" : "", (long long)t_layer);
+    else
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: on the golden's input the layer is within tolerance from an empty cache; it diverges on "
+                 "this scenario's %s",
+                 where, s->ctx->spec->kind == MC_SCENARIO_PREFILL || s->ctx->spec->kind == MC_SCENARIO_BATCH_INVARIANCE
+                            ? "path through the earlier layers (accumulated error)"
+                            : "cached path (decode / continued chunks)");
+out:
+    free(out);
+    free(x);
+    free(ym);
+    free(dm);
+}
+
+/* ---- entry points --------------------------------------------------------------------------------- */
+
+static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
+                                  const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: in 'scenarios.%s': %s (golden %s)", c->path, sp->line,
+                        sp->column, mc_scenario_name(sp->kind), what, c->golden_path);
+}
+
+enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct mc_scenario_spec *sp,
+                                         const struct mc_stack_golden *g, struct mc_error *err)
+{
+    int64_t L = g->len;
+    for (int i = 0; i < c->n_layers; i++)
+        if (c->layers[i] >= g->config.n_layers)
+            return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: in 'layers': layer %lld does not exist (golden %s has %lld)",
+                                c->path, c->layers_line, c->layers_column, (long long)c->layers[i], c->golden_path,
+                                (long long)g->config.n_layers);
+    if (strcmp(c->model_type, g->config.model_type) != 0)
+        return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: in 'model': '%s' but golden %s holds '%s'", c->path,
+                            c->family_line, c->family_column, c->model_type, c->golden_path, g->config.model_type);
+    switch (sp->kind) {
+    case MC_SCENARIO_DECODE:
+        if (sp->prefill < 1 || sp->prefill >= L)
+            return bad_param(c, sp, err, "prefill %lld must be in [1, %lld)", (long long)sp->prefill, (long long)L);
+        break;
+    case MC_SCENARIO_CHUNKED:
+        if (sp->random_sets > 0)
+            return bad_param(c, sp, err, "random split sets are not drawn for model cases: give `splits`");
+        for (int i = 0; i < sp->n_split_sets; i++) {
+            const struct mc_split_set *set = &sp->split_sets[i];
+            if (set->n > 0 && set->points[set->n - 1] >= L)
+                return bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
+                                 (long long)set->points[set->n - 1], (long long)L);
+        }
+        break;
+    case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
+        if (sp->prefill + sp->len > L)
+            return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
+                             (long long)(sp->prefill + sp->len), (long long)L);
+        break;
+    case MC_SCENARIO_LEFT_PADDED_BATCH:
+        for (int64_t b = 0; b < g->batch; b++) {
+            int64_t p = 0;
+            while (p < L && !g->mask[b * L + p])
+                p++;
+            if (p == L)
+                return bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
+            for (int64_t t = p; t < L; t++)
+                if (!g->mask[b * L + t])
+                    return bad_param(c, sp, err, "row %lld of the golden's mask is not left padding", (long long)b);
+        }
+        if (sp->prefill + sp->decode_steps > L || sp->decode_steps > 4095)
+            return bad_param(c, sp, err, "prefill + decode (%lld) must be <= the sequence length %lld",
+                             (long long)(sp->prefill + sp->decode_steps), (long long)L);
+        break;
+    case MC_SCENARIO_BATCH_INVARIANCE:
+        if (g->batch < 2)
+            return bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)", (long long)g->batch);
+        break;
+    case MC_SCENARIO_GREEDY:
+        if (sp->steps > g->greedy_steps)
+            return bad_param(c, sp, err, "steps %lld: the golden holds %lld greedy tokens", (long long)sp->steps,
+                             (long long)g->greedy_steps);
+        if (sp->top_k > g->config.vocab)
+            return bad_param(c, sp, err, "top_k %lld exceeds vocab_size %lld", (long long)sp->top_k,
+                             (long long)g->config.vocab);
+        break;
+    default:
+        break;
+    }
+    return MC_ERR_NONE;
+}
+
+enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_check_result *res, struct mc_error *err)
+{
+    double t0 = mc_clock_now_s();
+    memset(res, 0, sizeof *res);
+    const struct mc_case *c = ctx->c;
+    snprintf(res->case_id, sizeof res->case_id, "%s", c->id);
+    snprintf(res->case_path, sizeof res->case_path, "%s", c->path);
+    snprintf(res->model_type, sizeof res->model_type, "%s", c->model_type);
+    res->family = c->family;
+    res->scenario = ctx->spec->kind;
+    res->backend = ctx->ops->name;
+    res->device = ctx->ops->device;
+    res->dtype = ctx->dtype;
+    res->status = MC_CHECK_PASS;
+    struct sess s = {.ctx = ctx, .g = ctx->g, .res = res, .err = err, .loc_level = -1, .loc_token = -1,
+                     .state_layer = -1};
+    s.B = ctx->g->batch;
+    s.L = ctx->g->len;
+    s.V = ctx->g->config.vocab;
+    s.D = ctx->g->config.hidden;
+    s.n = ctx->g->config.n_layers;
+    const struct mc_tolerance_profile *prof = ctx->tolerance ? ctx->tolerance : &c->tolerance;
+    const char *dev = ctx->tolerance_device ? ctx->tolerance_device : ctx->ops->device;
+    snprintf(res->tolerance_path, sizeof res->tolerance_path, "%s", prof->path ? prof->path : "");
+    snprintf(res->tolerance_device, sizeof res->tolerance_device, "%s", dev);
+    for (int k = 0; k < MC_TENSOR_COUNT; k++)
+        if (mc_tolerance_lookup(prof, dev, ctx->dtype, (enum mc_tensor_kind)k, &s.tol[k], err) != MC_ERR_NONE)
+            return err->code;
+    for (int64_t l = 0; l < s.n; l++)
+        if (!(ctx->layer_ops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
+            res->status = MC_CHECK_UNSUPPORTED;
+            snprintf(res->message, sizeof res->message, "layer %lld runs on '%s', which does not support dtype %s",
+                     (long long)l, ctx->layer_ops[l]->name, mc_dtype_name(ctx->dtype));
+            res->duration_s = mc_clock_now_s() - t0;
+            return MC_ERR_NONE;
+        }
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = mc_stack_create(ctx->g, ctx->dtype, ctx->layer_ops, ctx->threads, &s.st, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(&s, st, &msg, "model_create");
+    } else {
+        mc_stack_set_glue_fault(s.st, (enum mc_stack_glue_fault)ctx->glue_fault, ctx->glue_fault_layer);
+        switch (ctx->spec->kind) {
+        case MC_SCENARIO_PREFILL:
+            run_prefill(&s);
+            break;
+        case MC_SCENARIO_DECODE:
+            run_decode(&s);
+            break;
+        case MC_SCENARIO_CHUNKED:
+            run_chunked(&s);
+            break;
+        case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
+            run_first_token(&s);
+            break;
+        case MC_SCENARIO_LEFT_PADDED_BATCH:
+            run_left_padded(&s);
+            break;
+        case MC_SCENARIO_BATCH_INVARIANCE:
+            run_batch_invariance(&s);
+            break;
+        case MC_SCENARIO_GREEDY:
+            run_greedy(&s);
+            break;
+        default:
+            mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no model-level runner",
+                         mc_scenario_name(ctx->spec->kind));
+            break;
+        }
+        localise(&s);
+        mc_stack_destroy(s.st);
+    }
+    mc_scenario_verdict(res);
+    res->duration_s = mc_clock_now_s() - t0;
+    return err->code;
+}

@@ -1,0 +1,242 @@
+"""hf.py — Hugging Face ``transformers`` mixers as mixcheck backends.
+
+    mixcheck run cases/ --python /work/venv/bin/python --python-backend mixcheck_backend.hf
+
+registers four backends, each wrapping the installed transformers mixer class with transformers' own
+cache class (``DynamicCache`` built from the model's config, one linear-attention layer):
+
+    hf-mamba2     Mamba2Mixer              (transformers.models.mamba2)
+    hf-mamba      MambaMixer               (transformers.models.mamba)
+    hf-gdn        Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet, by the golden's projection_layout
+    hf-shortconv  Lfm2ShortConv            (transformers.models.lfm2)
+
+The golden's weights are loaded by their HF names with ``load_state_dict(strict=True)``. Each forward
+goes the way the HF model sends it: the 2-D padding mask through ``create_recurrent_attention_mask``
+(which drops it for single-token forwards and all-ones masks) and then into the mixer with the cache.
+The only adaptation is the one docs/semantics.md §A.5 asks of a wrapper: Mamba2's gated-norm group
+size is set from the golden's ``norm_group_size``. Runs on ``--python-device`` (torch device name);
+host<->device copies happen here. Needs torch and transformers in the interpreter; they are imported
+when the module is, so the zygote pays for it once per run.
+"""
+
+import copy
+import importlib
+
+import numpy as np
+import torch
+# every transformers module is imported here, not in the methods: the zygote imports this module
+# once per run, and each forked worker then starts with them loaded
+import transformers
+from transformers import DynamicCache
+from transformers.masking_utils import create_recurrent_attention_mask
+
+
+def _optional(module, *names):
+    """The classes of a model module, or None each where this transformers lacks it (the backend then
+    reports its checks unsupported, naming the version)."""
+    try:
+        mod = importlib.import_module("transformers." + module)
+        return [getattr(mod, n) for n in names]
+    except (ImportError, AttributeError):
+        return [None] * len(names)
+
+
+Mamba2Config, = _optional("models.mamba2.configuration_mamba2", "Mamba2Config")
+Mamba2Mixer, = _optional("models.mamba2.modeling_mamba2", "Mamba2Mixer")
+MambaConfig, = _optional("models.mamba.configuration_mamba", "MambaConfig")
+MambaMixer, = _optional("models.mamba.modeling_mamba", "MambaMixer")
+Qwen3NextConfig, = _optional("models.qwen3_next.configuration_qwen3_next", "Qwen3NextConfig")
+Qwen3NextGatedDeltaNet, = _optional("models.qwen3_next.modeling_qwen3_next", "Qwen3NextGatedDeltaNet")
+Qwen3_5TextConfig, = _optional("models.qwen3_5.configuration_qwen3_5", "Qwen3_5TextConfig")
+Qwen3_5GatedDeltaNet, = _optional("models.qwen3_5.modeling_qwen3_5", "Qwen3_5GatedDeltaNet")
+Lfm2Config, = _optional("models.lfm2.configuration_lfm2", "Lfm2Config")
+Lfm2ShortConv, = _optional("models.lfm2.modeling_lfm2", "Lfm2ShortConv")
+
+
+def _need(what, *classes):
+    if any(c is None for c in classes):
+        raise Unsupported("transformers %s has no %s" % (transformers.__version__, what))
+
+
+from . import Backend, Unsupported  # noqa: E402
+
+TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _expand(inter, hidden):
+    """HF derives intermediate_size as int(expand * hidden_size); its config validates expand as an int."""
+    return inter // hidden if inter % hidden == 0 else 1
+
+
+def _set_expand(cfg, inter, hidden):
+    """A fractional expand (e.g. 48 / 32) the config's validation refuses: set past it, so that the mixer
+    derives the golden's intermediate size."""
+    if inter % hidden:
+        object.__setattr__(cfg, "expand", inter / hidden)
+
+
+class _HF(Backend):
+    dtypes = ("f64", "f32", "f16", "bf16")
+
+    def __init__(self, family, dtype, config, weights, options):
+        super().__init__(family, dtype, config, weights, options)
+        # one thread unless asked: a run already has a worker per check in parallel (-j)
+        torch.set_num_threads(options.threads if options.threads > 0 else 1)
+        self.device = torch.device(options.device)
+        self.tdtype = TORCH_DTYPES[dtype]
+        self.hf_config, self.mixer = self.build(config)
+        self.mixer.eval()
+        state = {k: self.tensor(v) for k, v in weights.items()}
+        self.mixer.load_state_dict(state, strict=True)
+        self.mixer.to(device=self.device, dtype=self.tdtype)
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def tensor(self, a):
+        """numpy (bf16 as uint16 bits) -> torch on the device, in the model dtype."""
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        if self.dtype == "bf16" and a.dtype == np.uint16:
+            t = t.view(torch.int16).view(torch.bfloat16)
+        return t.to(self.device)
+
+    def numpy_out(self, t):
+        t = t.detach().to("cpu")
+        if self.dtype == "bf16":
+            return t.contiguous().view(torch.int16).numpy().view(np.uint16)
+        return t.numpy()
+
+    @staticmethod
+    def state_numpy(t):
+        return t.detach().to("cpu").float().numpy() if t.dtype != torch.float64 else t.detach().cpu().numpy()
+
+    def layer(self, cache):
+        return cache.layers[0]
+
+    # ---- the contract --------------------------------------------------------------------------
+    def cache_alloc(self, batch):
+        cache = DynamicCache(config=self.hf_config)
+        cache._mixcheck_batch = batch  # HF's layers learn it at the first forward; an export may come first
+        return cache
+
+    def cache_copy(self, cache):
+        return copy.deepcopy(cache)
+
+    def cache_export(self, cache):
+        layer = self.layer(cache)
+        conv = layer.conv_states.get(0) if getattr(layer, "has_previous_state", {}).get(0) else None
+        rec = layer.recurrent_states.get(0) if getattr(layer, "has_previous_state", {}).get(0) else None
+        B = getattr(cache, "_mixcheck_batch", None)
+        conv_np = self.state_numpy(conv) if conv is not None else None
+        rec_np = self.state_numpy(rec) if rec is not None else None
+        if conv_np is None:  # nothing written yet: the zero window
+            conv_np = np.zeros((B,) + self.options.conv_shape)
+        if self.options.state_shape and rec_np is None:
+            rec_np = np.zeros((B,) + self.options.state_shape)
+        return conv_np, (rec_np if self.options.state_shape else None)
+
+    def cache_import(self, cache, conv_state, recurrent_state):
+        layer = self.layer(cache)
+        conv = torch.from_numpy(np.array(conv_state)).to(self.device, self.tdtype)
+        rec = None
+        if recurrent_state is not None:  # HF keeps its recurrent state in f32 (f64 for an f64 model)
+            rec = torch.from_numpy(np.array(recurrent_state)).to(self.device, self.state_dtype())
+        layer.lazy_initialization(conv_states=conv, recurrent_states=rec, conv_kernel_size=conv.shape[-1])
+        layer.conv_states[0].copy_(conv)
+        if rec is not None:
+            layer.recurrent_states[0].copy_(rec)
+        layer.has_previous_state[0] = True
+        return cache
+
+    def state_dtype(self):
+        return torch.float64 if self.dtype == "f64" else torch.float32
+
+    def forward(self, cache, x, mask):
+        with torch.no_grad():
+            h = self.tensor(x)
+            m = None
+            if mask is not None:
+                m = create_recurrent_attention_mask(self.hf_config, h, torch.from_numpy(np.array(mask, np.int64))
+                                                    .to(self.device), cache)
+            y = self.mixer(h, cache=cache, attention_mask=m)
+        return self.numpy_out(y)
+
+
+class HFMamba2(_HF):
+    name = "hf-mamba2"
+    family = "mamba2"
+
+    def build(self, c):
+        _need("Mamba2Mixer", Mamba2Config, Mamba2Mixer)
+        inter = c["num_heads"] * c["head_dim"]
+        heads = c["num_heads"]
+        if inter % c["hidden_size"]:  # validated as hidden_size * int(expand) == num_heads * head_dim
+            if c["hidden_size"] % c["head_dim"]:
+                raise Unsupported("Mamba2Config cannot hold intermediate size %d with hidden_size %d"
+                                  % (inter, c["hidden_size"]))
+            heads = c["hidden_size"] // c["head_dim"]
+        cfg = Mamba2Config(hidden_size=c["hidden_size"], num_heads=heads, head_dim=c["head_dim"],
+                           state_size=c["state_size"], n_groups=c["n_groups"], conv_kernel=c["conv_kernel"],
+                           chunk_size=c["chunk_size"], layer_norm_epsilon=c["layer_norm_epsilon"],
+                           time_step_limit=tuple(c["time_step_limit"]), use_bias=c["use_bias"],
+                           use_conv_bias=c["use_conv_bias"], expand=_expand(inter, c["hidden_size"]),
+                           num_hidden_layers=1, vocab_size=8)
+        _set_expand(cfg, inter, c["hidden_size"])
+        object.__setattr__(cfg, "num_heads", c["num_heads"])
+        mixer = Mamba2Mixer(cfg, layer_idx=0)
+        if mixer.intermediate_size != inter:
+            raise Unsupported("Mamba2Mixer derives intermediate_size %d from expand, the golden has %d"
+                              % (mixer.intermediate_size, inter))
+        mixer.norm.group_size = c["norm_group_size"]  # docs/semantics.md §A.5
+        return cfg, mixer
+
+
+class HFMamba(_HF):
+    name = "hf-mamba"
+    family = "mamba1"
+
+    def build(self, c):
+        _need("MambaMixer", MambaConfig, MambaMixer)
+        cfg = MambaConfig(hidden_size=c["hidden_size"], state_size=c["state_size"], conv_kernel=c["conv_kernel"],
+                          expand=_expand(c["intermediate_size"], c["hidden_size"]), time_step_rank=c["time_step_rank"],
+                          use_bias=c["use_bias"], use_conv_bias=c["use_conv_bias"], num_hidden_layers=1,
+                          vocab_size=8)
+        _set_expand(cfg, c["intermediate_size"], c["hidden_size"])
+        mixer = MambaMixer(cfg, layer_idx=0)
+        if mixer.intermediate_size != c["intermediate_size"]:
+            raise Unsupported("MambaMixer derives intermediate_size %d from expand, the golden has %d"
+                              % (mixer.intermediate_size, c["intermediate_size"]))
+        return cfg, mixer
+
+
+class HFGatedDeltaNet(_HF):
+    name = "hf-gdn"
+    family = "gdn"
+
+    def build(self, c):
+        kw = dict(hidden_size=c["hidden_size"], linear_num_key_heads=c["linear_num_key_heads"],
+                  linear_num_value_heads=c["linear_num_value_heads"], linear_key_head_dim=c["linear_key_head_dim"],
+                  linear_value_head_dim=c["linear_value_head_dim"],
+                  linear_conv_kernel_dim=c["linear_conv_kernel_dim"], rms_norm_eps=c["rms_norm_eps"],
+                  num_hidden_layers=1, layer_types=["linear_attention"], vocab_size=8, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=8)
+        if c["projection_layout"] == "qwen3_next":
+            _need("Qwen3NextGatedDeltaNet", Qwen3NextConfig, Qwen3NextGatedDeltaNet)
+            cfg = Qwen3NextConfig(**kw)
+            return cfg, Qwen3NextGatedDeltaNet(cfg, layer_idx=0)
+        _need("Qwen3_5GatedDeltaNet", Qwen3_5TextConfig, Qwen3_5GatedDeltaNet)
+        cfg = Qwen3_5TextConfig(**kw)
+        return cfg, Qwen3_5GatedDeltaNet(cfg, layer_idx=0)
+
+
+class HFShortConv(_HF):
+    name = "hf-shortconv"
+    family = "shortconv"
+
+    def build(self, c):
+        _need("Lfm2ShortConv", Lfm2Config, Lfm2ShortConv)
+        cfg = Lfm2Config(hidden_size=c["hidden_size"], conv_L_cache=c["conv_L_cache"], conv_bias=c["conv_bias"],
+                         num_hidden_layers=1, layer_types=["conv"], vocab_size=8, num_attention_heads=2,
+                         num_key_value_heads=1, intermediate_size=16)
+        return cfg, Lfm2ShortConv(cfg, layer_idx=0)
+
+
+MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv]

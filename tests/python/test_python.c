@@ -1,0 +1,204 @@
+/*
+ * test_python.c — Python backends (harness/src/pybackend.c, python/mixcheck_backend): the numpy
+ * ShortConv example (examples/python) passes every bundled ShortConv case, and each broken variant of
+ * tests/python/broken_shortconv.py is reported as its own failure or error: a math mutant fails, an
+ * exception errors with its traceback, a segfault errors with its signal and Python stack, a hang
+ * runs into the time limit and leaves no worker behind, a wrong shape is refused. Needs
+ * /usr/bin/python3 with numpy (scripts/bootstrap.sh installs it); skipped (77) without.
+ */
+#define _DEFAULT_SOURCE /* usleep */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define MIXCHECK MC_BINARY_DIR "/mixcheck"
+#define PY " --python /usr/bin/python3 "
+#define BROKEN " --python-backend tests/python/broken_shortconv.py:"
+
+static char out[1 << 18];
+
+static int run(const char *cmd)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect(const char *text)
+{
+    if (strstr(out, text) == NULL)
+        fail_msg("expected '%s' in:\n%.6000s", text, out);
+}
+
+/* The number before " passed" in the summary line. */
+static int passed(void)
+{
+    const char *p = strstr(out, "check(s): ");
+    return p ? atoi(p + 10) : -1;
+}
+
+static void test_numpy_example_passes_every_shortconv_case(void **state)
+{
+    (void)state;
+    int rc = run(MIXCHECK " run cases/shortconv" PY "--python-backend examples/python/np_shortconv.py"
+                          " --backend np-shortconv -q");
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    expect(" 0 failed, 0 errored, 0 unsupported");
+    assert_true(passed() >= 100); /* every scenario of every case, f64 and f32 */
+}
+
+static void test_math_mutant_fails(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "MathMutant --backend np-mutant -q"), 1);
+    expect("FAIL  shortconv-k4             prefill                np-mutant");
+    expect("outside tolerance");
+}
+
+static void test_padding_leak_fails_only_masked_scenarios(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/leftpad.yaml" PY BROKEN
+                                  "LeaksCache --backend np-padleak -k left_padded_batch"),
+                     1);
+    expect("FAIL  shortconv-leftpad        left_padded_batch      np-padleak");
+    /* a case without padding passes: the variant differs only where the mask matters */
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "LeaksCache --backend np-padleak -q"), 0);
+}
+
+static void test_exception_is_the_checks_error_with_its_traceback(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "Raises --backend np-raise -k /prefill/"),
+                     1);
+    expect("ERROR shortconv-k4             prefill                np-raise");
+    expect("python forward: ValueError: deliberate failure on a (2, 15, 24) input");
+    expect("broken_shortconv.py:30 in helper <- broken_shortconv.py:27 in forward");
+}
+
+static void test_segfault_is_the_checks_error_with_signal_and_stack(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "Segfaults --backend np-segv -k /decode/"),
+                     1);
+    expect("ERROR shortconv-k4             decode                 np-segv");
+    expect("python worker died of signal 11 (Segmentation fault) during forward");
+    expect("broken_shortconv.py:47 in forward");
+}
+
+static void test_wrong_shape_is_refused(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "WrongShape --backend np-shape -k /prefill/"),
+                     1);
+    expect("forward returned shape (2, 14, 24), expected (2, 15, 24)");
+}
+
+/* Workers (their command line names mixcheck_backend.worker) that outlived the process driving them. */
+static int orphan_workers(void)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], buf[4096];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = buf[i] ? buf[i] : ' ';
+        buf[len] = '\0';
+        if (strstr(buf, "mixcheck_backend.worker") == NULL || strstr(buf, " serve") == NULL)
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        f = fopen(path, "r");
+        int ppid = 0;
+        if (f != NULL && fscanf(f, "%*d %*s %*c %d", &ppid) != 1)
+            ppid = 0;
+        if (f != NULL)
+            fclose(f);
+        n += ppid == 1;
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_hang_runs_into_the_time_limit_and_the_worker_dies(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN
+                                  "Hangs --backend np-hang -k /prefill/ --timeout 2"),
+                     1);
+    expect("ERROR shortconv-k4             prefill                np-hang");
+    expect("timed out after 2 s (killed)");
+    usleep(500000);
+    assert_int_equal(orphan_workers(), 0);
+}
+
+static void test_bad_interpreter_and_module_are_input_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml --python /no/such/python" BROKEN "Raises"), 2);
+    expect("cannot run /no/such/python");
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml --bisect --python /no/such/python" BROKEN "Raises"),
+                     125);
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY "--python-backend no_such_module_here"), 2);
+    expect("--python-backend no_such_module_here: ModuleNotFoundError: No module named 'no_such_module_here'");
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "NoSuchClass"), 2);
+    expect("has no attribute 'NoSuchClass'");
+}
+
+static void test_bench_python_overhead_runs(void **state)
+{
+    (void)state;
+    /* figures only, no time limit (machine-dependent): the mode runs, checks y == x at every size and
+     * reports the fixed cost and the rate */
+    int rc = run(MIXCHECK " bench --python-overhead --python /usr/bin/python3 --hidden 64");
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, out);
+    expect("adapter per call beyond the bytes (L = 1):");
+    expect("interpreter starts: 1 for the run");
+}
+
+int main(void)
+{
+    if (system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_python: /usr/bin/python3 with numpy not found: skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_numpy_example_passes_every_shortconv_case),
+        cmocka_unit_test(test_math_mutant_fails),
+        cmocka_unit_test(test_padding_leak_fails_only_masked_scenarios),
+        cmocka_unit_test(test_exception_is_the_checks_error_with_its_traceback),
+        cmocka_unit_test(test_segfault_is_the_checks_error_with_signal_and_stack),
+        cmocka_unit_test(test_wrong_shape_is_refused),
+        cmocka_unit_test(test_hang_runs_into_the_time_limit_and_the_worker_dies),
+        cmocka_unit_test(test_bad_interpreter_and_module_are_input_errors),
+        cmocka_unit_test(test_bench_python_overhead_runs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

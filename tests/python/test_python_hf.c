@@ -1,0 +1,81 @@
+/*
+ * test_python_hf.c — the Hugging Face adapter (python/mixcheck_backend/hf.py) through the mixcheck
+ * command: transformers' Lfm2ShortConv and Qwen3.5 Gated DeltaNet pass every unpadded scenario of a
+ * small case in f32, the scenarios without a packed call are unsupported (never passed), and a
+ * known upstream deviation is found (HF Mamba1 restarts the scan from a zero state in a multi-token
+ * forward on a primed cache, docs/semantics.md §A.1, bug class 8.7). The interpreter is
+ * $MIXCHECK_HF_PYTHON, else /work/venv/bin/python; skipped (77) where it cannot import torch and
+ * transformers (CI does not install them).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#define MIXCHECK MC_BINARY_DIR "/mixcheck"
+
+static char out[1 << 18];
+static const char *python;
+
+static int run(const char *args)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s run %s --python '%s' --python-backend mixcheck_backend.hf 2>&1", MIXCHECK, args,
+             python);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect(const char *text)
+{
+    if (strstr(out, text) == NULL)
+        fail_msg("expected '%s' in:\n%.6000s", text, out);
+}
+
+static void test_shortconv_and_gdn_pass_unpadded_cases_in_f32(void **state)
+{
+    (void)state;
+    int rc = run("cases/shortconv/k4.yaml cases/gdn/tiny.yaml -k '*/hf-*/f32' -q");
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    expect(" 0 failed, 0 errored,");
+    expect("UNSUP shortconv-k4             packed_prefill         hf-shortconv f32");
+}
+
+static void test_mamba1_continued_forward_restarts_the_state(void **state)
+{
+    (void)state;
+    assert_int_equal(run("cases/mamba1/tiny.yaml -k '/chunked/hf-mamba/f32'"), 1);
+    expect("FAIL  mamba1-tiny              chunked                hf-mamba   f32");
+    expect("recurrent_state");
+}
+
+int main(void)
+{
+    python = getenv("MIXCHECK_HF_PYTHON");
+    if (python == NULL || python[0] == '\0')
+        python = "/work/venv/bin/python";
+    char probe[1024];
+    snprintf(probe, sizeof probe, "'%s' -c 'import torch, transformers' >/dev/null 2>&1", python);
+    if (system(probe) != 0) {
+        fprintf(stderr, "test_python_hf: %s cannot import torch and transformers: skipped\n", python);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shortconv_and_gdn_pass_unpadded_cases_in_f32),
+        cmocka_unit_test(test_mamba1_continued_forward_restarts_the_state),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
