@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "diagnose.h"
 #include "family.h"
 #include "report.h"
 
@@ -162,6 +163,54 @@ void mc_report_console_baseline(const struct mc_console *con, const struct mc_ru
         fprintf(con->out, "  missing in run: %s\n", b->missing_in_run[i]);
 }
 
+void mc_report_console_diagnosis(const struct mc_console *con, const struct mc_diagnosis *d)
+{
+    if (d->n == 0) {
+        fprintf(con->out, "%sDIAG%s  %-24s %-10s no known bug class matches these failures\n", paint(con, C_YELLOW),
+                paint(con, C_RESET), d->case_id, d->backend);
+        return;
+    }
+    char line[1024];
+    mc_diag_format_best(d->top, d->n, line, sizeof line);
+    fprintf(con->out, "%sDIAG%s  %-24s %-10s %s\n", paint(con, C_YELLOW), paint(con, C_RESET), d->case_id, d->backend,
+            line);
+    int from = mc_diag_named_in_line(d->top, d->n);
+    if (d->n > from) {
+        fprintf(con->out, "      also possible:");
+        for (int k = from; k < d->n; k++)
+            fprintf(con->out, "%s %s (%s)", k > from ? ";" : "", d->top[k].sig->title, d->top[k].sig->id);
+        fputc('\n', con->out);
+    }
+}
+
+/* Over the run: per backend with a diagnosis, the classes its cases point to together. */
+static void console_diagnosis_summary(const struct mc_console *con, const struct mc_run_report *rep)
+{
+    for (int i = 0; i < rep->n_diagnoses; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(rep->diagnoses[j].backend, rep->diagnoses[i].backend) == 0;
+        if (seen)
+            continue;
+        struct mc_diag_match top[MC_DIAG_TOP];
+        int cases = 0, first = 0;
+        int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, top, &cases, &first);
+        if (n == 0)
+            continue;
+        char line[1024];
+        mc_diag_format_summary(top, n, cases, first, line, sizeof line);
+        fprintf(con->out, "\ndiagnosis of %s over %d diagnosed case(s) (first in %d): %s\n", rep->diagnoses[i].backend,
+                cases, first, line);
+        int from = 2 * first > cases ? 1 : n > 1 ? 2 : 1;
+        if (n > from) {
+            fprintf(con->out, "  also possible:");
+            for (int k = from; k < n; k++)
+                fprintf(con->out, "%s %s (%s)", k > from ? ";" : "", top[k].sig->title, top[k].sig->id);
+            fputc('\n', con->out);
+        }
+    }
+}
+
 void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p)
 {
     fprintf(con->out, "%s%-5s%s %s\n", paint(con, C_RED), p->code == MC_ERR_BACKEND ? "NOTEST" : "ERROR",
@@ -170,6 +219,7 @@ void mc_report_console_problem(const struct mc_console *con, const struct mc_run
 
 void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code)
 {
+    console_diagnosis_summary(con, rep);
     char nondet[96] = "";
     size_t used = 0;
     if (rep->counts[MC_CHECK_NONDETERMINISTIC] > 0)

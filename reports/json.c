@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "diagnose.h"
 #include "family.h"
 #include "provenance.h"
 #include "report.h"
@@ -293,6 +294,69 @@ static void key_list(struct mc_writer *w, const char *name, char *const *keys, i
     fputs(n ? "\n    ]" : "]", w->f);
 }
 
+static void write_match(struct mc_writer *w, const struct mc_diag_match *m, int comma)
+{
+    fputs(comma ? ", {" : "{", w->f);
+    kv_str(w, "class", m->sig->id, 0);
+    kv_str(w, "title", m->sig->title, 1);
+    kv_str(w, "hint", m->sig->hint, 1);
+    kv_int(w, "score", m->score);
+    kv_int(w, "known_weight", m->known);
+    kv_int(w, "total_weight", m->total);
+    kv_str(w, "evidence", m->evidence, 1);
+    char line[1024];
+    mc_diag_format(m, line, sizeof line);
+    kv_str(w, "message", line, 1);
+    fputc('}', w->f);
+}
+
+/* "diagnoses": the likely bug classes per (case, backend) with a failing check, best first, and
+ * "diagnosis_summary": per backend over the run (diagnose.h). */
+static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    fputs(",\n  \"diagnoses\": [", w->f);
+    for (int i = 0; i < rep->n_diagnoses; i++) {
+        const struct mc_diagnosis *d = &rep->diagnoses[i];
+        fputs(i ? ",\n    {" : "\n    {", w->f);
+        kv_str(w, "case", d->case_id, 0);
+        kv_str(w, "backend", d->backend, 1);
+        kv_str(w, "family", mc_family_name(d->family), 1);
+        char line[1024];
+        mc_diag_format_best(d->top, d->n, line, sizeof line);
+        kv_str(w, "message", line[0] ? line : "no known bug class matches these failures", 1);
+        fputs(", \"likely\": [", w->f);
+        for (int k = 0; k < d->n; k++)
+            write_match(w, &d->top[k], k);
+        fputs("]}", w->f);
+    }
+    fputs(rep->n_diagnoses ? "\n  ]" : "]", w->f);
+    fputs(",\n  \"diagnosis_summary\": [", w->f);
+    int any = 0;
+    for (int i = 0; i < rep->n_diagnoses; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(rep->diagnoses[j].backend, rep->diagnoses[i].backend) == 0;
+        if (seen)
+            continue;
+        struct mc_diag_match top[MC_DIAG_TOP];
+        int cases = 0, first = 0;
+        int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, top, &cases, &first);
+        fputs(any ? ",\n    {" : "\n    {", w->f);
+        any = 1;
+        kv_str(w, "backend", rep->diagnoses[i].backend, 0);
+        kv_int(w, "cases", cases);
+        kv_int(w, "cases_naming_first", first);
+        char line[1024];
+        mc_diag_format_summary(top, n, cases, first, line, sizeof line);
+        kv_str(w, "message", line[0] ? line : "no known bug class matches these failures", 1);
+        fputs(", \"likely\": [", w->f);
+        for (int k = 0; k < n; k++)
+            write_match(w, &top[k], k);
+        fputs("]}", w->f);
+    }
+    fputs(any ? "\n  ]" : "]", w->f);
+}
+
 /* "baseline": the comparison with --baseline (baseline.h); records on one side only fail nothing. */
 static void write_baseline(struct mc_writer *w, const struct mc_baseline_result *b)
 {
@@ -409,6 +473,7 @@ enum mc_err_code mc_report_json_write_flags(const char *path, const struct mc_ru
     }
     fputs(first ? "]" : "\n  ]", w.f);
     write_kill_matrix(&w, rep);
+    write_diagnoses(&w, rep);
     write_baseline(&w, rep->baseline);
     fputs("\n}\n", w.f);
     return mc_writer_commit(&w, err);

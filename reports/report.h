@@ -25,6 +25,8 @@ void mc_report_console_check(const struct mc_console *con, const struct mc_check
 /* After the checks of a run with --baseline: a DRIFT line per drifted tensor (the ratio and the
  * baseline's numbers) and the records found on one side only. Nothing without a baseline. */
 void mc_report_console_baseline(const struct mc_console *con, const struct mc_run_report *rep);
+/* After a case's checks: the likely bug classes of one backend's failures (diagnose.h), one line each. */
+void mc_report_console_diagnosis(const struct mc_console *con, const struct mc_diagnosis *d);
 void mc_report_console_problem(const struct mc_console *con, const struct mc_run_problem *p);
 void mc_report_console_summary(const struct mc_console *con, const struct mc_run_report *rep, int exit_code);
 

@@ -451,6 +451,13 @@ static void on_problem(const struct mc_run_problem *p, void *user)
     fflush(pr->con.out);
 }
 
+static void on_diagnosis(const struct mc_diagnosis *d, void *user)
+{
+    const struct printer *pr = user;
+    mc_report_console_diagnosis(&pr->con, d);
+    fflush(pr->con.out);
+}
+
 /* Loads the --tolerance profiles; 0, or 2 after printing the error. */
 static int load_tolerances(struct run_cli *cli)
 {
@@ -475,7 +482,7 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
                                  .color = mc_cli_use_color(cli->color),
                                  .argv0 = "mixcheck",
                                  .rerun_options = cli->rerun}};
-    struct mc_run_callbacks cb = {.on_check = on_check, .on_problem = on_problem, .user = &pr};
+    struct mc_run_callbacks cb = {.on_check = on_check, .on_problem = on_problem, .on_diagnosis = on_diagnosis, .user = &pr};
     struct mc_run_report rep;
     struct mc_error err = {0};
     int code;

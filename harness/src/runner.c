@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "diagnose.h"
 #include "family.h"
 #include "golden.h"
 #include "isolate.h"
@@ -219,6 +220,37 @@ static struct mc_check_result *next_check(struct mc_run_report *rep, struct mc_e
         rep->cap_checks = cap;
     }
     return &rep->checks[rep->n_checks];
+}
+
+/* The diagnosis of every backend with a failing check among the case's checks [first, rep->n_checks):
+ * once per case, after its checks (diagnose.h). */
+static void diagnose_case(const struct mc_case *c, const struct mc_golden *g, int first, struct mc_run_report *rep,
+                          const struct mc_run_callbacks *cb, struct mc_error *err)
+{
+    for (int i = first; i < rep->n_checks; i++) {
+        const char *backend = rep->checks[i].backend;
+        int seen = 0;
+        for (int j = first; j < i && !seen; j++)
+            seen = strcmp(rep->checks[j].backend, backend) == 0;
+        if (seen)
+            continue;
+        if (rep->n_diagnoses == rep->cap_diagnoses) {
+            int cap = rep->cap_diagnoses ? 2 * rep->cap_diagnoses : 8;
+            struct mc_diagnosis *v = realloc(rep->diagnoses, (size_t)cap * sizeof *v);
+            if (v == NULL) {
+                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                return;
+            }
+            rep->diagnoses = v;
+            rep->cap_diagnoses = cap;
+        }
+        struct mc_diagnosis *d = &rep->diagnoses[rep->n_diagnoses];
+        if (!mc_diagnose_case(c, g, rep->checks + first, rep->n_checks - first, backend, d))
+            continue;
+        rep->n_diagnoses++;
+        if (cb && cb->on_diagnosis)
+            cb->on_diagnosis(d, cb->user);
+    }
 }
 
 /* ---- running ------------------------------------------------------------------------------------------ */
@@ -554,6 +586,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
     struct mc_isolate_options iso = {.isolate = opt->isolate, .jobs = opt->jobs, .timeout_s = opt->timeout_s};
     if (err->code != MC_ERR_NONE || mc_isolate_run(jobs, n, &iso, run_job, (void *)opt, err) != MC_ERR_NONE)
         goto out;
+    int first_check = rep->n_checks;
     for (int i = 0; i < n && err->code == MC_ERR_NONE; i++) {
         if (jobs[i].err.code != MC_ERR_NONE) {
             add_problem(rep, c->path, c->id, mc_scenario_name(jobs[i].ctx.spec->kind), &jobs[i].err, cb, err);
@@ -568,6 +601,8 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         if (cb && cb->on_check)
             cb->on_check(res, cb->user);
     }
+    if (err->code == MC_ERR_NONE)
+        diagnose_case(c, g, first_check, rep, cb, err);
 out:
     for (int di = 0; di < MC_CASE_MAX_DTYPES; di++) {
         if (have_ref[di])
@@ -968,6 +1003,7 @@ static enum mc_err_code run_all(const char *const *paths, int n_paths, const str
 void mc_run_report_free(struct mc_run_report *rep)
 {
     free(rep->goldens);
+    free(rep->diagnoses);
     free(rep->checks);
     free(rep->problems);
     memset(rep, 0, sizeof *rep);

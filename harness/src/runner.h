@@ -78,6 +78,7 @@ struct mc_run_golden {
 
 struct mc_provenance;
 struct mc_baseline_result;
+struct mc_diagnosis;
 
 struct mc_run_report {
     struct mc_check_result *checks;
@@ -93,6 +94,9 @@ struct mc_run_report {
     const char *rerun_options; /* from the options (borrowed) */
     struct mc_run_golden *goldens; /* one per case that ran */
     int n_goldens, cap_goldens;
+    /* the bug-class diagnosis (diagnose.h): one per (case, backend) with a failing check */
+    struct mc_diagnosis *diagnoses;
+    int n_diagnoses, cap_diagnoses;
     int shard_index, shard_count; /* of a sharded run (0 = unsharded) */
     int shard_checks;             /* checks of the whole selection, every shard together */
     /* set by the caller for the writers (borrowed, may be NULL): provenance.h, baseline.h */
@@ -103,6 +107,7 @@ struct mc_run_report {
 struct mc_run_callbacks {
     void (*on_check)(const struct mc_check_result *res, void *user);
     void (*on_problem)(const struct mc_run_problem *p, void *user);
+    void (*on_diagnosis)(const struct mc_diagnosis *d, void *user); /* after a case's checks, may be NULL */
     void *user;
 };
 

@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""The diagnosis against the mutant suite: every mutant of tests/mutants (on every bundled case of its family)
+and of tests/packed (on the tiny case of every family it is registered for), discovered from the plugins,
+runs through `mixcheck run --json`; the class the run's
+diagnosis names first for it (`diagnosis_summary`) must be the mutant's own class, which its name carries
+(`mutant.8.2a-...` -> 8.2a, `mutant.S2.4-...` -> S2.4, `mutant.future-leak` -> future-leak). A signature
+`8.3` names both `8.3a` and `8.3b` (one class of docs/semantics.md §8, two slicings the facts do not tell
+apart). The correct controls and the non-bug must get no diagnosis at all. Prints the per-mutant table and
+the hit rate; exits 1 below 90 % or when a control is diagnosed.
+
+usage: hit_rate.py MIXCHECK MUTANTS_PLUGIN PACKED_PLUGIN [--markdown]
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+MIN_RATE = 0.90
+
+# The mutants and controls are discovered from the plugins (`mixcheck list --plugin P`), so a mutant added
+# to either library is measured without editing this file. A backend of the mutant library runs on every
+# bundled case of its family; one of the packed library (the same name registered for several families)
+# on the tiny case of each family it is registered for. PATHS overrides that ("{family}" = the family) for a
+# backend whose class is shown only by other cases.
+PATHS = {
+    # the long runs (long_decode, length_sweep) live in cases/long/<family>.yaml
+    "mutant.S2.9-bf16-state": "cases/long/{family}.yaml",
+    "mutant.S2.10-tail-skipped": "cases/long/{family}.yaml",
+}
+# controls (must get no diagnosis) and the dtype they run at
+CONTROL_DTYPE = {"nonbug.unfused-conv-act": "bf16"}
+
+
+def discover(mixcheck, plugin):
+    """[(backend, family)] of the plugin's own backends, in listing order."""
+    p = subprocess.run([mixcheck, "list", "--plugin", plugin], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit("mixcheck list --plugin %s: exit %d\n%s" % (plugin, p.returncode, p.stdout[-2000:]))
+    out = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s+(\S+)\s+(\w+)\s+device\s.*\((.*)\)\s*$", line)
+        if m and m.group(3) == plugin and (m.group(1), m.group(2)) not in out:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def plan(mixcheck, plugins):
+    """[(plugin key, backend, label, paths, dtype, is_mutant)] over both libraries."""
+    runs = []
+    for backend, family in discover(mixcheck, plugins["m"]):
+        kind = backend.split(".")[0]
+        if kind not in ("mutant", "control", "nonbug"):
+            continue
+        runs.append(("m", backend, family, [PATHS.get(backend, "cases/{family}/").format(family=family)],
+                     CONTROL_DTYPE.get(backend, "f32"), kind == "mutant"))
+    packed = {}
+    for backend, family in discover(mixcheck, plugins["p"]):
+        packed.setdefault(backend, []).append(family)
+    for backend, families in packed.items():
+        kind = backend.split(".")[0]
+        if kind not in ("mutant", "control") or backend == "control.no-packed":
+            continue  # control.no-packed: every serving check unsupported (test_packed_mutants)
+        runs.append(("p", backend, "tiny of %d families" % len(families),
+                     [PATHS.get(backend, "cases/{family}/tiny.yaml").format(family=f) for f in families
+                      if os.path.exists(PATHS.get(backend, "cases/{family}/tiny.yaml").format(family=f))],
+                     "f32", kind == "mutant"))
+    return runs
+
+
+def own_class(backend):
+    m = re.match(r"mutant\.(S2\.\d+|\d+\.\d+[a-z]?)(-|$)", backend)
+    return m.group(1) if m else backend[len("mutant."):]
+
+
+def names(sig, cls):
+    return sig == cls or (re.fullmatch(r"\d+\.\d+", sig) is not None and re.fullmatch(re.escape(sig) + "[a-z]", cls) is not None)
+
+
+def run(mixcheck, plugin, backend, paths, dtype, out):
+    cmd = [mixcheck, "run", *paths, "--plugin", plugin, "--backend", backend, "--dtype", dtype, "-j", "2", "-q",
+           "--color", "never", "--json", out]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit("%s: exit %d\n%s" % (" ".join(cmd), p.returncode, p.stdout[-4000:]))
+    with open(out) as f:
+        return p.returncode, json.load(f)
+
+
+def main():
+    mixcheck, plugins = sys.argv[1], {"m": sys.argv[2], "p": sys.argv[3]}
+    markdown = "--markdown" in sys.argv
+    tmp = tempfile.mkdtemp(prefix="mixcheck-diag-")
+    rows, hits, n_mutants, bad_controls = [], 0, 0, []
+    for key, backend, label, paths, dtype, is_mutant in plan(mixcheck, plugins):
+        rc, rep = run(mixcheck, plugins[key], backend, paths, dtype, os.path.join(tmp, "r.json"))
+        diags = [d for d in rep.get("diagnoses", []) if d["backend"] == backend]
+        if not is_mutant:
+            named = diags[0]["likely"][0]["class"] if diags and diags[0]["likely"] else "-"
+            ok = not diags and rc == 0
+            rows.append((backend, label, "none", named, "", "%d diagnosed" % len(diags), "yes" if ok else "NO"))
+            if not ok:
+                bad_controls.append(backend)
+            continue
+        n_mutants += 1
+        summ = [x for x in rep.get("diagnosis_summary", []) if x["backend"] == backend]
+        cls = own_class(backend)
+        first = summ[0]["likely"][0]["class"] if summ and summ[0]["likely"] else "-"
+        others = ", ".join(x["class"] for x in summ[0]["likely"][1:]) if summ else ""
+        per_case = sum(1 for d in diags if d["likely"] and names(d["likely"][0]["class"], cls))
+        hit = rc == 1 and names(first, cls)
+        hits += hit
+        rows.append((backend, label, cls, first, others, "%d/%d" % (per_case, len(diags)), "yes" if hit else "NO"))
+    head = ("backend", "cases", "class", "named first", "also named", "cases naming it first", "hit")
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print("| " + " | ".join("`%s`" % r[0] if i == 0 else r[i] for i in range(len(r))) + " |")
+    else:
+        print("%-38s %-26s %-12s %-12s %-18s %-10s %s" % head)
+        for r in rows:
+            print("%-38s %-26s %-12s %-12s %-18s %-10s %s" % r)
+    rate = hits / n_mutants if n_mutants else 0.0
+    print("\nhit rate: %d of %d mutants named first by their own class (%.0f %%); controls diagnosed: %s"
+          % (hits, n_mutants, 100 * rate, ", ".join(bad_controls) or "none"))
+    subprocess.run(["rm", "-rf", tmp])
+    if n_mutants == 0 or rate < MIN_RATE or bad_controls:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
