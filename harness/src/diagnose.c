@@ -87,8 +87,10 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
         }
         s->errored |= r->status == MC_CHECK_ERROR;
         s->nondeterministic |= r->status == MC_CHECK_NONDETERMINISTIC;
-        /* The first failing stage joins here once check results carry it (stage probes, docs/scenarios.md
-         * §1.3): s->first_stage is what MC_DC_STAGE conditions read; until then it stays "" (unknown). */
+        /* The first failing stage of the scenario's first probed failing check (stage probes,
+         * docs/scenarios.md §1.3/§3.6): what MC_DC_STAGE conditions read; "" (unknown) without probes. */
+        if (r->first_stage.probed && r->first_stage.name[0] && s->first_stage[0] == '\0')
+            snprintf(s->first_stage, sizeof s->first_stage, "%s", r->first_stage.name);
         for (int k = 0; k < r->n_tensors; k++) {
             const struct mc_tensor_result *tr = &r->tensors[k];
             struct mc_diag_tensor_fact *t = tensor_fact(s, tr->name);
