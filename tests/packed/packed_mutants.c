@@ -513,8 +513,14 @@ EXPORT const struct mc_backend_ops *const *mixcheck_plugin_backends(uint32_t *co
             *o = *family_base(f);
             o->name = k < F_COUNT ? fault_names[k] : "control.no-packed";
             o->forward_packed = k < F_COUNT ? entries[f][k] : NULL;
-            if (k < F_COUNT && forward_fault((enum fault)k))
+            if (k < F_COUNT && forward_fault((enum fault)k)) {
                 o->forward = forwards[f][k];
+                /* its forward is several reference forwards: the reference's probes would describe the
+                 * last of them, not the call (a mis-shaped probe, the check's error) */
+                o->probe_enable = NULL;
+                o->probe_read = NULL;
+                o->caps &= ~MC_CAP_PROBES;
+            }
             if (k == F_STALE_COLUMN || k == F_PREFIX_OFF_GRID)
                 o->cache_free = frees[f];
             if (k == F_COUNT)
