@@ -374,6 +374,32 @@ static void write_baseline(struct mc_writer *w, const struct mc_baseline_result 
 }
 
 /* "provenance": how the numbers were made (provenance.h) and the goldens they were compared with. */
+/* The Python backends (provenance.h): null without any; a "" field of the provenance is null here. */
+static void json_python(struct mc_writer *w, const struct mc_provenance_python *py)
+{
+    fputs("\"python\": ", w->f);
+    if (!py->present) {
+        fputs("null,\n    ", w->f);
+        return;
+    }
+    fputc('{', w->f);
+    kv_str(w, "interpreter", py->interpreter, 0);
+    kv_str(w, "executable", py->executable[0] ? py->executable : NULL, 1);
+    kv_str(w, "version", py->version[0] ? py->version : NULL, 1);
+    fputs(", \"packages\": {", w->f);
+    for (int i = 0; i < py->n_packages; i++)
+        kv_str(w, py->packages[i].name, py->packages[i].version[0] ? py->packages[i].version : NULL, i > 0);
+    fputs("}, \"specs\": [", w->f);
+    for (int i = 0; i < py->n_specs; i++) {
+        fputs(i ? ", {" : "{", w->f);
+        kv_str(w, "spec", py->specs[i].spec, 0);
+        kv_str(w, "path", py->specs[i].path[0] ? py->specs[i].path : NULL, 1);
+        kv_str(w, "sha256", py->specs[i].sha256[0] ? py->specs[i].sha256 : NULL, 1);
+        fputc('}', w->f);
+    }
+    fputs("]},\n    ", w->f);
+}
+
 static void write_provenance(struct mc_writer *w, const struct mc_run_report *rep)
 {
     const struct mc_provenance *p = rep->provenance;
@@ -405,6 +431,7 @@ static void write_provenance(struct mc_writer *w, const struct mc_run_report *re
             fputc('}', w->f);
         }
         fputs("],\n    ", w->f);
+        json_python(w, &p->python);
     } else {
         fputs("\n    ", w->f);
     }

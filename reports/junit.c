@@ -142,6 +142,26 @@ static void write_properties(struct mc_writer *w, const struct mc_run_report *re
                      p->plugins[i].sha256[0] ? p->plugins[i].sha256 : "unreadable");
             property(w, name, value);
         }
+        const struct mc_provenance_python *py = &p->python;
+        if (py->present) {
+            char value[1200];
+            snprintf(value, sizeof value, "%s (%s) %s", py->interpreter, py->executable[0] ? py->executable : "?",
+                     py->version[0] ? py->version : "unknown");
+            property(w, "python", value);
+            for (int i = 0; i < py->n_packages; i++) {
+                char name[80];
+                snprintf(name, sizeof name, "python:%s", py->packages[i].name);
+                property(w, name, py->packages[i].version[0] ? py->packages[i].version : "absent");
+            }
+            for (int i = 0; i < py->n_specs; i++) {
+                char name[64];
+                snprintf(name, sizeof name, "python_spec:%d", i);
+                snprintf(value, sizeof value, "%s %s sha256:%s", py->specs[i].spec,
+                         py->specs[i].path[0] ? py->specs[i].path : "(no file)",
+                         py->specs[i].sha256[0] ? py->specs[i].sha256 : "unreadable");
+                property(w, name, value);
+            }
+        }
     }
     for (int i = 0; i < rep->n_goldens; i++) {
         char name[160], value[640];

@@ -581,6 +581,8 @@ int mc_cmd_run(int argc, char **argv)
         if (cli->python.python == NULL)
             cli->python.python = "python3";
         code = mc_cli_load_python(&reg, &plugins, &cli->python, cli->python_specs, cli->n_python, cli->bisect);
+        if (code == 0)
+            cli->prov.python = *mc_python_provenance(); /* the interpreter, spec files, package versions */
     }
     if (code == 0)
         code = validate_filters(cli, &reg);

@@ -162,6 +162,18 @@ int mc_provenance_add_plugin(struct mc_provenance *p, const char *path)
     return 0;
 }
 
+int mc_provenance_add_python_spec(struct mc_provenance_python *py, const char *spec, const char *path)
+{
+    if (py->n_specs >= MC_PROVENANCE_MAX_PYTHON_SPECS)
+        return -1;
+    struct mc_provenance_python_spec *s = &py->specs[py->n_specs++];
+    snprintf(s->spec, sizeof s->spec, "%s", spec);
+    snprintf(s->path, sizeof s->path, "%s", path ? path : "");
+    if (s->path[0] == '\0' || mc_sha256_file_hex(s->path, s->sha256) != 0)
+        s->sha256[0] = '\0';
+    return 0;
+}
+
 void mc_provenance_free(struct mc_provenance *p)
 {
     free(p->command_line);

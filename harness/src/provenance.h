@@ -1,8 +1,10 @@
 /*
  * provenance.h — what a report needs to say where its numbers came from: the mixcheck version and
  * git commit (with a dirty flag) it was built from, compiler and build type, the OpenBLAS in use, the
- * CPU model, thread counts, the plugins (with the SHA-256 of each file), the seeds option, the start
- * time and the command line. The goldens of the run and their content checksums are in the run
+ * CPU model, thread counts, the plugins (with the SHA-256 of each file), the Python backends (the
+ * interpreter and its version, each spec's file with its SHA-256, the numpy/torch/transformers
+ * versions the worker reports; pybackend.c fills them), the seeds option, the start time and the
+ * command line. The goldens of the run and their content checksums are in the run
  * report (runner.h, goldens). The writers (reports/) print it; this module only collects.
  */
 #ifndef MC_PROVENANCE_H
@@ -17,6 +19,32 @@
 struct mc_provenance_plugin {
     char path[512];
     char sha256[MC_SHA256_HEX_LEN + 1]; /* "" when the file could not be read */
+};
+
+#define MC_PROVENANCE_MAX_PYTHON_SPECS 16
+#define MC_PROVENANCE_MAX_PACKAGES 8
+
+struct mc_provenance_python_spec {
+    char spec[512];                     /* as given to --python-backend */
+    char path[512];                     /* the file it loaded (absolute), "" when it has none */
+    char sha256[MC_SHA256_HEX_LEN + 1]; /* of that file, "" when it could not be read */
+};
+
+struct mc_provenance_package {
+    char name[64];
+    char version[64]; /* "" when the interpreter does not have it */
+};
+
+/* The Python backends of a run (present = 0 when there are none). */
+struct mc_provenance_python {
+    int present;
+    char interpreter[512]; /* --python as given */
+    char executable[512];  /* the worker's sys.executable */
+    char version[64];      /* platform.python_version() */
+    struct mc_provenance_package packages[MC_PROVENANCE_MAX_PACKAGES];
+    int n_packages;
+    struct mc_provenance_python_spec specs[MC_PROVENANCE_MAX_PYTHON_SPECS];
+    int n_specs;
 };
 
 struct mc_provenance {
@@ -36,6 +64,7 @@ struct mc_provenance {
     int seeds;                /* --seeds (0 = once) */
     struct mc_provenance_plugin plugins[MC_PROVENANCE_MAX_PLUGINS];
     int n_plugins;
+    struct mc_provenance_python python;
     char started_utc[32];     /* ISO 8601, e.g. 2024-05-01T12:00:00Z */
     char *command_line;       /* argv joined, shell-quoted where needed (owned) */
 };
@@ -47,6 +76,10 @@ int mc_provenance_collect(struct mc_provenance *p, int argc, char *const *argv);
 
 /* Records a plugin path and the SHA-256 of its file; 0, or -1 when there are too many. */
 int mc_provenance_add_plugin(struct mc_provenance *p, const char *path);
+
+/* Records a Python backend spec, the file it loaded (NULL or "" for none) and that file's SHA-256; 0,
+ * or -1 when there are too many. */
+int mc_provenance_add_python_spec(struct mc_provenance_python *py, const char *spec, const char *path);
 
 void mc_provenance_set_start(struct mc_provenance *p, int64_t unix_seconds);
 

@@ -21,6 +21,7 @@
 #include "dtype.h"
 #include "family.h"
 #include "jsonread.h"
+#include "provenance.h"
 
 #ifndef MC_PYTHON_DIR
 #define MC_PYTHON_DIR "python"
@@ -55,6 +56,8 @@ struct slot {
 };
 static struct slot slots[MC_PYTHON_MAX_BACKENDS];
 static int n_slots;
+/* What the report's provenance records of this run's Python backends (mc_python_provenance). */
+static struct mc_provenance_python prov;
 
 /* The zygote of the run: the interpreter with every spec imported, forking one worker per client. */
 static struct {
@@ -868,6 +871,44 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* A string member of a JSON object, or NULL (absent, null or not a string). */
+static const char *json_string_at(const struct mc_json_value *obj, const char *key)
+{
+    const struct mc_json_value *v = obj ? mc_json_get(obj, key) : NULL;
+    return v != NULL && v->type == MC_JSON_STRING ? v->string : NULL;
+}
+
+/* Keeps the description's interpreter, spec files (hashed here, as plugins are) and package versions. */
+static void record_provenance(const struct mc_python_options *opt, const struct mc_json_value *root)
+{
+    memset(&prov, 0, sizeof prov);
+    prov.present = 1;
+    const struct mc_json_value *py = mc_json_get(root, "python"), *files = mc_json_get(root, "specs");
+    const char *exe = json_string_at(py, "executable"), *ver = json_string_at(py, "version");
+    snprintf(prov.interpreter, sizeof prov.interpreter, "%s", opt->python ? opt->python : "python3");
+    snprintf(prov.executable, sizeof prov.executable, "%s", exe ? exe : "");
+    snprintf(prov.version, sizeof prov.version, "%s", ver ? ver : "");
+    const struct mc_json_value *pk = py ? mc_json_get(py, "packages") : NULL;
+    for (size_t i = 0; pk != NULL && pk->type == MC_JSON_OBJECT && i < pk->len; i++) {
+        if (prov.n_packages >= MC_PROVENANCE_MAX_PACKAGES)
+            break;
+        struct mc_provenance_package *p = &prov.packages[prov.n_packages++];
+        snprintf(p->name, sizeof p->name, "%s", pk->keys[i]);
+        snprintf(p->version, sizeof p->version, "%s",
+                 pk->items[i].type == MC_JSON_STRING ? pk->items[i].string : "");
+    }
+    for (size_t i = 0; files != NULL && files->type == MC_JSON_ARRAY && i < files->len; i++) {
+        const char *sp = json_string_at(&files->items[i], "spec");
+        if (sp != NULL)
+            mc_provenance_add_python_spec(&prov, sp, json_string_at(&files->items[i], "path"));
+    }
+}
+
+const struct mc_provenance_python *mc_python_provenance(void)
+{
+    return &prov;
+}
+
 enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char *const *specs, int n_specs,
                                 struct mc_registry *reg, int first_plugin, struct mc_error *err)
 {
@@ -879,16 +920,19 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
     const char *spec = n_specs == 1 ? specs[0] : "(several)";
     struct mc_json_value *root = NULL;
     struct mc_json_error je;
-    if (mc_json_parse(text, strlen(text), NULL, &root, &je) != 0 || root->type != MC_JSON_ARRAY) {
+    const struct mc_json_value *list = NULL;
+    if (mc_json_parse(text, strlen(text), NULL, &root, &je) != 0 || root->type != MC_JSON_OBJECT ||
+        (list = mc_json_get(root, "backends")) == NULL || list->type != MC_JSON_ARRAY) {
         mc_error_set(err, MC_ERR_INTERNAL, "--python-backend %s: unreadable description (%s)", spec,
-                     root ? "not a list" : je.msg);
+                     root ? "no list of backends" : je.msg);
         free(text);
         mc_json_free(root);
         return err->code;
     }
     free(text);
-    for (size_t i = 0; i < root->len && err->code == MC_ERR_NONE; i++) {
-        const struct mc_json_value *e = &root->items[i], *from = mc_json_get(e, "spec");
+    record_provenance(opt, root);
+    for (size_t i = 0; i < list->len && err->code == MC_ERR_NONE; i++) {
+        const struct mc_json_value *e = &list->items[i], *from = mc_json_get(e, "spec");
         int plugin = first_plugin;
         for (int k = 0; from != NULL && from->type == MC_JSON_STRING && k < n_specs; k++)
             if (strcmp(from->string, specs[k]) == 0)
@@ -968,6 +1012,7 @@ void mc_python_unload(void)
         free(slots[i].attr);
     }
     n_slots = 0;
+    memset(&prov, 0, sizeof prov);
     if (W.active && W.owner == getpid()) {
         close(W.sock); /* the worker reads EOF and exits */
         W.sock = -1;

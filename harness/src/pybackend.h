@@ -20,6 +20,7 @@
 #define MC_PYBACKEND_H
 
 #include "error.h"
+#include "provenance.h"
 #include "registry.h"
 
 #define MC_PYTHON_MAX_BACKENDS 32
@@ -35,6 +36,12 @@ struct mc_python_options {
  * past MC_PYTHON_MAX_BACKENDS backends. The options and specs must outlive the run. */
 enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char *const *specs, int n,
                                 struct mc_registry *reg, int first_plugin, struct mc_error *err);
+
+/* What the report's provenance records of the loaded Python backends: the interpreter (as given and
+ * the worker's sys.executable) and its version, each spec's file with its SHA-256, and the
+ * numpy/torch/transformers versions the zygote reports ("" for one it does not have). present = 0
+ * before a load and after mc_python_unload. */
+const struct mc_provenance_python *mc_python_provenance(void);
 
 /* The directory of the shipped mixcheck_backend package (MIXCHECK_PYTHON_DIR overrides the build's). */
 const char *mc_python_package_dir(void);

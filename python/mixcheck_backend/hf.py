@@ -2,13 +2,16 @@
 
     mixcheck run cases/ --python /work/venv/bin/python --python-backend mixcheck_backend.hf
 
-registers four backends, each wrapping the installed transformers mixer class with transformers' own
-cache class (``DynamicCache`` built from the model's config, one linear-attention layer):
+registers five backends, each wrapping the installed transformers mixer class with transformers' own
+cache class (``DynamicCache`` built from the model's config, one linear-attention layer; for attention a
+``DynamicCache`` that also keeps the 2-D padding mask, see ``HFAttention``):
 
     hf-mamba2     Mamba2Mixer              (transformers.models.mamba2)
     hf-mamba      MambaMixer               (transformers.models.mamba)
     hf-gdn        Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet, by the golden's projection_layout
     hf-shortconv  Lfm2ShortConv            (transformers.models.lfm2)
+    hf-attention  Qwen3NextAttention (output gate, zero-centred q/k norms), Lfm2Attention (plain RMS
+                  q/k norms) or BambaAttention (no q/k norm, biases), by the golden's configuration
 
 The golden's weights are loaded by their HF names with ``load_state_dict(strict=True)``. Each forward
 goes the way the HF model sends it: the 2-D padding mask through ``create_recurrent_attention_mask``
@@ -28,7 +31,7 @@ import torch
 # once per run, and each forked worker then starts with them loaded
 import transformers
 from transformers import DynamicCache
-from transformers.masking_utils import create_recurrent_attention_mask
+from transformers.masking_utils import create_causal_mask, create_recurrent_attention_mask
 
 
 def _optional(module, *names):
@@ -51,6 +54,12 @@ Qwen3_5TextConfig, = _optional("models.qwen3_5.configuration_qwen3_5", "Qwen3_5T
 Qwen3_5GatedDeltaNet, = _optional("models.qwen3_5.modeling_qwen3_5", "Qwen3_5GatedDeltaNet")
 Lfm2Config, = _optional("models.lfm2.configuration_lfm2", "Lfm2Config")
 Lfm2ShortConv, = _optional("models.lfm2.modeling_lfm2", "Lfm2ShortConv")
+Qwen3NextAttention, Qwen3NextRotaryEmbedding = _optional("models.qwen3_next.modeling_qwen3_next",
+                                                         "Qwen3NextAttention", "Qwen3NextRotaryEmbedding")
+Lfm2Attention, Lfm2RotaryEmbedding = _optional("models.lfm2.modeling_lfm2", "Lfm2Attention", "Lfm2RotaryEmbedding")
+BambaConfig, = _optional("models.bamba.configuration_bamba", "BambaConfig")
+BambaAttention, BambaRotaryEmbedding = _optional("models.bamba.modeling_bamba", "BambaAttention",
+                                                 "BambaRotaryEmbedding")
 
 
 def _need(what, *classes):
@@ -58,7 +67,7 @@ def _need(what, *classes):
         raise Unsupported("transformers %s has no %s" % (transformers.__version__, what))
 
 
-from . import Backend, Unsupported  # noqa: E402
+from . import Backend, Invalid, Unsupported  # noqa: E402
 
 TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -239,4 +248,151 @@ class HFShortConv(_HF):
         return cfg, Lfm2ShortConv(cfg, layer_idx=0)
 
 
-MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv]
+class _KVCache(DynamicCache):
+    """transformers' ``DynamicCache`` (one full-attention layer) plus what an HF caller keeps beside it:
+    the 2-D padding mask of every token the cache has seen (``generate`` grows ``attention_mask`` the
+    same way). HF stores a padding token's key and value in a slot and masks it; mixcheck's export
+    (docs/semantics.md §12.5) holds only the real tokens, so export gathers the unmasked slots of each
+    row and import lays a row's n keys out in slots 0..n-1 with the rest masked."""
+
+    def __init__(self, batch):
+        super().__init__()
+        self.batch = batch
+        self.seen = None  # [B][T] int64, 1 real, 0 padding; None before any token
+
+    def length(self):
+        return 0 if self.seen is None else self.seen.shape[1]
+
+
+class HFAttention(_HF):
+    """The attention family (docs/semantics.md §12) through the transformers attention class closest to
+    the golden's configuration, called the way the HF model calls it: position embeddings from the
+    model's rotary class at ``position_ids`` = the running count of real tokens (``generate``'s
+    ``cumsum(attention_mask) - 1``, pads at 1), the 4-D mask from ``create_causal_mask`` over the
+    cache's mask history and this slice's, and the eager attention path."""
+    name = "hf-attention"
+    family = "attention"
+
+    def build(self, c):
+        gate, norm, bias = c["attn_output_gate"], c["qk_norm"], c["attention_bias"]
+        rope = {"rope_type": "default", "rope_theta": c["rope_theta"],
+                "partial_rotary_factor": c["partial_rotary_factor"]}
+        kw = dict(hidden_size=c["hidden_size"], num_attention_heads=c["num_attention_heads"],
+                  num_key_value_heads=c["num_key_value_heads"], head_dim=c["head_dim"], num_hidden_layers=1,
+                  vocab_size=8, rope_parameters=rope)
+        if gate and norm == "zero_centred" and not bias:
+            _need("Qwen3NextAttention", Qwen3NextConfig, Qwen3NextAttention, Qwen3NextRotaryEmbedding)
+            cfg = Qwen3NextConfig(rms_norm_eps=c["rms_norm_eps"], layer_types=["full_attention"], **kw)
+            make, rot = Qwen3NextAttention, Qwen3NextRotaryEmbedding
+        elif not gate and norm == "rms" and not bias:
+            _need("Lfm2Attention", Lfm2Config, Lfm2Attention, Lfm2RotaryEmbedding)
+            cfg = Lfm2Config(norm_eps=c["rms_norm_eps"], layer_types=["full_attention"], **kw)
+            make, rot = Lfm2Attention, Lfm2RotaryEmbedding  # its checkpoint names: _renamed
+        elif not gate and norm == "none":
+            _need("BambaAttention", BambaConfig, BambaAttention, BambaRotaryEmbedding)
+            cfg = BambaConfig(attention_bias=bool(bias), attn_layer_indices=[0], mamba_n_heads=1, mamba_n_groups=1, **kw)
+            make, rot = BambaAttention, BambaRotaryEmbedding
+        else:
+            raise Unsupported("no transformers attention class has attn_output_gate=%d with qk_norm %s and "
+                              "attention_bias=%d" % (gate, norm, bias))
+        # set past what a config's __post_init__ hard-codes (Bamba: partial_rotary_factor 0.5)
+        cfg.rope_parameters = dict(cfg.rope_parameters or {}, **rope)
+        object.__setattr__(cfg, "head_dim", c["head_dim"])
+        cfg._attn_implementation = "eager"
+        self.rotary = rot(cfg)
+        mod = make(cfg, layer_idx=0)
+        if mod.head_dim != c["head_dim"]:
+            raise Unsupported("%s derives head_dim %d, the golden has %d" % (make.__name__, mod.head_dim,
+                                                                            c["head_dim"]))
+        return cfg, mod
+
+    def __init__(self, family, dtype, config, weights, options):
+        super().__init__(family, dtype, config, self._renamed(config, weights), options)
+        self.rotary.to(device=self.device)
+        self.lmax = config["cache_length"]
+
+    def _renamed(self, config, weights):
+        # the renames depend on the class build() picks; decide them the same way here
+        gate, norm = config["attn_output_gate"], config["qk_norm"]
+        if gate or norm != "rms":
+            return weights
+        ren = {"o_proj.": "out_proj.", "q_norm.": "q_layernorm.", "k_norm.": "k_layernorm."}
+        out = {}
+        for k, v in weights.items():
+            for a, b in ren.items():
+                if k.startswith(a):
+                    k = b + k[len(a):]
+            out[k] = v
+        return out
+
+    def cache_alloc(self, batch):
+        return _KVCache(batch)
+
+    def cache_copy(self, cache):
+        return copy.deepcopy(cache)
+
+    def cache_export(self, cache):
+        B = cache.batch
+        hkv2, lmax, hd = self.options.state_shape
+        counts = np.zeros((B, 1, 1))
+        kv = np.zeros((B, hkv2, lmax, hd))
+        if cache.length() == 0:
+            return counts, kv
+        layer = cache.layers[0]
+        keys, values = self.state_numpy(layer.keys), self.state_numpy(layer.values)  # [B][Hkv][T][hd]
+        seen = cache.seen.cpu().numpy()
+        for b in range(B):
+            real = np.nonzero(seen[b])[0]
+            if len(real) > lmax:
+                raise Invalid("row %d holds %d positions, the cache %d" % (b, len(real), lmax))
+            counts[b, 0, 0] = len(real)
+            kv[b, :hkv2 // 2, :len(real)] = keys[b][:, real]
+            kv[b, hkv2 // 2:, :len(real)] = values[b][:, real]
+        return counts, kv
+
+    def cache_import(self, cache, conv_state, recurrent_state):
+        B = cache.batch
+        counts = np.array(conv_state).reshape(B)
+        kv = np.array(recurrent_state)
+        hkv = kv.shape[1] // 2
+        fresh = _KVCache(B)
+        fresh.imported_counts = counts  # checked by the forward that uses them (§12.5)
+        ok = np.isfinite(counts) & (counts == np.floor(counts)) & (counts >= 0) & (counts <= self.lmax)
+        n = counts.astype(np.int64) if ok.all() else np.where(ok, counts, 0).astype(np.int64)
+        T = int(n.max()) if B else 0
+        fresh.bad_rows = [b for b in range(B) if not ok[b]]
+        if T > 0:
+            seen = np.zeros((B, T), np.int64)
+            for b in range(B):
+                seen[b, :n[b]] = 1
+            k = torch.from_numpy(np.ascontiguousarray(kv[:, :hkv, :T])).to(self.device, self.tdtype)
+            v = torch.from_numpy(np.ascontiguousarray(kv[:, hkv:, :T])).to(self.device, self.tdtype)
+            fresh.update(k, v, 0)
+            fresh.seen = torch.from_numpy(seen).to(self.device)
+        return fresh
+
+    def forward(self, cache, x, mask):
+        with torch.no_grad():
+            h = self.tensor(x)
+            B, L = h.shape[0], h.shape[1]
+            cur = torch.ones((B, L), dtype=torch.int64, device=self.device) if mask is None else \
+                torch.from_numpy(np.array(mask, np.int64)).to(self.device)
+            if cache is not None and getattr(cache, "bad_rows", None):
+                raise Invalid("imported count of row %d is not an integer in [0, %d]" % (cache.bad_rows[0],
+                                                                                          self.lmax))
+            past = cache.seen if cache is not None and cache.seen is not None else \
+                torch.zeros((B, 0), dtype=torch.int64, device=self.device)
+            full = torch.cat([past, cur], dim=1)
+            if int(full.sum(dim=1).max()) > self.lmax:
+                raise Invalid("the forward would exceed the cache's %d positions" % self.lmax)
+            pos = (full.cumsum(-1) - 1).masked_fill(full == 0, 1)[:, past.shape[1]:]
+            cos_sin = self.rotary(h, pos)
+            m = create_causal_mask(config=self.hf_config, inputs_embeds=h, attention_mask=full,
+                                   cache=cache, position_ids=pos)
+            y, _ = self.mixer(h, position_embeddings=cos_sin, attention_mask=m, cache=cache)
+            if cache is not None:
+                cache.seen = full
+        return self.numpy_out(y)
+
+
+MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv, HFAttention]

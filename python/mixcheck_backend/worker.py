@@ -2,8 +2,9 @@
 
 mixcheck starts the interpreter once per run, as ``PYTHON -c "...; main()" zygote SPEC...`` with fd 3 a
 SOCK_SEQPACKET socket and stdout/stderr a log. The *zygote* imports every SPEC (torch, transformers:
-the expensive part, paid once), sends the description of their backend classes as one packet
-(int64 status, then JSON), and then waits. Each mixcheck process that creates a model (in a check's
+the expensive part, paid once), sends the description of their backend classes (with what a report's
+provenance records: the interpreter, its version, each spec's file and the numpy/torch/transformers
+versions) as one packet (int64 status, then JSON), and then waits. Each mixcheck process that creates a model (in a check's
 child process: once per check) sends it a packet with its pid and four descriptors (SCM_RIGHTS): its
 end of a stream socket, the shared-memory arena (a memfd), a log memfd and the write end of a status
 pipe. The zygote forks a *worker* for it, which serves that process alone:
@@ -27,10 +28,12 @@ views of the arena: no per-element copy happens here beyond the one ``np.copyto`
 """
 
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import mmap
 import os
+import platform
 import select
 import signal
 import socket
@@ -128,17 +131,40 @@ class SpecError(Exception):
     """A spec that cannot be loaded: the message names it."""
 
 
+# The packages whose versions a report's provenance records (the ones a port's numbers depend on).
+PROVENANCE_PACKAGES = ("numpy", "torch", "transformers")
+
+
+def _package_version(name):
+    """The version of a package as this interpreter has it: the imported module's when a spec imported
+    it, else the installed distribution's; None when it is not installed."""
+    mod = sys.modules.get(name)
+    if mod is not None and isinstance(getattr(mod, "__version__", None), str):
+        return mod.__version__
+    try:
+        return importlib.metadata.version(name)
+    except Exception:  # not installed (PackageNotFoundError), or metadata unreadable
+        return None
+
+
 def describe(specs):
-    out = []
+    """The zygote's first packet: the backend classes of every spec, and what a report's provenance
+    records of them (the interpreter, its version, each spec's file, the package versions)."""
+    backends, files = [], []
     for spec in specs:
         try:
-            _, classes = load_spec(spec)
+            mod, classes = load_spec(spec)
         except Exception as e:
             raise SpecError("%s: %s" % (spec, _describe_exception(e))) from e
+        path = getattr(mod, "__file__", None)
+        files.append({"spec": spec, "path": os.path.abspath(path) if isinstance(path, str) else None})
         for cls in classes:
-            out.append({"spec": spec, "attr": cls.__qualname__, "name": cls.name, "family": cls.family,
-                        "dtypes": list(cls.dtypes), "packed": callable(getattr(cls, "forward_packed", None))})
-    return out
+            backends.append({"spec": spec, "attr": cls.__qualname__, "name": cls.name, "family": cls.family,
+                             "dtypes": list(cls.dtypes),
+                             "packed": callable(getattr(cls, "forward_packed", None))})
+    return {"backends": backends, "specs": files,
+            "python": {"executable": sys.executable, "version": platform.python_version(),
+                       "packages": {n: _package_version(n) for n in PROVENANCE_PACKAGES}}}
 
 
 class Worker:

@@ -3,7 +3,9 @@
  * ShortConv example (examples/python) passes every bundled ShortConv case, and each broken variant of
  * tests/python/broken_shortconv.py is reported as its own failure or error: a math mutant fails, an
  * exception errors with its traceback, a segfault errors with its signal and Python stack, a hang
- * runs into the time limit and leaves no worker behind, a wrong shape is refused. Needs
+ * runs into the time limit and leaves no worker behind, a wrong shape is refused; the JSON and JUnit
+ * reports' provenance name the interpreter, its version, the spec's file with its SHA-256 and the
+ * package versions the worker reports. Needs
  * /usr/bin/python3 with numpy (scripts/bootstrap.sh installs it); skipped (77) without.
  */
 #define _DEFAULT_SOURCE /* usleep */
@@ -171,6 +173,72 @@ static void test_bad_interpreter_and_module_are_input_errors(void **state)
     expect("has no attribute 'NoSuchClass'");
 }
 
+/* The contents of a file (static storage; at most one at a time). */
+static const char *slurp(const char *path)
+{
+    static char buf[1 << 20];
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void expect_in(const char *text, const char *what, const char *where)
+{
+    if (strstr(text, what) == NULL)
+        fail_msg("expected '%s' in the %s:\n%.6000s", what, where, text);
+}
+
+static void test_reports_record_the_python_backends_provenance(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mc-pyprov-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[2048], json[512], junit[512], want[2048];
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    snprintf(junit, sizeof junit, "%s/r.xml", dir);
+    /* what the interpreter itself says, and the file's hash by another tool */
+    assert_int_equal(run("/usr/bin/python3 -c 'import sys, platform, numpy, os; "
+                         "print(sys.executable, platform.python_version(), numpy.__version__, "
+                         "os.path.abspath(\"examples/python/np_shortconv.py\"))'"),
+                     0);
+    char exe[512], ver[64], npv[64], path[1024];
+    assert_int_equal(sscanf(out, "%511s %63s %63s %1023s", exe, ver, npv, path), 4);
+    assert_int_equal(run("sha256sum examples/python/np_shortconv.py"), 0);
+    char sha[65];
+    assert_int_equal(sscanf(out, "%64s", sha), 1);
+    snprintf(cmd, sizeof cmd,
+             MIXCHECK " run cases/shortconv/k4.yaml" PY "--python-backend examples/python/np_shortconv.py"
+                      " --backend np-shortconv -k '/prefill/' -q --json %s --junit %s",
+             json, junit);
+    int rc = run(cmd);
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    const char *j = slurp(json);
+    snprintf(want, sizeof want, "\"python\": {\"interpreter\": \"/usr/bin/python3\", \"executable\": \"%s\", "
+             "\"version\": \"%s\", \"packages\": {\"numpy\": \"%s\", ", exe, ver, npv);
+    expect_in(j, want, "JSON report");
+    snprintf(want, sizeof want, "\"specs\": [{\"spec\": \"examples/python/np_shortconv.py\", \"path\": \"%s\", "
+             "\"sha256\": \"%s\"}]", path, sha);
+    expect_in(j, want, "JSON report");
+    expect_in(j, "\"torch\": ", "JSON report"); /* a version or null: asked either way */
+    const char *x = slurp(junit);
+    snprintf(want, sizeof want, "name=\"python:numpy\" value=\"%s\"", npv);
+    expect_in(x, want, "JUnit report");
+    snprintf(want, sizeof want, "value=\"examples/python/np_shortconv.py %s sha256:%s\"", path, sha);
+    expect_in(x, want, "JUnit report");
+    /* a run without Python backends says so */
+    snprintf(cmd, sizeof cmd, MIXCHECK " run cases/shortconv/k4.yaml --backend reference -k '/prefill/' -q --json %s",
+             json);
+    assert_int_equal(run(cmd), 0);
+    expect_in(slurp(json), "\"python\": null", "JSON report");
+    unlink(json);
+    unlink(junit);
+    rmdir(dir);
+}
+
 static void test_bench_python_overhead_runs(void **state)
 {
     (void)state;
@@ -199,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_hang_runs_into_the_time_limit_and_the_worker_dies),
         cmocka_unit_test(test_bad_interpreter_and_module_are_input_errors),
         cmocka_unit_test(test_bench_python_overhead_runs),
+        cmocka_unit_test(test_reports_record_the_python_backends_provenance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

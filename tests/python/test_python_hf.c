@@ -3,7 +3,10 @@
  * command: transformers' Lfm2ShortConv and Qwen3.5 Gated DeltaNet pass every unpadded scenario of a
  * small case in f32, the scenarios without a packed call are unsupported (never passed), and a
  * known upstream deviation is found (HF Mamba1 restarts the scan from a zero state in a multi-token
- * forward on a primed cache, docs/semantics.md §A.1, bug class 8.7). The interpreter is
+ * forward on a primed cache, docs/semantics.md §A.1, bug class 8.7); hf-attention (Qwen3NextAttention,
+ * Lfm2Attention, BambaAttention with its KV cache mapped onto mixcheck's export layout) passes every
+ * unpacked scenario of every attention case in f32, and in f64 its eager path's float32 softmax turns
+ * a fully masked left-pad query into NaN (docs/semantics.md §12.6 asks a finite pad output). The interpreter is
  * $MIXCHECK_HF_PYTHON, else /work/venv/bin/python; skipped (77) where it cannot import torch and
  * transformers (CI does not install them).
  */
@@ -62,6 +65,27 @@ static void test_mamba1_continued_forward_restarts_the_state(void **state)
     expect("recurrent_state");
 }
 
+static void test_attention_passes_every_case_in_f32(void **state)
+{
+    (void)state;
+    int rc = run("cases/attention -k '*/hf-attention/f32' -q");
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    expect(" 0 failed, 0 errored,");
+    expect("UNSUP attention-tiny           packed_prefill         hf-attention f32");
+    const char *p = strstr(out, "check(s): ");
+    assert_non_null(p);
+    assert_true(atoi(p + 10) >= 30); /* 34 passed with transformers 5.24: every scenario but the packed ones */
+}
+
+static void test_attention_f64_left_pad_output_is_nan(void **state)
+{
+    (void)state;
+    assert_int_equal(run("cases/attention/leftpad.yaml -k '/prefill/hf-attention/f64'"), 1);
+    expect("FAIL  attention-leftpad        prefill                hf-attention f64");
+    expect("non-finite value(s)");
+}
+
 int main(void)
 {
     python = getenv("MIXCHECK_HF_PYTHON");
@@ -76,6 +100,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shortconv_and_gdn_pass_unpadded_cases_in_f32),
         cmocka_unit_test(test_mamba1_continued_forward_restarts_the_state),
+        cmocka_unit_test(test_attention_passes_every_case_in_f32),
+        cmocka_unit_test(test_attention_f64_left_pad_output_is_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
