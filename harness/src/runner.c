@@ -790,11 +790,16 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     uint8_t *under = calloc((size_t)nl, 1);
     struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
     struct mc_stack_ctx *stack = calloc((size_t)cap, sizeof *stack);
-    if (names == NULL || ops == NULL || under == NULL || jobs == NULL || stack == NULL) {
+    const struct mc_backend_ops **ref_ops = calloc((size_t)nl, sizeof *ref_ops);
+    if (names == NULL || ops == NULL || under == NULL || jobs == NULL || stack == NULL || ref_ops == NULL) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         goto out;
     }
     int n_names = case_backends(c, reg, opt, names);
+    /* every layer on the reference: the stack that f16/bf16 prefills are also compared with */
+    int have_ref = 1;
+    for (int64_t l = 0; l < nl; l++)
+        have_ref &= (ref_ops[l] = mc_registry_find(reg, "reference", g.config.layers[l].family)) != NULL;
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
         const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
         enum mc_family missing = c->family;
@@ -832,7 +837,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                 stack[n] = (struct mc_stack_ctx){.c = c, .spec = sp, .g = &g, .layer_ops = ops, .under_test = under,
                                                  .ops = bops, .dtype = c->dtypes[di], .threads = opt->threads,
                                                  .seed_offset = opt->seed_offset, .tolerance = prof,
-                                                 .tolerance_device = tdev};
+                                                 .tolerance_device = tdev, .ref_layer_ops = have_ref ? ref_ops : NULL};
                 jobs[n++] = (struct mc_job){.ctx = {.c = c, .spec = sp, .ops = bops, .dtype = c->dtypes[di]}};
             }
         }
@@ -867,6 +872,7 @@ out:
     free(under);
     free(jobs);
     free(stack);
+    free(ref_ops);
     mc_stack_golden_free(&g);
 }
 
