@@ -66,6 +66,11 @@ enum mc_tensor_kind {
      * embedding and after every layer (what localises a logits failure) */
     MC_TENSOR_LOGITS,
     MC_TENSOR_HIDDEN_STATES,
+    /* model cases at f16/bf16: logits and hidden states against the reference stack run in the same
+     * dtype on the same weights and prompt (stackcheck.c), which isolates glue that is wrong by no more
+     * than the dtype's storage noise against the float64 golden */
+    MC_TENSOR_REF_LOGITS,
+    MC_TENSOR_REF_HIDDEN_STATES,
     MC_TENSOR_COUNT
 };
 

@@ -36,6 +36,8 @@ const char *const mc_case_tensor_names[MC_TENSOR_COUNT + 1] = {
     [MC_TENSOR_GROWTH] = "growth",
     [MC_TENSOR_LOGITS] = "logits",
     [MC_TENSOR_HIDDEN_STATES] = "hidden_states",
+    [MC_TENSOR_REF_LOGITS] = "ref_logits",
+    [MC_TENSOR_REF_HIDDEN_STATES] = "ref_hidden_states",
     [MC_TENSOR_COUNT] = "default",
 };
 

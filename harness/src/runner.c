@@ -739,7 +739,23 @@ static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *
     return n;
 }
 
-/* Every selected (backend, scenario, dtype) of a model case, run in this process and reported in order. */
+/* The model checks of one backend under test, for mc_isolate_run: jobs[i] carries the identity of the
+ * check (reported if its child dies), stack[i] what the stack engine needs. */
+struct model_jobs {
+    const struct mc_job *jobs;
+    const struct mc_stack_ctx *stack;
+};
+
+/* Runs one model check in this process (in its child when isolated): the job function of mc_isolate_run. */
+static void run_model_job(struct mc_job *job, void *user)
+{
+    const struct model_jobs *mj = user;
+    if (mc_stack_check_run(&mj->stack[job - mj->jobs], &job->res, &job->err) == MC_ERR_NONE)
+        mc_error_clear(&job->err);
+}
+
+/* Every selected (backend, scenario, dtype) of a model case, each run in its own child process with the
+ * check's time limit (isolate.h, as mixer checks are), and reported in a fixed order. */
 static void run_model_case(const struct mc_case *c, const struct mc_registry *reg, const struct mc_run_options *opt,
                            const struct mc_run_callbacks *cb, struct mc_run_report *rep, int *pattern_hits,
                            struct mc_error *err)
@@ -768,14 +784,22 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     }
     rep->n_cases++;
     int64_t nl = g.config.n_layers;
+    int cap = c->n_scenarios * c->n_dtypes;
     const char **names = calloc((size_t)max_backends(c, reg), sizeof *names);
     const struct mc_backend_ops **ops = calloc((size_t)nl, sizeof *ops);
     uint8_t *under = calloc((size_t)nl, 1);
-    if (names == NULL || ops == NULL || under == NULL) {
+    struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
+    struct mc_stack_ctx *stack = calloc((size_t)cap, sizeof *stack);
+    const struct mc_backend_ops **ref_ops = calloc((size_t)nl, sizeof *ref_ops);
+    if (names == NULL || ops == NULL || under == NULL || jobs == NULL || stack == NULL || ref_ops == NULL) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         goto out;
     }
     int n_names = case_backends(c, reg, opt, names);
+    /* every layer on the reference: the stack that f16/bf16 prefills are also compared with */
+    int have_ref = 1;
+    for (int64_t l = 0; l < nl; l++)
+        have_ref &= (ref_ops[l] = mc_registry_find(reg, "reference", g.config.layers[l].family)) != NULL;
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
         const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
         enum mc_family missing = c->family;
@@ -788,6 +812,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
             continue;
         }
         const char *tdev = tolerance_device(opt, bops->device);
+        int n = 0;
         for (int di = 0; di < c->n_dtypes && err->code == MC_ERR_NONE; di++) {
             const struct mc_tolerance_profile *prof = tolerance_profile(c, opt, tdev, c->dtypes[di]);
             int reported = 0;
@@ -809,32 +834,45 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                     continue;
                 }
                 count_pattern_hits(&opt->filter, c->id, sp->kind, names[bi], c->dtypes[di], pattern_hits);
-                struct mc_stack_ctx ctx = {.c = c, .spec = sp, .g = &g, .layer_ops = ops, .under_test = under,
-                                           .ops = bops, .dtype = c->dtypes[di], .threads = opt->threads,
-                                           .seed_offset = opt->seed_offset, .tolerance = prof,
-                                           .tolerance_device = tdev};
-                struct mc_check_result *res = next_check(rep, err);
-                if (res == NULL)
-                    break;
-                if (mc_stack_check_run(&ctx, res, &e) != MC_ERR_NONE) {
-                    if (e.code == MC_ERR_NOMEM)
-                        mc_error_set(err, MC_ERR_NOMEM, "%s", e.msg);
-                    else
-                        add_problem(rep, c->path, c->id, mc_scenario_name(sp->kind), &e, cb, err);
-                    mc_error_clear(&e);
-                    continue;
-                }
-                rep->n_checks++;
-                rep->counts[res->status]++;
-                if (cb && cb->on_check)
-                    cb->on_check(res, cb->user);
+                stack[n] = (struct mc_stack_ctx){.c = c, .spec = sp, .g = &g, .layer_ops = ops, .under_test = under,
+                                                 .ops = bops, .dtype = c->dtypes[di], .threads = opt->threads,
+                                                 .seed_offset = opt->seed_offset, .tolerance = prof,
+                                                 .tolerance_device = tdev, .ref_layer_ops = have_ref ? ref_ops : NULL};
+                jobs[n++] = (struct mc_job){.ctx = {.c = c, .spec = sp, .ops = bops, .dtype = c->dtypes[di]}};
             }
+        }
+        /* this backend's layer assignment (ops, under) is shared by its checks: run them before the next */
+        struct model_jobs mj = {.jobs = jobs, .stack = stack};
+        struct mc_isolate_options iso = {.isolate = opt->isolate, .jobs = opt->jobs, .timeout_s = opt->timeout_s};
+        if (err->code != MC_ERR_NONE || mc_isolate_run(jobs, n, &iso, run_model_job, &mj, err) != MC_ERR_NONE)
+            break;
+        for (int i = 0; i < n && err->code == MC_ERR_NONE; i++) {
+            if (jobs[i].err.code != MC_ERR_NONE) {
+                if (jobs[i].err.code == MC_ERR_NOMEM)
+                    mc_error_set(err, MC_ERR_NOMEM, "%s", jobs[i].err.msg);
+                else
+                    add_problem(rep, c->path, c->id, mc_scenario_name(jobs[i].ctx.spec->kind), &jobs[i].err, cb, err);
+                continue;
+            }
+            struct mc_check_result *res = next_check(rep, err);
+            if (res == NULL)
+                break;
+            *res = jobs[i].res;
+            if (res->model_type[0] == '\0') /* a check whose child died before reporting */
+                snprintf(res->model_type, sizeof res->model_type, "%s", c->model_type);
+            rep->n_checks++;
+            rep->counts[res->status]++;
+            if (cb && cb->on_check)
+                cb->on_check(res, cb->user);
         }
     }
 out:
     free(names);
     free(ops);
     free(under);
+    free(jobs);
+    free(stack);
+    free(ref_ops);
     mc_stack_golden_free(&g);
 }
 

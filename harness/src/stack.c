@@ -11,6 +11,7 @@
 struct mc_stack {
     const struct mc_stack_config *cfg;
     enum mc_dtype dtype;
+    enum mc_dtype mixer_dtype;         /* the layers' models: dtype, or f64 for mc_stack_create_ref */
     int64_t n, D, V;
     const struct mc_backend_ops **ops; /* [n] */
     struct mc_model **models;          /* [n] */
@@ -63,7 +64,7 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
     void *bufs[MC_FAMILY_MAX_WEIGHTS] = {0};
     char full[MC_STACK_NAME_LEN + 32];
     enum mc_backend_status st = MC_BACKEND_OK;
-    size_t esz = mc_dtype_size(s->dtype);
+    size_t esz = mc_dtype_size(s->mixer_dtype);
     for (int i = 0; i < ns && st == MC_BACKEND_OK; i++) {
         mc_stack_name_mixer_param(s->cfg, l, specs[i].name, full);
         const struct mc_array *a = mc_stack_golden_weight(g, full);
@@ -73,12 +74,18 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
             st = MC_BACKEND_NOMEM;
             break;
         }
-        mc_dtype_from_f64(s->dtype, a->data, bufs[i], (size_t)n);
+        if (s->mixer_dtype == s->dtype) {
+            mc_dtype_from_f64(s->dtype, a->data, bufs[i], (size_t)n);
+        } else { /* the weights rounded to the model dtype, held in float64 */
+            double *v = bufs[i];
+            for (int64_t k = 0; k < n; k++)
+                v[k] = store(s, a->data[k]);
+        }
         w[i] = (struct mc_weight){.name = specs[i].name, .ndim = specs[i].ndim, .data = bufs[i]};
         memcpy(w[i].dims, specs[i].dims, sizeof w[i].dims);
     }
     if (st == MC_BACKEND_OK) {
-        struct mc_model_desc desc = {.family = fc->family, .dtype = s->dtype, .config = &fc->u, .weights = w,
+        struct mc_model_desc desc = {.family = fc->family, .dtype = s->mixer_dtype, .config = &fc->u, .weights = w,
                                      .n_weights = ns, .threads = threads};
         struct mc_msg m = {{0}};
         st = s->ops[l]->model_create(&desc, &s->models[l], &m);
@@ -95,9 +102,9 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
     return st;
 }
 
-enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_dtype dtype,
-                                       const struct mc_backend_ops *const *layer_ops, int32_t threads,
-                                       struct mc_stack **out, struct mc_msg *msg)
+static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dtype dtype, enum mc_dtype mixer_dtype,
+                                     const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                     struct mc_stack **out, struct mc_msg *msg)
 {
     *out = NULL;
     struct mc_stack *s = calloc(1, sizeof *s);
@@ -105,6 +112,7 @@ enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_
         return MC_BACKEND_NOMEM;
     s->cfg = &g->config;
     s->dtype = dtype;
+    s->mixer_dtype = mixer_dtype;
     s->n = g->config.n_layers;
     s->D = g->config.hidden;
     s->V = g->config.vocab;
@@ -162,6 +170,20 @@ enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_
     }
     *out = s;
     return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                       const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                       struct mc_stack **out, struct mc_msg *msg)
+{
+    return create(g, dtype, dtype, layer_ops, threads, out, msg);
+}
+
+enum mc_backend_status mc_stack_create_ref(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                           const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                           struct mc_stack **out, struct mc_msg *msg)
+{
+    return create(g, dtype, MC_DTYPE_F64, layer_ops, threads, out, msg);
 }
 
 void mc_stack_destroy(struct mc_stack *s)
@@ -255,7 +277,7 @@ enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc
     struct mc_family_shape sh;
     mc_family_shape(&s->cfg->layers[layer].mixer, &sh);
     int64_t nc = c->batch * sh.conv_channels * sh.conv_kernel, ns = c->batch * mc_family_state_elems(&sh);
-    enum mc_dtype edt = s->dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+    enum mc_dtype edt = s->mixer_dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
     size_t esz = mc_dtype_size(edt);
     void *cb = malloc((size_t)nc * esz + 1), *sb = ns ? malloc((size_t)ns * esz) : NULL;
     enum mc_backend_status st = MC_BACKEND_NOMEM;
@@ -335,18 +357,23 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
 static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
                                         const double *x, const uint8_t *mask, double *y, struct mc_msg *msg)
 {
-    size_t n = (size_t)(B * L * s->D), esz = mc_dtype_size(s->dtype);
+    enum mc_dtype mdt = s->mixer_dtype;
+    size_t n = (size_t)(B * L * s->D), esz = mc_dtype_size(mdt);
     void *xb = malloc(n * esz), *yb = malloc(n * esz);
     enum mc_backend_status st = MC_BACKEND_NOMEM;
     if (xb != NULL && yb != NULL) {
-        mc_dtype_from_f64(s->dtype, x, xb, n);
-        mc_dtype_fill_nan(s->dtype, yb, n);
+        mc_dtype_from_f64(mdt, x, xb, n);
+        for (size_t i = 0; mdt != s->dtype && i < n; i++) /* the mixer reads dtype values */
+            ((double *)xb)[i] = store(s, x[i]);
+        mc_dtype_fill_nan(mdt, yb, n);
         struct mc_forward_args a = {.batch = B, .len = L, .x = xb, .mask = mask, .y = yb};
         struct mc_msg m = {{0}};
         st = s->ops[l]->forward(s->models[l], cache, &a, &m);
-        if (st == MC_BACKEND_OK)
-            mc_dtype_to_f64(s->dtype, yb, y, n);
-        else
+        if (st == MC_BACKEND_OK) {
+            mc_dtype_to_f64(mdt, yb, y, n);
+            for (size_t i = 0; mdt != s->dtype && i < n; i++) /* stored in the model dtype, as upstream */
+                y[i] = store(s, y[i]);
+        } else
             snprintf(msg->text, sizeof msg->text, "layer %lld (%s on '%s'): %.400s", (long long)l,
                      mc_family_name(s->cfg->layers[l].family), s->ops[l]->name, m.text);
     }

@@ -50,6 +50,13 @@ enum mc_stack_glue_fault {
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
+/* The reference stack of a reduced dtype (f16/bf16): the glue exactly as mc_stack_create's in dtype,
+ * every layer's model created in float64 on the weights rounded to dtype, fed the dtype values of its
+ * input and its output rounded to dtype (the mixer-level reference run, refrun.h, at the model level). */
+enum mc_backend_status mc_stack_create_ref(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                           const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                           struct mc_stack **out, struct mc_msg *msg);
+
 const struct mc_stack_config *mc_stack_config_of(const struct mc_stack *s);
 const struct mc_backend_ops *mc_stack_layer_ops(const struct mc_stack *s, int64_t layer);
 

@@ -18,6 +18,10 @@ struct sess {
     struct mc_check_result *res;
     struct mc_error *err;
     struct mc_stack *st;
+    struct mc_stack *ref_st; /* f16/bf16: the reference stack in the same dtype (NULL: none) */
+    int ref_level;           /* the smallest hidden level leaving ref_hidden_states' tolerance (-1: none) */
+    int64_t ref_token, ref_row;
+    int ref_logits_failed;
     struct mc_tolerance tol[MC_TENSOR_COUNT];
     int broken;
     int64_t B, L, V, D, n;
@@ -317,10 +321,66 @@ static void run_segments(struct sess *s, const int64_t *points, int64_t n)
     cache_drop(s, &c);
 }
 
+/* f16/bf16: the prefill of every row by the stack under test against the reference stack run in the
+ * same dtype on the same weights and prompt: logits and every hidden level at the ref_* tolerances,
+ * which admit the backends' difference on equal rounded inputs, not the dtype's storage noise. */
+static void ref_prefill(struct sess *s)
+{
+    if (s->ref_st == NULL || s->broken)
+        return;
+    int64_t rows = s->B * s->L;
+    double *lo = xcalloc(s, (size_t)(rows * s->V), sizeof *lo), *lr = xcalloc(s, (size_t)(rows * s->V), sizeof *lr);
+    double *ho = xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *ho);
+    double *hr = xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *hr);
+    struct mc_stack_cache co, cr;
+    memset(&cr, 0, sizeof cr);
+    if (s->broken || cache_new(s, s->B, &co) != 0)
+        goto out;
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = mc_stack_cache_new(s->ref_st, s->B, &cr, &msg);
+    if (st == MC_BACKEND_OK)
+        st = mc_stack_forward(s->ref_st, &cr, s->B, s->L, s->g->input_ids, s->g->mask, lr, hr, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, &msg, "the reference stack");
+        goto drop;
+    }
+    run_label(s, "prefill [%lld] against the reference stack in %s", (long long)s->L, mc_dtype_name(s->ctx->dtype));
+    st = mc_stack_forward(s->st, &co, s->B, s->L, s->g->input_ids, s->g->mask, lo, ho, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, &msg, s->run);
+        goto drop;
+    }
+    struct fwd f = {.r0 = 0, .nr = s->B, .t0 = 0, .len = s->L, .masked = 1};
+    struct mc_compare_view v;
+    struct mc_compare_stats one;
+    view_of(&f, s->V, "vocab", s->g->mask, &v);
+    if (!compare(s, "ref_logits", MC_TENSOR_REF_LOGITS, lo, lr, &v, &one))
+        s->ref_logits_failed = 1;
+    view_of(&f, s->D, "channel", s->g->mask, &v);
+    for (int64_t j = 0; j <= s->n; j++)
+        if (!compare(s, "ref_hidden_states", MC_TENSOR_REF_HIDDEN_STATES, ho + j * rows * s->D, hr + j * rows * s->D,
+                     &v, &one) &&
+            s->ref_level < 0) {
+            s->ref_level = (int)j;
+            s->ref_token = one.first_fail_token;
+            s->ref_row = one.first_fail_batch;
+        }
+drop:
+    if (cr.layer != NULL)
+        mc_stack_cache_free(s->ref_st, &cr);
+    cache_drop(s, &co);
+out:
+    free(lo);
+    free(lr);
+    free(ho);
+    free(hr);
+}
+
 static void run_prefill(struct sess *s)
 {
     run_label(s, "prefill [%lld]", (long long)s->L);
     run_segments(s, NULL, 0);
+    ref_prefill(s);
 }
 
 static void run_decode(struct sess *s)
@@ -686,6 +746,96 @@ out:
     free(dm);
 }
 
+/* Within the ref_hidden_states tolerance of a on b, padding excluded; the first failing token into *tok. */
+static int within_ref(struct sess *s, const double *a, const double *b, int64_t *tok)
+{
+    struct mc_compare_view v = {.ndim = 3, .dims = {s->B, s->L, s->D}, .dim_names = {"batch", "token", "channel"},
+                                .token_axis = 1, .valid = s->g->mask};
+    struct mc_compare_stats st;
+    mc_compare_stats_init(&st);
+    mc_compare_accumulate(a, b, &v, s->tol[MC_TENSOR_REF_HIDDEN_STATES], &st);
+    *tok = st.first_fail_token;
+    return mc_compare_passed(&st);
+}
+
+/* Everything within tolerance of the float64 golden, not of the reference stack in the same dtype: the
+ * first hidden level off the reference stack names the layer; that layer and its mixer, each run alone
+ * by both stacks on the reference stack's own input, say whether the mixer or the glue around it. */
+static void localise_ref(struct sess *s)
+{
+    struct mc_check_result *r = s->res;
+    const struct mc_stack_config *cfg = &s->g->config;
+    if (s->broken || r->diagnosis[0] || s->ref_st == NULL || (s->ref_level < 0 && !s->ref_logits_failed))
+        return;
+    const char *dt = mc_dtype_name(s->ctx->dtype);
+    if (s->ref_level < 0) {
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "glue after the last layer (final norm / LM head%s), against the reference stack in %s: every hidden "
+                 "state agrees with it, the logits do not",
+                 cfg->tied ? ", tied to the embedding" : "", dt);
+        return;
+    }
+    if (s->ref_level == 0) {
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "glue: the embedding (hidden state 0) leaves the reference stack in %s at token %lld (row %lld)", dt,
+                 (long long)s->ref_token, (long long)s->ref_row);
+        return;
+    }
+    int64_t l = s->ref_level - 1, rows = s->B * s->L, N = rows * s->D;
+    double *lg = xcalloc(s, (size_t)(rows * s->V), sizeof *lg), *hr = xcalloc(s, (size_t)((s->n + 1) * N), sizeof *hr);
+    double *oa = xcalloc(s, (size_t)N, sizeof *oa), *ob = xcalloc(s, (size_t)N, sizeof *ob);
+    double *x = xcalloc(s, (size_t)N, sizeof *x), *ya = xcalloc(s, (size_t)N, sizeof *ya);
+    double *yb = xcalloc(s, (size_t)N, sizeof *yb);
+    if (s->broken)
+        goto out;
+    struct mc_msg msg = {{0}};
+    /* the reference stack's own hidden states (no cache: a prefill) */
+    enum mc_backend_status st = mc_stack_forward(s->ref_st, NULL, s->B, s->L, s->g->input_ids, s->g->mask, lg, hr, &msg);
+    if (st == MC_BACKEND_OK)
+        st = mc_stack_layer_forward(s->st, l, s->B, s->L, hr + l * N, s->g->mask, oa, &msg);
+    if (st == MC_BACKEND_OK)
+        st = mc_stack_layer_forward(s->ref_st, l, s->B, s->L, hr + l * N, s->g->mask, ob, &msg);
+    char nm[MC_STACK_NAME_LEN];
+    mc_stack_name_layer_norm(cfg, l, nm);
+    norm_f64(mc_stack_golden_weight(s->g, nm)->data, hr + l * N, rows, s->D, cfg->norm_eps, cfg->zero_centred, x);
+    if (st == MC_BACKEND_OK)
+        st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ya, &msg);
+    if (st == MC_BACKEND_OK)
+        st = mc_stack_mixer_forward(s->ref_st, l, s->B, s->L, x, s->g->mask, yb, &msg);
+    const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, l);
+    char where[240];
+    snprintf(where, sizeof where,
+             "first layer off the reference stack in %s: layer %lld of %lld (%s mixer on '%s'), token %lld (row %lld)",
+             dt, (long long)l, (long long)s->n, mc_family_name(cfg->layers[l].family), ops->name,
+             (long long)s->ref_token, (long long)s->ref_row);
+    if (st != MC_BACKEND_OK) {
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; run alone it failed: %.200s", where, msg.text);
+        goto out;
+    }
+    int64_t t_layer = -1, t_mixer = -1;
+    int layer_ok = within_ref(s, oa, ob, &t_layer), mixer_ok = within_ref(s, ya, yb, &t_mixer);
+    if (!mixer_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s: mixer — on the reference stack's input its output leaves "
+                 "the reference's at token %lld", where, (long long)t_mixer);
+    else if (!layer_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around the mixer (norm / residual%s) — the mixer alone agrees with the reference's, the "
+                 "layer leaves the reference stack's at token %lld",
+                 where, cfg->ffn_size > 0 ? " / feed-forward" : "", (long long)t_layer);
+    else
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: run alone on the reference stack's input the layer agrees with it (error accumulated through "
+                 "earlier layers)", where);
+out:
+    free(lg);
+    free(hr);
+    free(oa);
+    free(ob);
+    free(x);
+    free(ya);
+    free(yb);
+}
+
 /* ---- entry points --------------------------------------------------------------------------------- */
 
 static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
@@ -782,7 +932,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
     res->dtype = ctx->dtype;
     res->status = MC_CHECK_PASS;
     struct sess s = {.ctx = ctx, .g = ctx->g, .res = res, .err = err, .loc_level = -1, .loc_token = -1,
-                     .state_layer = -1};
+                     .state_layer = -1, .ref_level = -1};
     s.B = ctx->g->batch;
     s.L = ctx->g->len;
     s.V = ctx->g->config.vocab;
@@ -809,6 +959,12 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         backend_failed(&s, st, &msg, "model_create");
     } else {
         mc_stack_set_glue_fault(s.st, (enum mc_stack_glue_fault)ctx->glue_fault, ctx->glue_fault_layer);
+        int reduced = ctx->dtype == MC_DTYPE_F16 || ctx->dtype == MC_DTYPE_BF16;
+        if (reduced && ctx->ref_layer_ops != NULL && ctx->spec->kind == MC_SCENARIO_PREFILL) {
+            st = mc_stack_create_ref(ctx->g, ctx->dtype, ctx->ref_layer_ops, ctx->threads, &s.ref_st, &msg);
+            if (st != MC_BACKEND_OK)
+                backend_failed(&s, st, &msg, "model_create of the reference stack");
+        }
         switch (ctx->spec->kind) {
         case MC_SCENARIO_PREFILL:
             run_prefill(&s);
@@ -837,6 +993,9 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
             break;
         }
         localise(&s);
+        localise_ref(&s);
+        if (s.ref_st != NULL)
+            mc_stack_destroy(s.ref_st);
         mc_stack_destroy(s.st);
     }
     mc_scenario_verdict(res);

@@ -31,6 +31,9 @@ struct mc_stack_ctx {
     uint64_t seed_offset;
     const struct mc_tolerance_profile *tolerance; /* NULL = the case's */
     const char *tolerance_device;                 /* NULL = ops->device */
+    /* [n_layers]: each layer's reference backend; at f16/bf16 the prefill is also compared with the
+     * reference stack run in the same dtype (ref_logits, ref_hidden_states). NULL: no such comparison */
+    const struct mc_backend_ops *const *ref_layer_ops;
     int glue_fault;                               /* enum mc_stack_glue_fault: 0 but in the mutant tests */
     int64_t glue_fault_layer;
 };

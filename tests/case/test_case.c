@@ -473,7 +473,7 @@ static const struct bad_fixture BAD[] = {
     {"tol_bad_tensor.yaml", 1, MC_ERR_INPUT,
      "tol_bad_tensor.yaml:6:7: in 'devices.cpu.f64': unknown key 'hidden' (valid keys: output, conv_state, "
      "recurrent_state, consistency, ref_output, ref_conv_state, ref_recurrent_state, growth, logits, hidden_states, "
-     "default)",
+     "ref_logits, ref_hidden_states, default)",
      NULL},
     {"tol_dup_device.yaml", 1, MC_ERR_INPUT,
      "tol_dup_device.yaml:7:3: in 'devices': duplicate key 'cpu' (first at 4:3)", NULL},

@@ -3,7 +3,8 @@
  * or modifies its input fails its own check with the cause, while every other check of the same run
  * passes and the reports hold every record. A backend that reads past an input fails too: by the
  * poison guards, by the page fence with the buffer named, or both (README, Robustness: the table
- * test_read_overruns checks, one MIXCHECK_GUARD_MODE at a time).
+ * test_read_overruns checks, one MIXCHECK_GUARD_MODE at a time). The same holds for a model check whose
+ * mixer layer is such a backend (test_model_layer_crash_is_contained).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +117,43 @@ static void test_misbehaving_backends_are_contained(void **state)
     assert_int_equal(atoi(out), 8);
 }
 
+/* A misbehaving backend as layer 2 of the 4-layer mamba2 model stack: each model check runs in its own
+ * child (docs/models.md §3), so the crash, the hang and the exit end that check only, with the cause,
+ * and the reference's model checks of the same run pass. */
+static void test_model_layer_crash_is_contained(void **state)
+{
+    (void)state;
+    char text[1024], cmd[2048], path[600];
+    snprintf(text, sizeof text,
+             "id: robust-model\nwhy: \"containment of a model check\"\nmodel: mamba2\n"
+             "golden: %s/golden/models/mamba2.h5\ntolerance: %s/cases/tolerances/models.yaml\nlayers: [2]\n"
+             "backends: [reference, robust_segv, robust_hang, robust_exit]\ndtypes: [f32]\n"
+             "scenarios:\n  prefill: {}\n  decode: {prefill: 5}\n",
+             MC_SOURCE_DIR, MC_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/robust-model.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 " MC_BINARY_DIR
+             "/mixcheck run %s --plugin %s --timeout 2 -j 4 --json %s/m.json"
+             " -k /reference/ -k /robust_segv/ -k /robust_hang/ -k /robust_exit/",
+             path, MC_ROBUST_PLUGIN, dir);
+    assert_int_equal(run(cmd), 1);
+    expect("reference", "PASS", "");
+    expect("robust_segv", "ERROR", "crashed: signal 11");
+    expect("robust_hang", "ERROR", "timed out after 2 s");
+    expect("robust_exit", "ERROR", "before reporting");
+    assert_non_null(strstr(out, "8 check(s): 2 passed, 0 failed, 6 errored"));
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c \"import json; r=json.load(open('%s/m.json')); "
+             "e=[x for x in r['results'] if x['status'] == 'error']; assert len(e) == 6, e; "
+             "assert all(x['model_type'] == 'mamba2' for x in e), e\"",
+             dir);
+    assert_int_equal(run(cmd), 0);
+}
+
 /* The read overruns of robust_plugin.c, and how each guard mode sees each: P the poison guards
  * (the check fails on a NaN output), F the fence (the check errors with the buffer named), '-' it
  * passes unseen, '?' not asserted (a read beyond the 1 KiB guard sees whatever the heap holds). */
@@ -215,6 +253,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_misbehaving_backends_are_contained),
         cmocka_unit_test(test_read_overruns),
+        cmocka_unit_test(test_model_layer_crash_is_contained),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -68,14 +68,16 @@ static void check(struct model *m, enum mc_scenario_kind kind, int cpu, enum mc_
         if (m->c.scenarios[i].kind == kind)
             sp = &m->c.scenarios[i];
     assert_non_null(sp);
-    const struct mc_backend_ops *ops[MC_STACK_MAX_LAYERS];
+    const struct mc_backend_ops *ops[MC_STACK_MAX_LAYERS], *ref[MC_STACK_MAX_LAYERS];
     uint8_t under[MC_STACK_MAX_LAYERS];
     for (int64_t l = 0; l < m->g.config.n_layers; l++) {
         ops[l] = ops_for(m->g.config.layers[l].family, cpu);
+        ref[l] = ops_for(m->g.config.layers[l].family, 0);
         under[l] = 1;
     }
     struct mc_stack_ctx ctx = {.c = &m->c, .spec = sp, .g = &m->g, .layer_ops = ops, .under_test = under,
-                               .ops = ops[0], .dtype = dtype, .glue_fault = fault, .glue_fault_layer = layer};
+                               .ops = ops[0], .dtype = dtype, .ref_layer_ops = ref, .glue_fault = fault,
+                               .glue_fault_layer = layer};
     struct mc_error err = {0};
     if (mc_stack_check_run(&ctx, res, &err) != MC_ERR_NONE)
         fail_msg("%s %s: %s", m->c.id, mc_scenario_name(kind), err.msg);
@@ -148,8 +150,13 @@ static const struct glue GLUE[] = {
     {"cases/models/lfm2.yaml", "glue.final-norm-skipped", MC_STACK_GLUE_FINAL_NORM_SKIPPED, 0, 1, MC_DTYPE_BF16,
      {"glue after the last layer"}},
     /* at bf16 the residual's own rounding (u/2 of |h| per layer) is as large as the bf16 storage noise the
-     * tolerances must admit against a float64 golden: not separable without a bf16 reference stack */
+     * tolerances must admit against the float64 golden; against the reference stack in bf16 (ref_hidden_states)
+     * it is 4x the bound from layer 0 on, where the first rounded add sits */
     {"cases/models/mamba2.yaml", "glue.residual-not-fp32", MC_STACK_GLUE_RESIDUAL_NOT_FP32, 0, 1, MC_DTYPE_BF16,
+     {"first layer off the reference stack in bf16: layer 0 of 4", "glue around the mixer"}},
+    /* at f16 the rounding is 2^-12 relative, below the ref_hidden_states bound, which admits a measured
+     * rounding flip of a mixer output (cases/tolerances/models.yaml): a known survivor */
+    {"cases/models/mamba.yaml", "glue.residual-not-fp32", MC_STACK_GLUE_RESIDUAL_NOT_FP32, 0, 1, MC_DTYPE_F16,
      {NULL}},
 };
 
