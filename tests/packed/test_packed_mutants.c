@@ -15,10 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
 
 static const char *const families[] = {"mamba2", "mamba1", "gdn", "shortconv"};
 static const char *const serving[] = {"packed_prefill", "slot_pool", "mixed_step", "prefix_resume"};
@@ -61,16 +62,7 @@ static char out[1 << 20];
 
 static int run(const char *cmd)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mc_capture(cmd, out, sizeof out);
 }
 
 /* The CLI on `path` for backend (a plugin one unless "reference") and scenario pattern `k`; returns its
