@@ -188,35 +188,7 @@ fail:
 }
 /* ---- cache ------------------------------------------------------------------------------------- */
 
-static void m2c_cache_free(struct mc_model *model, struct mc_cache *cache)
-{
-    (void)model;
-    mc_cpu_cache_free(cache);
-}
-
-static enum mc_backend_status m2c_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                              struct mc_msg *msg)
-{
-    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, M2C_WHO, batch, cache, msg);
-}
-
-static enum mc_backend_status m2c_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                             struct mc_msg *msg)
-{
-    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, M2C_WHO, dst, src, msg);
-}
-
-static enum mc_backend_status m2c_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                               void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, M2C_WHO, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status m2c_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                               const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, M2C_WHO, cache, conv_state, recurrent_state, msg);
-}
+MC_CPU_CACHE_OPS(m2c, M2C_WHO)
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
@@ -253,18 +225,7 @@ static enum mc_backend_status m2c_forward_packed(struct mc_model *model, struct 
                                   mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(model->chunk), M2C_WHO);
 }
 
-static enum mc_backend_status m2c_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, M2C_WHO, msg);
-}
-
-static enum mc_backend_status m2c_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                             struct mc_msg *msg)
-{
-    if (!model)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", M2C_WHO);
-    return mc_cpu_probe_read(model->probes, M2C_WHO, probes, count, msg);
-}
+MC_CPU_PROBE_OPS(m2c, M2C_WHO)
 
 static const struct mc_backend_ops m2c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,
