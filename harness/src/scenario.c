@@ -381,21 +381,9 @@ out:
 static void check_cache_consistent(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
                                    const double *state, int64_t pos)
 {
-    int64_t nconv = c->batch * s->shape.conv_channels * s->shape.conv_kernel;
-    int64_t nstate = c->batch * mc_family_state_elems(&s->shape);
-    double *cnow = mc_session_calloc((size_t)nconv, sizeof *cnow, s);
-    double *snow = nstate ? mc_session_calloc((size_t)nstate, sizeof *snow, s) : NULL;
-    if (cnow != NULL && (nstate == 0 || snow != NULL) && mc_session_cache_read(s, c, cnow, snow) == 0) {
-        struct mc_compare_view v;
-        mc_session_conv_view(s, 0, c->batch, pos, &v);
-        mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, cnow, conv, &v);
-        if (nstate) {
-            mc_session_state_view(s, 0, c->batch, pos, &v);
-            mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, snow, state, &v);
-        }
-    }
-    free(cnow);
-    free(snow);
+    static const struct mc_cache_compare how = {"consistency", "consistency", MC_TENSOR_CONSISTENCY,
+                                                MC_TENSOR_CONSISTENCY, 0};
+    mc_session_compare_cache(s, c, &how, conv, state, 0, pos);
 }
 
 /* The accept sweep of speculative_verify (serving.md S2.7): every accept count j = 0..k, in seeded
