@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "tmpdir.h"
 
 static char tmpdir[] = "/tmp/mixcheck-drift-XXXXXX";
 static char out[1 << 20];
@@ -171,9 +172,7 @@ int main(void)
         cmocka_unit_test(test_bad_inputs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
+    if (mc_test_tmpdir_remove(tmpdir) != 0)
         rc = rc ? rc : 1;
     return rc;
 }

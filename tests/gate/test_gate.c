@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "tmpdir.h"
 
 #define GATE MC_GATE_PLUGIN
 #define TINY MC_SOURCE_DIR "/golden/mamba2/tiny.h5"
@@ -538,9 +539,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "tmpdir.h"
 
 #define MAX_TENSORS 4
 #define MAX_CHECKS 4
@@ -299,9 +300,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "tmpdir.h"
 
 static const char *const families[] = {"mamba2", "mamba1", "gdn", "shortconv"};
 static const char *const serving[] = {"packed_prefill", "slot_pool", "mixed_step", "prefix_resume"};
@@ -262,9 +263,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

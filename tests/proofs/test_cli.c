@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "tmpdir.h"
 
 static char tmpdir[] = "/tmp/mixcheck-cli-XXXXXX";
 
@@ -157,9 +158,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(tmpdir);
 }
 
 int main(void)

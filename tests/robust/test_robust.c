@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "tmpdir.h"
 
 static char dir[] = "/tmp/mixcheck-robust-XXXXXX";
 static char out[1 << 17];
@@ -197,9 +198,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)
