@@ -1,5 +1,5 @@
 # mc_add_test(NAME SOURCES... [LABELS l...]): one cmocka executable per unit, registered with CTest.
-# Each links tests/support's library (mc_test_support: capture.h, tmpdir.h). Tests run from the source root so that
+# Each links tests/support's library (mc_test_support: capture.h, tmpdir.h, goldenmodel.h). Tests run from the source root so that
 # cases/ and golden/ paths resolve; exit 77 = "Not Run".
 function(mc_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})

@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "goldenmodel.h"
+
 #include "capture.h"
 
 #include "case.h"
@@ -71,18 +73,8 @@ static double prefill_headroom(const struct mc_golden *g, const struct mc_tolera
                                const struct mc_backend_ops *ops, enum mc_dtype dtype, int on)
 {
     struct mc_error err = {0};
-    struct mc_weightset ws = {0};
-    assert_int_equal(mc_weightset_build(g, dtype, &ws, &err), MC_ERR_NONE);
-    struct mc_weight w[MC_FAMILY_MAX_WEIGHTS];
-    for (int i = 0; i < g->n_weights; i++) {
-        w[i] = (struct mc_weight){.name = g->weights[i].name, .ndim = g->weights[i].value.ndim, .data = ws.data[i]};
-        memcpy(w[i].dims, g->weights[i].value.dims, sizeof w[i].dims);
-    }
-    struct mc_model_desc desc = {
-        .family = g->config.family, .dtype = dtype, .config = &g->config.u, .weights = w, .n_weights = g->n_weights};
-    struct mc_model *model = NULL;
+    struct mc_model *model = mc_test_golden_model(ops, g, dtype);
     struct mc_msg msg = {{0}};
-    assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
     if (on)
         assert_int_equal(ops->probe_enable(model, 1, &msg), MC_BACKEND_OK);
     const int64_t D = g->hidden_states.dims[2], n = g->batch * g->len * D;
@@ -134,7 +126,6 @@ static double prefill_headroom(const struct mc_golden *g, const struct mc_tolera
     ops->model_destroy(model);
     free(x);
     free(y);
-    mc_weightset_free(&ws);
     return worst;
 }
 
