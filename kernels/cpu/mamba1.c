@@ -600,20 +600,15 @@ static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struc
 {
     if (!model)
         return m1c_forward(model, cache, args, msg);
-    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = m1c_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
-        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(1),
+        .block = mc_cpu_stream_tokens(1),
         .who = M1C_WHO,
     };
-    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
-    if (st != MC_BACKEND_OK)
-        mc_cpu_probes_reset(model->probes);
-    return st;
+    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
 }
 
 /* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */

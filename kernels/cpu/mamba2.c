@@ -198,20 +198,15 @@ static enum mc_backend_status m2c_forward(struct mc_model *model, struct mc_cach
 {
     if (!model)
         return mc_mamba2_cpu_forward(model, cache, args, msg);
-    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = mc_mamba2_cpu_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
-        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(model->chunk),
+        .block = mc_cpu_stream_tokens(model->chunk),
         .who = M2C_WHO,
     };
-    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
-    if (st != MC_BACKEND_OK)
-        mc_cpu_probes_reset(model->probes);
-    return st;
+    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
 }
 
 /* The ops forward_packed: mc_mamba2_cpu_forward_packed over the packed axis in blocks (stream.h). */

@@ -263,20 +263,15 @@ static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struc
 {
     if (!model)
         return scc_forward(model, cache, args, msg);
-    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = scc_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
-        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(1),
+        .block = mc_cpu_stream_tokens(1),
         .who = SCC_WHO,
     };
-    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
-    if (st != MC_BACKEND_OK)
-        mc_cpu_probes_reset(model->probes);
-    return st;
+    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
 }
 
 
