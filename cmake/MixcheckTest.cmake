@@ -1,9 +1,11 @@
 # mc_add_test(NAME SOURCES... [LABELS l...]): one cmocka executable per unit, registered with CTest.
-# Tests run from the source root so that cases/ and golden/ paths resolve; exit 77 = "Not Run".
+# Each links tests/support's library (mc_test_support: capture.h, tmpdir.h, goldenmodel.h). Tests run from the source root so that
+# cases/ and golden/ paths resolve; exit 77 = "Not Run".
 function(mc_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE mixcheck_core mixcheck_reference mixcheck_cpu PkgConfig::CMOCKA ${T_LIBS})
+  target_link_libraries(${name} PRIVATE mixcheck_core mixcheck_reference mixcheck_cpu mc_test_support
+                                        PkgConfig::CMOCKA ${T_LIBS})
   target_compile_definitions(${name} PRIVATE MC_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                              MC_BINARY_DIR="${PROJECT_BINARY_DIR}")
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

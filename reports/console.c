@@ -187,10 +187,7 @@ void mc_report_console_diagnosis(const struct mc_console *con, const struct mc_d
 static void console_diagnosis_summary(const struct mc_console *con, const struct mc_run_report *rep)
 {
     for (int i = 0; i < rep->n_diagnoses; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = strcmp(rep->diagnoses[j].backend, rep->diagnoses[i].backend) == 0;
-        if (seen)
+        if (!mc_diagnose_backend_first(rep->diagnoses, i))
             continue;
         struct mc_diag_match top[MC_DIAG_TOP];
         int cases = 0, first = 0;

@@ -333,10 +333,7 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
     fputs(",\n  \"diagnosis_summary\": [", w->f);
     int any = 0;
     for (int i = 0; i < rep->n_diagnoses; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = strcmp(rep->diagnoses[j].backend, rep->diagnoses[i].backend) == 0;
-        if (seen)
+        if (!mc_diagnose_backend_first(rep->diagnoses, i))
             continue;
         struct mc_diag_match top[MC_DIAG_TOP];
         int cases = 0, first = 0;

@@ -470,6 +470,14 @@ int mc_diagnose_case(const struct mc_case *c, const struct mc_golden *g, const s
     return mc_diagnose(&f, mc_signatures, mc_n_signatures, out);
 }
 
+int mc_diagnose_backend_first(const struct mc_diagnosis *d, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (strcmp(d[j].backend, d[i].backend) == 0)
+            return 0;
+    return 1;
+}
+
 int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend, struct mc_diag_match *top,
                         int *cases, int *first)
 {

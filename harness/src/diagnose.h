@@ -140,6 +140,9 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
 int mc_diagnose_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks, int n,
                      const char *backend, struct mc_diagnosis *out);
 
+/* 1 when d[i] is the first of d[0..i] from its backend (a run's per-backend lines take each backend
+ * once, in the order of its first diagnosis), 0 otherwise. */
+int mc_diagnose_backend_first(const struct mc_diagnosis *d, int i);
 /* Over the diagnoses of one backend in a run: classes by the number of cases that name them first, then
  * by summed score (a class only some cases can show — a distractor probe, a padded golden — is not
  * outvoted by a weaker one every case shows), `top` filled with up to

@@ -67,21 +67,9 @@ static void take_tokens(const double *x, int64_t rows, int64_t L, int64_t D, int
 static void check_cache(struct mc_session *s, const struct mc_session_cache *c, const double *conv_ref,
                         const double *state_ref, int64_t pos)
 {
-    int64_t nconv = c->batch * s->shape.conv_channels * s->shape.conv_kernel;
-    int64_t nstate = c->batch * mc_family_state_elems(&s->shape);
-    double *conv = mc_session_calloc((size_t)nconv, sizeof *conv, s);
-    double *state = nstate ? mc_session_calloc((size_t)nstate, sizeof *state, s) : NULL;
-    if (conv != NULL && (nstate == 0 || state != NULL) && mc_session_cache_read(s, c, conv, state) == 0) {
-        struct mc_compare_view v;
-        mc_session_conv_view(s, 0, c->batch, pos, &v);
-        mc_session_compare(s, "conv_state", MC_TENSOR_CONV_STATE, 0, conv, conv_ref, &v);
-        if (nstate) {
-            mc_session_state_view(s, 0, c->batch, pos, &v);
-            mc_session_compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, 0, state, state_ref, &v);
-        }
-    }
-    free(conv);
-    free(state);
+    static const struct mc_cache_compare how = {"conv_state", "recurrent_state", MC_TENSOR_CONV_STATE,
+                                                MC_TENSOR_RECURRENT_STATE, 0};
+    mc_session_compare_cache(s, c, &how, conv_ref, state_ref, 0, pos);
 }
 
 /* Compares y [rows][len][D] with the reference's yref [rows][len][D] as one "output" tensor whose

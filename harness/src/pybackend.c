@@ -692,49 +692,62 @@ static size_t state_bytes(const struct py_model *pm, int64_t batch)
     return (size_t)batch * (size_t)mc_family_state_elems(&pm->sh) * pm->ss;
 }
 
+/* cache_export / cache_import: the live model and cache, the byte sizes of the conv window and the
+ * state of the cache's rows and their offsets in the arena (reserved to hold both). */
+struct cache_io {
+    struct py_model *pm;
+    const struct py_cache *c;
+    size_t cb, sb, oc, os;
+};
+
+static enum mc_backend_status cache_io_begin(struct mc_model *m, const struct mc_cache *cache, struct cache_io *io,
+                                             struct mc_msg *msg)
+{
+    io->pm = live(m, msg);
+    if (io->pm == NULL)
+        return MC_BACKEND_INTERNAL;
+    io->c = (const struct py_cache *)cache;
+    size_t used = 0;
+    io->cb = conv_bytes(io->pm, io->c->batch);
+    io->sb = state_bytes(io->pm, io->c->batch);
+    io->oc = place(&used, io->cb);
+    io->os = place(&used, io->sb);
+    return arena_reserve(used, msg);
+}
+
 static enum mc_backend_status cache_export(struct mc_model *m, const struct mc_cache *cache, void *conv_state,
                                            void *recurrent_state, struct mc_msg *msg)
 {
-    struct py_model *pm = live(m, msg);
-    if (pm == NULL)
-        return MC_BACKEND_INTERNAL;
-    const struct py_cache *c = (const struct py_cache *)cache;
-    size_t used = 0, cb = conv_bytes(pm, c->batch), sb = state_bytes(pm, c->batch);
-    size_t oc = place(&used, cb), os = place(&used, sb);
-    enum mc_backend_status st = arena_reserve(used, msg);
+    struct cache_io io;
+    enum mc_backend_status st = cache_io_begin(m, cache, &io, msg);
     if (st != MC_BACKEND_OK)
         return st;
-    int64_t req[N_FIELDS] = {[F_OP] = OP_CACHE_EXPORT, [F_MODEL] = pm->h, [F_CACHE] = c->h,
-                             [F_A] = (int64_t)oc, [F_B] = (int64_t)os};
+    int64_t req[N_FIELDS] = {[F_OP] = OP_CACHE_EXPORT, [F_MODEL] = io.pm->h, [F_CACHE] = io.c->h,
+                             [F_A] = (int64_t)io.oc, [F_B] = (int64_t)io.os};
     st = call(req, NULL, 0, NULL, "cache_export", msg);
     if (st != MC_BACKEND_OK)
         return st;
-    memcpy(conv_state, W.arena + oc, cb);
-    if (sb && recurrent_state != NULL)
-        memcpy(recurrent_state, W.arena + os, sb);
+    memcpy(conv_state, W.arena + io.oc, io.cb);
+    if (io.sb && recurrent_state != NULL)
+        memcpy(recurrent_state, W.arena + io.os, io.sb);
     return MC_BACKEND_OK;
 }
 
 static enum mc_backend_status cache_import(struct mc_model *m, struct mc_cache *cache, const void *conv_state,
                                            const void *recurrent_state, struct mc_msg *msg)
 {
-    struct py_model *pm = live(m, msg);
-    if (pm == NULL)
-        return MC_BACKEND_INTERNAL;
-    const struct py_cache *c = (const struct py_cache *)cache;
-    size_t used = 0, cb = conv_bytes(pm, c->batch), sb = state_bytes(pm, c->batch);
-    size_t oc = place(&used, cb), os = place(&used, sb);
-    enum mc_backend_status st = arena_reserve(used, msg);
+    struct cache_io io;
+    enum mc_backend_status st = cache_io_begin(m, cache, &io, msg);
     if (st != MC_BACKEND_OK)
         return st;
-    memcpy(W.arena + oc, conv_state, cb);
-    if (sb) {
+    memcpy(W.arena + io.oc, conv_state, io.cb);
+    if (io.sb) {
         if (recurrent_state == NULL)
             return fail(msg, MC_BACKEND_INVALID, "cache_import: no recurrent state");
-        memcpy(W.arena + os, recurrent_state, sb);
+        memcpy(W.arena + io.os, recurrent_state, io.sb);
     }
-    int64_t req[N_FIELDS] = {[F_OP] = OP_CACHE_IMPORT, [F_MODEL] = pm->h, [F_CACHE] = c->h,
-                             [F_A] = (int64_t)oc, [F_B] = (int64_t)os};
+    int64_t req[N_FIELDS] = {[F_OP] = OP_CACHE_IMPORT, [F_MODEL] = io.pm->h, [F_CACHE] = io.c->h,
+                             [F_A] = (int64_t)io.oc, [F_B] = (int64_t)io.os};
     return call(req, NULL, 0, NULL, "cache_import", msg);
 }
 

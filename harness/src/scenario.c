@@ -381,21 +381,9 @@ out:
 static void check_cache_consistent(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
                                    const double *state, int64_t pos)
 {
-    int64_t nconv = c->batch * s->shape.conv_channels * s->shape.conv_kernel;
-    int64_t nstate = c->batch * mc_family_state_elems(&s->shape);
-    double *cnow = mc_session_calloc((size_t)nconv, sizeof *cnow, s);
-    double *snow = nstate ? mc_session_calloc((size_t)nstate, sizeof *snow, s) : NULL;
-    if (cnow != NULL && (nstate == 0 || snow != NULL) && mc_session_cache_read(s, c, cnow, snow) == 0) {
-        struct mc_compare_view v;
-        mc_session_conv_view(s, 0, c->batch, pos, &v);
-        mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, cnow, conv, &v);
-        if (nstate) {
-            mc_session_state_view(s, 0, c->batch, pos, &v);
-            mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, snow, state, &v);
-        }
-    }
-    free(cnow);
-    free(snow);
+    static const struct mc_cache_compare how = {"consistency", "consistency", MC_TENSOR_CONSISTENCY,
+                                                MC_TENSOR_CONSISTENCY, 0};
+    mc_session_compare_cache(s, c, &how, conv, state, 0, pos);
 }
 
 /* The accept sweep of speculative_verify (serving.md S2.7): every accept count j = 0..k, in seeded
@@ -779,13 +767,10 @@ out:
 
 /* ---- validation and dispatch --------------------------------------------------------------------- */
 
-static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
-                                  const char *fmt, ...)
+enum mc_err_code mc_scenario_bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
+                                       const char *fmt, ...)
 {
-    char what[256];
+    char what[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -806,63 +791,68 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         return MC_ERR_NONE;
     case MC_SCENARIO_DECODE:
         if (sp->prefill < 1 || sp->prefill >= L)
-            return bad_param(c, sp, err, "prefill %lld must be in [1, %lld)", (long long)sp->prefill, (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill %lld must be in [1, %lld)", (long long)sp->prefill,
+                                         (long long)L);
         return MC_ERR_NONE;
     case MC_SCENARIO_CHUNKED:
         for (int i = 0; i < sp->n_split_sets; i++) {
             const struct mc_split_set *set = &sp->split_sets[i];
             if (set->n > 0 && set->points[set->n - 1] >= L)
-                return bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
-                                 (long long)set->points[set->n - 1], (long long)L);
+                return mc_scenario_bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
+                                             (long long)set->points[set->n - 1], (long long)L);
         }
         return MC_ERR_NONE;
     case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
         if (sp->prefill < 1 || sp->prefill + sp->len > L)
-            return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
-                             (long long)(sp->prefill + sp->len), (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
+                                         (long long)(sp->prefill + sp->len), (long long)L);
         return MC_ERR_NONE;
     case MC_SCENARIO_LEFT_PADDED_BATCH:
         if (g->mask == NULL)
-            return bad_param(c, sp, err, "needs a golden with /inputs/attention_mask");
+            return mc_scenario_bad_param(c, sp, err, "needs a golden with /inputs/attention_mask");
         for (int64_t b = 0; b < g->batch; b++) {
             int64_t pad = pad_length(g, b);
             for (int64_t t = pad; t < L; t++)
                 if (!g->mask[b * L + t])
-                    return bad_param(c, sp, err, "row %lld of the golden's mask is not left padding (0 at %lld)",
-                                     (long long)b, (long long)t);
+                    return mc_scenario_bad_param(c, sp, err,
+                                                 "row %lld of the golden's mask is not left padding (0 at %lld)",
+                                                 (long long)b, (long long)t);
             if (pad == L)
-                return bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
+                return mc_scenario_bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
         }
         if (sp->prefill < 1 || sp->prefill + sp->decode_steps > L)
-            return bad_param(c, sp, err, "prefill + decode (%lld) must be <= the sequence length %lld",
-                             (long long)(sp->prefill + sp->decode_steps), (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill + decode (%lld) must be <= the sequence length %lld",
+                                         (long long)(sp->prefill + sp->decode_steps), (long long)L);
         return MC_ERR_NONE;
     case MC_SCENARIO_BATCH_INVARIANCE:
         if (g->batch < 2)
-            return bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)", (long long)g->batch);
+            return mc_scenario_bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)",
+                                         (long long)g->batch);
         return MC_ERR_NONE;
     case MC_SCENARIO_SPECULATIVE_VERIFY:
         if (sp->prefill < 1 || sp->prefill + sp->len > L)
-            return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
-                             (long long)(sp->prefill + sp->len), (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
+                                         (long long)(sp->prefill + sp->len), (long long)L);
         /* the accept sweep (no `accept`) takes every count up to k and two zero-draft steps after it */
         if (sp->accept < 0 && sp->prefill + sp->len + 2 > L)
-            return bad_param(c, sp, err,
-                             "prefill + len + 2 (%lld: every accept count up to len, then two zero-draft steps) must "
-                             "be <= the sequence length %lld (or give `accept` for one count)",
-                             (long long)(sp->prefill + sp->len + 2), (long long)L);
+            return mc_scenario_bad_param(
+                c, sp, err,
+                "prefill + len + 2 (%lld: every accept count up to len, then two zero-draft steps) must "
+                "be <= the sequence length %lld (or give `accept` for one count)",
+                (long long)(sp->prefill + sp->len + 2), (long long)L);
         return MC_ERR_NONE;
     case MC_SCENARIO_RIGHT_PADDED_BATCH:
         if (g->mask == NULL)
-            return bad_param(c, sp, err, "needs a golden with /inputs/attention_mask");
+            return mc_scenario_bad_param(c, sp, err, "needs a golden with /inputs/attention_mask");
         for (int64_t b = 0; b < g->batch; b++) {
             int64_t l = real_length(g, b);
             for (int64_t t = l; t < L; t++)
                 if (g->mask[b * L + t])
-                    return bad_param(c, sp, err, "row %lld of the golden's mask is not right padding (1 at %lld)",
-                                     (long long)b, (long long)t);
+                    return mc_scenario_bad_param(c, sp, err,
+                                                 "row %lld of the golden's mask is not right padding (1 at %lld)",
+                                                 (long long)b, (long long)t);
             if (l == 0)
-                return bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
+                return mc_scenario_bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
         }
         return MC_ERR_NONE;
     case MC_SCENARIO_CHUNK_SIZE_INVARIANCE:
@@ -871,18 +861,20 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
         const struct mc_split_set *set = &sp->split_sets[0];
         int held = 0;
         if (set->points[set->n - 1] >= L)
-            return bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
-                             (long long)set->points[set->n - 1], (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
+                                         (long long)set->points[set->n - 1], (long long)L);
         for (int64_t i = 0; i < set->n; i++)
             held |= mc_golden_position_index(g, set->points[i]) >= 0;
         if (!held)
-            return bad_param(c, sp, err, "needs a split point where the golden holds a state (/expected/state_positions)");
+            return mc_scenario_bad_param(
+                c, sp, err, "needs a split point where the golden holds a state (/expected/state_positions)");
         return MC_ERR_NONE;
     }
     case MC_SCENARIO_DETERMINISM:
         if (sp->prefill < 1 || sp->prefill + 2 > L)
-            return bad_param(c, sp, err, "prefill %lld must be in [1, %lld] (a multi-token forward follows it)",
-                             (long long)sp->prefill, (long long)(L - 2));
+            return mc_scenario_bad_param(c, sp, err,
+                                         "prefill %lld must be in [1, %lld] (a multi-token forward follows it)",
+                                         (long long)sp->prefill, (long long)(L - 2));
         return MC_ERR_NONE;
     case MC_SCENARIO_PACKED_PREFILL:
     case MC_SCENARIO_SLOT_POOL:
@@ -890,18 +882,18 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
     case MC_SCENARIO_PREFIX_RESUME: {
         char why[256];
         const char *misfit = mc_serving_misfit(sp, g, why, sizeof why);
-        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+        return misfit ? mc_scenario_bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
     }
     case MC_SCENARIO_LONG_DECODE:
     case MC_SCENARIO_LENGTH_SWEEP: {
         char why[256];
         const char *misfit = mc_longrun_misfit(sp, g, why, sizeof why);
-        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+        return misfit ? mc_scenario_bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
     }
     case MC_SCENARIO_HEAD_SHARD: {
         char why[256];
         const char *misfit = mc_headshard_misfit(sp, g, why, sizeof why);
-        return misfit ? bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
+        return misfit ? mc_scenario_bad_param(c, sp, err, "%s", misfit) : MC_ERR_NONE;
     }
     case MC_SCENARIO_GREEDY: /* a model case's only (case.c refuses it in a mixer case) */
     case MC_SCENARIO_COUNT:

@@ -126,6 +126,13 @@ struct mc_scenario_ctx {
 enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_scenario_spec *spec,
                                       const struct mc_golden *g, struct mc_error *err);
 
+/* The MC_ERR_INPUT of a scenario parameter that does not fit: "<case file>:<line>:<column>: in
+ * 'scenarios.<name>': <what> (golden <path>)", `what` from fmt (printf, cut at 511 bytes). Every
+ * validator of scenario parameters (mc_scenario_validate, stackcheck.c's) words its refusals so. */
+enum mc_err_code mc_scenario_bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp,
+                                       struct mc_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Runs one check. Backend failures become res->status (ERROR / UNSUPPORTED); the return value is an
  * error only for problems of the inputs (tolerance missing, ...) or memory. */
 enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_check_result *res,

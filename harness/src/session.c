@@ -726,8 +726,8 @@ void mc_session_run_end(struct mc_session *s, int token)
         s->run_label[0] = '\0';
 }
 
-int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_cache *c, const char *name,
-                                const double *conv, const double *state, int64_t r0, int64_t pos)
+int mc_session_compare_cache(struct mc_session *s, const struct mc_session_cache *c, const struct mc_cache_compare *how,
+                             const double *conv, const double *state, int64_t r0, int64_t pos)
 {
     int64_t nconv = c->batch * s->shape.conv_channels * s->shape.conv_kernel;
     int64_t nstate = c->batch * mc_family_state_elems(&s->shape);
@@ -737,16 +737,23 @@ int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_ca
     if (cnow != NULL && (nstate == 0 || snow != NULL) && mc_session_cache_read(s, c, cnow, snow) == 0) {
         struct mc_compare_view v;
         mc_session_conv_view(s, r0, c->batch, pos, &v);
-        mc_session_compare(s, name, MC_TENSOR_CONV_STATE, 1, cnow, conv, &v);
+        mc_session_compare(s, how->conv_name, how->conv_kind, how->bitwise, cnow, conv, &v);
         if (nstate) {
             mc_session_state_view(s, r0, c->batch, pos, &v);
-            mc_session_compare(s, name, MC_TENSOR_RECURRENT_STATE, 1, snow, state, &v);
+            mc_session_compare(s, how->state_name, how->state_kind, how->bitwise, snow, state, &v);
         }
         rc = 0;
     }
     free(cnow);
     free(snow);
     return rc;
+}
+
+int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_cache *c, const char *name,
+                                const double *conv, const double *state, int64_t r0, int64_t pos)
+{
+    const struct mc_cache_compare how = {name, name, MC_TENSOR_CONV_STATE, MC_TENSOR_RECURRENT_STATE, 1};
+    return mc_session_compare_cache(s, c, &how, conv, state, r0, pos);
 }
 
 void mc_session_check_row_state(struct mc_session *s, const double *conv, const double *state, int64_t slot,

@@ -137,6 +137,22 @@ void mc_session_state_view(const struct mc_session *s, int64_t r0, int64_t nrows
 int mc_session_run_begin(struct mc_session *s, const char *label, const int64_t *vals, int n);
 void mc_session_run_end(struct mc_session *s, int token);
 
+/* How mc_session_compare_cache files its two comparisons: the conv window under tensor conv_name
+ * (kind conv_kind), the recurrent state under state_name (state_kind); bitwise = zero tolerance. */
+struct mc_cache_compare {
+    const char *conv_name, *state_name;
+    enum mc_tensor_kind conv_kind, state_kind;
+    int bitwise;
+};
+
+/* Reads cache c (golden rows [r0, r0 + c->batch)) and compares it with conv [batch][C][K] and state
+ * [batch][...] (float64, as mc_session_cache_read gives them; state unused for a family without one)
+ * as `how` says; `pos` is the position they belong to (for the views and the diagnosis). -1 when the
+ * cache could not be read (the session has recorded why), 0 otherwise. */
+int mc_session_compare_cache(struct mc_session *s, const struct mc_session_cache *c,
+                             const struct mc_cache_compare *how, const double *conv, const double *state, int64_t r0,
+                             int64_t pos);
+
 /* Compares a cache with an earlier reading of it (conv [batch][C][K], state [batch][...], as
  * mc_session_cache_read gives them) bit for bit under tensor `name`; `pos` is the position the
  * reading belongs to (for the diagnosis). */

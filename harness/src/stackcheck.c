@@ -838,20 +838,6 @@ out:
 
 /* ---- entry points --------------------------------------------------------------------------------- */
 
-static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum mc_err_code bad_param(const struct mc_case *c, const struct mc_scenario_spec *sp, struct mc_error *err,
-                                  const char *fmt, ...)
-{
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    return mc_error_set(err, MC_ERR_INPUT, "%s:%d:%d: in 'scenarios.%s': %s (golden %s)", c->path, sp->line,
-                        sp->column, mc_scenario_name(sp->kind), what, c->golden_path);
-}
-
 enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct mc_scenario_spec *sp,
                                          const struct mc_stack_golden *g, struct mc_error *err)
 {
@@ -867,22 +853,23 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
     switch (sp->kind) {
     case MC_SCENARIO_DECODE:
         if (sp->prefill < 1 || sp->prefill >= L)
-            return bad_param(c, sp, err, "prefill %lld must be in [1, %lld)", (long long)sp->prefill, (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill %lld must be in [1, %lld)", (long long)sp->prefill,
+                                         (long long)L);
         break;
     case MC_SCENARIO_CHUNKED:
         if (sp->random_sets > 0)
-            return bad_param(c, sp, err, "random split sets are not drawn for model cases: give `splits`");
+            return mc_scenario_bad_param(c, sp, err, "random split sets are not drawn for model cases: give `splits`");
         for (int i = 0; i < sp->n_split_sets; i++) {
             const struct mc_split_set *set = &sp->split_sets[i];
             if (set->n > 0 && set->points[set->n - 1] >= L)
-                return bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
-                                 (long long)set->points[set->n - 1], (long long)L);
+                return mc_scenario_bad_param(c, sp, err, "split point %lld must be < the sequence length %lld",
+                                             (long long)set->points[set->n - 1], (long long)L);
         }
         break;
     case MC_SCENARIO_FIRST_TOKEN_CAUSALITY:
         if (sp->prefill + sp->len > L)
-            return bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
-                             (long long)(sp->prefill + sp->len), (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill + len (%lld) must be <= the sequence length %lld",
+                                         (long long)(sp->prefill + sp->len), (long long)L);
         break;
     case MC_SCENARIO_LEFT_PADDED_BATCH:
         for (int64_t b = 0; b < g->batch; b++) {
@@ -890,26 +877,28 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
             while (p < L && !g->mask[b * L + p])
                 p++;
             if (p == L)
-                return bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
+                return mc_scenario_bad_param(c, sp, err, "row %lld of the golden's mask is all padding", (long long)b);
             for (int64_t t = p; t < L; t++)
                 if (!g->mask[b * L + t])
-                    return bad_param(c, sp, err, "row %lld of the golden's mask is not left padding", (long long)b);
+                    return mc_scenario_bad_param(c, sp, err, "row %lld of the golden's mask is not left padding",
+                                                 (long long)b);
         }
         if (sp->prefill + sp->decode_steps > L || sp->decode_steps > 4095)
-            return bad_param(c, sp, err, "prefill + decode (%lld) must be <= the sequence length %lld",
-                             (long long)(sp->prefill + sp->decode_steps), (long long)L);
+            return mc_scenario_bad_param(c, sp, err, "prefill + decode (%lld) must be <= the sequence length %lld",
+                                         (long long)(sp->prefill + sp->decode_steps), (long long)L);
         break;
     case MC_SCENARIO_BATCH_INVARIANCE:
         if (g->batch < 2)
-            return bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)", (long long)g->batch);
+            return mc_scenario_bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)",
+                                         (long long)g->batch);
         break;
     case MC_SCENARIO_GREEDY:
         if (sp->steps > g->greedy_steps)
-            return bad_param(c, sp, err, "steps %lld: the golden holds %lld greedy tokens", (long long)sp->steps,
-                             (long long)g->greedy_steps);
+            return mc_scenario_bad_param(c, sp, err, "steps %lld: the golden holds %lld greedy tokens",
+                                         (long long)sp->steps, (long long)g->greedy_steps);
         if (sp->top_k > g->config.vocab)
-            return bad_param(c, sp, err, "top_k %lld exceeds vocab_size %lld", (long long)sp->top_k,
-                             (long long)g->config.vocab);
+            return mc_scenario_bad_param(c, sp, err, "top_k %lld exceeds vocab_size %lld", (long long)sp->top_k,
+                                         (long long)g->config.vocab);
         break;
     default:
         break;

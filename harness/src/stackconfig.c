@@ -182,6 +182,38 @@ static int parse_mamba(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* The kinds of the layers of a hybrid with "layer_types" (LFM2: "conv", Qwen3.5: "linear_attention",
+ * besides "full_attention"): one entry per layer, each "full_attention" (the mixer `at`) or `other_name`
+ * (the mixer `other`). */
+static int layer_types(struct reader *r, struct mc_stack_config *cfg, const char *other_name,
+                       const struct mc_family_config *other, const struct mc_attention_config *at)
+{
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
+                     r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        const struct mc_json_value *v = &lt->items[i];
+        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
+        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, other_name) == 0)) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"%s\" or "
+                         "\"full_attention\"", r->where, (long long)i, other_name);
+            return -1;
+        }
+        if (attn) {
+            cfg->layers[i].family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.u.attention = *at;
+        } else {
+            cfg->layers[i].family = other->family;
+            cfg->layers[i].mixer = *other;
+        }
+    }
+    return 0;
+}
+
 /* Lfm2Config: layer_types ("conv" / "full_attention"), conv_L_cache, conv_bias, attention heads, norm_eps
  * (every norm, q/k layernorms included), rope_theta, max_position_embeddings (the KV cache length), and
  * the feed-forward size rule of Lfm2MLP. */
@@ -219,28 +251,8 @@ static int parse_lfm2(struct reader *r, struct mc_stack_config *cfg)
     at.partial_rotary_factor = 1.0;
     at.rms_norm_eps = cfg->norm_eps;
     at.qk_norm = MC_QK_NORM_RMS;
-    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
-    if (lt == NULL || lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
-                     r->where, (long long)cfg->n_layers);
-        return -1;
-    }
-    for (int64_t i = 0; i < cfg->n_layers; i++) {
-        const struct mc_json_value *v = &lt->items[i];
-        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
-        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, "conv") == 0)) {
-            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"conv\" or "
-                         "\"full_attention\"", r->where, (long long)i);
-            return -1;
-        }
-        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_SHORTCONV;
-        cfg->layers[i].mixer.family = cfg->layers[i].family;
-        if (attn)
-            cfg->layers[i].mixer.u.attention = at;
-        else
-            cfg->layers[i].mixer.u.shortconv = sc;
-    }
-    return 0;
+    const struct mc_family_config conv = {.family = MC_FAMILY_SHORTCONV, .u.shortconv = sc};
+    return layer_types(r, cfg, "conv", &conv, &at);
 }
 
 /* BambaConfig: mamba_* keys of the Mamba2 layers, attn_layer_indices, attention heads with
@@ -337,28 +349,8 @@ static int parse_qwen3_5(struct reader *r, struct mc_stack_config *cfg)
     at.rms_norm_eps = cfg->norm_eps;
     at.qk_norm = MC_QK_NORM_ZERO_CENTRED;
     at.attn_output_gate = 1;
-    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
-    if (lt == NULL || lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
-                     r->where, (long long)cfg->n_layers);
-        return -1;
-    }
-    for (int64_t i = 0; i < cfg->n_layers; i++) {
-        const struct mc_json_value *v = &lt->items[i];
-        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
-        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, "linear_attention") == 0)) {
-            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"linear_attention\" "
-                         "or \"full_attention\"", r->where, (long long)i);
-            return -1;
-        }
-        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN;
-        cfg->layers[i].mixer.family = cfg->layers[i].family;
-        if (attn)
-            cfg->layers[i].mixer.u.attention = at;
-        else
-            cfg->layers[i].mixer.u.gdn = gd;
-    }
-    return 0;
+    const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
+    return layer_types(r, cfg, "linear_attention", &linear, &at);
 }
 
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "goldenread.h"
 #include "h5read.h"
 
 static const char *const ROOT_LINKS[] = {"config", "weights", "inputs", "expected"};
@@ -28,19 +29,6 @@ int mc_stack_golden_is_model(const char *path)
     free(kind);
     mc_h5_close(&r);
     return is;
-}
-
-static enum mc_err_code array_read(struct mc_h5_reader *r, const char *name, const struct mc_h5_shape_rule *rule,
-                                   enum mc_h5_want want, struct mc_array *a)
-{
-    void *data = NULL;
-    int64_t dims[MC_MAX_DIMS] = {0};
-    if (mc_h5_dataset_read(r, name, want, rule, dims, &data))
-        return r->err.code;
-    a->ndim = rule->ndim;
-    memcpy(a->dims, dims, sizeof a->dims);
-    a->data = data;
-    return mc_h5_check_finite(r, name, a->ndim, a->dims, a->data);
 }
 
 static enum mc_err_code read_header(struct mc_h5_reader *r, struct mc_stack_golden *g)
@@ -150,7 +138,7 @@ static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_gol
             goto done;
         }
         g->n_weights = i + 1;
-        if (array_read(r, path, &rules[i], MC_H5_WANT_FLOAT, &g->weights[i].value))
+        if (mc_golden_array_read(r, path, MC_H5_WANT_FLOAT, &rules[i], &g->weights[i].value))
             goto done;
     }
 done:
@@ -218,9 +206,9 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
     struct mc_h5_shape_rule mr = {.ndim = 4, .dims = {c->n_layers, B, L, D},
                                   .source = "num_hidden_layers, the inputs and hidden_size"};
     struct mc_h5_shape_rule pr = {.ndim = 1, .max = {L + 1}, .names = {"T"}, .source = "the inputs"};
-    if (array_read(r, "/expected/logits", &lr, MC_H5_WANT_F64, &g->logits) ||
-        array_read(r, "/expected/hidden_states", &hr, MC_H5_WANT_F64, &g->hidden) ||
-        array_read(r, "/expected/mixer_outputs", &mr, MC_H5_WANT_F64, &g->mixer_outputs) ||
+    if (mc_golden_array_read(r, "/expected/logits", MC_H5_WANT_F64, &lr, &g->logits) ||
+        mc_golden_array_read(r, "/expected/hidden_states", MC_H5_WANT_F64, &hr, &g->hidden) ||
+        mc_golden_array_read(r, "/expected/mixer_outputs", MC_H5_WANT_F64, &mr, &g->mixer_outputs) ||
         read_ints(r, "/expected/state_positions", &pr, dims, &g->state_positions))
         return r->err.code;
     g->n_positions = dims[0];
@@ -239,7 +227,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
             return mc_h5_fail(r, MC_ERR_INPUT, "/expected/greedy_tokens", "token id %lld outside [0, %lld)",
                               (long long)g->greedy_tokens[i], (long long)V);
     struct mc_h5_shape_rule gl = {.ndim = 3, .dims = {B, g->greedy_steps, V}, .source = "/expected/greedy_tokens"};
-    if (array_read(r, "/expected/greedy_logits", &gl, MC_H5_WANT_F64, &g->greedy_logits))
+    if (mc_golden_array_read(r, "/expected/greedy_logits", MC_H5_WANT_F64, &gl, &g->greedy_logits))
         return r->err.code;
     /* per-layer caches */
     char (*lnames)[24] = mc_calloc((size_t)c->n_layers, sizeof *lnames);
@@ -266,7 +254,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
         struct mc_h5_shape_rule cr = {.ndim = 4, .dims = {g->n_positions, B, sh.conv_channels, sh.conv_kernel},
                                       .source = "the positions, the inputs and the layer's configuration"};
         snprintf(path, sizeof path, "%s/conv_state", grp);
-        if (array_read(r, path, &cr, MC_H5_WANT_F64, &g->layers[l].conv_state))
+        if (mc_golden_array_read(r, path, MC_H5_WANT_F64, &cr, &g->layers[l].conv_state))
             break;
         if (sh.state_ndim > 0) {
             struct mc_h5_shape_rule sr = {.ndim = 2 + sh.state_ndim, .dims = {g->n_positions, B},
@@ -274,7 +262,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
             for (int k = 0; k < sh.state_ndim; k++)
                 sr.dims[2 + k] = sh.state_dims[k];
             snprintf(path, sizeof path, "%s/recurrent_state", grp);
-            array_read(r, path, &sr, MC_H5_WANT_F64, &g->layers[l].recurrent_state);
+            mc_golden_array_read(r, path, MC_H5_WANT_F64, &sr, &g->layers[l].recurrent_state);
         }
     }
 out:

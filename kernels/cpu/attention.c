@@ -184,35 +184,7 @@ fail:
 
 /* ---- cache ------------------------------------------------------------------------------------- */
 
-static void atc_cache_free(struct mc_model *model, struct mc_cache *cache)
-{
-    (void)model;
-    mc_cpu_cache_free(cache);
-}
-
-static enum mc_backend_status atc_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                              struct mc_msg *msg)
-{
-    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, ATC_WHO, batch, cache, msg);
-}
-
-static enum mc_backend_status atc_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                             struct mc_msg *msg)
-{
-    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, ATC_WHO, dst, src, msg);
-}
-
-static enum mc_backend_status atc_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                               void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, ATC_WHO, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status atc_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                               const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, ATC_WHO, cache, conv_state, recurrent_state, msg);
-}
+MC_CPU_CACHE_OPS(atc, ATC_WHO)
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 

@@ -2,8 +2,9 @@
  * cache.h — the cache of every cpu family (kernels/cpu/<family>.c): per batch row a conv window of
  * the last K pre-conv inputs and a recurrent state, both f32, plus the primed flag; and the five
  * cache entries of the ops struct (mixcheck/backend.h) over it. A family describes its geometry once
- * in a struct mc_cpu_cache_shape kept in its model and forwards its ops to the functions here, so the
- * messages, the order of checks and the export/import layouts are the same for every family.
+ * in a struct mc_cpu_cache_shape kept in its model and forwards its ops to the functions here (the
+ * entries MC_CPU_CACHE_OPS defines), so the messages, the order of checks and the export/import
+ * layouts are the same for every family.
  *
  * Exported layout (CONV-INV): conv_state [B][C][K], recurrent_state [B][state_elems], both f32 for
  * every storage dtype. The window in memory is the family's own layout ([K][C] for the mamba families
@@ -61,6 +62,40 @@ enum mc_backend_status mc_cpu_cache_export(const struct mc_cpu_cache_shape *shap
 enum mc_backend_status mc_cpu_cache_import(const struct mc_cpu_cache_shape *shape, const char *who,
                                            struct mc_cache *cache, const void *conv_state,
                                            const void *recurrent_state, struct mc_msg *msg);
+
+/* Defines the five cache entries of a family's ops struct, static, as PREFIX_cache_free, _alloc, _copy,
+ * _export and _import: each forwards to the function above with the shape the family keeps in its
+ * model's `cache_shape` member (NULL for a NULL model) and `who` for the messages. */
+#define MC_CPU_CACHE_OPS(prefix, who)                                                                              \
+    static void prefix##_cache_free(struct mc_model *model, struct mc_cache *cache)                               \
+    {                                                                                                              \
+        (void)model;                                                                                               \
+        mc_cpu_cache_free(cache);                                                                                  \
+    }                                                                                                              \
+    static enum mc_backend_status prefix##_cache_alloc(struct mc_model *model, int64_t batch,                     \
+                                                       struct mc_cache **cache, struct mc_msg *msg)               \
+    {                                                                                                              \
+        return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, who, batch, cache, msg);                    \
+    }                                                                                                              \
+    static enum mc_backend_status prefix##_cache_copy(struct mc_model *model, struct mc_cache *dst,               \
+                                                      const struct mc_cache *src, struct mc_msg *msg)             \
+    {                                                                                                              \
+        return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, who, dst, src, msg);                         \
+    }                                                                                                              \
+    static enum mc_backend_status prefix##_cache_export(struct mc_model *model, const struct mc_cache *cache,     \
+                                                        void *conv_state, void *recurrent_state,                  \
+                                                        struct mc_msg *msg)                                       \
+    {                                                                                                              \
+        return mc_cpu_cache_export(model ? &model->cache_shape : NULL, who, cache, conv_state, recurrent_state,  \
+                                   msg);                                                                           \
+    }                                                                                                              \
+    static enum mc_backend_status prefix##_cache_import(struct mc_model *model, struct mc_cache *cache,           \
+                                                        const void *conv_state, const void *recurrent_state,      \
+                                                        struct mc_msg *msg)                                       \
+    {                                                                                                              \
+        return mc_cpu_cache_import(model ? &model->cache_shape : NULL, who, cache, conv_state, recurrent_state,  \
+                                   msg);                                                                           \
+    }
 
 /* ---- the packed call on a state pool (backend.h: forward_packed, struct mc_packed_args) ----------
  *

@@ -343,35 +343,7 @@ fail:
 
 /* ---- cache ------------------------------------------------------------------------------------- */
 
-static void gdn_cache_free(struct mc_model *model, struct mc_cache *cache)
-{
-    (void)model;
-    mc_cpu_cache_free(cache);
-}
-
-static enum mc_backend_status gdn_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                              struct mc_msg *msg)
-{
-    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, GDN_WHO, batch, cache, msg);
-}
-
-static enum mc_backend_status gdn_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                             struct mc_msg *msg)
-{
-    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, GDN_WHO, dst, src, msg);
-}
-
-static enum mc_backend_status gdn_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                               void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, GDN_WHO, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status gdn_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                               const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, GDN_WHO, cache, conv_state, recurrent_state, msg);
-}
+MC_CPU_CACHE_OPS(gdn, GDN_WHO)
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
@@ -381,20 +353,15 @@ static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cach
 {
     if (!model)
         return mc_gdn_cpu_forward(model, cache, args, msg);
-    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = mc_gdn_cpu_forward,
         .hidden = model->D,
         .elem_bytes = model->elem_bytes,
         .cache_shape = &model->cache_shape,
-        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
-        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(model->chunk),
+        .block = mc_cpu_stream_tokens(model->chunk),
         .who = GDN_WHO,
     };
-    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
-    if (st != MC_BACKEND_OK)
-        mc_cpu_probes_reset(model->probes);
-    return st;
+    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
 }
 
 /* The ops forward_packed (gdn_packed.c); it records no probes. */
@@ -406,18 +373,7 @@ static enum mc_backend_status gdn_forward_packed(struct mc_model *model, struct 
     return mc_gdn_cpu_forward_packed(model, pool, args, msg);
 }
 
-static enum mc_backend_status gdn_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, GDN_WHO, msg);
-}
-
-static enum mc_backend_status gdn_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                             struct mc_msg *msg)
-{
-    if (!model)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", GDN_WHO);
-    return mc_cpu_probe_read(model->probes, GDN_WHO, probes, count, msg);
-}
+MC_CPU_PROBE_OPS(gdn, GDN_WHO)
 
 static const struct mc_backend_ops gdn_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,

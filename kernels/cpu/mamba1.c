@@ -174,35 +174,7 @@ static size_t m1c_state_elems(const struct mc_model *m)
     return (size_t)(m->inner * m->N);
 }
 
-static void m1c_cache_free(struct mc_model *model, struct mc_cache *cache)
-{
-    (void)model;
-    mc_cpu_cache_free(cache);
-}
-
-static enum mc_backend_status m1c_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                              struct mc_msg *msg)
-{
-    return mc_cpu_cache_alloc(model ? &model->cache_shape : NULL, M1C_WHO, batch, cache, msg);
-}
-
-static enum mc_backend_status m1c_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                             struct mc_msg *msg)
-{
-    return mc_cpu_cache_copy(model ? &model->cache_shape : NULL, M1C_WHO, dst, src, msg);
-}
-
-static enum mc_backend_status m1c_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                               void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_export(model ? &model->cache_shape : NULL, M1C_WHO, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status m1c_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                               const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_cpu_cache_import(model ? &model->cache_shape : NULL, M1C_WHO, cache, conv_state, recurrent_state, msg);
-}
+MC_CPU_CACHE_OPS(m1c, M1C_WHO)
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
@@ -628,20 +600,15 @@ static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struc
 {
     if (!model)
         return m1c_forward(model, cache, args, msg);
-    mc_cpu_probes_reset(model->probes);
     const struct mc_cpu_stream_spec spec = {
         .forward = m1c_forward,
         .hidden = model->D,
         .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
         .cache_shape = &model->cache_shape,
-        /* a recording forward is not streamed: its probes cover the whole call (probe.h) */
-        .block = mc_cpu_probes_on(model->probes) ? INT64_MAX : mc_cpu_stream_tokens(1),
+        .block = mc_cpu_stream_tokens(1),
         .who = M1C_WHO,
     };
-    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &spec);
-    if (st != MC_BACKEND_OK)
-        mc_cpu_probes_reset(model->probes);
-    return st;
+    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
 }
 
 /* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */
@@ -655,18 +622,7 @@ static enum mc_backend_status m1c_forward_packed_streamed(struct mc_model *model
                                   mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), M1C_WHO);
 }
 
-static enum mc_backend_status m1c_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_cpu_probe_enable(model ? &model->probes : NULL, on, M1C_WHO, msg);
-}
-
-static enum mc_backend_status m1c_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                             struct mc_msg *msg)
-{
-    if (!model)
-        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", M1C_WHO);
-    return mc_cpu_probe_read(model->probes, M1C_WHO, probes, count, msg);
-}
+MC_CPU_PROBE_OPS(m1c, M1C_WHO)
 
 static const struct mc_backend_ops m1c_ops = {
     .abi_version = MIXCHECK_ABI_VERSION,

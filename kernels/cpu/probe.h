@@ -43,4 +43,20 @@ enum mc_backend_status mc_cpu_probe_enable(struct mc_cpu_probes **p, int32_t on,
 enum mc_backend_status mc_cpu_probe_read(const struct mc_cpu_probes *p, const char *who, const struct mc_probe **probes,
                                          int32_t *count, struct mc_msg *msg);
 
+/* Defines a family's probe_enable and probe_read entries, static, as PREFIX_probe_enable and
+ * PREFIX_probe_read, over the store in its model's `probes` member; `who` for the messages (the
+ * expanding file includes common.h for mc_cpu_fail). */
+#define MC_CPU_PROBE_OPS(prefix, who)                                                                              \
+    static enum mc_backend_status prefix##_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)   \
+    {                                                                                                              \
+        return mc_cpu_probe_enable(model ? &model->probes : NULL, on, who, msg);                                  \
+    }                                                                                                              \
+    static enum mc_backend_status prefix##_probe_read(struct mc_model *model, const struct mc_probe **probes,     \
+                                                      int32_t *count, struct mc_msg *msg)                         \
+    {                                                                                                              \
+        if (!model)                                                                                                \
+            return mc_cpu_fail(msg, MC_BACKEND_INVALID, "%s: probe_read needs a model", who);                     \
+        return mc_cpu_probe_read(model->probes, who, probes, count, msg);                                         \
+    }
+
 #endif

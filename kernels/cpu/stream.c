@@ -262,3 +262,17 @@ cleanup:
     free(cu);
     return st;
 }
+
+enum mc_backend_status mc_cpu_forward_recorded(struct mc_model *model, struct mc_cpu_probes *probes,
+                                               struct mc_cache *cache, const struct mc_forward_args *args,
+                                               struct mc_msg *msg, const struct mc_cpu_stream_spec *spec)
+{
+    mc_cpu_probes_reset(probes);
+    struct mc_cpu_stream_spec whole = *spec;
+    if (mc_cpu_probes_on(probes))
+        whole.block = INT64_MAX;
+    enum mc_backend_status st = mc_cpu_forward_streamed(model, cache, args, msg, &whole);
+    if (st != MC_BACKEND_OK)
+        mc_cpu_probes_reset(probes);
+    return st;
+}

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "probe.h"
 #include "mixcheck/backend.h"
 
 /*
@@ -73,6 +74,13 @@ struct mc_cpu_stream_spec {
 enum mc_backend_status mc_cpu_forward_streamed(struct mc_model *model, struct mc_cache *cache,
                                                const struct mc_forward_args *args, struct mc_msg *msg,
                                                const struct mc_cpu_stream_spec *spec);
+
+/* The ops forward of a family with stage probes (probe.h): mc_cpu_forward_streamed with the store
+ * `probes` cleared first, and again when the forward fails; while the store records, the call runs
+ * as one block (a recording forward is not streamed: its probes cover the whole call). */
+enum mc_backend_status mc_cpu_forward_recorded(struct mc_model *model, struct mc_cpu_probes *probes,
+                                               struct mc_cache *cache, const struct mc_forward_args *args,
+                                               struct mc_msg *msg, const struct mc_cpu_stream_spec *spec);
 
 /* The block length for a family whose internal chunk length is `chunk` (1 or less: none): the
  * process override (mc_cpu_stream_set_tokens, else MC_CPU_STREAM_ENV), else MC_CPU_STREAM_TOKENS,

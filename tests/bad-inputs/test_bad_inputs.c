@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "capture.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,17 +266,11 @@ static void test_entry(void **state)
         snprintf(root, sizeof root, "%s", tmpdir);
     else
         snprintf(root, sizeof root, "%s", CORPUS);
-    snprintf(cmd, sizeof cmd, "cd '%s' && timeout 120 '%s/mixcheck' run '%s' --color never 2>&1", root, MC_BINARY_DIR,
+    snprintf(cmd, sizeof cmd, "cd '%s' && timeout 120 '%s/mixcheck' run '%s' --color never", root, MC_BINARY_DIR,
              e->path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
     char *out = calloc(OUTPUT_CAP + 1, 1);
     assert_non_null(out);
-    size_t n = fread(out, 1, OUTPUT_CAP, p);
-    while (fgetc(p) != EOF) /* drain what does not fit */
-        ;
-    out[n] = '\0';
-    int status = pclose(p);
+    int status = mc_capture_status(cmd, out, OUTPUT_CAP + 1);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     char err[OUTPUT_CAP / 64];
     err[0] = '\0';

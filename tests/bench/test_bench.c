@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
+#include "tmpdir.h"
 
 static char dir[] = "/tmp/mixcheck-bench-XXXXXX";
 static char out[1 << 16];
@@ -24,15 +26,8 @@ static char out[1 << 16];
 static int bench(const char *args)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s bench %s 2>&1", MC_MIXCHECK, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    snprintf(cmd, sizeof cmd, "%s bench %s", MC_MIXCHECK, args);
+    return mc_capture(cmd, out, sizeof out);
 }
 
 static char *slurp(const char *path)
@@ -142,9 +137,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

@@ -12,9 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
 
 #include "blascore.h"
 
@@ -42,13 +43,8 @@ static const char *version(const char *env)
 {
     static char out[4096];
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s --version 2>&1", env, MC_MIXCHECK);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    const size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    const int st = pclose(p);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(cmd, sizeof cmd, "%s %s --version", env, MC_MIXCHECK);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 0);
     return out;
 }
 

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
+#include "tmpdir.h"
 
 static char tmpdir[] = "/tmp/mixcheck-drift-XXXXXX";
 static char out[1 << 20];
@@ -23,16 +25,7 @@ static char out[1 << 20];
 
 static int run(const char *cmd)
 {
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mc_capture(cmd, out, sizeof out);
 }
 
 static int runf(const char *fmt, ...)
@@ -179,9 +172,7 @@ int main(void)
         cmocka_unit_test(test_bad_inputs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
+    if (mc_test_tmpdir_remove(tmpdir) != 0)
         rc = rc ? rc : 1;
     return rc;
 }

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "jsonread.h"
 #include "reportread.h"
 
@@ -244,9 +246,7 @@ int main(void)
         cmocka_unit_test(test_report_reader),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
+    if (mc_test_tmpdir_remove(tmpdir) != 0)
         rc = rc ? rc : 1;
     return rc;
 }

@@ -19,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
+#include "tmpdir.h"
 
 #define GATE MC_GATE_PLUGIN
 #define TINY MC_SOURCE_DIR "/golden/mamba2/tiny.h5"
@@ -44,17 +46,10 @@ static int run(const char *fmt, ...)
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     if (strncmp(cmd, "MC ", 3) == 0)
-        snprintf(full, sizeof full, "%s %s 2>&1", mixcheck, cmd + 3);
+        snprintf(full, sizeof full, "%s %s", mixcheck, cmd + 3);
     else
-        snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        snprintf(full, sizeof full, "%s", cmd);
+    return mc_capture(full, out, sizeof out);
 }
 
 #define expect_exit(code, ...)                                                                                     \
@@ -544,9 +539,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

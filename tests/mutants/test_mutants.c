@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
+#include "tmpdir.h"
 
 #define MAX_TENSORS 4
 #define MAX_CHECKS 4
@@ -134,16 +136,7 @@ static char out[1 << 20];
 /* Runs cmd (stderr folded in), output in `out`; returns the exit status or -1. */
 static int run(const char *cmd)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mc_capture(cmd, out, sizeof out);
 }
 
 /* Runs the CLI on `path` with backend/dtype; the JSON results, one "case\tscenario\ttensor\tstatus"
@@ -307,9 +300,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

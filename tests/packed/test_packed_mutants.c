@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
+#include "tmpdir.h"
 
 static const char *const families[] = {"mamba2", "mamba1", "gdn", "shortconv"};
 static const char *const serving[] = {"packed_prefill", "slot_pool", "mixed_step", "prefix_resume"};
@@ -61,16 +63,7 @@ static char out[1 << 20];
 
 static int run(const char *cmd)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mc_capture(cmd, out, sizeof out);
 }
 
 /* The CLI on `path` for backend (a plugin one unless "reference") and scenario pattern `k`; returns its
@@ -270,9 +263,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)

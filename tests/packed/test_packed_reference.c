@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "goldenmodel.h"
+
 #include "dtype.h"
 #include "error.h"
 #include "family.h"
@@ -54,29 +56,10 @@ static void fixture_open(struct fixture *fx, const char *path, enum mc_dtype dty
     memset(fx, 0, sizeof *fx);
     if (mc_golden_load(path, &fx->g, &err) != MC_ERR_NONE)
         fail_msg("%s: %s", path, err.msg);
-    struct mc_weightset ws = {0};
-    assert_int_equal(mc_weightset_build(&fx->g, dtype, &ws, &err), MC_ERR_NONE);
-    struct mc_weight *w = calloc((size_t)fx->g.n_weights, sizeof *w);
-    assert_non_null(w);
-    for (int i = 0; i < fx->g.n_weights; i++) {
-        w[i].name = fx->g.weights[i].name;
-        w[i].ndim = fx->g.weights[i].value.ndim;
-        memcpy(w[i].dims, fx->g.weights[i].value.dims, sizeof w[i].dims);
-        w[i].data = ws.data[i];
-    }
     fx->ops = ops_of(fx->g.config.family);
     assert_true(fx->ops->caps & MC_CAP_PACKED);
     assert_non_null(fx->ops->forward_packed);
-    struct mc_model_desc desc = {.family = fx->g.config.family,
-                                 .dtype = dtype,
-                                 .config = &fx->g.config.u,
-                                 .weights = w,
-                                 .n_weights = fx->g.n_weights};
-    struct mc_msg msg = {{0}};
-    if (fx->ops->model_create(&desc, &fx->model, &msg) != MC_BACKEND_OK)
-        fail_msg("model_create: %s", msg.text);
-    free(w);
-    mc_weightset_free(&ws);
+    fx->model = mc_test_golden_model(fx->ops, &fx->g, dtype);
     struct mc_family_shape sh;
     mc_family_shape(&fx->g.config, &sh);
     fx->dtype = dtype;

@@ -22,9 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <cmocka.h>
+
+#include "goldenmodel.h"
+
+#include "capture.h"
 
 #include "case.h"
 #include "dtype.h"
@@ -70,18 +73,8 @@ static double prefill_headroom(const struct mc_golden *g, const struct mc_tolera
                                const struct mc_backend_ops *ops, enum mc_dtype dtype, int on)
 {
     struct mc_error err = {0};
-    struct mc_weightset ws = {0};
-    assert_int_equal(mc_weightset_build(g, dtype, &ws, &err), MC_ERR_NONE);
-    struct mc_weight w[MC_FAMILY_MAX_WEIGHTS];
-    for (int i = 0; i < g->n_weights; i++) {
-        w[i] = (struct mc_weight){.name = g->weights[i].name, .ndim = g->weights[i].value.ndim, .data = ws.data[i]};
-        memcpy(w[i].dims, g->weights[i].value.dims, sizeof w[i].dims);
-    }
-    struct mc_model_desc desc = {
-        .family = g->config.family, .dtype = dtype, .config = &g->config.u, .weights = w, .n_weights = g->n_weights};
-    struct mc_model *model = NULL;
+    struct mc_model *model = mc_test_golden_model(ops, g, dtype);
     struct mc_msg msg = {{0}};
-    assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
     if (on)
         assert_int_equal(ops->probe_enable(model, 1, &msg), MC_BACKEND_OK);
     const int64_t D = g->hidden_states.dims[2], n = g->batch * g->len * D;
@@ -133,7 +126,6 @@ static double prefill_headroom(const struct mc_golden *g, const struct mc_tolera
     ops->model_destroy(model);
     free(x);
     free(y);
-    mc_weightset_free(&ws);
     return worst;
 }
 
@@ -192,16 +184,7 @@ static char out[1 << 17];
 
 static int run(const char *cmd)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mc_capture(cmd, out, sizeof out);
 }
 
 static char *slurp(const char *path)

@@ -9,27 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-static char tmpdir[] = "/tmp/mixcheck-cli-XXXXXX";
+#include "capture.h"
+#include "tmpdir.h"
 
-/* Runs a shell command, captures stdout+stderr into out (truncated), returns the exit status. */
-static int run(const char *cmd, char *out, size_t len)
-{
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static char tmpdir[] = "/tmp/mixcheck-cli-XXXXXX";
 
 static void write_file(const char *name, const char *text)
 {
@@ -51,7 +38,7 @@ static void test_run_passes_and_writes_reports(void **state)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, MIXCHECK " run cases/mamba2/tiny.yaml --json %s/r.json --junit %s/r.xml", tmpdir,
              tmpdir);
-    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "PASS"));
     assert_non_null(strstr(out, "exit 0"));
     assert_null(strstr(out, "\x1b[")); /* no colour when not on a terminal */
@@ -65,9 +52,9 @@ static void test_run_passes_and_writes_reports(void **state)
              "assert {x['tensor'] for x in r['results']} >= {'output','conv_state','recurrent_state','consistency'}; "
              "assert r['summary']['exit_code'] == 0\"",
              tmpdir);
-    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 0);
     snprintf(cmd, sizeof cmd, "grep -c '<testcase ' %s/r.xml", tmpdir);
-    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 0);
     /* 13 scenarios x (reference f64, f32 + cpu f32, bf16, f16), less chunk_size_invariance on the
      * reference, which has no internal chunk length (the four serving scenarios are `unsupported` on
      * a cpu backend without forward_packed, still one test case each) */
@@ -80,7 +67,7 @@ static void test_malformed_yaml_exits_2_with_position(void **state)
     write_file("bad.yaml", "id: bad\nwhy: \"x\"\nfamily: [mamba2\n");
     char cmd[1024];
     snprintf(cmd, sizeof cmd, MIXCHECK " run %s/bad.yaml", tmpdir);
-    assert_int_equal(run(cmd, out, sizeof out), 2);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 2);
     char where[600];
     snprintf(where, sizeof where, "%s/bad.yaml:", tmpdir);
     char *at = strstr(out, where);
@@ -102,35 +89,35 @@ static void test_unknown_backend_is_untestable(void **state)
     write_file("nobackend.yaml", text);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, MIXCHECK " run %s/nobackend.yaml", tmpdir);
-    assert_int_equal(run(cmd, out, sizeof out), 125);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 125);
     assert_non_null(strstr(out, "backend 'nosuch' is not available"));
 }
 
 static void test_usage_errors_exit_2(void **state)
 {
     (void)state;
-    assert_int_equal(run(MIXCHECK " run cases/mamba2 -k no-such-check", out, sizeof out), 2);
+    assert_int_equal(mc_capture(MIXCHECK " run cases/mamba2 -k no-such-check", out, sizeof out), 2);
     assert_non_null(strstr(out, "no check matches"));
-    assert_int_equal(run(MIXCHECK " run cases/mamba2 --dtype f8", out, sizeof out), 2);
-    assert_int_equal(run(MIXCHECK " run --bogus", out, sizeof out), 2);
-    assert_int_equal(run(MIXCHECK " frobnicate", out, sizeof out), 2);
-    assert_int_equal(run(MIXCHECK " run /no/such/path", out, sizeof out), 2);
-    assert_int_equal(run(MIXCHECK, out, sizeof out), 2);
+    assert_int_equal(mc_capture(MIXCHECK " run cases/mamba2 --dtype f8", out, sizeof out), 2);
+    assert_int_equal(mc_capture(MIXCHECK " run --bogus", out, sizeof out), 2);
+    assert_int_equal(mc_capture(MIXCHECK " frobnicate", out, sizeof out), 2);
+    assert_int_equal(mc_capture(MIXCHECK " run /no/such/path", out, sizeof out), 2);
+    assert_int_equal(mc_capture(MIXCHECK, out, sizeof out), 2);
 }
 
 static void test_filters_select_checks(void **state)
 {
     (void)state;
-    assert_int_equal(run(MIXCHECK " run cases/mamba2 --scenario decode --dtype f32 -k tiny", out, sizeof out), 0);
+    assert_int_equal(mc_capture(MIXCHECK " run cases/mamba2 --scenario decode --dtype f32 -k tiny", out, sizeof out), 0);
     assert_non_null(strstr(out, "2 check(s): 2 passed")); /* reference and cpu */
-    assert_int_equal(run(MIXCHECK " run cases/mamba2 -k '*ragged/chunked/*'", out, sizeof out), 0);
+    assert_int_equal(mc_capture(MIXCHECK " run cases/mamba2 -k '*ragged/chunked/*'", out, sizeof out), 0);
     assert_non_null(strstr(out, "5 check(s): 5 passed"));
 }
 
 static void test_list_coverage(void **state)
 {
     (void)state;
-    assert_int_equal(run(MIXCHECK " list --coverage", out, sizeof out), 0);
+    assert_int_equal(mc_capture(MIXCHECK " list --coverage", out, sizeof out), 0);
     assert_non_null(strstr(out, "mamba2-tiny"));
     assert_non_null(strstr(out, "reference"));
     assert_non_null(strstr(out, "coverage"));
@@ -151,7 +138,7 @@ static void test_failure_diagnosis_names_tensor_and_rerun(void **state)
     write_file("strict.yaml", text);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, MIXCHECK " run %s/strict.yaml", tmpdir);
-    assert_int_equal(run(cmd, out, sizeof out), 1);
+    assert_int_equal(mc_capture(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "FAIL"));
     assert_non_null(strstr(out, "output:"));
     assert_non_null(strstr(out, "first failing token"));
@@ -171,9 +158,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(tmpdir);
 }
 
 int main(void)

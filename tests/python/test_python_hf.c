@@ -17,9 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <cmocka.h>
+
+#include "capture.h"
 
 #define MIXCHECK MC_BINARY_DIR "/mixcheck"
 
@@ -29,16 +30,8 @@ static const char *python;
 static int run(const char *args)
 {
     char full[4096];
-    snprintf(full, sizeof full, "%s run %s --python '%s' --python-backend mixcheck_backend.hf 2>&1", MIXCHECK, args,
-             python);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    while (fgetc(p) != EOF) {
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    snprintf(full, sizeof full, "%s run %s --python '%s' --python-backend mixcheck_backend.hf", MIXCHECK, args, python);
+    return mc_capture(full, out, sizeof out);
 }
 
 static void expect(const char *text)

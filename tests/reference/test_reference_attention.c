@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "goldenmodel.h"
+
 #include "case.h"
 #include "dtype.h"
 #include "family.h"
@@ -52,27 +54,8 @@ static void gfix_open(struct gfix *fx, const char *path, enum mc_dtype dtype)
     if (mc_golden_load(path, &fx->g, &err) != MC_ERR_NONE)
         fail_msg("%s: %s", path, err.msg);
     assert_int_equal(fx->g.config.family, MC_FAMILY_ATTENTION);
-    struct mc_weightset ws = {0};
-    assert_int_equal(mc_weightset_build(&fx->g, dtype, &ws, &err), MC_ERR_NONE);
-    struct mc_weight *w = calloc((size_t)fx->g.n_weights, sizeof *w);
-    assert_non_null(w);
-    for (int i = 0; i < fx->g.n_weights; i++) {
-        w[i].name = fx->g.weights[i].name;
-        w[i].ndim = fx->g.weights[i].value.ndim;
-        memcpy(w[i].dims, fx->g.weights[i].value.dims, sizeof w[i].dims);
-        w[i].data = ws.data[i];
-    }
     fx->ops = mc_reference_attention_ops();
-    struct mc_model_desc desc = {.family = MC_FAMILY_ATTENTION,
-                                 .dtype = dtype,
-                                 .config = &fx->g.config.u,
-                                 .weights = w,
-                                 .n_weights = fx->g.n_weights};
-    struct mc_msg msg = {{0}};
-    if (fx->ops->model_create(&desc, &fx->model, &msg) != MC_BACKEND_OK)
-        fail_msg("%s: model_create: %s", path, msg.text);
-    free(w);
-    mc_weightset_free(&ws);
+    fx->model = mc_test_golden_model(fx->ops, &fx->g, dtype);
     struct mc_family_shape sh;
     mc_family_shape(&fx->g.config, &sh);
     assert_int_equal(sh.conv_channels * sh.conv_kernel, 1);

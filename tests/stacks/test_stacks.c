@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "case.h"
 #include "cpu.h"
 #include "jsonread.h"
@@ -273,9 +275,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mc_test_tmpdir_remove(dir);
 }
 
 int main(void)
