@@ -35,6 +35,8 @@ void mc_bench_shape_default(enum mc_family family, struct mc_bench_shape *s)
     memset(s, 0, sizeof *s);
     s->family = family;
     switch (family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: /* mamba2-130m: D 768, expand 2, 24 heads of 64, N 128, one group */
         s->cfg.m2 = (struct mc_mamba2_config){.hidden_size = 768, .num_heads = 24, .head_dim = 64, .state_size = 128,
                                               .n_groups = 1, .conv_kernel = 4, .chunk_size = 256,
@@ -67,6 +69,8 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
 {
     const int core = mode == MC_BENCH_CORE;
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &s->cfg.m2;
         char d[32] = "", q[48] = "chunked SSD, the configuration's Q";
@@ -123,6 +127,8 @@ double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mod
 {
     const int core = mode == MC_BENCH_CORE;
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &s->cfg.m2;
         const double D = (double)c->hidden_size, H = (double)c->num_heads, P = (double)c->head_dim;
@@ -193,6 +199,8 @@ const char *mc_bench_flop_formula(enum mc_family family, enum mc_bench_mode mode
 {
     const int core = mode == MC_BENCH_CORE;
     switch (family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2:
         return core ? "2KC + 5HPN" : "2D(2I+2GN+H) + 2KC + 5HPN + 2ID";
     case MC_FAMILY_GDN:
@@ -320,6 +328,8 @@ static int bw_weight_specs(const struct mc_bench_shape *s, struct bw_weight_spec
     int n = 0;
 #define W(nm, nd, d0, d1, d2, in, sc) w[n++] = (struct bw_weight_spec){nm, nd, {d0, d1, d2}, in, sc}
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &s->cfg.m2;
         const int64_t I = c->num_heads * c->head_dim, GN = c->n_groups * c->state_size, C = I + 2 * GN;
@@ -409,6 +419,8 @@ static size_t bw_dtype_bytes(enum mc_dtype dtype)
 static void bw_cache_dims(const struct mc_bench_shape *s, int64_t *C, int64_t *K, int64_t *state_elems)
 {
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &s->cfg.m2;
         *C = c->num_heads * c->head_dim + 2 * c->n_groups * c->state_size;
@@ -441,6 +453,8 @@ static void bw_cache_dims(const struct mc_bench_shape *s, int64_t *C, int64_t *K
 static int64_t bw_hidden(const struct mc_bench_shape *s)
 {
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2:
         return s->cfg.m2.hidden_size;
     case MC_FAMILY_GDN:
@@ -528,6 +542,8 @@ static int bw_init_core(struct mc_bench_work *w, uint64_t *rng, char *err, size_
     enum bw_init tok_init[BW_MAX_TOK] = {BW_UNIFORM, BW_UNIFORM, BW_UNIFORM};
     bw_cache_dims(s, &w->C, &w->K, &w->state_elems);
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &s->cfg.m2;
         w->n_tok = 2;
@@ -677,6 +693,8 @@ static enum mc_backend_status bw_core_call(const struct mc_bench_shape *s, int64
                                            float *window, float *state, float *y, struct mc_msg *msg)
 {
     switch (s->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &s->cfg.m2;
         const struct mc_cpu_mamba2_core_args ca = {
@@ -750,6 +768,8 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
         for (int64_t t = 0; t < len; t++) {
             const int64_t row = b * len + t;
             switch (s->family) {
+            case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+                break;
             case MC_FAMILY_MAMBA2: {
                 const struct mc_mamba2_config *c = &s->cfg.m2;
                 const int64_t H = c->num_heads, P = c->head_dim, N = c->state_size, R = H / c->n_groups;
@@ -976,6 +996,8 @@ static void bw_small_shape(enum mc_family family, struct mc_bench_shape *s)
 {
     mc_bench_shape_default(family, s);
     switch (family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2:
         s->cfg.m2.num_heads = 6;
         s->cfg.m2.head_dim = 8;

@@ -68,6 +68,8 @@ static const struct mc_config_field attention_fields[] = {
 const char *mc_family_name(enum mc_family family)
 {
     switch (family) {
+    case MC_FAMILY_STACK:
+        return "stack";
     case MC_FAMILY_MAMBA2:
         return "mamba2";
     case MC_FAMILY_MAMBA1:
@@ -119,6 +121,8 @@ int mc_family_from_name(const char *name, enum mc_family *family)
 const struct mc_config_field *mc_family_config_fields(enum mc_family family, size_t *count)
 {
     switch (family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
     case MC_FAMILY_MAMBA2:
         *count = COUNT(mamba2_fields);
         return mamba2_fields;
@@ -245,6 +249,8 @@ static enum mc_err_code validate_attention(const struct mc_attention_config *c, 
 enum mc_err_code mc_family_config_validate(const struct mc_family_config *cfg, struct mc_error *err)
 {
     switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
     case MC_FAMILY_MAMBA2:
         return validate_mamba2(&cfg->u.mamba2, err);
     case MC_FAMILY_MAMBA1:
@@ -280,6 +286,8 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
     mc_family_shape(cfg, &sh);
     int64_t D = sh.hidden, C = sh.conv_channels, K = sh.conv_kernel;
     switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &cfg->u.mamba2;
         int64_t I = c->num_heads * c->head_dim, H = c->num_heads;
@@ -380,6 +388,8 @@ void mc_family_shape(const struct mc_family_config *cfg, struct mc_family_shape 
 {
     memset(s, 0, sizeof *s);
     switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &cfg->u.mamba2;
         s->hidden = c->hidden_size;

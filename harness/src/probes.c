@@ -26,6 +26,8 @@ int mc_probe_specs(const struct mc_family_config *cfg, struct mc_probe_spec out[
 {
     int n = 0;
     switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2: {
         const struct mc_mamba2_config *c = &cfg->u.mamba2;
         const int64_t inner = c->num_heads * c->head_dim;

@@ -508,6 +508,8 @@ static void json_config(FILE *f, enum mc_family family, const void *config)
 static size_t family_config_size(enum mc_family f)
 {
     switch (f) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
+        break;
     case MC_FAMILY_MAMBA2:
         return sizeof(struct mc_mamba2_config);
     case MC_FAMILY_MAMBA1:

@@ -35,19 +35,35 @@ enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_b
     if (ops->device == NULL || ops->device[0] == '\0')
         return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' declares no device", origin, ops->name);
     enum mc_family fam;
-    if (mc_family_from_name(mc_family_name(ops->family), &fam) != 0)
+    int whole = ops->family == MC_FAMILY_STACK;
+    if (!whole && mc_family_from_name(mc_family_name(ops->family), &fam) != 0)
         return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' has unknown family %d", origin, ops->name,
                             (int)ops->family);
-    const struct {
+    /* the stack entries, NULL when the backend's struct is too old to hold them */
+    struct mc_backend_ops seen;
+    memset(&seen, 0, sizeof seen);
+    memcpy(&seen, ops, ops->struct_size < sizeof seen ? ops->struct_size : sizeof seen);
+    if (whole && !(seen.caps & MC_CAP_STACK))
+        return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' is a whole stack without the MC_CAP_STACK capability",
+                            origin, ops->name);
+    struct required {
         const char *name;
         int present;
-    } fns[] = {
+    };
+    const struct required mixer_fns[] = {
         {"model_create", ops->model_create != NULL}, {"model_destroy", ops->model_destroy != NULL},
         {"cache_alloc", ops->cache_alloc != NULL},   {"cache_copy", ops->cache_copy != NULL},
         {"cache_free", ops->cache_free != NULL},     {"cache_export", ops->cache_export != NULL},
         {"cache_import", ops->cache_import != NULL}, {"forward", ops->forward != NULL},
+    }, stack_fns[] = {
+        {"stack_create", seen.stack_create != NULL}, {"model_destroy", ops->model_destroy != NULL},
+        {"cache_alloc", ops->cache_alloc != NULL},   {"cache_copy", ops->cache_copy != NULL},
+        {"cache_free", ops->cache_free != NULL},     {"stack_forward", seen.stack_forward != NULL},
+        {"stack_cache_export", seen.stack_cache_export != NULL},
     };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+    size_t n_fns = whole ? sizeof stack_fns / sizeof stack_fns[0] : sizeof mixer_fns / sizeof mixer_fns[0];
+    const struct required *fns = whole ? stack_fns : mixer_fns;
+    for (size_t i = 0; i < n_fns; i++)
         if (!fns[i].present)
             return mc_error_set(err, MC_ERR_BACKEND, "%s: backend '%s' (%s) has no '%s' function", origin, ops->name,
                                 mc_family_name(ops->family), fns[i].name);
@@ -71,6 +87,10 @@ enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_b
         e->copy.probe_enable = NULL, e->copy.probe_read = NULL;
     if (!(e->copy.caps & MC_CAP_PACKED))
         e->copy.forward_packed = NULL;
+    /* the stack entries belong to whole-stack backends only; a mixer backend's are ignored */
+    if (!whole)
+        e->copy.caps &= ~(MC_CAP_STACK | MC_CAP_STACK_HIDDEN), e->copy.stack_create = NULL,
+        e->copy.stack_forward = NULL, e->copy.stack_cache_export = NULL;
     r->entries[r->n].plugin = plugin;
     r->n++;
     return MC_ERR_NONE;

@@ -1,7 +1,8 @@
 /*
  * registry.h — the backends a run can use. Every implementation enters through mc_registry_add,
  * which checks the ops struct (ABI version, a struct size of at least the first form's, every
- * required function present, a known family, a name), keeps a normalized copy of it, and refuses a
+ * required function present — the stack entries for a whole-stack backend (family MC_FAMILY_STACK) —, a
+ * known family, a name), keeps a normalized copy of it, and refuses a
  * duplicate (name, family). Lookups are by (name, family) and return the copy.
  */
 #ifndef MC_REGISTRY_H

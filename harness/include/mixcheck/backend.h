@@ -16,7 +16,8 @@
  *     defines it. The registry accepts any struct_size from MC_BACKEND_OPS_SIZE_V1 (the original
  *     struct) upward: members beyond an older backend's struct_size are treated as absent (NULL),
  *     and members of a newer backend that this mixcheck does not know are ignored.
- *   - The structs handed *to* a backend (mc_model_desc, mc_forward_args, mc_packed_args) never grow;
+ *   - The structs handed *to* a backend (mc_model_desc, mc_forward_args, mc_packed_args,
+ *     mc_stack_desc, mc_stack_args) never grow;
  *     a new argument comes with a new entry point.
  *   - An optional entry that is NULL means "not implemented": scenarios that need it report the
  *     check as `unsupported`, never as passed.
@@ -72,6 +73,8 @@ enum mc_family {
     MC_FAMILY_GDN = 3,       /* Gated DeltaNet (Qwen3-Next / Qwen3.5) */
     MC_FAMILY_SHORTCONV = 4, /* LFM2 ShortConv */
     MC_FAMILY_ATTENTION = 5, /* softmax attention with a KV cache (Qwen3-Next / Qwen3.5, LFM2, Bamba layers) */
+    MC_FAMILY_STACK = 6,     /* a whole model (a port of ...ForCausalLM): token ids in, logits out; the stack_*
+                              * entries (MC_CAP_STACK) replace model_create / forward / cache_export / cache_import */
 };
 
 /* Storage type of weights, inputs and outputs handed to a backend. f16 and bf16 travel as uint16_t
@@ -97,6 +100,8 @@ enum mc_backend_status {
 #define MC_CAP_THREADS 0x2u    /* honours mc_model_desc.threads */
 #define MC_CAP_PACKED 0x4u     /* implements forward_packed */
 #define MC_CAP_PROBES 0x8u     /* implements probe_enable / probe_read */
+#define MC_CAP_STACK 0x10u     /* family MC_FAMILY_STACK: implements stack_create / stack_forward / stack_cache_export */
+#define MC_CAP_STACK_HIDDEN 0x20u /* stack_forward writes mc_stack_args.hidden_states and .mixer_outputs when asked */
 
 struct mc_msg {
     char text[MC_MSG_LEN];
@@ -258,6 +263,42 @@ struct mc_probe {
     const void *data;
 };
 
+/* ---- Whole stacks (MC_FAMILY_STACK, docs/models.md §7) -------------------------------------------
+ * A backend that implements a whole model rather than one mixer: a port of an upstream `...ForCausalLM`
+ * (a llama.cpp-style graph, a serving engine's model class, a Python model behind the adapter). It is
+ * created from the upstream config.json and the checkpoint's tensors under their checkpoint names, reads
+ * token ids and writes logits; one cache (cache_alloc / cache_copy / cache_free of the same ops, on the
+ * stack model) holds every layer's conv window, recurrent state and KV cache. The forward contract and
+ * the mask are the mixers' (above), for the whole model: a padding token reaches no layer's cache, and an
+ * attention layer's position of a real token is the number of real tokens before it in its row, cached
+ * ones included. Which model types it implements is its own: stack_create returns MC_BACKEND_UNSUPPORTED
+ * for the others. */
+struct mc_stack_desc {
+    const char *model_type;          /* config.json `model_type`: "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text" */
+    const char *config_json;         /* the upstream config.json text (its keys, upstream defaults for the rest) */
+    enum mc_dtype dtype;             /* storage of the weights; the compute rules are upstream's for that dtype */
+    const struct mc_weight *weights; /* every tensor of the checkpoint under its checkpoint name and shape
+                                      * ("backbone.layers.0.mixer.in_proj.weight"); a tied head has none */
+    int32_t n_weights;
+    int32_t threads;                 /* worker threads; 0 = the backend's default */
+};
+
+/* One forward of the whole model. V vocab_size, n num_hidden_layers. logits, hidden_states and
+ * mixer_outputs are f64 for f64 models, else f32, and written whole when given. */
+struct mc_stack_args {
+    int64_t batch;            /* B */
+    int64_t len;              /* L >= 1 */
+    const int64_t *input_ids; /* [B][L], each in [0, V) */
+    const uint8_t *mask;      /* [B][L], 1 = real token, 0 = padding; NULL = all real */
+    void *logits;             /* [B][L][V] */
+    /* MC_CAP_STACK_HIDDEN, each NULL when not wanted (always NULL without the capability):
+     *   hidden_states [n + 1][B][L][D] the residual stream after the embedding and after every layer
+     *                                  (the last before the final norm), as the model holds it;
+     *   mixer_outputs [n][B][L][D]     each layer's mixer output (before its residual add) */
+    void *hidden_states;
+    void *mixer_outputs;
+};
+
 /* The size of struct mc_backend_ops before any optional entry was appended (ABI 1, first form). */
 #define MC_BACKEND_OPS_SIZE_V1 (offsetof(struct mc_backend_ops, forward_packed))
 
@@ -312,6 +353,18 @@ struct mc_backend_ops {
     enum mc_backend_status (*probe_enable)(struct mc_model *model, int32_t on, struct mc_msg *msg);
     enum mc_backend_status (*probe_read)(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
                                          struct mc_msg *msg);
+
+    /* Whole stacks (struct mc_stack_desc); MC_CAP_STACK, family MC_FAMILY_STACK. model_destroy,
+     * cache_alloc, cache_copy and cache_free apply to the stack model; model_create, forward,
+     * cache_export and cache_import may be NULL. stack_cache_export writes layer `layer`'s cache in
+     * that layer's family layout (cache_export above; f64 for f64 models, else f32; recurrent_state
+     * is NULL for a ShortConv layer). */
+    enum mc_backend_status (*stack_create)(const struct mc_stack_desc *desc, struct mc_model **model,
+                                           struct mc_msg *msg);
+    enum mc_backend_status (*stack_forward)(struct mc_model *model, struct mc_cache *cache,
+                                            const struct mc_stack_args *args, struct mc_msg *msg);
+    enum mc_backend_status (*stack_cache_export)(struct mc_model *model, const struct mc_cache *cache, int64_t layer,
+                                                 void *conv_state, void *recurrent_state, struct mc_msg *msg);
 };
 
 /* Plugin entry point: returns an array of *count backends; abi_version receives the library's
