@@ -52,7 +52,7 @@
 
 /* ---- cache ----------------------------------------------------------------------------------------- */
 
-static void mut_cache_free(struct mc_model *m, struct mc_cache *c)
+void mut_cache_free(struct mc_model *m, struct mc_cache *c)
 {
     (void)m;
     if (c == NULL)
@@ -62,7 +62,7 @@ static void mut_cache_free(struct mc_model *m, struct mc_cache *c)
     free(c);
 }
 
-static enum mc_backend_status mut_cache_alloc(struct mc_model *m, int64_t batch, struct mc_cache **out,
+enum mc_backend_status mut_cache_alloc(struct mc_model *m, int64_t batch, struct mc_cache **out,
                                               struct mc_msg *msg)
 {
     if (m == NULL || out == NULL || batch < 1)
@@ -81,7 +81,7 @@ static enum mc_backend_status mut_cache_alloc(struct mc_model *m, int64_t batch,
     return MC_BACKEND_OK;
 }
 
-static enum mc_backend_status mut_cache_copy(struct mc_model *m, struct mc_cache *dst, const struct mc_cache *src,
+enum mc_backend_status mut_cache_copy(struct mc_model *m, struct mc_cache *dst, const struct mc_cache *src,
                                              struct mc_msg *msg)
 {
     if (dst->batch != src->batch)
@@ -94,7 +94,7 @@ static enum mc_backend_status mut_cache_copy(struct mc_model *m, struct mc_cache
     return MC_BACKEND_OK;
 }
 
-static enum mc_backend_status mut_cache_export(struct mc_model *m, const struct mc_cache *c, void *conv, void *state,
+enum mc_backend_status mut_cache_export(struct mc_model *m, const struct mc_cache *c, void *conv, void *state,
                                                struct mc_msg *msg)
 {
     (void)msg;
@@ -120,7 +120,7 @@ static enum mc_backend_status mut_cache_import(struct mc_model *m, struct mc_cac
 
 /* ---- model ----------------------------------------------------------------------------------------- */
 
-static void mut_model_destroy(struct mc_model *m)
+void mut_model_destroy(struct mc_model *m)
 {
     if (m == NULL)
         return;
@@ -140,6 +140,26 @@ struct mut_spec {
     uint32_t dtypes; /* OR of MC_DTYPE_BIT */
 };
 
+enum mc_backend_status mut_model_new(const struct mut_family *fam, enum mut_fault fault, const struct mc_model_desc *d,
+                                     struct mc_model **out, struct mc_msg *msg)
+{
+    struct mc_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return mut_fail(msg, MC_BACKEND_NOMEM, "mutant: out of memory");
+    m->fam = fam;
+    m->fault = fault;
+    m->dtype = d->dtype;
+    enum mc_backend_status st = fam->create(d, m, msg);
+    if (st != MC_BACKEND_OK) {
+        mut_model_destroy(m);
+        return st;
+    }
+    if (d->chunk_size > 0)
+        m->chunk = d->chunk_size;
+    *out = m;
+    return MC_BACKEND_OK;
+}
+
 static enum mc_backend_status mut_model_create(const struct mut_spec *sp, const struct mc_model_desc *d,
                                                struct mc_model **out, struct mc_msg *msg)
 {
@@ -150,21 +170,7 @@ static enum mc_backend_status mut_model_create(const struct mut_spec *sp, const 
                         (int)sp->fam->family);
     if (!(MC_DTYPE_BIT(d->dtype) & sp->dtypes) || (d->dtype != MC_DTYPE_F32 && d->dtype != MC_DTYPE_BF16))
         return mut_fail(msg, MC_BACKEND_UNSUPPORTED, "%s: dtype %d is not supported", sp->name, (int)d->dtype);
-    struct mc_model *m = calloc(1, sizeof *m);
-    if (m == NULL)
-        return mut_fail(msg, MC_BACKEND_NOMEM, "%s: out of memory", sp->name);
-    m->fam = sp->fam;
-    m->fault = sp->fault;
-    m->dtype = d->dtype;
-    enum mc_backend_status st = sp->fam->create(d, m, msg);
-    if (st != MC_BACKEND_OK) {
-        mut_model_destroy(m);
-        return st;
-    }
-    if (d->chunk_size > 0)
-        m->chunk = d->chunk_size;
-    *out = m;
-    return MC_BACKEND_OK;
+    return mut_model_new(sp->fam, sp->fault, d, out, msg);
 }
 
 /* ---- forward ----------------------------------------------------------------------------------------- */
@@ -217,7 +223,7 @@ static enum mc_backend_status mut_row(const struct mc_model *m, float *w, float 
     }
 }
 
-static enum mc_backend_status mut_forward(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
+enum mc_backend_status mut_forward(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
                                           struct mc_msg *msg)
 {
     enum mc_backend_status st = MC_BACKEND_OK;
@@ -395,7 +401,9 @@ static struct mc_backend_ops mut_ops[] = {MUTANT_LIST(MUT_OPS)};
 
 EXPORT const struct mc_backend_ops *const *mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
 {
-    static const struct mc_backend_ops *all[N_MUTANTS];
+    static const struct mc_backend_ops *all[N_MUTANTS + MUT_STACK_MAX_BACKENDS];
+    size_t n_stacks = 0;
+    const struct mc_backend_ops *const *stacks = mut_stack_backends(&n_stacks);
     /* the Mamba2 mutants record stage probes; they declare them only on request (mutants.h) */
     const char *probes = getenv("MIXCHECK_MUTANT_PROBES");
     const int declare = probes != NULL && probes[0] != '\0' && strcmp(probes, "0") != 0;
@@ -404,7 +412,9 @@ EXPORT const struct mc_backend_ops *const *mixcheck_plugin_backends(uint32_t *co
             mut_ops[i].caps |= MC_CAP_PROBES;
         all[i] = &mut_ops[i];
     }
-    *count = (uint32_t)N_MUTANTS;
+    for (size_t i = 0; i < n_stacks && i < MUT_STACK_MAX_BACKENDS; i++) /* the whole stacks (mut_stack.c) */
+        all[N_MUTANTS + i] = stacks[i];
+    *count = (uint32_t)(N_MUTANTS + (n_stacks < MUT_STACK_MAX_BACKENDS ? n_stacks : MUT_STACK_MAX_BACKENDS));
     *abi_version = MIXCHECK_ABI_VERSION;
     return (const struct mc_backend_ops *const *)all;
 }

@@ -80,6 +80,9 @@ struct mc_cache {
     int64_t pos;   /* tokens consumed so far (HF cache_position), for MUT_SHORT_PREFILL_ROLL */
     float *window; /* [B][C][K], the last K pre-conv inputs, oldest first */
     float *state;  /* [B][state_elems] or NULL */
+    /* a whole stack's cache (mut_stack.c): one mixer cache per layer; window and state are NULL */
+    int64_t n_layers;
+    struct mc_cache **layer; /* [n_layers] or NULL */
 };
 
 /* What one segment call knows about its forward. */
@@ -104,6 +107,25 @@ extern const struct mut_family mut_mamba2_family;
 extern const struct mut_family mut_gdn_family;
 extern const struct mut_family mut_shortconv_family;
 extern const struct mut_family mut_attention_family;
+
+/* ---- the mixer ops (mutants.c), which the whole stacks (mut_stack.c) drive layer by layer --------------- */
+
+/* A mixer model of family `fam` with `fault` switched on (weights under the family's names, f32 or bf16). */
+enum mc_backend_status mut_model_new(const struct mut_family *fam, enum mut_fault fault, const struct mc_model_desc *d,
+                                     struct mc_model **out, struct mc_msg *msg);
+void mut_model_destroy(struct mc_model *m);
+enum mc_backend_status mut_cache_alloc(struct mc_model *m, int64_t batch, struct mc_cache **out, struct mc_msg *msg);
+enum mc_backend_status mut_cache_copy(struct mc_model *m, struct mc_cache *dst, const struct mc_cache *src,
+                                      struct mc_msg *msg);
+void mut_cache_free(struct mc_model *m, struct mc_cache *c);
+enum mc_backend_status mut_cache_export(struct mc_model *m, const struct mc_cache *c, void *conv, void *state,
+                                        struct mc_msg *msg);
+enum mc_backend_status mut_forward(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
+                                   struct mc_msg *msg);
+
+/* The whole-stack backends (family MC_FAMILY_STACK, mut_stack.c): *n of them, at most MUT_STACK_MAX_BACKENDS. */
+#define MUT_STACK_MAX_BACKENDS 16
+const struct mc_backend_ops *const *mut_stack_backends(size_t *n);
 
 /* ---- helpers (mut_util.c) ------------------------------------------------------------------------- */
 

@@ -1,0 +1,324 @@
+/*
+ * test_stack_backends.c — the mutant library's whole-stack backends (mut_stack.c) driven in process
+ * through their ops (loaded with the harness's plugin loader and registry), on the bundled model goldens
+ * (golden/models/{mamba2,lfm2,bamba,qwen3_5}.h5) at f32:
+ *   - stack.correct: the prefill's logits, hidden states and mixer outputs at every real position, then
+ *     the golden's greedy continuation fed token by token through the cache (greedy_logits), each within
+ *     the f32 model tolerances of cases/tolerances/models*.yaml; the max errors are printed;
+ *   - each glue mutant leaves those bounds where it applies (and equals the control where it does not);
+ *   - model type mamba is unsupported (no Mamba1 mixer in the library), a bad config.json is invalid
+ *     with the key named, a missing tensor is named.
+ * The CLI kill matrix of the same backends is test_stack_mutants.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+#include "plugin.h"
+#include "registry.h"
+#include "stackgolden.h"
+
+static struct mc_registry reg;
+static struct mc_plugins plugins;
+
+static int setup(void **state)
+{
+    (void)state;
+    struct mc_error err = {0};
+    mc_registry_init(&reg);
+    mc_plugins_init(&plugins);
+    if (mc_plugins_load(&plugins, MC_MUTANTS_PLUGIN, &reg, &err) != MC_ERR_NONE) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mc_plugins_unload(&plugins);
+    return 0;
+}
+
+static const struct mc_backend_ops *stack_ops(const char *name)
+{
+    const struct mc_backend_ops *ops = mc_registry_find(&reg, name, MC_FAMILY_STACK);
+    if (ops == NULL)
+        fail_msg("no whole-stack backend '%s' in %s", name, MC_MUTANTS_PLUGIN);
+    return ops;
+}
+
+/* A golden's tensors as f32 checkpoint weights. */
+struct weights {
+    struct mc_weight *w;
+    float **data;
+    int n;
+};
+
+static void weights_make(const struct mc_stack_golden *g, struct weights *ws)
+{
+    ws->n = g->n_weights;
+    ws->w = calloc((size_t)ws->n, sizeof *ws->w);
+    ws->data = calloc((size_t)ws->n, sizeof *ws->data);
+    assert_non_null(ws->w);
+    assert_non_null(ws->data);
+    for (int i = 0; i < ws->n; i++) {
+        const struct mc_array *a = &g->weights[i].value;
+        int64_t n = mc_array_elems(a);
+        ws->data[i] = malloc((size_t)n * sizeof(float));
+        assert_non_null(ws->data[i]);
+        for (int64_t k = 0; k < n; k++)
+            ws->data[i][k] = (float)a->data[k];
+        ws->w[i].name = g->weights[i].name;
+        ws->w[i].ndim = a->ndim;
+        memcpy(ws->w[i].dims, a->dims, sizeof ws->w[i].dims);
+        ws->w[i].data = ws->data[i];
+    }
+}
+
+static void weights_free(struct weights *ws)
+{
+    for (int i = 0; i < ws->n; i++)
+        free(ws->data[i]);
+    free(ws->data);
+    free(ws->w);
+}
+
+/* The worst |got - want| - (atol + rtol |want|) over the real positions, and the max abs error. */
+struct err {
+    double max_abs, worst_excess;
+};
+
+static void err_add(struct err *e, double got, double want, double atol, double rtol)
+{
+    double d = isfinite(got) ? fabs(got - want) : INFINITY;
+    if (d > e->max_abs)
+        e->max_abs = d;
+    double x = d - (atol + rtol * fabs(want));
+    if (x > e->worst_excess)
+        e->worst_excess = x;
+}
+
+/* f32 tolerances of cases/tolerances/models.yaml (mamba2) and models-*.yaml (the hybrids). */
+struct tol {
+    double logits_atol, logits_rtol, hidden_atol, hidden_rtol, state_atol;
+};
+
+static struct tol tol_for(const char *model_type)
+{
+    /* models.yaml, models-lfm2.yaml, models-bamba.yaml: logits 3e-5 / 1e-5; models-qwen3_5.yaml: logits 5e-5 */
+    const double logits_atol = strcmp(model_type, "qwen3_5_text") == 0 ? 5.0e-5 : 3.0e-5;
+    /* recurrent_state: 2e-7 (models.yaml, Mamba2 states ~1e-3), 3e-6 for the hybrids (KV caches ~1); conv_state 3e-6,
+     * rtol 1e-5 everywhere */
+    const double state_atol = strcmp(model_type, "mamba2") == 0 ? 2.0e-7 : 3.0e-6;
+    return (struct tol){logits_atol, 1.0e-5, 5.0e-6, 1.0e-5, state_atol};
+}
+
+struct run {
+    struct err logits, hidden, mixer, cache, greedy;
+};
+
+/* Every layer's exported cache after the prefill against the golden's at state position L. */
+static void compare_cache(const struct mc_backend_ops *ops, struct mc_model *m, struct mc_cache *c,
+                          const struct mc_stack_golden *g, const struct tol *t, struct err *e)
+{
+    int64_t at = -1;
+    for (int64_t i = 0; i < g->n_positions; i++)
+        if (g->state_positions[i] == g->len)
+            at = i;
+    assert_true(at >= 0);
+    for (int64_t l = 0; l < g->config.n_layers; l++) {
+        const struct mc_array *cs = &g->layers[l].conv_state, *rs = &g->layers[l].recurrent_state;
+        const int64_t nc = mc_array_elems(cs) / cs->dims[0], ns = rs->ndim ? mc_array_elems(rs) / rs->dims[0] : 0;
+        float *conv = malloc((size_t)nc * sizeof *conv), *st = ns ? malloc((size_t)ns * sizeof *st) : NULL;
+        struct mc_msg msg = {{0}};
+        assert_non_null(conv);
+        if (ops->stack_cache_export(m, c, l, conv, st, &msg) != MC_BACKEND_OK)
+            fail_msg("layer %lld: %s", (long long)l, msg.text);
+        for (int64_t i = 0; i < nc; i++)
+            err_add(e, conv[i], cs->data[at * nc + i], 3.0e-6, 1.0e-5);
+        for (int64_t i = 0; i < ns; i++)
+            err_add(e, st[i], rs->data[at * ns + i], t->state_atol, 1.0e-5);
+        free(conv);
+        free(st);
+    }
+}
+
+/* Prefill on a fresh cache and the greedy continuation through it; errors against the golden. */
+static void run_golden(const char *backend, const char *golden, struct run *out)
+{
+    struct mc_stack_golden g;
+    struct mc_error err = {0};
+    if (mc_stack_golden_load(golden, &g, &err) != MC_ERR_NONE)
+        fail_msg("%s", err.msg);
+    const struct mc_backend_ops *ops = stack_ops(backend);
+    struct weights ws;
+    weights_make(&g, &ws);
+    struct mc_stack_desc d = {.model_type = g.config.model_type, .config_json = g.config_json, .dtype = MC_DTYPE_F32,
+                              .weights = ws.w, .n_weights = ws.n};
+    struct mc_model *m = NULL;
+    struct mc_msg msg = {{0}};
+    if (ops->stack_create(&d, &m, &msg) != MC_BACKEND_OK)
+        fail_msg("%s on %s: %s", backend, golden, msg.text);
+    const struct tol t = tol_for(g.config.model_type);
+    const int64_t B = g.batch, L = g.len, V = g.config.vocab, D = g.config.hidden, n = g.config.n_layers;
+    float *logits = malloc((size_t)(B * L * V) * sizeof *logits);
+    float *hidden = malloc((size_t)((n + 1) * B * L * D) * sizeof *hidden);
+    float *mixer = malloc((size_t)(n * B * L * D) * sizeof *mixer);
+    assert_true(logits && hidden && mixer);
+    struct mc_cache *c = NULL;
+    assert_int_equal(ops->cache_alloc(m, B, &c, &msg), MC_BACKEND_OK);
+    struct mc_stack_args a = {.batch = B, .len = L, .input_ids = g.input_ids, .mask = g.mask, .logits = logits,
+                              .hidden_states = hidden, .mixer_outputs = mixer};
+    if (ops->stack_forward(m, c, &a, &msg) != MC_BACKEND_OK)
+        fail_msg("%s: %s", backend, msg.text);
+    memset(out, 0, sizeof *out);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t p = 0; p < L; p++) {
+            if (!g.mask[b * L + p])
+                continue;
+            for (int64_t v = 0; v < V; v++)
+                err_add(&out->logits, logits[(b * L + p) * V + v], g.logits.data[(b * L + p) * V + v], t.logits_atol,
+                        t.logits_rtol);
+            for (int64_t l = 0; l <= n; l++)
+                for (int64_t k = 0; k < D; k++) {
+                    size_t i = (size_t)(((l * B + b) * L + p) * D + k);
+                    err_add(&out->hidden, hidden[i], g.hidden.data[i], t.hidden_atol, t.hidden_rtol);
+                    if (l < n)
+                        err_add(&out->mixer, mixer[i], g.mixer_outputs.data[i], t.hidden_atol, t.hidden_rtol);
+                }
+        }
+    compare_cache(ops, m, c, &g, &t, &out->cache);
+    /* greedy_logits[:, 0] is the prompt's last position; step s > 0 feeds greedy_tokens[:, s-1] */
+    const int64_t G = g.greedy_steps;
+    int64_t *ids = malloc((size_t)B * sizeof *ids);
+    assert_non_null(ids);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t v = 0; v < V; v++)
+            err_add(&out->greedy, logits[(b * L + L - 1) * V + v], g.greedy_logits.data[(b * G) * V + v], t.logits_atol,
+                    t.logits_rtol);
+    for (int64_t s = 1; s < G; s++) {
+        for (int64_t b = 0; b < B; b++)
+            ids[b] = g.greedy_tokens[b * G + s - 1];
+        struct mc_stack_args st = {.batch = B, .len = 1, .input_ids = ids, .logits = logits};
+        if (ops->stack_forward(m, c, &st, &msg) != MC_BACKEND_OK)
+            fail_msg("%s: step %lld: %s", backend, (long long)s, msg.text);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t v = 0; v < V; v++)
+                err_add(&out->greedy, logits[b * V + v], g.greedy_logits.data[(b * G + s) * V + v], t.logits_atol,
+                        t.logits_rtol);
+    }
+    free(ids);
+    ops->cache_free(m, c);
+    ops->model_destroy(m);
+    free(logits);
+    free(hidden);
+    free(mixer);
+    weights_free(&ws);
+    mc_stack_golden_free(&g);
+}
+
+static const char *const goldens[] = {"golden/models/mamba2.h5", "golden/models/lfm2.h5", "golden/models/bamba.h5",
+                                      "golden/models/qwen3_5.h5"};
+#define N_GOLDENS (sizeof goldens / sizeof goldens[0])
+
+static void test_correct_matches_goldens(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_GOLDENS; i++) {
+        struct run r;
+        run_golden("stack.correct", goldens[i], &r);
+        printf("stack.correct %-26s max abs: logits %.2e  hidden %.2e  mixer %.2e  cache %.2e  greedy %.2e\n",
+               goldens[i], r.logits.max_abs, r.hidden.max_abs, r.mixer.max_abs, r.cache.max_abs, r.greedy.max_abs);
+        assert_true(r.logits.worst_excess <= 0.0);
+        assert_true(r.hidden.worst_excess <= 0.0);
+        assert_true(r.mixer.worst_excess <= 0.0);
+        assert_true(r.cache.worst_excess <= 0.0);
+        assert_true(r.greedy.worst_excess <= 0.0);
+    }
+}
+
+/* Which of the four goldens each mutant must leave (1) or match like the control (0), and where. */
+static void test_glue_mutants_deviate(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *backend;
+        int applies[N_GOLDENS]; /* mamba2, lfm2, bamba, qwen3_5 */
+        int hidden_right;       /* the prefill's hidden states stay right (the bug is after the last layer / cached) */
+    } cases[] = {
+        {"stack.final-norm-skipped", {1, 1, 1, 1}, 1},
+        {"stack.head-untied", {0, 1, 0, 0}, 1}, /* only lfm2 is tied */
+        {"stack.block-norm-skipped", {1, 1, 1, 1}, 0},
+        {"stack.residual-not-fp32", {0, 0, 0, 0}, 1}, /* f32: every add is float32 anyway */
+        /* RoPE is relative: a row's positions shifted by its pad count leave the logits; the cached keys move */
+        {"stack.positions-with-pads", {0, 1, 1, 1}, 1},
+        {"stack.state-not-carried", {1, 1, 1, 1}, 1}, /* the prefill is right, the greedy steps are not */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (size_t i = 0; i < N_GOLDENS; i++) {
+            struct run r;
+            run_golden(cases[k].backend, goldens[i], &r);
+            const double worst = fmax(fmax(r.logits.worst_excess, r.hidden.worst_excess),
+                                      fmax(r.cache.worst_excess, r.greedy.worst_excess));
+            printf("%-26s %-26s max abs: logits %.2e  hidden %.2e  cache %.2e  greedy %.2e -> %s\n", cases[k].backend,
+                   goldens[i], r.logits.max_abs, r.hidden.max_abs, r.cache.max_abs, r.greedy.max_abs,
+                   worst > 0.0 ? "caught" : "passes");
+            if (cases[k].applies[i]) {
+                assert_true(worst > 0.0);
+                if (cases[k].hidden_right)
+                    assert_true(r.hidden.worst_excess <= 0.0);
+            } else {
+                assert_true(worst <= 0.0);
+            }
+        }
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    const struct mc_backend_ops *ops = stack_ops("stack.correct");
+    struct mc_model *m = NULL;
+    struct mc_msg msg = {{0}};
+    struct mc_stack_desc d = {.model_type = "mamba", .config_json = "{\"model_type\": \"mamba\"}", .dtype = MC_DTYPE_F32};
+    assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_UNSUPPORTED);
+    assert_non_null(strstr(msg.text, "Mamba1"));
+    assert_null(m);
+    d.model_type = "mamba2";
+    d.config_json = "{\"num_hidden_layers\": 2, \"hidden_size\": 32, \"vocab_size\": 8, \"num_heads\": 4}";
+    assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_INVALID);
+    assert_non_null(strstr(msg.text, "'head_dim' is missing"));
+    d.config_json = "{\"num_hidden_layers\": 2, \"hidden_size\": 32,";
+    assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_INVALID);
+    assert_non_null(strstr(msg.text, "config_json: offset"));
+    d.config_json = "{\"num_hidden_layers\": 2, \"hidden_size\": 32, \"vocab_size\": 8, \"num_heads\": 4, "
+                    "\"head_dim\": 16, \"state_size\": 8}";
+    assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_INVALID);
+    assert_non_null(strstr(msg.text, "missing weight 'backbone.embeddings.weight'"));
+    d.dtype = MC_DTYPE_F16;
+    assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_UNSUPPORTED);
+    d.model_type = "lfm2";
+    d.dtype = MC_DTYPE_F32;
+    d.config_json = "{\"num_hidden_layers\": 2, \"hidden_size\": 32, \"vocab_size\": 8, \"num_attention_heads\": 4, "
+                    "\"intermediate_size\": 48, \"layer_types\": [\"conv\", \"mamba\"]}";
+    assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_INVALID);
+    assert_non_null(strstr(msg.text, "layer_types[1]"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_correct_matches_goldens),
+        cmocka_unit_test(test_glue_mutants_deviate),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
