@@ -42,6 +42,10 @@
  * 8.1c: its row 0 is right, so the upstream-style first-token check (consistency, distractor) passes
  * it; mixcheck's first_token_causality scenario still fails it, on the golden comparison of the
  * multi-token rows >= 1 and of the cache at P+S, and chunked fails it on every case.
+ *
+ * The library also registers whole-stack backends (family MC_FAMILY_STACK: stack.correct and the glue
+ * mutants stack.*), whole models composed of these mixers with glue of their own: mut_stack.c, its
+ * table there; kill matrix tests/mutants/test_stack_mutants.c.
  */
 #include <stdlib.h>
 #include <string.h>
