@@ -26,8 +26,9 @@
  *
  * The per-layer mixers are mixer models of mutants.c (mut_model_new), driven through the same
  * functions as the mixer backends (mut_forward, mut_cache_*); one stack cache holds one mixer cache per
- * layer (struct mc_cache.layer). hidden_states and mixer_outputs (MC_CAP_STACK_HIDDEN) are written as
- * the stack holds them (f32 values; at bf16 the T values the mixer output and a T residual hold).
+ * layer (struct mc_cache.layer). hidden_states, mixer_inputs and mixer_outputs (MC_CAP_STACK_HIDDEN) are
+ * written as the stack holds them (f32 values; at bf16 the T values the mixer's input and output and a T
+ * residual hold).
  */
 #include <math.h>
 #include <stdio.h>
@@ -455,7 +456,7 @@ static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache 
                       (long long)a->len);
         goto out;
     }
-    float *hidden = a->hidden_states, *mixer_out = a->mixer_outputs;
+    float *hidden = a->hidden_states, *mixer_in = a->mixer_inputs, *mixer_out = a->mixer_outputs;
     for (int64_t r = 0; r < rows; r++)
         memcpy(h + r * D, s->embed + a->input_ids[r] * D, (size_t)D * sizeof *h);
     if (hidden != NULL)
@@ -471,6 +472,8 @@ static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache 
                 x[i] = store(s, h[i]);
         else
             block_norm(s, ly->norm, h, rows, x);
+        if (mixer_in != NULL)
+            memcpy(mixer_in + (size_t)(l * n), x, (size_t)n * sizeof *x);
         if ((st = run_mixer(s, l, lc, a, x, y, tmp, msg)) != MC_BACKEND_OK)
             break;
         if (mixer_out != NULL)

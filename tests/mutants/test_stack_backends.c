@@ -2,7 +2,8 @@
  * test_stack_backends.c — the mutant library's whole-stack backends (mut_stack.c) driven in process
  * through their ops (loaded with the harness's plugin loader and registry), on the bundled model goldens
  * (golden/models/{mamba2,lfm2,bamba,qwen3_5}.h5) at f32:
- *   - stack.correct: the prefill's logits, hidden states and mixer outputs at every real position, then
+ *   - stack.correct: the prefill's logits, hidden states, mixer outputs and mixer inputs (against the float64
+ *     block norm of the golden's hidden state) at every real position and every layer's cache, then
  *     the golden's greedy continuation fed token by token through the cache (greedy_logits), each within
  *     the f32 model tolerances of cases/tolerances/models*.yaml; the max errors are printed;
  *   - each glue mutant leaves those bounds where it applies (and equals the control where it does not);
@@ -126,8 +127,24 @@ static struct tol tol_for(const char *model_type, enum mc_dtype dtype)
 }
 
 struct run {
-    struct err logits, hidden, mixer, cache, greedy;
+    struct err logits, hidden, mixer_in, mixer, cache, greedy;
 };
+
+/* The golden's block norm of layer l at one position of hidden state l (float64): what mixer_inputs[l] holds. */
+static void golden_norm(const struct mc_stack_golden *g, int64_t l, const double *h, double *x)
+{
+    char name[MC_STACK_NAME_LEN];
+    mc_stack_name_layer_norm(&g->config, l, name);
+    const struct mc_array *w = mc_stack_golden_weight(g, name);
+    assert_non_null(w);
+    const int64_t D = g->config.hidden;
+    double ss = 0.0;
+    for (int64_t d = 0; d < D; d++)
+        ss += h[d] * h[d];
+    const double inv = 1.0 / sqrt(ss / (double)D + g->config.norm_eps);
+    for (int64_t d = 0; d < D; d++)
+        x[d] = h[d] * inv * (g->config.zero_centred ? 1.0 + w->data[d] : w->data[d]);
+}
 
 /* Every layer's exported cache after the prefill against the golden's at state position L. */
 static void compare_cache(const struct mc_backend_ops *ops, struct mc_model *m, struct mc_cache *c,
@@ -176,14 +193,17 @@ static void run_golden(const char *backend, const char *golden, enum mc_dtype dt
     float *logits = malloc((size_t)(B * L * V) * sizeof *logits);
     float *hidden = malloc((size_t)((n + 1) * B * L * D) * sizeof *hidden);
     float *mixer = malloc((size_t)(n * B * L * D) * sizeof *mixer);
-    assert_true(logits && hidden && mixer);
+    float *mixer_in = malloc((size_t)(n * B * L * D) * sizeof *mixer_in);
+    assert_true(logits && hidden && mixer && mixer_in);
     struct mc_cache *c = NULL;
     assert_int_equal(ops->cache_alloc(m, B, &c, &msg), MC_BACKEND_OK);
     struct mc_stack_args a = {.batch = B, .len = L, .input_ids = g.input_ids, .mask = g.mask, .logits = logits,
-                              .hidden_states = hidden, .mixer_outputs = mixer};
+                              .hidden_states = hidden, .mixer_inputs = mixer_in, .mixer_outputs = mixer};
     if (ops->stack_forward(m, c, &a, &msg) != MC_BACKEND_OK)
         fail_msg("%s: %s", backend, msg.text);
     memset(out, 0, sizeof *out);
+    double *xn = malloc((size_t)D * sizeof *xn);
+    assert_non_null(xn);
     for (int64_t b = 0; b < B; b++)
         for (int64_t p = 0; p < L; p++) {
             if (!g.mask[b * L + p])
@@ -198,6 +218,12 @@ static void run_golden(const char *backend, const char *golden, enum mc_dtype dt
                     if (l < n)
                         err_add(&out->mixer, mixer[i], g.mixer_outputs.data[i], t.hidden_atol, t.hidden_rtol);
                 }
+            for (int64_t l = 0; l < n; l++) {
+                const size_t i = (size_t)(((l * B + b) * L + p) * D);
+                golden_norm(&g, l, g.hidden.data + i, xn);
+                for (int64_t k = 0; k < D; k++)
+                    err_add(&out->mixer_in, mixer_in[i + (size_t)k], xn[k], t.hidden_atol, t.hidden_rtol);
+            }
         }
     compare_cache(ops, m, c, &g, &t, &out->cache);
     /* greedy_logits[:, 0] is the prompt's last position; step s > 0 feeds greedy_tokens[:, s-1] */
@@ -225,6 +251,8 @@ static void run_golden(const char *backend, const char *golden, enum mc_dtype dt
     free(logits);
     free(hidden);
     free(mixer);
+    free(mixer_in);
+    free(xn);
     weights_free(&ws);
     mc_stack_golden_free(&g);
 }
@@ -239,11 +267,13 @@ static void test_correct_matches_goldens(void **state)
     for (size_t i = 0; i < N_GOLDENS; i++) {
         struct run r;
         run_golden("stack.correct", goldens[i], MC_DTYPE_F32, &r);
-        printf("stack.correct %-26s max abs: logits %.2e  hidden %.2e  mixer %.2e  cache %.2e  greedy %.2e\n",
-               goldens[i], r.logits.max_abs, r.hidden.max_abs, r.mixer.max_abs, r.cache.max_abs, r.greedy.max_abs);
+        printf("stack.correct %-26s max abs: logits %.2e  hidden %.2e  mixer in %.2e out %.2e  cache %.2e  greedy %.2e\n",
+               goldens[i], r.logits.max_abs, r.hidden.max_abs, r.mixer_in.max_abs, r.mixer.max_abs, r.cache.max_abs,
+               r.greedy.max_abs);
         assert_true(r.logits.worst_excess <= 0.0);
         assert_true(r.hidden.worst_excess <= 0.0);
         assert_true(r.mixer.worst_excess <= 0.0);
+        assert_true(r.mixer_in.worst_excess <= 0.0);
         assert_true(r.cache.worst_excess <= 0.0);
         assert_true(r.greedy.worst_excess <= 0.0);
     }
