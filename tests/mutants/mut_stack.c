@@ -23,6 +23,8 @@
  * |                             | number of real tokens before it: position_ids not derived from the mask                   |            |
  * | stack.state-not-carried     | on a forward from a primed cache, layer MUT_STACK_FAULT_LAYER (2) is not handed its cache: | all four   |
  * |                             | it starts from a zero window and state and its cache keeps the prefill's                  |            |
+ * | stack.embedding-scaled      | the embedding output multiplied by sqrt(D) (Gemma's normaliser carried into another port)  | all four   |
+ * | stack.norm-not-zero-centred | Qwen3.5's norms (block, feed-forward, final) multiply by w instead of 1 + w                | qwen3_5 (else the control) |
  *
  * The per-layer mixers are mixer models of mutants.c (mut_model_new), driven through the same
  * functions as the mixer backends (mut_forward, mut_cache_*); one stack cache holds one mixer cache per
@@ -48,6 +50,8 @@ enum mut_stack_fault {
     MUT_STACK_RESIDUAL_NOT_FP32,
     MUT_STACK_POSITIONS_WITH_PADS,
     MUT_STACK_STATE_NOT_CARRIED,
+    MUT_STACK_EMBEDDING_SCALED,
+    MUT_STACK_NORM_NOT_ZERO_CENTRED,
 };
 
 struct mut_stack_layer {
@@ -335,6 +339,12 @@ static enum mc_backend_status stack_cache_export(struct mc_model *m, const struc
 
 /* ---- the glue ------------------------------------------------------------------------------------------ */
 
+/* Qwen3_5RMSNorm's (1 + w), unless MUT_STACK_NORM_NOT_ZERO_CENTRED reads it as a plain RMSNorm. */
+static int zero_centred(const struct mut_stack *s)
+{
+    return s->cfg.zero_centred && s->fault != MUT_STACK_NORM_NOT_ZERO_CENTRED;
+}
+
 /* RMSNorm of rows h [rows][D] into x [rows][D] with weight w [D]: the input in T, normalised in float32,
  * then w · x in T, or Qwen3.5's (1 + w) · x in float32 rounded once. */
 static void block_norm(const struct mut_stack *s, const float *w, const float *h, int64_t rows, float *x)
@@ -350,7 +360,7 @@ static void block_norm(const struct mut_stack *s, const float *w, const float *h
         const float inv = 1.0f / sqrtf((float)(ss / (double)D) + (float)s->cfg.norm_eps);
         for (int64_t d = 0; d < D; d++) {
             const float n = store(s, hr[d]) * inv;
-            x[r * D + d] = s->cfg.zero_centred ? store(s, n * (1.0f + w[d])) : store(s, w[d] * store(s, n));
+            x[r * D + d] = zero_centred(s) ? store(s, n * (1.0f + w[d])) : store(s, w[d] * store(s, n));
         }
     }
 }
@@ -369,9 +379,9 @@ static void final_head(const struct mut_stack *s, const float *h, int64_t rows, 
             ss += (double)hr[d] * hr[d];
         const float inv = skip ? 1.0f : 1.0f / sqrtf((float)(ss / (double)D) + (float)s->cfg.norm_eps);
         for (int64_t d = 0; d < D; d++) {
-            const float w = skip ? (s->cfg.zero_centred ? 0.0f : 1.0f) : s->final_norm[d];
+            const float w = skip ? (zero_centred(s) ? 0.0f : 1.0f) : s->final_norm[d];
             float y;
-            if (s->cfg.zero_centred)
+            if (zero_centred(s))
                 y = hr[d] * inv * (1.0f + w);
             else if (fp32) /* weight (T) * float32 promotes: the norm of a float32 residual stays float32 */
                 y = w * (hr[d] * inv);
@@ -459,6 +469,9 @@ static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache 
     float *hidden = a->hidden_states, *mixer_in = a->mixer_inputs, *mixer_out = a->mixer_outputs;
     for (int64_t r = 0; r < rows; r++)
         memcpy(h + r * D, s->embed + a->input_ids[r] * D, (size_t)D * sizeof *h);
+    if (s->fault == MUT_STACK_EMBEDDING_SCALED)
+        for (int64_t i = 0; i < n; i++)
+            h[i] = store(s, h[i] * sqrtf((float)D));
     if (hidden != NULL)
         memcpy(hidden, h, (size_t)n * sizeof *h);
     const int continued = c != NULL && c->primed;
@@ -510,7 +523,9 @@ out:
     X(block_norm, "stack.block-norm-skipped", MUT_STACK_BLOCK_NORM_SKIPPED)                                            \
     X(residual, "stack.residual-not-fp32", MUT_STACK_RESIDUAL_NOT_FP32)                                                \
     X(positions, "stack.positions-with-pads", MUT_STACK_POSITIONS_WITH_PADS)                                           \
-    X(state, "stack.state-not-carried", MUT_STACK_STATE_NOT_CARRIED)
+    X(state, "stack.state-not-carried", MUT_STACK_STATE_NOT_CARRIED)                                                   \
+    X(embedding, "stack.embedding-scaled", MUT_STACK_EMBEDDING_SCALED)                                                 \
+    X(zero_centred, "stack.norm-not-zero-centred", MUT_STACK_NORM_NOT_ZERO_CENTRED)
 
 #define STACK_CREATE(id, nm, fault_)                                                                                   \
     static enum mc_backend_status create_##id(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)  \

@@ -78,6 +78,17 @@ static const struct row matrix[] = {
     {"stack.state-not-carried", "lfm2", "f32", 1, "decode", "logits", {CACHED2}},
     {"stack.state-not-carried", "bamba", "f32", 1, "decode", "logits", {CACHED2}},
     {"stack.state-not-carried", "qwen3_5", "f32", 1, "decode", "logits", {CACHED2}},
+    /* the embedding scaled by sqrt(D): hidden state 0 already wrong */
+    {"stack.embedding-scaled", "mamba2", "f32", 1, "prefill", "hidden_states", {"glue: the embedding (hidden state 0)"}},
+    {"stack.embedding-scaled", "lfm2", "f32", 1, "prefill", "hidden_states", {"glue: the embedding (hidden state 0)"}},
+    {"stack.embedding-scaled", "bamba", "f32", 1, "prefill", "hidden_states", {"glue: the embedding (hidden state 0)"}},
+    {"stack.embedding-scaled", "qwen3_5", "f32", 1, "prefill", "hidden_states", {"glue: the embedding (hidden state 0)"}},
+    /* Qwen3.5's zero-centred norms read as plain RMSNorms: the first block norm is already wrong */
+    {"stack.norm-not-zero-centred", "qwen3_5", "f32", 1, "prefill", "hidden_states",
+     {"first diverging layer 0 of 4", "glue around the mixer (the block norm)"}},
+    {"stack.norm-not-zero-centred", "qwen3_5", "bf16", 1, "prefill", "hidden_states",
+     {"first diverging layer 0 of 4", "glue around the mixer (the block norm)"}},
+    {"stack.norm-not-zero-centred", "bamba", "f32", 0, NULL, NULL, {0}},
     /* the residual rounded to bf16 after every add: within the golden's bf16 tolerances, caught against the
      * reference stack in bf16 from layer 0 on; LFM2, Bamba and Qwen3.5 add in bf16 anyway, and at f32 there
      * is nothing to round */
