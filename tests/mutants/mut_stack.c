@@ -25,6 +25,7 @@
  * |                             | it starts from a zero window and state and its cache keeps the prefill's                  |            |
  * | stack.embedding-scaled      | the embedding output multiplied by sqrt(D) (Gemma's normaliser carried into another port)  | all four   |
  * | stack.norm-not-zero-centred | Qwen3.5's norms (block, feed-forward, final) multiply by w instead of 1 + w                | qwen3_5 (else the control) |
+ * | stack.ffn-gate-up-swapped   | the feed-forward's gate and up projections swapped: down(silu(up x) · gate x)              | lfm2, bamba, qwen3_5 (mamba2: the control) |
  *
  * The per-layer mixers are mixer models of mutants.c (mut_model_new), driven through the same
  * functions as the mixer backends (mut_forward, mut_cache_*); one stack cache holds one mixer cache per
@@ -52,6 +53,7 @@ enum mut_stack_fault {
     MUT_STACK_STATE_NOT_CARRIED,
     MUT_STACK_EMBEDDING_SCALED,
     MUT_STACK_NORM_NOT_ZERO_CENTRED,
+    MUT_STACK_FFN_GATE_UP_SWAPPED,
 };
 
 struct mut_stack_layer {
@@ -410,8 +412,9 @@ static void feed_forward(const struct mut_stack *s, const struct mut_stack_layer
 {
     const int64_t D = s->D, F = s->F;
     block_norm(s, ly->ffn_norm, h, rows, x);
-    mut_linear(x, rows, D, ly->w1, NULL, F, g);
-    mut_linear(x, rows, D, ly->w3, NULL, F, u);
+    const int swapped = s->fault == MUT_STACK_FFN_GATE_UP_SWAPPED;
+    mut_linear(x, rows, D, swapped ? ly->w3 : ly->w1, NULL, F, g);
+    mut_linear(x, rows, D, swapped ? ly->w1 : ly->w3, NULL, F, u);
     for (int64_t i = 0; i < rows * F; i++)
         g[i] = store(s, store(s, mut_silu(store(s, g[i]))) * store(s, u[i]));
     mut_linear(g, rows, F, ly->w2, NULL, D, y);
@@ -525,7 +528,8 @@ out:
     X(positions, "stack.positions-with-pads", MUT_STACK_POSITIONS_WITH_PADS)                                           \
     X(state, "stack.state-not-carried", MUT_STACK_STATE_NOT_CARRIED)                                                   \
     X(embedding, "stack.embedding-scaled", MUT_STACK_EMBEDDING_SCALED)                                                 \
-    X(zero_centred, "stack.norm-not-zero-centred", MUT_STACK_NORM_NOT_ZERO_CENTRED)
+    X(zero_centred, "stack.norm-not-zero-centred", MUT_STACK_NORM_NOT_ZERO_CENTRED)                                    \
+    X(gate_up, "stack.ffn-gate-up-swapped", MUT_STACK_FFN_GATE_UP_SWAPPED)
 
 #define STACK_CREATE(id, nm, fault_)                                                                                   \
     static enum mc_backend_status create_##id(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)  \

@@ -38,6 +38,7 @@ struct row {
 
 #define LAST "glue after the last layer (final norm / LM head"
 #define NORM2 "first diverging layer 2 of 4", "glue around the mixer (the block norm)"
+#define FFN0 "first diverging layer 0 of 4", "glue around the mixer (residual / feed-forward)"
 #define CACHED2 "first diverging layer 2 of 4", "it diverges on this scenario's cached path"
 
 static const struct row matrix[] = {
@@ -89,6 +90,12 @@ static const struct row matrix[] = {
     {"stack.norm-not-zero-centred", "qwen3_5", "bf16", 1, "prefill", "hidden_states",
      {"first diverging layer 0 of 4", "glue around the mixer (the block norm)"}},
     {"stack.norm-not-zero-centred", "bamba", "f32", 0, NULL, NULL, {0}},
+    /* the feed-forward's gate and up projections swapped: norm and mixer right, the layer's output not */
+    {"stack.ffn-gate-up-swapped", "lfm2", "f32", 1, "prefill", "hidden_states", {FFN0}},
+    {"stack.ffn-gate-up-swapped", "bamba", "f32", 1, "prefill", "hidden_states", {FFN0}},
+    {"stack.ffn-gate-up-swapped", "qwen3_5", "f32", 1, "prefill", "hidden_states", {FFN0}},
+    {"stack.ffn-gate-up-swapped", "qwen3_5", "bf16", 1, "prefill", "hidden_states", {FFN0}},
+    {"stack.ffn-gate-up-swapped", "mamba2", "f32", 0, NULL, NULL, {0}},
     /* the residual rounded to bf16 after every add: within the golden's bf16 tolerances, caught against the
      * reference stack in bf16 from layer 0 on; LFM2, Bamba and Qwen3.5 add in bf16 anyway, and at f32 there
      * is nothing to round */
