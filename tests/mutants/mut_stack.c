@@ -26,6 +26,8 @@
  * | stack.embedding-scaled      | the embedding output multiplied by sqrt(D) (Gemma's normaliser carried into another port)  | all four   |
  * | stack.norm-not-zero-centred | Qwen3.5's norms (block, feed-forward, final) multiply by w instead of 1 + w                | qwen3_5 (else the control) |
  * | stack.ffn-gate-up-swapped   | the feed-forward's gate and up projections swapped: down(silu(up x) · gate x)              | lfm2, bamba, qwen3_5 (mamba2: the control) |
+ * | stack.copy-skips-attention  | cache_copy copies the conv windows and recurrent states but not the attention layers' KV   | lfm2, bamba, qwen3_5 (mamba2: the control) |
+ * |                             | caches (a hybrid cache whose copy knows only the SSM states): the copy keeps its own      |            |
  *
  * The per-layer mixers are mixer models of mutants.c (mut_model_new), driven through the same
  * functions as the mixer backends (mut_forward, mut_cache_*); one stack cache holds one mixer cache per
@@ -54,6 +56,7 @@ enum mut_stack_fault {
     MUT_STACK_EMBEDDING_SCALED,
     MUT_STACK_NORM_NOT_ZERO_CENTRED,
     MUT_STACK_FFN_GATE_UP_SWAPPED,
+    MUT_STACK_COPY_SKIPS_ATTENTION,
 };
 
 struct mut_stack_layer {
@@ -320,6 +323,8 @@ static enum mc_backend_status stack_cache_copy(struct mc_model *m, struct mc_cac
     if (dst == NULL || src == NULL || dst->batch != src->batch || dst->n_layers != src->n_layers)
         return mut_fail(msg, MC_BACKEND_INVALID, "stack: cache_copy needs two caches of the same batch");
     for (int64_t l = 0; l < s->n; l++) {
+        if (s->fault == MUT_STACK_COPY_SKIPS_ATTENTION && s->cfg.layers[l].family == MC_FAMILY_ATTENTION)
+            continue;
         enum mc_backend_status st = mut_cache_copy(s->layers[l].mixer, dst->layer[l], src->layer[l], msg);
         if (st != MC_BACKEND_OK)
             return st;
@@ -529,7 +534,8 @@ out:
     X(state, "stack.state-not-carried", MUT_STACK_STATE_NOT_CARRIED)                                                   \
     X(embedding, "stack.embedding-scaled", MUT_STACK_EMBEDDING_SCALED)                                                 \
     X(zero_centred, "stack.norm-not-zero-centred", MUT_STACK_NORM_NOT_ZERO_CENTRED)                                    \
-    X(gate_up, "stack.ffn-gate-up-swapped", MUT_STACK_FFN_GATE_UP_SWAPPED)
+    X(gate_up, "stack.ffn-gate-up-swapped", MUT_STACK_FFN_GATE_UP_SWAPPED)                                             \
+    X(copy, "stack.copy-skips-attention", MUT_STACK_COPY_SKIPS_ATTENTION)
 
 #define STACK_CREATE(id, nm, fault_)                                                                                   \
     static enum mc_backend_status create_##id(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)  \

@@ -314,6 +314,7 @@ static void test_glue_mutants_deviate(void **state)
         {"stack.embedding-scaled", {1, 1, 1, 1}, 0},
         {"stack.norm-not-zero-centred", {0, 0, 0, 1}, 0}, /* only Qwen3.5's norms are zero-centred */
         {"stack.ffn-gate-up-swapped", {0, 1, 1, 1}, 0}, /* mamba2 has no feed-forward */
+        {"stack.copy-skips-attention", {0, 0, 0, 0}, 1}, /* this test copies no cache; test_stack_mutants catches it */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (size_t i = 0; i < N_GOLDENS; i++) {

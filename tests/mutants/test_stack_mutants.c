@@ -96,6 +96,11 @@ static const struct row matrix[] = {
     {"stack.ffn-gate-up-swapped", "qwen3_5", "f32", 1, "prefill", "hidden_states", {FFN0}},
     {"stack.ffn-gate-up-swapped", "qwen3_5", "bf16", 1, "prefill", "hidden_states", {FFN0}},
     {"stack.ffn-gate-up-swapped", "mamba2", "f32", 0, NULL, NULL, {0}},
+    /* cache_copy without the attention layers' KV caches: only speculative_verify copies a primed cache */
+    {"stack.copy-skips-attention", "lfm2", "f32", 1, "speculative_verify", "recurrent_state", {"first diverging layer 1 of 4 (attention mixer", "cached path"}},
+    {"stack.copy-skips-attention", "bamba", "f32", 1, "speculative_verify", "recurrent_state", {"first diverging layer 1 of 4 (attention mixer", "cached path"}},
+    {"stack.copy-skips-attention", "qwen3_5", "f32", 1, "speculative_verify", "recurrent_state", {"first diverging layer 3 of 4 (attention mixer", "cached path"}},
+    {"stack.copy-skips-attention", "mamba2", "f32", 0, NULL, NULL, {0}},
     /* the residual rounded to bf16 after every add: within the golden's bf16 tolerances, caught against the
      * reference stack in bf16 from layer 0 on; LFM2, Bamba and Qwen3.5 add in bf16 anyway, and at f32 there
      * is nothing to round */
