@@ -89,6 +89,8 @@ static const struct row matrix[] = {
      {"first diverging layer 0 of 4", "glue around the mixer (the block norm)"}},
     {"stack.norm-not-zero-centred", "qwen3_5", "bf16", 1, "prefill", "hidden_states",
      {"first diverging layer 0 of 4", "glue around the mixer (the block norm)"}},
+    {"stack.norm-not-zero-centred", "mamba2", "f32", 0, NULL, NULL, {0}},
+    {"stack.norm-not-zero-centred", "lfm2", "f32", 0, NULL, NULL, {0}},
     {"stack.norm-not-zero-centred", "bamba", "f32", 0, NULL, NULL, {0}},
     /* the feed-forward's gate and up projections swapped: norm and mixer right, the layer's output not */
     {"stack.ffn-gate-up-swapped", "lfm2", "f32", 1, "prefill", "hidden_states", {FFN0}},
@@ -107,6 +109,8 @@ static const struct row matrix[] = {
     {"stack.residual-not-fp32", "mamba2", "bf16", 1, "prefill", "ref_hidden_states",
      {"first layer off the reference stack in bf16: layer 0 of 4", "glue around the mixer (residual)"}},
     {"stack.residual-not-fp32", "lfm2", "bf16", 0, NULL, NULL, {0}},
+    {"stack.residual-not-fp32", "bamba", "bf16", 0, NULL, NULL, {0}},
+    {"stack.residual-not-fp32", "qwen3_5", "bf16", 0, NULL, NULL, {0}},
     {"stack.residual-not-fp32", "mamba2", "f32", 0, NULL, NULL, {0}},
 };
 
