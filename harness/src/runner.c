@@ -336,11 +336,15 @@ static enum mc_err_code run_check(struct mc_scenario_ctx *ctx, const struct mc_r
     free(more);
     return err->code;
 }
-/* A backend of the case's family, or for a model case of any family its layers may have. */
+/* A backend of the case's family, or for a model case a whole-stack backend of that name (docs/models.md
+ * §7), else one of any family its layers may have. */
 static const struct mc_backend_ops *case_find(const struct mc_registry *reg, const char *name, const struct mc_case *c)
 {
     enum mc_family fams[4] = {c->family};
     enum mc_model_type t;
+    const struct mc_backend_ops *whole = c->model_type != NULL ? mc_registry_find(reg, name, MC_FAMILY_STACK) : NULL;
+    if (whole != NULL)
+        return whole;
     int n = c->model_type != NULL && mc_model_type_from_name(c->model_type, &t) == 0 ? mc_model_type_families(t, fams) : 1;
     for (int i = 0; i < n; i++) {
         const struct mc_backend_ops *o = mc_registry_find(reg, name, fams[i]);
@@ -714,12 +718,14 @@ static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const 
 
 /* ---- model cases (docs/models.md §3) ------------------------------------------------------------ */
 
-/* Which backend each layer runs on for backend `ops` under test: the layers the case names (all when it
- * names none) whose family `ops`'s name is registered for, the others on the reference. Returns how many
+/* Which backend each layer runs on for backend `name` under test: the layers the case names (all when it
+ * names none) whose family `name` is registered for, the others on the reference. Returns how many
  * layers run on the backend under test (0: it has none of this stack's families), or -1 with `missing`
- * naming a family without a reference. */
+ * naming a family without a reference. A whole-stack backend runs every layer itself (`whole`): each
+ * layer's reference is then what localisation compares its layers with. */
 static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *g, const struct mc_registry *reg,
-                         const char *name, const struct mc_backend_ops **ops, uint8_t *under, enum mc_family *missing)
+                         const char *name, int whole, const struct mc_backend_ops **ops, uint8_t *under,
+                         enum mc_family *missing)
 {
     int n = 0;
     for (int64_t l = 0; l < g->config.n_layers; l++) {
@@ -727,6 +733,16 @@ static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *
         int named = c->n_layers == 0;
         for (int i = 0; i < c->n_layers; i++)
             named |= c->layers[i] == l;
+        if (whole) {
+            ops[l] = mc_registry_find(reg, "reference", fam);
+            under[l] = 0;
+            n++;
+            if (ops[l] == NULL) {
+                *missing = fam;
+                return -1;
+            }
+            continue;
+        }
         const struct mc_backend_ops *o = named ? mc_registry_find(reg, name, fam) : NULL;
         under[l] = o != NULL;
         n += o != NULL;
@@ -803,7 +819,8 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
         const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
         enum mc_family missing = c->family;
-        int covered = assign_layers(c, &g, reg, names[bi], ops, under, &missing);
+        int covered = assign_layers(c, &g, reg, names[bi], bops != NULL && bops->family == MC_FAMILY_STACK, ops, under,
+                                    &missing);
         if (covered < 0 || bops == NULL) {
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
                          c->path, covered < 0 ? "reference" : names[bi], mc_family_name(missing));

@@ -319,6 +319,11 @@ static void block_norm(const struct mc_stack *s, const double *w, const double *
     }
 }
 
+void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x)
+{
+    block_norm(s, s->norm + layer * s->D, h, rows, x);
+}
+
 /* Final norm and head of residual rows h [rows][D] into logits [rows][V]. */
 static void final_head(const struct mc_stack *s, const double *h, int64_t rows, double *logits, double *tmp)
 {

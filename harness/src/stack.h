@@ -83,6 +83,9 @@ enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cach
 enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *h_in, const uint8_t *mask, double *h_out,
                                               struct mc_msg *msg);
+/* Layer `layer`'s block norm of residual rows h [rows][D] into x [rows][D], as the engine computes it
+ * in its dtype: the input of that layer's mixer. */
+void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x);
 /* Layer `layer`'s mixer alone, without cache, on x [B][L][D] (rounded to dtype): y receives its output. */
 enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *x, const uint8_t *mask, double *y, struct mc_msg *msg);

@@ -11,14 +11,21 @@
 #include "compare.h"
 #include "rng.h"
 #include "stack.h"
+#include "stackport.h"
 
 struct sess {
     const struct mc_stack_ctx *ctx;
     const struct mc_stack_golden *g;
     struct mc_check_result *res;
     struct mc_error *err;
+    /* the stack under test: the engine with its layer backends (st), or a whole-stack backend (port). In
+     * port mode st is, once localisation needs it, the stack the port's layers are compared with: every
+     * layer on the reference in the check's dtype (f16/bf16: the reference stack of that dtype). */
     struct mc_stack *st;
+    struct mc_stack_port *port;
+    int hidden_ok;           /* the stack under test gives hidden states (a port may not) */
     struct mc_stack *ref_st; /* f16/bf16: the reference stack in the same dtype (NULL: none) */
+    double *ref_ho, *ref_mi, *ref_mo; /* port mode: the port's hidden states, mixer inputs and outputs of ref_prefill */
     int ref_level;           /* the smallest hidden level leaving ref_hidden_states' tolerance (-1: none) */
     int64_t ref_token, ref_row;
     int ref_logits_failed;
@@ -34,6 +41,13 @@ struct sess {
     int64_t state_layer, state_pos; /* the first layer whose cache failed (-1: none), at position state_pos */
     const char *state_tensor;
     char run[160];
+};
+
+/* One cache of the stack under test. */
+struct scache {
+    int64_t batch;
+    struct mc_stack_cache eng; /* the engine's: one per layer */
+    struct mc_cache *port;     /* a whole-stack backend's: one for every layer */
 };
 
 /* ---- results ------------------------------------------------------------------------------------ */
@@ -112,6 +126,32 @@ static void run_label(struct sess *s, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ---- the stack under test ------------------------------------------------------------------------ */
+
+static enum mc_backend_status sut_forward(struct sess *s, struct scache *c, int64_t batch, int64_t len,
+                                          const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
+                                          double *mixer_in, double *mixer_out, struct mc_msg *msg)
+{
+    struct mc_stack_port_out out = {.hidden = hidden, .mixer_in = mixer_in, .mixer_out = mixer_out};
+    if (s->port != NULL)
+        return mc_stack_port_forward(s->port, c ? c->port : NULL, batch, len, ids, mask, logits, &out, msg);
+    return mc_stack_forward(s->st, c ? &c->eng : NULL, batch, len, ids, mask, logits, hidden, msg);
+}
+
+static enum mc_backend_status sut_cache_export(struct sess *s, const struct scache *c, int64_t layer, double *conv,
+                                               double *state, struct mc_msg *msg)
+{
+    if (s->port != NULL)
+        return mc_stack_port_cache_export(s->port, c->port, c->batch, layer, conv, state, msg);
+    return mc_stack_cache_export(s->st, &c->eng, layer, conv, state, msg);
+}
+
+/* The name of what layer l runs on, for diagnoses. */
+static const char *layer_backend(const struct sess *s, int64_t l)
+{
+    return s->port != NULL ? s->ctx->ops->name : mc_stack_layer_ops(s->st, l)->name;
+}
+
 /* ---- one forward against the golden -------------------------------------------------------------- */
 
 /* A forward over golden rows [r0, r0 + nr), tokens [t0, t0 + len) of the golden (ids, when given,
@@ -150,7 +190,7 @@ static void note_hidden_failure(struct sess *s, int level, const struct mc_compa
 }
 
 /* Runs and compares; logits_out (optional) receives [nr][len][V]. 0, or -1 when the backend failed. */
-static int forward(struct sess *s, struct mc_stack_cache *c, const struct fwd *f, double *logits_out)
+static int forward(struct sess *s, struct scache *c, const struct fwd *f, double *logits_out)
 {
     if (s->broken)
         return -1;
@@ -158,7 +198,7 @@ static int forward(struct sess *s, struct mc_stack_cache *c, const struct fwd *f
     int64_t *ids = xcalloc(s, (size_t)rows, sizeof *ids);
     uint8_t *mask = f->masked ? xcalloc(s, (size_t)rows, 1) : NULL, *valid = xcalloc(s, (size_t)rows, 1);
     double *logits = xcalloc(s, (size_t)(rows * s->V), sizeof *logits);
-    double *hidden = xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *hidden);
+    double *hidden = s->hidden_ok ? xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *hidden) : NULL;
     double *gl = xcalloc(s, (size_t)(rows * s->V), sizeof *gl), *gh = xcalloc(s, (size_t)(rows * s->D), sizeof *gh);
     int rc = -1;
     if (s->broken)
@@ -172,7 +212,7 @@ static int forward(struct sess *s, struct mc_stack_cache *c, const struct fwd *f
             valid[i] = f->valid ? f->valid[i] : f->masked ? s->g->mask[gi] : 1;
         }
     struct mc_msg msg = {{0}};
-    enum mc_backend_status st = mc_stack_forward(s->st, c, f->nr, f->len, ids, mask, logits, hidden, &msg);
+    enum mc_backend_status st = sut_forward(s, c, f->nr, f->len, ids, mask, logits, hidden, NULL, NULL, &msg);
     if (st != MC_BACKEND_OK) {
         backend_failed(s, st, &msg, s->run);
         goto out;
@@ -201,7 +241,7 @@ static int forward(struct sess *s, struct mc_stack_cache *c, const struct fwd *f
         free(tok);
     }
     view_of(f, s->D, "channel", valid, &v);
-    for (int64_t j = 0; j <= s->n; j++) {
+    for (int64_t j = 0; hidden != NULL && j <= s->n; j++) {
         struct fwd gf = *f;
         gather(s, s->g->hidden.data + j * s->B * s->L * s->D, s->D, &gf, gh);
         if (!compare(s, "hidden_states", MC_TENSOR_HIDDEN_STATES, hidden + j * rows * s->D, gh, &v, &one))
@@ -225,7 +265,7 @@ out:
 
 /* Every layer's cache of golden rows [r0, r0 + c->batch) against the golden at position pos, when
  * the golden holds it. */
-static void check_states(struct sess *s, struct mc_stack_cache *c, int64_t r0, int64_t pos)
+static void check_states(struct sess *s, struct scache *c, int64_t r0, int64_t pos)
 {
     int64_t pi = -1;
     for (int64_t i = 0; i < s->g->n_positions; i++)
@@ -245,7 +285,7 @@ static void check_states(struct sess *s, struct mc_stack_cache *c, int64_t r0, i
             return;
         }
         struct mc_msg msg = {{0}};
-        enum mc_backend_status st = mc_stack_cache_export(s->st, c, l, conv, state, &msg);
+        enum mc_backend_status st = sut_cache_export(s, c, l, conv, state, &msg);
         if (st != MC_BACKEND_OK) {
             backend_failed(s, st, &msg, "cache_export");
         } else {
@@ -274,13 +314,15 @@ static void check_states(struct sess *s, struct mc_stack_cache *c, int64_t r0, i
     }
 }
 
-static int cache_new(struct sess *s, int64_t batch, struct mc_stack_cache *c)
+static int cache_new(struct sess *s, int64_t batch, struct scache *c)
 {
     memset(c, 0, sizeof *c);
+    c->batch = batch;
     if (s->broken)
         return -1;
     struct mc_msg msg = {{0}};
-    enum mc_backend_status st = mc_stack_cache_new(s->st, batch, c, &msg);
+    enum mc_backend_status st = s->port != NULL ? mc_stack_port_cache_new(s->port, batch, &c->port, &msg)
+                                                : mc_stack_cache_new(s->st, batch, &c->eng, &msg);
     if (st != MC_BACKEND_OK) {
         backend_failed(s, st, &msg, "cache_alloc");
         return -1;
@@ -288,10 +330,14 @@ static int cache_new(struct sess *s, int64_t batch, struct mc_stack_cache *c)
     return 0;
 }
 
-static void cache_drop(struct sess *s, struct mc_stack_cache *c)
+static void cache_drop(struct sess *s, struct scache *c)
 {
-    if (c->layer != NULL)
-        mc_stack_cache_free(s->st, c);
+    if (c->port != NULL)
+        mc_stack_port_cache_free(s->port, c->port);
+    if (c->eng.layer != NULL)
+        mc_stack_cache_free(s->st, &c->eng);
+    c->port = NULL;
+    c->eng.layer = NULL;
 }
 
 static int64_t pad_of(const struct sess *s, int64_t b)
@@ -307,7 +353,7 @@ static int64_t pad_of(const struct sess *s, int64_t b)
 /* Segments [0, p1), [p1, p2), ... [pk, L) of every row through one cache, each compared. */
 static void run_segments(struct sess *s, const int64_t *points, int64_t n)
 {
-    struct mc_stack_cache c;
+    struct scache c;
     if (cache_new(s, s->B, &c) != 0)
         return;
     int64_t t0 = 0;
@@ -330,9 +376,12 @@ static void ref_prefill(struct sess *s)
         return;
     int64_t rows = s->B * s->L;
     double *lo = xcalloc(s, (size_t)(rows * s->V), sizeof *lo), *lr = xcalloc(s, (size_t)(rows * s->V), sizeof *lr);
-    double *ho = xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *ho);
+    double *ho = s->hidden_ok ? xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *ho) : NULL;
+    double *mi = s->port != NULL && s->hidden_ok ? xcalloc(s, (size_t)(s->n * rows * s->D), sizeof *mi) : NULL;
+    double *mo = s->port != NULL && s->hidden_ok ? xcalloc(s, (size_t)(s->n * rows * s->D), sizeof *mo) : NULL;
     double *hr = xcalloc(s, (size_t)((s->n + 1) * rows * s->D), sizeof *hr);
-    struct mc_stack_cache co, cr;
+    struct scache co;
+    struct mc_stack_cache cr;
     memset(&cr, 0, sizeof cr);
     if (s->broken || cache_new(s, s->B, &co) != 0)
         goto out;
@@ -345,7 +394,7 @@ static void ref_prefill(struct sess *s)
         goto drop;
     }
     run_label(s, "prefill [%lld] against the reference stack in %s", (long long)s->L, mc_dtype_name(s->ctx->dtype));
-    st = mc_stack_forward(s->st, &co, s->B, s->L, s->g->input_ids, s->g->mask, lo, ho, &msg);
+    st = sut_forward(s, &co, s->B, s->L, s->g->input_ids, s->g->mask, lo, ho, mi, mo, &msg);
     if (st != MC_BACKEND_OK) {
         backend_failed(s, st, &msg, s->run);
         goto drop;
@@ -357,7 +406,7 @@ static void ref_prefill(struct sess *s)
     if (!compare(s, "ref_logits", MC_TENSOR_REF_LOGITS, lo, lr, &v, &one))
         s->ref_logits_failed = 1;
     view_of(&f, s->D, "channel", s->g->mask, &v);
-    for (int64_t j = 0; j <= s->n; j++)
+    for (int64_t j = 0; ho != NULL && j <= s->n; j++)
         if (!compare(s, "ref_hidden_states", MC_TENSOR_REF_HIDDEN_STATES, ho + j * rows * s->D, hr + j * rows * s->D,
                      &v, &one) &&
             s->ref_level < 0) {
@@ -372,8 +421,16 @@ drop:
 out:
     free(lo);
     free(lr);
-    free(ho);
     free(hr);
+    if (s->port != NULL && !s->broken) { /* kept for localise_ref: the port's own layers are compared there */
+        s->ref_ho = ho;
+        s->ref_mi = mi;
+        s->ref_mo = mo;
+    } else {
+        free(ho);
+        free(mi);
+        free(mo);
+    }
 }
 
 static void run_prefill(struct sess *s)
@@ -421,7 +478,7 @@ static void run_first_token(struct sess *s)
     mc_rng_seed(&rng, sp->seed + s->ctx->seed_offset);
     int64_t *ids = xcalloc(s, (size_t)(s->B * S), sizeof *ids);
     uint8_t *valid = xcalloc(s, (size_t)(s->B * S), 1);
-    struct mc_stack_cache c;
+    struct scache c;
     if (s->broken || cache_new(s, s->B, &c) != 0) {
         free(ids);
         free(valid);
@@ -460,7 +517,7 @@ static void run_left_padded(struct sess *s)
     run_segments(s, points, n);
     for (int64_t b = 0; b < s->B && !s->broken; b++) {
         int64_t p = pad_of(s, b);
-        struct mc_stack_cache c;
+        struct scache c;
         if (cache_new(s, 1, &c) != 0)
             return;
         run_label(s, "row %lld alone without its %lld padding tokens", (long long)b, (long long)p);
@@ -502,7 +559,7 @@ static void run_greedy(struct sess *s)
     double *logits = xcalloc(s, (size_t)(B * s->L * V), sizeof *logits), *step = xcalloc(s, (size_t)(B * V), sizeof *step);
     int64_t *tok = xcalloc(s, (size_t)B, sizeof *tok), *diverged = xcalloc(s, (size_t)B, sizeof *diverged);
     uint8_t *live = xcalloc(s, (size_t)B, 1);
-    struct mc_stack_cache c;
+    struct scache c;
     if (s->broken || cache_new(s, B, &c) != 0)
         goto out;
     run_label(s, "greedy: prefill [%lld]", (long long)s->L);
@@ -579,7 +636,7 @@ static void run_greedy(struct sess *s)
         if (gi + 1 < G) {
             struct mc_msg msg = {{0}};
             double *hid = NULL;
-            enum mc_backend_status st = mc_stack_forward(s->st, &c, B, 1, tok, NULL, step, hid, &msg);
+            enum mc_backend_status st = sut_forward(s, &c, B, 1, tok, NULL, step, hid, NULL, NULL, &msg);
             if (st != MC_BACKEND_OK)
                 backend_failed(s, st, &msg, "greedy decode step");
         }
@@ -639,6 +696,131 @@ static int within(struct sess *s, const double *a, const double *b, int64_t *tok
     return mc_compare_passed(&st);
 }
 
+/* Port mode: the stack the port's layers are compared with (struct sess); NULL, with why in msg, when it
+ * cannot be built. */
+static struct mc_stack *loc_stack(struct sess *s, struct mc_msg *msg)
+{
+    const struct mc_stack_ctx *ctx = s->ctx;
+    if (s->st != NULL)
+        return s->st;
+    int reduced = ctx->dtype == MC_DTYPE_F16 || ctx->dtype == MC_DTYPE_BF16;
+    if (reduced && ctx->ref_layer_ops == NULL) {
+        snprintf(msg->text, sizeof msg->text, "no reference backend for every layer");
+        return NULL;
+    }
+    enum mc_backend_status st = reduced
+                                    ? mc_stack_create_ref(ctx->g, ctx->dtype, ctx->ref_layer_ops, ctx->threads, &s->st, msg)
+                                    : mc_stack_create(ctx->g, ctx->dtype, ctx->layer_ops, ctx->threads, &s->st, msg);
+    if (st != MC_BACKEND_OK) {
+        s->st = NULL;
+        if (msg->text[0] == '\0')
+            snprintf(msg->text, sizeof msg->text, "the reference stack could not be built");
+    }
+    return s->st;
+}
+
+static int within_ref(struct sess *s, const double *a, const double *b, int64_t *tok);
+
+typedef int (*fits_fn)(struct sess *s, const double *a, const double *b, int64_t *tok);
+
+/* Port mode: where in layer l a whole stack leaves the reference, from the port's own hidden states h
+ * [n + 1][B][L][D], mixer inputs mi and outputs mo [n][B][L][D] of one forward: the reference's layer l
+ * alone on the port's input h[l] against h[l + 1]; the reference's block norm of h[l] against mi[l]; the
+ * reference's mixer on mi[l] against mo[l]. */
+struct port_stage {
+    int layer_ok, norm_ok, mixer_ok;
+    int64_t t_layer, t_norm, t_mixer;
+};
+
+static int port_layer_vs(struct sess *s, struct mc_stack *ref, int64_t l, const double *h, const double *mi,
+                         const double *mo, fits_fn fits, struct port_stage *ps, struct mc_msg *msg)
+{
+    int64_t rows = s->B * s->L, N = rows * s->D;
+    double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)N, sizeof *x);
+    double *y = xcalloc(s, (size_t)N, sizeof *y);
+    int rc = -1;
+    if (s->broken) {
+        snprintf(msg->text, sizeof msg->text, "out of memory");
+        goto out;
+    }
+    if (mc_stack_layer_forward(ref, l, s->B, s->L, h + l * N, s->g->mask, out, msg) != MC_BACKEND_OK)
+        goto out;
+    ps->layer_ok = fits(s, h + (l + 1) * N, out, &ps->t_layer);
+    mc_stack_block_norm(ref, l, h + l * N, rows, x);
+    ps->norm_ok = fits(s, mi + l * N, x, &ps->t_norm);
+    if (mc_stack_mixer_forward(ref, l, s->B, s->L, mi + l * N, s->g->mask, y, msg) != MC_BACKEND_OK)
+        goto out;
+    ps->mixer_ok = fits(s, mo + l * N, y, &ps->t_mixer);
+    rc = 0;
+out:
+    free(out);
+    free(x);
+    free(y);
+    return rc;
+}
+
+/* The diagnosis of a whole stack's layer from port_layer_vs; `against` names what it was compared with
+ * ("the reference", "the reference stack's"), `path` what the scenario adds when the layer agrees. */
+static void port_verdict(struct sess *s, const char *where, const char *against, const struct port_stage *ps,
+                         const char *path)
+{
+    struct mc_check_result *r = s->res;
+    const char *after = s->g->config.ffn_size > 0 ? "residual / feed-forward" : "residual";
+    if (ps->layer_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s: on its own input the layer agrees with %s layer; %s", where,
+                 against, path);
+    else if (!ps->mixer_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: mixer — on its own input (the whole stack's mixer input) its output leaves %s mixer's at token "
+                 "%lld",
+                 where, against, (long long)ps->t_mixer);
+    else if (!ps->norm_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around the mixer (the block norm) — the mixer's input leaves %s block norm of the same "
+                 "residual at token %lld, the mixer agrees with %s on it",
+                 where, against, (long long)ps->t_norm, against);
+    else
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around the mixer (%s) — block norm and mixer agree with %s, the layer's output leaves %s "
+                 "layer's at token %lld",
+                 where, after, against, against, (long long)ps->t_layer);
+}
+
+/* Port mode, localisation at layer l (docs/models.md §7): the port's own prefill of the golden's prompt,
+ * the stages of its layer l against the reference's on the port's input. */
+static void localise_port(struct sess *s, int64_t l, const char *where)
+{
+    struct mc_check_result *r = s->res;
+    int64_t rows = s->B * s->L, N = rows * s->D;
+    double *lg = xcalloc(s, (size_t)(rows * s->V), sizeof *lg), *h = xcalloc(s, (size_t)((s->n + 1) * N), sizeof *h);
+    double *mi = xcalloc(s, (size_t)(s->n * N), sizeof *mi), *mo = xcalloc(s, (size_t)(s->n * N), sizeof *mo);
+    if (s->broken)
+        goto out;
+    struct mc_msg msg = {{0}};
+    struct mc_stack *ref = loc_stack(s, &msg);
+    struct port_stage ps;
+    struct mc_stack_port_out po = {.hidden = h, .mixer_in = mi, .mixer_out = mo};
+    enum mc_backend_status st =
+        ref != NULL ? mc_stack_port_forward(s->port, NULL, s->B, s->L, s->g->input_ids, s->g->mask, lg, &po, &msg)
+                    : MC_BACKEND_INTERNAL;
+    if (st == MC_BACKEND_OK && port_layer_vs(s, ref, l, h, mi, mo, within, &ps, &msg) != 0)
+        st = MC_BACKEND_INTERNAL;
+    if (st != MC_BACKEND_OK) {
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; comparing it with the reference's layer failed: %.200s", where,
+                 msg.text);
+        goto out;
+    }
+    int prefill_only = s->ctx->spec->kind == MC_SCENARIO_PREFILL || s->ctx->spec->kind == MC_SCENARIO_BATCH_INVARIANCE;
+    port_verdict(s, where, "the reference", &ps,
+                 prefill_only ? "the error accumulated through earlier layers"
+                              : "it diverges on this scenario's cached path (decode / continued chunks)");
+out:
+    free(lg);
+    free(h);
+    free(mi);
+    free(mo);
+}
+
 static void localise(struct sess *s)
 {
     struct mc_check_result *r = s->res;
@@ -647,17 +829,29 @@ static void localise(struct sess *s)
         return;
     if (!s->logits_failed && s->loc_level < 0) {
         if (s->state_layer >= 0) {
-            const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, s->state_layer);
             snprintf(r->diagnosis, sizeof r->diagnosis,
                      "layer %lld's cache (%s mixer on '%s'): %s leaves tolerance at position %lld while every logit "
                      "and hidden state is within it (%s)",
-                     (long long)s->state_layer, mc_family_name(cfg->layers[s->state_layer].family), ops->name,
+                     (long long)s->state_layer, mc_family_name(cfg->layers[s->state_layer].family),
+                     layer_backend(s, s->state_layer),
                      s->state_tensor, (long long)s->state_pos,
                      cfg->layers[s->state_layer].family == MC_FAMILY_ATTENTION
                          ? "the keys are cached at other positions: outputs of this prompt agree, a continuation or "
                            "a cache moved to another engine does not"
                          : "outputs agree so far; the next forward from this cache will not");
         }
+        return;
+    }
+    if (!s->hidden_ok) {
+        size_t u = (size_t)snprintf(r->diagnosis, sizeof r->diagnosis,
+                                    "the logits leave tolerance at token %lld (row %lld); whole stack '%s' gives no "
+                                    "hidden states (no MC_CAP_STACK_HIDDEN), so no layer is named",
+                                    (long long)s->logits_token, (long long)s->logits_row, s->ctx->ops->name);
+        if (s->state_layer >= 0 && u < sizeof r->diagnosis)
+            snprintf(r->diagnosis + u, sizeof r->diagnosis - u,
+                     "; the first layer whose cache leaves tolerance is layer %lld (%s mixer: %s at position %lld)",
+                     (long long)s->state_layer, mc_family_name(cfg->layers[s->state_layer].family), s->state_tensor,
+                     (long long)s->state_pos);
         return;
     }
     if (s->loc_level < 0) {
@@ -694,11 +888,15 @@ static void localise(struct sess *s)
         return;
     }
     int64_t l = s->loc_level - 1, N = s->B * s->L * s->D;
-    const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, l);
     const char *fam = mc_family_name(cfg->layers[l].family);
     char where[200];
-    snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s mixer on '%s'), token %lld (row %lld)",
-             (long long)l, (long long)s->n, fam, ops->name, (long long)s->loc_token, (long long)s->loc_row);
+    snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s mixer %s '%s'), token %lld (row %lld)",
+             (long long)l, (long long)s->n, fam, s->port != NULL ? "in whole stack" : "on", layer_backend(s, l),
+             (long long)s->loc_token, (long long)s->loc_row);
+    if (s->port != NULL) {
+        localise_port(s, l, where);
+        return;
+    }
     double *h_in = s->g->hidden.data + l * N, *h_next = s->g->hidden.data + (l + 1) * N;
     double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)N, sizeof *x);
     double *ym = xcalloc(s, (size_t)N, sizeof *ym), *dm = xcalloc(s, (size_t)N, sizeof *dm);
@@ -768,6 +966,13 @@ static void localise_ref(struct sess *s)
     if (s->broken || r->diagnosis[0] || s->ref_st == NULL || (s->ref_level < 0 && !s->ref_logits_failed))
         return;
     const char *dt = mc_dtype_name(s->ctx->dtype);
+    if (!s->hidden_ok) {
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "the logits leave the reference stack's in %s; whole stack '%s' gives no hidden states (no "
+                 "MC_CAP_STACK_HIDDEN), so no layer is named",
+                 dt, s->ctx->ops->name);
+        return;
+    }
     if (s->ref_level < 0) {
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "glue after the last layer (final norm / LM head%s), against the reference stack in %s: every hidden "
@@ -782,6 +987,21 @@ static void localise_ref(struct sess *s)
         return;
     }
     int64_t l = s->ref_level - 1, rows = s->B * s->L, N = rows * s->D;
+    if (s->port != NULL) {
+        char where[240];
+        snprintf(where, sizeof where,
+                 "first layer off the reference stack in %s: layer %lld of %lld (%s mixer in whole stack '%s'), token "
+                 "%lld (row %lld)",
+                 dt, (long long)l, (long long)s->n, mc_family_name(cfg->layers[l].family), s->ctx->ops->name,
+                 (long long)s->ref_token, (long long)s->ref_row);
+        struct mc_msg msg = {{0}};
+        struct port_stage ps;
+        if (port_layer_vs(s, s->ref_st, l, s->ref_ho, s->ref_mi, s->ref_mo, within_ref, &ps, &msg) != 0)
+            snprintf(r->diagnosis, sizeof r->diagnosis, "%s; run alone it failed: %.200s", where, msg.text);
+        else
+            port_verdict(s, where, "the reference stack's", &ps, "the error accumulated through earlier layers");
+        return;
+    }
     double *lg = xcalloc(s, (size_t)(rows * s->V), sizeof *lg), *hr = xcalloc(s, (size_t)((s->n + 1) * N), sizeof *hr);
     double *oa = xcalloc(s, (size_t)N, sizeof *oa), *ob = xcalloc(s, (size_t)N, sizeof *ob);
     double *x = xcalloc(s, (size_t)N, sizeof *x), *ya = xcalloc(s, (size_t)N, sizeof *ya);
@@ -934,7 +1154,8 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
     for (int k = 0; k < MC_TENSOR_COUNT; k++)
         if (mc_tolerance_lookup(prof, dev, ctx->dtype, (enum mc_tensor_kind)k, &s.tol[k], err) != MC_ERR_NONE)
             return err->code;
-    for (int64_t l = 0; l < s.n; l++)
+    int whole = ctx->ops->family == MC_FAMILY_STACK;
+    for (int64_t l = 0; l < s.n && !whole; l++)
         if (!(ctx->layer_ops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
             res->status = MC_CHECK_UNSUPPORTED;
             snprintf(res->message, sizeof res->message, "layer %lld runs on '%s', which does not support dtype %s",
@@ -943,11 +1164,19 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
             return MC_ERR_NONE;
         }
     struct mc_msg msg = {{0}};
-    enum mc_backend_status st = mc_stack_create(ctx->g, ctx->dtype, ctx->layer_ops, ctx->threads, &s.st, &msg);
-    if (st != MC_BACKEND_OK) {
-        backend_failed(&s, st, &msg, "model_create");
+    enum mc_backend_status st;
+    if (whole) {
+        st = mc_stack_port_create(ctx->g, ctx->dtype, ctx->ops, ctx->threads, &s.port, &msg);
+        s.hidden_ok = st == MC_BACKEND_OK && mc_stack_port_has_hidden(s.port);
     } else {
-        mc_stack_set_glue_fault(s.st, (enum mc_stack_glue_fault)ctx->glue_fault, ctx->glue_fault_layer);
+        st = mc_stack_create(ctx->g, ctx->dtype, ctx->layer_ops, ctx->threads, &s.st, &msg);
+        s.hidden_ok = 1;
+    }
+    if (st != MC_BACKEND_OK) {
+        backend_failed(&s, st, &msg, whole ? "stack_create" : "model_create");
+    } else {
+        if (!whole)
+            mc_stack_set_glue_fault(s.st, (enum mc_stack_glue_fault)ctx->glue_fault, ctx->glue_fault_layer);
         int reduced = ctx->dtype == MC_DTYPE_F16 || ctx->dtype == MC_DTYPE_BF16;
         if (reduced && ctx->ref_layer_ops != NULL && ctx->spec->kind == MC_SCENARIO_PREFILL) {
             st = mc_stack_create_ref(ctx->g, ctx->dtype, ctx->ref_layer_ops, ctx->threads, &s.ref_st, &msg);
@@ -985,7 +1214,12 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         localise_ref(&s);
         if (s.ref_st != NULL)
             mc_stack_destroy(s.ref_st);
-        mc_stack_destroy(s.st);
+        if (s.st != NULL)
+            mc_stack_destroy(s.st);
+        mc_stack_port_destroy(s.port);
+        free(s.ref_ho);
+        free(s.ref_mi);
+        free(s.ref_mo);
     }
     mc_scenario_verdict(res);
     res->duration_s = mc_clock_now_s() - t0;

@@ -101,7 +101,7 @@ enum mc_backend_status {
 #define MC_CAP_PACKED 0x4u     /* implements forward_packed */
 #define MC_CAP_PROBES 0x8u     /* implements probe_enable / probe_read */
 #define MC_CAP_STACK 0x10u     /* family MC_FAMILY_STACK: implements stack_create / stack_forward / stack_cache_export */
-#define MC_CAP_STACK_HIDDEN 0x20u /* stack_forward writes mc_stack_args.hidden_states and .mixer_outputs when asked */
+#define MC_CAP_STACK_HIDDEN 0x20u /* stack_forward writes hidden_states, mixer_inputs, mixer_outputs when asked */
 
 struct mc_msg {
     char text[MC_MSG_LEN];
@@ -291,11 +291,14 @@ struct mc_stack_args {
     const int64_t *input_ids; /* [B][L], each in [0, V) */
     const uint8_t *mask;      /* [B][L], 1 = real token, 0 = padding; NULL = all real */
     void *logits;             /* [B][L][V] */
-    /* MC_CAP_STACK_HIDDEN, each NULL when not wanted (always NULL without the capability):
+    /* MC_CAP_STACK_HIDDEN, each NULL when not wanted (always NULL without the capability), each
+     * written whole when given (they name the layer, and the stage in it, where a divergence starts):
      *   hidden_states [n + 1][B][L][D] the residual stream after the embedding and after every layer
      *                                  (the last before the final norm), as the model holds it;
+     *   mixer_inputs  [n][B][L][D]     each layer's mixer input (its block norm's output);
      *   mixer_outputs [n][B][L][D]     each layer's mixer output (before its residual add) */
     void *hidden_states;
+    void *mixer_inputs;
     void *mixer_outputs;
 };
 
