@@ -946,7 +946,7 @@ static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache 
            mb = (size_t)pm->n_layers * level;
     size_t used = 0, oi = place(&used, tokens * sizeof(int64_t)), ol = place(&used, lb),
            om = a->mask ? place(&used, tokens) : 0, oh = a->hidden_states ? place(&used, hb) : 0,
-           ox = a->mixer_outputs ? place(&used, mb) : 0;
+           ox = a->mixer_outputs ? place(&used, mb) : 0, on = a->mixer_inputs ? place(&used, mb) : 0;
     enum mc_backend_status st = arena_reserve(used, msg);
     if (st != MC_BACKEND_OK)
         return st;
@@ -962,7 +962,8 @@ static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache 
                              [F_Y] = (int64_t)ol,
                              [F_MASK] = a->mask ? (int64_t)om : -1,
                              [F_A] = a->hidden_states ? (int64_t)oh : -1,
-                             [F_B] = a->mixer_outputs ? (int64_t)ox : -1};
+                             [F_B] = a->mixer_outputs ? (int64_t)ox : -1,
+                             [F_C] = a->mixer_inputs ? (int64_t)on : -1};
     st = call(req, NULL, 0, NULL, "stack_forward", msg);
     if (st != MC_BACKEND_OK)
         return st;
@@ -971,6 +972,8 @@ static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache 
         memcpy(a->hidden_states, W.arena + oh, hb);
     if (a->mixer_outputs)
         memcpy(a->mixer_outputs, W.arena + ox, mb);
+    if (a->mixer_inputs)
+        memcpy(a->mixer_inputs, W.arena + on, mb);
     return MC_BACKEND_OK;
 }
 

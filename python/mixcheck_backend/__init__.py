@@ -190,7 +190,7 @@ class StackBackend(Backend):
     layer. ``cache_alloc`` and ``cache_copy`` are :class:`Backend`'s.
 
     Class attributes a subclass sets: ``name``, ``dtypes`` (``family`` is ``"stack"``), and ``hidden``:
-    True when :meth:`forward` returns the hidden states and mixer outputs it is asked for
+    True when :meth:`forward` returns the hidden states, mixer inputs and mixer outputs it is asked for
     (``MC_CAP_STACK_HIDDEN``).
     """
 
@@ -218,9 +218,10 @@ class StackBackend(Backend):
         model (the forward contract of :meth:`Backend.forward`, for every layer; an attention layer's
         position of a real token is the number of real tokens before it in its row).
         Returns ``logits`` ``[B][L][V]`` or, with ``want_hidden``, ``(logits, hidden_states,
-        mixer_outputs)``: ``[n+1][B][L][D]`` the residual stream after the embedding and after every layer
-        (the last before the final norm) and ``[n][B][L][D]`` each layer's mixer output before its residual
-        add. Any float dtype; the worker converts to f64 for f64 models, else f32."""
+        mixer_inputs, mixer_outputs)``: ``[n+1][B][L][D]`` the residual stream after the embedding and
+        after every layer (the last before the final norm), ``[n][B][L][D]`` each layer's mixer input (its
+        block norm's output) and ``[n][B][L][D]`` each layer's mixer output before its residual add. Any
+        float dtype; the worker converts to f64 for f64 models, else f32."""
         raise NotImplementedError
 
     def cache_export(self, cache, layer):

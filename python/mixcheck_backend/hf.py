@@ -412,7 +412,7 @@ class HFModel(StackBackend):
     ``generate()`` calls it: ``use_cache=True`` with the model's own cache object, ``attention_mask`` the
     2-D mask of every token so far (cached ones included), ``position_ids`` = ``cumsum(mask) - 1`` with
     pads at 1 for the models whose forward takes them. Hidden states and mixer outputs come from forward
-    hooks (the embedding, every decoder layer, every layer's mixer): HF's own ``output_hidden_states``
+    hooks (the embedding, every decoder layer, every layer's mixer input and output): HF's own ``output_hidden_states``
     ends with the final-normed state, mixcheck's with the residual stream before the final norm."""
     name = "hf-model"
     dtypes = ("f64", "f32", "f16", "bf16")
@@ -484,12 +484,21 @@ class HFModel(StackBackend):
             if mixer is None:
                 raise Unsupported("%s layer %d: no mixer module (%s)" % (cls.__name__, i, "/".join(self.MIXERS)))
             mixer.register_forward_hook(self.hook(("mixer", i)))
+            mixer.register_forward_pre_hook(self.pre_hook(("input", i)), with_kwargs=True)
 
     def hook(self, key):
         def grab(module, args, output):
             if self.capture is not None:
                 t = output[0] if isinstance(output, tuple) else output
                 self.capture[key] = t.detach()
+        return grab
+
+    def pre_hook(self, key):
+        def grab(module, args, kwargs):
+            if self.capture is not None:  # a mixer's input: its first argument, by position or as hidden_states
+                t = args[0] if args else kwargs.get("hidden_states")
+                if t is not None:
+                    self.capture[key] = t.detach()
         return grab
 
     def tensor(self, a):
@@ -536,13 +545,14 @@ class HFModel(StackBackend):
             if not want_hidden:
                 return logits
             n = len(self.layers)
-            need = ["embedding"] + [("layer", i) for i in range(n)] + [("mixer", i) for i in range(n)]
+            need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)]
             lost = [k for k in need if k not in got]
             if lost:
                 raise Invalid("no output captured from %s" % (lost[0],))
             hidden = np.stack([self.out(got["embedding"])] + [self.out(got[("layer", i)]) for i in range(n)])
+            inputs = np.stack([self.out(got[("input", i)]) for i in range(n)])
             mixers = np.stack([self.out(got[("mixer", i)]) for i in range(n)])
-            return logits, hidden, mixers
+            return logits, hidden, inputs, mixers
 
     def cache_export(self, cache, layer):
         family, conv_shape, state_shape = self.options.layers[layer]

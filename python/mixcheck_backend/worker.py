@@ -24,7 +24,8 @@ The wire format of a worker, little-endian:
 
 Whole stacks (StackBackend, ops 10-12): stack_create's JSON names the model_type, the config.json text,
 the layer shapes and the checkpoint's weights; stack_forward reads input_ids (int64) at off_x, the mask at
-off_mask and writes logits at off_y, hidden_states at off_a and mixer_outputs at off_b (-1: not wanted);
+off_mask and writes logits at off_y, hidden_states at off_a, mixer_outputs at off_b and mixer_inputs at
+off_c (-1: not wanted);
 stack_cache_export writes layer n's conv window at off_a and its state at off_b.
 
 Offsets are byte offsets into the arena (-1: absent). mixcheck grows the arena between calls and says
@@ -357,9 +358,9 @@ class Worker:
             b, n = f[4], f[5]
             ids = self.view(f[6], np.int64, (b, n))
             mask = self.view(f[7], np.uint8, (b, n)) if f[7] >= 0 else None
-            want = f[9] >= 0 or f[10] >= 0
+            want = f[9] >= 0 or f[10] >= 0 or f[11] >= 0
             out = obj.forward(entry[1] if entry else None, ids, mask, want)
-            logits, hidden, mixers = out if want else (out, None, None)
+            logits, hidden, inputs, mixers = out if want else (out, None, None, None)
             self.put(self.view(f[8], st, (b, n, opts.vocab), True), logits, "forward logits", False)
             if f[9] >= 0:
                 self.put(self.view(f[9], st, (opts.n_layers + 1, b, n, opts.hidden), True), hidden,
@@ -367,6 +368,9 @@ class Worker:
             if f[10] >= 0:
                 self.put(self.view(f[10], st, (opts.n_layers, b, n, opts.hidden), True), mixers,
                          "forward mixer_outputs", False)
+            if f[11] >= 0:
+                self.put(self.view(f[11], st, (opts.n_layers, b, n, opts.hidden), True), inputs,
+                         "forward mixer_inputs", False)
             return 0
         if op == OP_STACK_CACHE_EXPORT:
             layer, b = f[12], entry[2]

@@ -3,7 +3,7 @@
  * stack_create / stack_forward / stack_cache_export, python/mixcheck_backend/hf.py HFModel "hf-model")
  * called directly through the registered ops on every bundled model golden (the .h5 files of golden/models): the
  * upstream `...ForCausalLM` built from the golden's config.json, its weights loaded by name, must give the
- * golden's logits, residual stream and mixer outputs at every real position of the left-padded prefill,
+ * golden's logits, residual stream and mixer outputs at every real position (mixer inputs: finite) of the left-padded prefill,
  * every layer's exported cache (conv windows, recurrent states, attention KV in mixcheck's layout) after
  * it, the greedy logits of one decode step on a copy of the cache, and clear errors for a checkpoint that
  * does not load by name and for an unknown model type. The bounds are the f32 model tolerances of
@@ -113,13 +113,27 @@ static void check_model(const char *name)
     float *logits = malloc(sizeof(float) * (size_t)(B * L * V));
     float *hidden = malloc(sizeof(float) * (size_t)((n + 1) * B * L * D));
     float *mixers = malloc(sizeof(float) * (size_t)(n * B * L * D));
+    float *inputs = malloc(sizeof(float) * (size_t)(n * B * L * D));
     struct mc_stack_args a = {.batch = B, .len = L, .input_ids = g.input_ids, .mask = g.mask, .logits = logits,
-                              .hidden_states = hidden, .mixer_outputs = mixers};
+                              .hidden_states = hidden, .mixer_inputs = inputs, .mixer_outputs = mixers};
     if (ops->stack_forward(m, c, &a, &msg) != MC_BACKEND_OK)
         fail_msg("%s: stack_forward: %s", name, msg.text);
     double wl = worst("logits", logits, g.logits.data, 1, B * L, g.mask, V, LOGITS_ATOL);
     double wh = worst("hidden_states", hidden, g.hidden.data, n + 1, B * L, g.mask, D, HIDDEN_ATOL);
     double wm = worst("mixer_outputs", mixers, g.mixer_outputs.data, n, B * L, g.mask, D, HIDDEN_ATOL);
+    /* the mixer inputs (block norm outputs; the golden has none): finite, and each real token's row not zero */
+    for (int64_t l = 0; l < n; l++)
+        for (int64_t t = 0; t < B * L; t++) {
+            double ss = 0;
+            for (int64_t i = 0; i < D; i++) {
+                float v = inputs[((size_t)l * (size_t)(B * L) + (size_t)t) * (size_t)D + (size_t)i];
+                if (!isfinite(v))
+                    fail_msg("%s: mixer_inputs layer %lld token %lld not finite", name, (long long)l, (long long)t);
+                ss += (double)v * v;
+            }
+            if (g.mask[t] && !(ss > 0))
+                fail_msg("%s: mixer_inputs layer %lld token %lld is zero", name, (long long)l, (long long)t);
+        }
     /* every layer's cache after the whole prompt: the golden's states at position L */
     int64_t at = -1;
     for (int64_t t = 0; t < g.n_positions; t++)
@@ -182,6 +196,7 @@ static void check_model(const char *name)
     free(logits);
     free(hidden);
     free(mixers);
+    free(inputs);
     ops->cache_free(m, c2);
     ops->cache_free(m, c);
     ops->model_destroy(m);
