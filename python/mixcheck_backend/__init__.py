@@ -14,6 +14,7 @@ What a port author writes::
     class MyShortConv(Backend):
         name = "my-shortconv"          # the backend name in reports and for --backend
         family = "shortconv"           # mamba2, mamba1, gdn, shortconv or attention
+                                       # (a whole model: derive from StackBackend instead)
         dtypes = ("f64", "f32")        # the storage dtypes it accepts
 
         def __init__(self, family, dtype, config, weights, options):

@@ -2,7 +2,7 @@
 
     mixcheck run cases/ --python /work/venv/bin/python --python-backend mixcheck_backend.hf
 
-registers five backends, each wrapping the installed transformers mixer class with transformers' own
+registers five mixer backends, each wrapping the installed transformers mixer class with transformers' own
 cache class (``DynamicCache`` built from the model's config, one linear-attention layer; for attention a
 ``DynamicCache`` that also keeps the 2-D padding mask, see ``HFAttention``):
 
@@ -12,6 +12,11 @@ cache class (``DynamicCache`` built from the model's config, one linear-attentio
     hf-shortconv  Lfm2ShortConv            (transformers.models.lfm2)
     hf-attention  Qwen3NextAttention (output gate, zero-centred q/k norms), Lfm2Attention (plain RMS
                   q/k norms) or BambaAttention (no q/k norm, biases), by the golden's configuration
+
+and one whole-stack backend (family ``stack``, docs/models.md §7):
+
+    hf-model      the ...ForCausalLM of the case's model_type (Mamba2ForCausalLM, MambaForCausalLM,
+                  Lfm2ForCausalLM, BambaForCausalLM, Qwen3_5ForCausalLM), with the model's own cache
 
 The golden's weights are loaded by their HF names with ``load_state_dict(strict=True)``. Each forward
 goes the way the HF model sends it: the 2-D padding mask through ``create_recurrent_attention_mask``
