@@ -340,6 +340,49 @@ static void cache_drop(struct sess *s, struct scache *c)
     c->eng.layer = NULL;
 }
 
+/* dst: a fresh cache holding a copy of src (same batch). */
+static int cache_dup(struct sess *s, const struct scache *src, struct scache *dst)
+{
+    if (cache_new(s, src->batch, dst) != 0)
+        return -1;
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = s->port != NULL ? mc_stack_port_cache_copy(s->port, dst->port, src->port, &msg)
+                                                : mc_stack_cache_copy(s->st, &dst->eng, &src->eng, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, &msg, "cache_copy");
+        return -1;
+    }
+    return 0;
+}
+
+/* Every layer's cache of c, back to back as float64 (conv then state per layer), into a new array of
+ * *n values; NULL when the backend failed or memory ran out. */
+static double *cache_all(struct sess *s, const struct scache *c, int64_t *n)
+{
+    int64_t total = 0, at = 0;
+    for (int64_t l = 0; l < s->n; l++) {
+        struct mc_family_shape sh;
+        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        total += c->batch * (sh.conv_channels * sh.conv_kernel + mc_family_state_elems(&sh));
+    }
+    double *all = xcalloc(s, (size_t)total, sizeof *all);
+    for (int64_t l = 0; all != NULL && l < s->n; l++) {
+        struct mc_family_shape sh;
+        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        int64_t ce = c->batch * sh.conv_channels * sh.conv_kernel, se = c->batch * mc_family_state_elems(&sh);
+        struct mc_msg msg = {{0}};
+        enum mc_backend_status st = sut_cache_export(s, c, l, all + at, se ? all + at + ce : NULL, &msg);
+        if (st != MC_BACKEND_OK) {
+            backend_failed(s, st, &msg, "cache_export");
+            free(all);
+            return NULL;
+        }
+        at += ce + se;
+    }
+    *n = total;
+    return all;
+}
+
 static int64_t pad_of(const struct sess *s, int64_t b)
 {
     int64_t p = 0;
@@ -498,6 +541,94 @@ static void run_first_token(struct sess *s)
     cache_drop(s, &c);
     free(ids);
     free(valid);
+}
+
+/* speculative_verify at the model level: after a prefill [0, P) (the snapshot), the k drafts (the golden's
+ * tokens P .. P+k-1) in one forward on a copy of the snapshot; then, for each accept count a (the case's
+ * `accept`, or every count 0..k in a seeded order), another copy takes the a accepted tokens in one
+ * forward and the next tokens as single steps (one with `accept`, two in the sweep) — every forward and
+ * every cache the golden holds compared with it; at the end the snapshot's caches must be bit for bit
+ * what they were before its copies ran (a cache_copy that shares memory shows up as "snapshot"). */
+static void run_speculative(struct sess *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    int64_t P = sp->prefill, k = sp->len, steps = sp->accept >= 0 ? 1 : 2, n_counts = sp->accept >= 0 ? 1 : k + 1;
+    struct scache snap, cv, ca;
+    memset(&cv, 0, sizeof cv);
+    memset(&ca, 0, sizeof ca);
+    double *before = NULL, *after = NULL;
+    int64_t n_before = 0, n_after = 0;
+    int64_t *counts = xcalloc(s, (size_t)n_counts, sizeof *counts);
+    if (counts == NULL || cache_new(s, s->B, &snap) != 0) {
+        free(counts);
+        return;
+    }
+    run_label(s, "prefill [%lld] (the snapshot)", (long long)P);
+    struct fwd f = {.r0 = 0, .nr = s->B, .t0 = 0, .len = P, .masked = 1};
+    if (forward(s, &snap, &f, NULL) != 0)
+        goto out;
+    check_states(s, &snap, 0, P);
+    if ((before = cache_all(s, &snap, &n_before)) == NULL)
+        goto out;
+    run_label(s, "verify: %lld drafts from token %lld in one forward on a copy of the snapshot", (long long)k,
+              (long long)P);
+    if (cache_dup(s, &snap, &cv) != 0)
+        goto out;
+    struct fwd v = {.r0 = 0, .nr = s->B, .t0 = P, .len = k, .masked = 1};
+    if (forward(s, &cv, &v, NULL) != 0)
+        goto out;
+    check_states(s, &cv, 0, P + k);
+    cache_drop(s, &cv);
+    if (sp->accept >= 0) {
+        counts[0] = sp->accept;
+    } else {
+        struct mc_rng rng;
+        mc_rng_seed(&rng, sp->seed + s->ctx->seed_offset);
+        for (int64_t a = 0; a <= k; a++)
+            counts[a] = a;
+        for (int64_t i = k; i > 0; i--) {
+            int64_t r = (int64_t)mc_rng_below(&rng, (uint64_t)(i + 1)), t = counts[i];
+            counts[i] = counts[r];
+            counts[r] = t;
+        }
+    }
+    for (int64_t i = 0; i < n_counts && !s->broken; i++) {
+        int64_t a = counts[i];
+        run_label(s, "accept %lld of %lld drafts on a copy of the snapshot, then %lld single step%s", (long long)a,
+                  (long long)k, (long long)steps, steps > 1 ? "s" : "");
+        if (cache_dup(s, &snap, &ca) != 0)
+            goto out;
+        if (a > 0) {
+            struct fwd fa = {.r0 = 0, .nr = s->B, .t0 = P, .len = a, .masked = 1};
+            if (forward(s, &ca, &fa, NULL) != 0)
+                goto out;
+            check_states(s, &ca, 0, P + a);
+        }
+        for (int64_t t = 0; t < steps && !s->broken; t++) {
+            struct fwd fs = {.r0 = 0, .nr = s->B, .t0 = P + a + t, .len = 1, .masked = 1};
+            if (forward(s, &ca, &fs, NULL) != 0)
+                goto out;
+            check_states(s, &ca, 0, P + a + t + 1);
+        }
+        cache_drop(s, &ca);
+    }
+    run_label(s, "the snapshot after its copies ran");
+    if ((after = cache_all(s, &snap, &n_after)) != NULL && n_after == n_before) {
+        struct mc_tensor_result *t = tensor(s, "snapshot", MC_TENSOR_CONSISTENCY);
+        if (t != NULL) {
+            t->tol = (struct mc_tolerance){0.0, 0.0}; /* bit for bit */
+            struct mc_compare_view w = {.ndim = 1, .dims = {n_after}, .dim_names = {"cache"}, .token_axis = -1,
+                                        .token_offset = P};
+            compare(s, "snapshot", MC_TENSOR_CONSISTENCY, after, before, &w, NULL);
+        }
+    }
+out:
+    cache_drop(s, &snap);
+    cache_drop(s, &cv);
+    cache_drop(s, &ca);
+    free(counts);
+    free(before);
+    free(after);
 }
 
 /* The padded batch through prefill, single steps and a chunk; then every row alone without its padding. */
@@ -1107,6 +1238,21 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
             return mc_scenario_bad_param(c, sp, err, "prefill + decode (%lld) must be <= the sequence length %lld",
                                          (long long)(sp->prefill + sp->decode_steps), (long long)L);
         break;
+    case MC_SCENARIO_SPECULATIVE_VERIFY:
+        if (sp->prefill < 1 || sp->len < 1 || sp->prefill + sp->len > L)
+            return mc_scenario_bad_param(c, sp, err, "prefill >= 1, len >= 1 and prefill + len (%lld) <= the sequence "
+                                         "length %lld", (long long)(sp->prefill + sp->len), (long long)L);
+        if (sp->accept >= sp->len)
+            return mc_scenario_bad_param(c, sp, err, "accept %lld must be < len %lld", (long long)sp->accept,
+                                         (long long)sp->len);
+        if (sp->prefill + (sp->accept >= 0 ? sp->accept + 1 : sp->len + 2) > L)
+            return mc_scenario_bad_param(c, sp, err,
+                                         "prefill + %s (%lld) must be <= the sequence length %lld",
+                                         sp->accept >= 0 ? "accept + 1" : "len + 2 (every accept count up to len, then "
+                                                                          "two single steps)",
+                                         (long long)(sp->prefill + (sp->accept >= 0 ? sp->accept + 1 : sp->len + 2)),
+                                         (long long)L);
+        break;
     case MC_SCENARIO_BATCH_INVARIANCE:
         if (g->batch < 2)
             return mc_scenario_bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)",
@@ -1204,6 +1350,9 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
             break;
         case MC_SCENARIO_GREEDY:
             run_greedy(&s);
+            break;
+        case MC_SCENARIO_SPECULATIVE_VERIFY:
+            run_speculative(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no model-level runner",

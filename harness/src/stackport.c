@@ -110,6 +110,12 @@ enum mc_backend_status mc_stack_port_cache_new(struct mc_stack_port *p, int64_t 
     return st;
 }
 
+enum mc_backend_status mc_stack_port_cache_copy(struct mc_stack_port *p, struct mc_cache *dst, const struct mc_cache *src,
+                                                struct mc_msg *msg)
+{
+    return p->ops->cache_copy(p->model, dst, src, msg);
+}
+
 void mc_stack_port_cache_free(struct mc_stack_port *p, struct mc_cache *c)
 {
     if (c != NULL)

@@ -31,6 +31,9 @@ int mc_stack_port_has_hidden(const struct mc_stack_port *p);
 
 enum mc_backend_status mc_stack_port_cache_new(struct mc_stack_port *p, int64_t batch, struct mc_cache **c,
                                                struct mc_msg *msg);
+/* dst <- src (the backend's cache_copy), both from mc_stack_port_cache_new with the same batch. */
+enum mc_backend_status mc_stack_port_cache_copy(struct mc_stack_port *p, struct mc_cache *dst, const struct mc_cache *src,
+                                                struct mc_msg *msg);
 void mc_stack_port_cache_free(struct mc_stack_port *p, struct mc_cache *c);
 
 /* What a forward gives besides the logits, each NULL when not wanted: hidden [n + 1][B][L][D],

@@ -35,7 +35,7 @@
 
 /* ---- the test double ---------------------------------------------------------------------------- */
 
-enum variant { V_EXACT, V_NO_HIDDEN, V_FINAL_NORM, V_HOLES, V_MIXER_OFF, V_BLOCK_NORM };
+enum variant { V_EXACT, V_NO_HIDDEN, V_FINAL_NORM, V_HOLES, V_MIXER_OFF, V_BLOCK_NORM, V_SHARED_COPY };
 
 /* V_MIXER_OFF and V_BLOCK_NORM plant their bug in this layer */
 #define BUG_LAYER 2
@@ -79,6 +79,7 @@ struct mc_cache {
     struct mc_stack_cache c;
     int64_t batch;
     int primed;
+    struct mc_cache *shared; /* V_SHARED_COPY: the cache this "copy" really runs on */
 };
 
 static const struct mc_backend_ops *layer_ops_for(enum mc_family f, int cpu)
@@ -193,6 +194,10 @@ static enum mc_backend_status create_block_norm(const struct mc_stack_desc *d, s
 {
     return port_create(d, m, msg, V_BLOCK_NORM);
 }
+static enum mc_backend_status create_shared_copy(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)
+{
+    return port_create(d, m, msg, V_SHARED_COPY);
+}
 static enum mc_backend_status create_holes(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)
 {
     return port_create(d, m, msg, V_HOLES);
@@ -218,6 +223,10 @@ static enum mc_backend_status port_cache_copy(struct mc_model *m, struct mc_cach
                                               struct mc_msg *msg)
 {
     dst->primed = src->primed;
+    if (m->v == V_SHARED_COPY) { /* the bug: the copy shares the source's memory */
+        dst->shared = (struct mc_cache *)src;
+        return MC_BACKEND_OK;
+    }
     return mc_stack_cache_copy(m->st, &dst->c, &src->c, msg);
 }
 
@@ -243,6 +252,8 @@ static enum mc_backend_status port_forward(struct mc_model *m, struct mc_cache *
     double *hidden = want_hidden ? malloc((size_t)((n + 1) * N) * sizeof *hidden) : NULL;
     double *x = want_mixer ? malloc((size_t)N * sizeof *x) : NULL, *y = want_mixer ? malloc((size_t)N * sizeof *y) : NULL;
     enum mc_backend_status st = MC_BACKEND_NOMEM;
+    while (c != NULL && c->shared != NULL)
+        c = c->shared;
     if (logits == NULL || (want_hidden && hidden == NULL) || (want_mixer && (x == NULL || y == NULL)))
         goto out;
     st = MC_BACKEND_UNSUPPORTED;
@@ -290,6 +301,8 @@ out:
 static enum mc_backend_status port_cache_export(struct mc_model *m, const struct mc_cache *c, int64_t layer,
                                                 void *conv, void *state, struct mc_msg *msg)
 {
+    while (c->shared != NULL)
+        c = c->shared;
     struct mc_family_shape sh;
     mc_family_shape(&m->g.config.layers[layer].mixer, &sh);
     size_t nc = (size_t)(c->batch * sh.conv_channels * sh.conv_kernel), ns = (size_t)(c->batch * mc_family_state_elems(&sh));
@@ -331,6 +344,7 @@ PORT_OPS(PORT_NO_HIDDEN, "port.no-hidden", create_no_hidden, MC_CAP_STACK);
 PORT_OPS(PORT_FINAL_NORM, "port.final-norm-skipped", create_final_norm, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
 PORT_OPS(PORT_MIXER_OFF, "port.mixer-off@2", create_mixer_off, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
 PORT_OPS(PORT_BLOCK_NORM, "port.block-norm-skipped@2", create_block_norm, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
+PORT_OPS(PORT_SHARED_COPY, "port.copy-shares-memory", create_shared_copy, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
 PORT_OPS(PORT_HOLES, "port.holes", create_holes, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
 
 /* ---- helpers ------------------------------------------------------------------------------------- */
@@ -503,6 +517,35 @@ static void test_layer_localisation(void **state)
     free(r);
 }
 
+/* speculative_verify at the model level: a cache_copy that shares the source's memory fails it, and the
+ * snapshot says so; the other scenarios, which copy no cache, still pass. */
+static void test_shared_copy(void **state)
+{
+    (void)state;
+    struct mc_check_result *r = malloc(sizeof *r);
+    assert_non_null(r);
+    struct model m;
+    load("cases/models/mamba2.yaml", &m); /* (with attention layers the shared KV cache overflows: an error) */
+    for (int s = 0; s < m.c.n_scenarios; s++) {
+        check(&m, &m.c.scenarios[s], MC_DTYPE_F32, &PORT_SHARED_COPY, r);
+        if (m.c.scenarios[s].kind != MC_SCENARIO_SPECULATIVE_VERIFY) {
+            if (r->status != MC_CHECK_PASS)
+                fail_msg("%s: %s %s (%s)", mc_scenario_name(r->scenario), mc_check_status_name(r->status),
+                         r->first_fail_tensor, r->diagnosis);
+            continue;
+        }
+        if (r->status != MC_CHECK_FAIL)
+            fail_msg("speculative_verify: %s: %s", mc_check_status_name(r->status), r->message);
+        const struct mc_tensor_result *t = find_tensor(r, "snapshot");
+        assert_non_null(t);
+        assert_true(t->stats.n_fail > 0);
+        printf("  port.copy-shares-memory: speculative_verify fails first on %s (%s)\n", r->first_fail_tensor,
+               r->detail);
+    }
+    unload(&m);
+    free(r);
+}
+
 /* Logits a backend leaves unwritten are NaN to the comparison: the check fails and says so. */
 static void test_unwritten_logits(void **state)
 {
@@ -618,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_unwritten_logits),
         cmocka_unit_test(test_final_norm_mutant),
         cmocka_unit_test(test_layer_localisation),
+        cmocka_unit_test(test_shared_copy),
         cmocka_unit_test(test_runner),
         cmocka_unit_test(test_port_equals_engine),
     };
