@@ -31,9 +31,9 @@ static char tmp[64];
 
 static const char *const MODELS[] = {"mamba2", "mamba", "lfm2", "bamba", "qwen3_5"};
 static const char *const SCENARIOS[] = {"prefill", "decode", "chunked", "first_token_causality",
-                                        "left_padded_batch", "batch_invariance", "greedy"};
+                                        "left_padded_batch", "batch_invariance", "speculative_verify", "greedy"};
 #define N_MODELS 5
-#define N_SCENARIOS 7
+#define N_SCENARIOS 8
 
 /* What each check does at f32, and for a failing one the text its report must hold. */
 struct expectation {
@@ -45,8 +45,10 @@ struct expectation {
 /* The divergences of transformers 5.24 from mixcheck's contract (README "Whole stacks through
  * transformers"): (a) create_recurrent_attention_mask drops the mask of a single-token forward, so a
  * padding token fed alone (decode through a left-padded row, chunked split [1, 2, 3]) reaches the conv
- * window and the recurrent state of every Mamba2, ShortConv and Gated DeltaNet layer; (b) MambaMixer
- * restarts the scan from a zero state in a multi-token forward on a primed cache. */
+ * window and the recurrent state of every Mamba2, ShortConv and Gated DeltaNet layer (speculative_verify:
+ * the pads accepted or stepped alone in row 2); (b) MambaMixer restarts the scan from a zero state in a
+ * multi-token forward on a primed cache. */
+#define ACCEPT "drafts on a copy of the snapshot, then 2 single steps"
 #define CACHED "it diverges on this scenario's cached path (decode / continued chunks)"
 static const struct expectation F32[] = {
     {"mamba2", "decode", 0, {"layer 0 of 4 (mamba2 mixer in whole stack 'hf-model'), token 7 (row 2)", CACHED,
@@ -59,6 +61,16 @@ static const struct expectation F32[] = {
                                            CACHED, "first failing run: prefill [7], then 4 tokens"}},
     {"mamba", "left_padded_batch", 0, {"layer 0 of 4 (mamba1 mixer in whole stack 'hf-model'), token 10 (row 0)",
                                        CACHED, "first failing run: padded batch: prefill [8], 2 decode steps"}},
+    {"mamba", "speculative_verify", 0, {"layer 0 of 4 (mamba1 mixer in whole stack 'hf-model'), token 4 (row 0)",
+                                        CACHED, "first failing run: verify: 5 drafts from token 4 in one forward"}},
+    {"mamba2", "speculative_verify", 0, {"layer 0 of 4 (mamba2 mixer in whole stack 'hf-model'), token 7 (row 2)",
+                                         CACHED, ACCEPT}},
+    {"lfm2", "speculative_verify", 0, {"layer 0 of 4 (shortconv mixer in whole stack 'hf-model'), token 7 (row 2)",
+                                       CACHED, ACCEPT}},
+    {"bamba", "speculative_verify", 0, {"layer 0 of 4 (mamba2 mixer in whole stack 'hf-model'), token 6 (row 2)",
+                                        CACHED, ACCEPT}},
+    {"qwen3_5", "speculative_verify", 0, {"layer 0 of 4 (gdn mixer in whole stack 'hf-model'), token 8 (row 2)",
+                                          CACHED, ACCEPT}},
     {"lfm2", "decode", 0, {"layer 0 of 4 (shortconv mixer in whole stack 'hf-model'), token 7 (row 2)", CACHED,
                            "first failing run: decode after prefill [5]"}},
     {"lfm2", "chunked", 0, {"layer 0 of 4 (shortconv mixer in whole stack 'hf-model'), token 3 (row 1)", CACHED,
@@ -149,7 +161,7 @@ static void test_every_scenario_at_f32(void **state)
     int rc = run(args);
     if (rc != 1)
         fail_msg("exit %d (expected 1: the upstream divergences fail):\n%.8000s", rc, out);
-    if (strstr(out, "5 case(s), 35 check(s): 24 passed, 11 failed, 0 errored, 0 unsupported") == NULL)
+    if (strstr(out, "5 case(s), 40 check(s): 24 passed, 16 failed, 0 errored, 0 unsupported") == NULL)
         fail_msg("summary:\n%.8000s", out);
     struct mc_json_value *root = read_json(json);
     printf("  %-8s %-22s %-5s %s\n", "model", "scenario", "f32", "max |logits - golden|");
