@@ -359,7 +359,8 @@ static int model_scenario(enum mc_scenario_kind k)
 {
     return k == MC_SCENARIO_PREFILL || k == MC_SCENARIO_DECODE || k == MC_SCENARIO_CHUNKED ||
            k == MC_SCENARIO_FIRST_TOKEN_CAUSALITY || k == MC_SCENARIO_LEFT_PADDED_BATCH ||
-           k == MC_SCENARIO_BATCH_INVARIANCE || k == MC_SCENARIO_GREEDY || k == MC_SCENARIO_SPECULATIVE_VERIFY;
+           k == MC_SCENARIO_BATCH_INVARIANCE || k == MC_SCENARIO_GREEDY || k == MC_SCENARIO_SPECULATIVE_VERIFY ||
+           k == MC_SCENARIO_PACKED_PREFILL;
 }
 
 /* `model:` (a model case) or `family:` (a mixer case), exactly one of them; and `layers:` with `model:` only. */
@@ -538,7 +539,7 @@ static enum mc_err_code ld_case(struct mc_yaml_doc *ld, yaml_node_t *root, struc
                                 sp->column, mc_scenario_name(sp->kind),
                                 is_model ? "not a model-level scenario (model cases run prefill, decode, chunked, "
                                            "first_token_causality, left_padded_batch, batch_invariance, greedy, "
-                                           "speculative_verify)"
+                                           "speculative_verify, packed_prefill)"
                                          : "greedy is a model-level scenario (a case with `model:`)");
     }
     if ((rc = mc_yaml_string(ld, v[CK_TOLERANCE], "tolerance", &s)) != MC_ERR_NONE)

@@ -22,6 +22,7 @@
 #include "family.h"
 #include "jsonread.h"
 #include "provenance.h"
+#include "stackconfig.h"
 
 #ifndef MC_PYTHON_DIR
 #define MC_PYTHON_DIR "python"
@@ -37,6 +38,9 @@ enum {
     OP_CACHE_IMPORT,
     OP_FORWARD,
     OP_FORWARD_PACKED,
+    OP_STACK_CREATE,
+    OP_STACK_FORWARD,
+    OP_STACK_CACHE_EXPORT,
 };
 /* request fields (16 x int64) */
 enum { F_OP, F_MODEL, F_CACHE, F_CACHE2, F_BATCH, F_LEN, F_X, F_MASK, F_Y, F_A, F_B, F_C, F_N, F_ARENA, F_PAYLOAD };
@@ -86,6 +90,9 @@ struct py_model {
     enum mc_dtype dtype;
     size_t es, ss; /* element bytes: storage, exported state */
     struct mc_family_shape sh;
+    /* a whole stack (stack_create): its vocabulary, layer count and every layer's shapes; sh.hidden = D */
+    int64_t vocab, n_layers;
+    struct mc_family_shape *layers;
 };
 struct py_cache {
     int64_t h, batch;
@@ -531,6 +538,40 @@ static const char *dtype_name(enum mc_dtype d)
 
 /* ---- the ops ------------------------------------------------------------------------------------ */
 
+/* The weights into the arena, back to back, and their list `, "weights": [{name, shape, offset}...]` into f. */
+static enum mc_backend_status stage_weights(const struct mc_weight *w, int32_t n, size_t es, FILE *f,
+                                            struct mc_msg *msg)
+{
+    size_t used = 0, *offs = calloc((size_t)n + 1, sizeof *offs), *elems = calloc((size_t)n + 1, sizeof *elems);
+    enum mc_backend_status st = MC_BACKEND_OK;
+    if (offs == NULL || elems == NULL)
+        st = fail(msg, MC_BACKEND_NOMEM, "out of memory");
+    for (int i = 0; st == MC_BACKEND_OK && i < n; i++) {
+        elems[i] = 1;
+        for (int d = 0; d < w[i].ndim; d++)
+            elems[i] *= (size_t)w[i].dims[d];
+        offs[i] = place(&used, elems[i] * es);
+    }
+    if (st == MC_BACKEND_OK)
+        st = arena_reserve(used, msg);
+    if (st == MC_BACKEND_OK) {
+        fputs(", \"weights\": [", f);
+        for (int i = 0; i < n; i++) {
+            memcpy(W.arena + offs[i], w[i].data, elems[i] * es);
+            fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+            json_str(f, w[i].name);
+            fputs(", \"shape\": [", f);
+            for (int d = 0; d < w[i].ndim; d++)
+                fprintf(f, "%s%lld", d ? ", " : "", (long long)w[i].dims[d]);
+            fprintf(f, "], \"offset\": %zu}", offs[i]);
+        }
+        fputs("]", f);
+    }
+    free(offs);
+    free(elems);
+    return st;
+}
+
 static enum mc_backend_status model_create(int k, const struct mc_model_desc *desc, struct mc_model **model,
                                            struct mc_msg *msg)
 {
@@ -557,58 +598,32 @@ static enum mc_backend_status model_create(int k, const struct mc_model_desc *de
     cfg.family = desc->family;
     memcpy(&cfg.u, desc->config, family_config_size(desc->family));
     mc_family_shape(&cfg, &pm->sh);
-    /* the weights into the arena, back to back */
-    size_t used = 0, *offs = calloc((size_t)desc->n_weights + 1, sizeof *offs);
-    if (offs == NULL) {
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *f = open_memstream(&json, &json_len);
+    if (f == NULL) {
         free(pm);
         return fail(msg, MC_BACKEND_NOMEM, "out of memory");
     }
-    size_t *elems = calloc((size_t)desc->n_weights + 1, sizeof *elems);
-    for (int i = 0; elems != NULL && i < desc->n_weights; i++) {
-        elems[i] = 1;
-        for (int d = 0; d < desc->weights[i].ndim; d++)
-            elems[i] *= (size_t)desc->weights[i].dims[d];
-        offs[i] = place(&used, elems[i] * pm->es);
-    }
-    st = elems == NULL ? fail(msg, MC_BACKEND_NOMEM, "out of memory") : arena_reserve(used, msg);
-    char *json = NULL;
-    size_t json_len = 0;
-    FILE *f = st == MC_BACKEND_OK ? open_memstream(&json, &json_len) : NULL;
-    if (st == MC_BACKEND_OK && f == NULL)
+    fputs("{\"spec\": ", f);
+    json_str(f, s->spec);
+    fputs(", \"attr\": ", f);
+    json_str(f, s->attr);
+    fprintf(f, ", \"family\": \"%s\", \"dtype\": \"%s\", \"device\": ", mc_family_name(desc->family),
+            dtype_name(desc->dtype));
+    json_str(f, s->ops.device);
+    fprintf(f, ", \"chunk_size\": %lld, \"threads\": %d, \"hidden\": %lld, \"conv_shape\": [%lld, %lld]",
+            (long long)desc->chunk_size, (int)desc->threads, (long long)pm->sh.hidden,
+            (long long)pm->sh.conv_channels, (long long)pm->sh.conv_kernel);
+    fputs(", \"state_shape\": [", f);
+    for (int d = 0; d < pm->sh.state_ndim; d++)
+        fprintf(f, "%s%lld", d ? ", " : "", (long long)pm->sh.state_dims[d]);
+    fputs("], \"config\": ", f);
+    json_config(f, desc->family, desc->config);
+    st = stage_weights(desc->weights, desc->n_weights, pm->es, f, msg);
+    fputs("}", f);
+    if (fclose(f) != 0 && st == MC_BACKEND_OK)
         st = fail(msg, MC_BACKEND_NOMEM, "out of memory");
-    if (f != NULL) {
-        for (int i = 0; i < desc->n_weights; i++)
-            memcpy(W.arena + offs[i], desc->weights[i].data, elems[i] * pm->es);
-        fputs("{\"spec\": ", f);
-        json_str(f, s->spec);
-        fputs(", \"attr\": ", f);
-        json_str(f, s->attr);
-        fprintf(f, ", \"family\": \"%s\", \"dtype\": \"%s\", \"device\": ", mc_family_name(desc->family),
-                dtype_name(desc->dtype));
-        json_str(f, s->ops.device);
-        fprintf(f, ", \"chunk_size\": %lld, \"threads\": %d, \"hidden\": %lld, \"conv_shape\": [%lld, %lld]",
-                (long long)desc->chunk_size, (int)desc->threads, (long long)pm->sh.hidden,
-                (long long)pm->sh.conv_channels, (long long)pm->sh.conv_kernel);
-        fputs(", \"state_shape\": [", f);
-        for (int d = 0; d < pm->sh.state_ndim; d++)
-            fprintf(f, "%s%lld", d ? ", " : "", (long long)pm->sh.state_dims[d]);
-        fputs("], \"config\": ", f);
-        json_config(f, desc->family, desc->config);
-        fputs(", \"weights\": [", f);
-        for (int i = 0; i < desc->n_weights; i++) {
-            fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-            json_str(f, desc->weights[i].name);
-            fputs(", \"shape\": [", f);
-            for (int d = 0; d < desc->weights[i].ndim; d++)
-                fprintf(f, "%s%lld", d ? ", " : "", (long long)desc->weights[i].dims[d]);
-            fprintf(f, "], \"offset\": %zu}", offs[i]);
-        }
-        fputs("]}", f);
-        if (fclose(f) != 0)
-            st = fail(msg, MC_BACKEND_NOMEM, "out of memory");
-    }
-    free(offs);
-    free(elems);
     if (st == MC_BACKEND_OK) {
         int64_t req[N_FIELDS] = {[F_OP] = OP_CREATE};
         st = call(req, json, json_len, &pm->h, "model_create", msg);
@@ -632,6 +647,7 @@ static void model_destroy(struct mc_model *m)
         int64_t req[N_FIELDS] = {[F_OP] = OP_DESTROY, [F_MODEL] = pm->h};
         call(req, NULL, 0, NULL, "model_destroy", &msg);
     }
+    free(pm->layers);
     free(pm);
 }
 
@@ -812,11 +828,196 @@ static enum mc_backend_status forward_packed(struct mc_model *m, struct mc_cache
     return st;
 }
 
+/* ---- whole stacks (MC_FAMILY_STACK) ------------------------------------------------------------- */
+
+/* A whole-stack model: the layer shapes come from mixcheck's own reading of the config.json
+ * (stackconfig.c), so that the buffers of stack_cache_export have the sizes the harness gives them. */
+static enum mc_backend_status stack_create(int k, const struct mc_stack_desc *desc, struct mc_model **model,
+                                           struct mc_msg *msg)
+{
+    const struct slot *s = &slots[k];
+    *model = NULL;
+    if (!(s->ops.dtypes & MC_DTYPE_BIT(desc->dtype)))
+        return fail(msg, MC_BACKEND_UNSUPPORTED, "%s does not take %s", s->name, dtype_name(desc->dtype));
+    if (desc->model_type == NULL || desc->config_json == NULL)
+        return fail(msg, MC_BACKEND_INVALID, "stack_create: no model_type or config_json");
+    struct mc_stack_config *cfg = calloc(1, sizeof *cfg);
+    if (cfg == NULL)
+        return fail(msg, MC_BACKEND_NOMEM, "out of memory");
+    struct mc_error err;
+    memset(&err, 0, sizeof err);
+    enum mc_model_type type;
+    if (mc_model_type_from_name(desc->model_type, &type) != 0) {
+        free(cfg);
+        return fail(msg, MC_BACKEND_UNSUPPORTED, "model_type '%s' is not one mixcheck knows", desc->model_type);
+    }
+    if (mc_stack_config_parse(desc->model_type, desc->config_json, "stack_create", cfg, &err) != MC_ERR_NONE) {
+        free(cfg);
+        return fail(msg, MC_BACKEND_INVALID, "%s", err.msg);
+    }
+    enum mc_backend_status st = worker_ensure(msg);
+    struct py_model *pm = st == MC_BACKEND_OK ? calloc(1, sizeof *pm) : NULL;
+    if (pm != NULL)
+        pm->layers = calloc((size_t)cfg->n_layers + 1, sizeof *pm->layers);
+    if (st == MC_BACKEND_OK && (pm == NULL || pm->layers == NULL)) {
+        if (pm != NULL)
+            free(pm->layers);
+        free(pm);
+        free(cfg);
+        return fail(msg, MC_BACKEND_NOMEM, "out of memory");
+    }
+    if (st != MC_BACKEND_OK) {
+        free(cfg);
+        return st;
+    }
+    pm->slot = k;
+    pm->gen = W.gen;
+    pm->dtype = desc->dtype;
+    pm->es = mc_dtype_size(desc->dtype);
+    pm->ss = desc->dtype == MC_DTYPE_F64 ? 8 : 4;
+    pm->sh.hidden = cfg->hidden;
+    pm->vocab = cfg->vocab;
+    pm->n_layers = cfg->n_layers;
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *f = open_memstream(&json, &json_len);
+    if (f == NULL)
+        st = fail(msg, MC_BACKEND_NOMEM, "out of memory");
+    if (f != NULL) {
+        fputs("{\"spec\": ", f);
+        json_str(f, s->spec);
+        fputs(", \"attr\": ", f);
+        json_str(f, s->attr);
+        fprintf(f, ", \"dtype\": \"%s\", \"device\": ", dtype_name(desc->dtype));
+        json_str(f, s->ops.device);
+        fputs(", \"model_type\": ", f);
+        json_str(f, desc->model_type);
+        fputs(", \"config_json\": ", f);
+        json_str(f, desc->config_json);
+        fprintf(f, ", \"threads\": %d, \"hidden\": %lld, \"vocab\": %lld, \"layers\": [", (int)desc->threads,
+                (long long)cfg->hidden, (long long)cfg->vocab);
+        for (int64_t i = 0; i < cfg->n_layers; i++) {
+            struct mc_family_shape *sh = &pm->layers[i];
+            mc_family_shape(&cfg->layers[i].mixer, sh);
+            fprintf(f, "%s{\"family\": \"%s\", \"conv_shape\": [%lld, %lld], \"state_shape\": [", i ? ", " : "",
+                    mc_family_name(cfg->layers[i].family), (long long)sh->conv_channels, (long long)sh->conv_kernel);
+            for (int d = 0; d < sh->state_ndim; d++)
+                fprintf(f, "%s%lld", d ? ", " : "", (long long)sh->state_dims[d]);
+            fputs("]}", f);
+        }
+        fputs("]", f);
+        st = stage_weights(desc->weights, desc->n_weights, pm->es, f, msg);
+        fputs("}", f);
+        if (fclose(f) != 0 && st == MC_BACKEND_OK)
+            st = fail(msg, MC_BACKEND_NOMEM, "out of memory");
+    }
+    free(cfg);
+    if (st == MC_BACKEND_OK) {
+        int64_t req[N_FIELDS] = {[F_OP] = OP_STACK_CREATE};
+        st = call(req, json, json_len, &pm->h, "stack_create", msg);
+    }
+    free(json);
+    if (st != MC_BACKEND_OK) {
+        free(pm->layers);
+        free(pm);
+        return st;
+    }
+    *model = (struct mc_model *)pm;
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status stack_forward(struct mc_model *m, struct mc_cache *cache, const struct mc_stack_args *a,
+                                            struct mc_msg *msg)
+{
+    struct py_model *pm = live(m, msg);
+    if (pm == NULL)
+        return MC_BACKEND_INTERNAL;
+    if (pm->layers == NULL)
+        return fail(msg, MC_BACKEND_INVALID, "stack_forward on a mixer model");
+    const struct py_cache *c = (const struct py_cache *)cache;
+    if (a->batch < 1 || a->len < 1 || a->input_ids == NULL || a->logits == NULL)
+        return fail(msg, MC_BACKEND_INVALID, "stack_forward: batch %lld, len %lld%s", (long long)a->batch,
+                    (long long)a->len, a->input_ids == NULL || a->logits == NULL ? ", no input_ids or logits" : "");
+    if (c != NULL && c->batch != a->batch)
+        return fail(msg, MC_BACKEND_INVALID, "stack_forward: batch %lld on a cache of %lld rows",
+                    (long long)a->batch, (long long)c->batch);
+    size_t tokens = (size_t)a->batch * (size_t)a->len, level = tokens * (size_t)pm->sh.hidden * pm->ss;
+    size_t lb = tokens * (size_t)pm->vocab * pm->ss, hb = (size_t)(pm->n_layers + 1) * level,
+           mb = (size_t)pm->n_layers * level;
+    size_t used = 0, oi = place(&used, tokens * sizeof(int64_t)), ol = place(&used, lb),
+           om = a->mask ? place(&used, tokens) : 0, oh = a->hidden_states ? place(&used, hb) : 0,
+           ox = a->mixer_outputs ? place(&used, mb) : 0, on = a->mixer_inputs ? place(&used, mb) : 0;
+    enum mc_backend_status st = arena_reserve(used, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    memcpy(W.arena + oi, a->input_ids, tokens * sizeof(int64_t));
+    if (a->mask)
+        memcpy(W.arena + om, a->mask, tokens);
+    int64_t req[N_FIELDS] = {[F_OP] = OP_STACK_FORWARD,
+                             [F_MODEL] = pm->h,
+                             [F_CACHE] = c ? c->h : 0,
+                             [F_BATCH] = a->batch,
+                             [F_LEN] = a->len,
+                             [F_X] = (int64_t)oi,
+                             [F_Y] = (int64_t)ol,
+                             [F_MASK] = a->mask ? (int64_t)om : -1,
+                             [F_A] = a->hidden_states ? (int64_t)oh : -1,
+                             [F_B] = a->mixer_outputs ? (int64_t)ox : -1,
+                             [F_C] = a->mixer_inputs ? (int64_t)on : -1};
+    st = call(req, NULL, 0, NULL, "stack_forward", msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    memcpy(a->logits, W.arena + ol, lb);
+    if (a->hidden_states)
+        memcpy(a->hidden_states, W.arena + oh, hb);
+    if (a->mixer_outputs)
+        memcpy(a->mixer_outputs, W.arena + ox, mb);
+    if (a->mixer_inputs)
+        memcpy(a->mixer_inputs, W.arena + on, mb);
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status stack_cache_export(struct mc_model *m, const struct mc_cache *cache, int64_t layer,
+                                                 void *conv_state, void *recurrent_state, struct mc_msg *msg)
+{
+    struct py_model *pm = live(m, msg);
+    if (pm == NULL)
+        return MC_BACKEND_INTERNAL;
+    if (pm->layers == NULL)
+        return fail(msg, MC_BACKEND_INVALID, "stack_cache_export on a mixer model");
+    if (layer < 0 || layer >= pm->n_layers)
+        return fail(msg, MC_BACKEND_INVALID, "stack_cache_export: no layer %lld (the model has %lld)",
+                    (long long)layer, (long long)pm->n_layers);
+    const struct py_cache *c = (const struct py_cache *)cache;
+    const struct mc_family_shape *sh = &pm->layers[layer];
+    size_t cb = (size_t)c->batch * (size_t)sh->conv_channels * (size_t)sh->conv_kernel * pm->ss;
+    size_t sb = (size_t)c->batch * (size_t)mc_family_state_elems(sh) * pm->ss;
+    size_t used = 0, oc = place(&used, cb), os = place(&used, sb);
+    enum mc_backend_status st = arena_reserve(used, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    int64_t req[N_FIELDS] = {[F_OP] = OP_STACK_CACHE_EXPORT, [F_MODEL] = pm->h, [F_CACHE] = c->h,
+                             [F_N] = layer, [F_A] = (int64_t)oc, [F_B] = (int64_t)os};
+    st = call(req, NULL, 0, NULL, "stack_cache_export", msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    if (conv_state != NULL)
+        memcpy(conv_state, W.arena + oc, cb);
+    if (sb && recurrent_state != NULL)
+        memcpy(recurrent_state, W.arena + os, sb);
+    return MC_BACKEND_OK;
+}
+
 /* model_create has no backend argument: one entry point per slot tells them apart. */
 #define CREATE(k)                                                                                                 \
     static enum mc_backend_status create_##k(const struct mc_model_desc *d, struct mc_model **m, struct mc_msg *g) \
     {                                                                                                             \
         return model_create(k, d, m, g);                                                                          \
+    }                                                                                                             \
+    static enum mc_backend_status stack_create_##k(const struct mc_stack_desc *d, struct mc_model **m,            \
+                                                   struct mc_msg *g)                                              \
+    {                                                                                                             \
+        return stack_create(k, d, m, g);                                                                          \
     }
 #define CREATE4(a, b, c, d) CREATE(a) CREATE(b) CREATE(c) CREATE(d)
 CREATE4(0, 1, 2, 3)
@@ -833,6 +1034,15 @@ static const create_fn creates[MC_PYTHON_MAX_BACKENDS] = {
     create_8,  create_9,  create_10, create_11, create_12, create_13, create_14, create_15,
     create_16, create_17, create_18, create_19, create_20, create_21, create_22, create_23,
     create_24, create_25, create_26, create_27, create_28, create_29, create_30, create_31,
+};
+typedef enum mc_backend_status (*stack_create_fn)(const struct mc_stack_desc *, struct mc_model **, struct mc_msg *);
+static const stack_create_fn stack_creates[MC_PYTHON_MAX_BACKENDS] = {
+    stack_create_0,  stack_create_1,  stack_create_2,  stack_create_3,  stack_create_4,  stack_create_5,
+    stack_create_6,  stack_create_7,  stack_create_8,  stack_create_9,  stack_create_10, stack_create_11,
+    stack_create_12, stack_create_13, stack_create_14, stack_create_15, stack_create_16, stack_create_17,
+    stack_create_18, stack_create_19, stack_create_20, stack_create_21, stack_create_22, stack_create_23,
+    stack_create_24, stack_create_25, stack_create_26, stack_create_27, stack_create_28, stack_create_29,
+    stack_create_30, stack_create_31,
 };
 
 /* ---- loading ------------------------------------------------------------------------------------ */
@@ -955,10 +1165,11 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
         spec = from != NULL && from->type == MC_JSON_STRING ? from->string : spec;
         const struct mc_json_value *name = mc_json_get(e, "name"), *fam = mc_json_get(e, "family"),
                                    *attr = mc_json_get(e, "attr"), *dts = mc_json_get(e, "dtypes"),
-                                   *packed = mc_json_get(e, "packed");
-        enum mc_family family;
+                                   *packed = mc_json_get(e, "packed"), *hidden = mc_json_get(e, "hidden");
+        enum mc_family family = MC_FAMILY_STACK;
         if (name == NULL || fam == NULL || attr == NULL || dts == NULL || packed == NULL ||
-            mc_family_from_name(fam->string, &family) != 0) {
+            fam->type != MC_JSON_STRING ||
+            (strcmp(fam->string, "stack") != 0 && mc_family_from_name(fam->string, &family) != 0)) {
             mc_error_set(err, MC_ERR_INTERNAL, "--python-backend %s: malformed description", spec);
             break;
         }
@@ -986,24 +1197,44 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
                     : strcmp(t, "f16") == 0 ? MC_DTYPE_BIT(MC_DTYPE_F16)
                                             : MC_DTYPE_BIT(MC_DTYPE_BF16);
         }
-        s->ops = (struct mc_backend_ops){
-            .abi_version = MIXCHECK_ABI_VERSION,
-            .struct_size = sizeof(struct mc_backend_ops),
-            .name = s->name,
-            .device = opt->device ? opt->device : "cpu",
-            .family = family,
-            .dtypes = bits,
-            .caps = packed->type == MC_JSON_TRUE ? MC_CAP_PACKED : 0,
-            .model_create = creates[n_slots],
-            .model_destroy = model_destroy,
-            .cache_alloc = cache_alloc,
-            .cache_copy = cache_copy,
-            .cache_free = cache_free,
-            .cache_export = cache_export,
-            .cache_import = cache_import,
-            .forward = forward,
-            .forward_packed = forward_packed,
-        };
+        if (family == MC_FAMILY_STACK) {
+            /* a whole stack: token ids in, logits out, one cache; no mixer entries */
+            s->ops = (struct mc_backend_ops){
+                .abi_version = MIXCHECK_ABI_VERSION,
+                .struct_size = sizeof(struct mc_backend_ops),
+                .name = s->name,
+                .device = opt->device ? opt->device : "cpu",
+                .family = family,
+                .dtypes = bits,
+                .caps = MC_CAP_STACK | (hidden != NULL && hidden->type == MC_JSON_TRUE ? MC_CAP_STACK_HIDDEN : 0),
+                .model_destroy = model_destroy,
+                .cache_alloc = cache_alloc,
+                .cache_copy = cache_copy,
+                .cache_free = cache_free,
+                .stack_create = stack_creates[n_slots],
+                .stack_forward = stack_forward,
+                .stack_cache_export = stack_cache_export,
+            };
+        } else {
+            s->ops = (struct mc_backend_ops){
+                .abi_version = MIXCHECK_ABI_VERSION,
+                .struct_size = sizeof(struct mc_backend_ops),
+                .name = s->name,
+                .device = opt->device ? opt->device : "cpu",
+                .family = family,
+                .dtypes = bits,
+                .caps = packed->type == MC_JSON_TRUE ? MC_CAP_PACKED : 0,
+                .model_create = creates[n_slots],
+                .model_destroy = model_destroy,
+                .cache_alloc = cache_alloc,
+                .cache_copy = cache_copy,
+                .cache_free = cache_free,
+                .cache_export = cache_export,
+                .cache_import = cache_import,
+                .forward = forward,
+                .forward_packed = forward_packed,
+            };
+        }
         n_slots++;
         if (mc_registry_add_plugin(reg, &s->ops, s->spec, plugin, err) != MC_ERR_NONE)
             mc_error_prefix(err, "--python-backend %s: ", spec);

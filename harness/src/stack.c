@@ -358,9 +358,11 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
     }
 }
 
-/* The mixer of layer l over x [B][L][D] (dtype values), y [B][L][D]. */
+/* The mixer of layer l over x [B][L][D] (dtype values), y [B][L][D]; with pk, the packed call over
+ * x [T][D] (B = 1, L = T) on the pool `cache`. */
 static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
-                                        const double *x, const uint8_t *mask, double *y, struct mc_msg *msg)
+                                        const double *x, const uint8_t *mask, const struct mc_stack_packed *pk,
+                                        double *y, struct mc_msg *msg)
 {
     enum mc_dtype mdt = s->mixer_dtype;
     size_t n = (size_t)(B * L * s->D), esz = mc_dtype_size(mdt);
@@ -373,7 +375,16 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
         mc_dtype_fill_nan(mdt, yb, n);
         struct mc_forward_args a = {.batch = B, .len = L, .x = xb, .mask = mask, .y = yb};
         struct mc_msg m = {{0}};
-        st = s->ops[l]->forward(s->models[l], cache, &a, &m);
+        if (pk != NULL) {
+            struct mc_packed_args pa = {.n_seqs = pk->n_seqs, .cu_seqlens = pk->cu_seqlens, .slots = pk->slots,
+                                        .has_initial_state = pk->has_initial_state, .x = xb, .y = yb};
+            st = s->ops[l]->forward_packed != NULL ? s->ops[l]->forward_packed(s->models[l], cache, &pa, &m)
+                                                   : MC_BACKEND_UNSUPPORTED;
+            if (s->ops[l]->forward_packed == NULL)
+                snprintf(m.text, sizeof m.text, "no packed call (MC_CAP_PACKED)");
+        } else {
+            st = s->ops[l]->forward(s->models[l], cache, &a, &m);
+        }
         if (st == MC_BACKEND_OK) {
             mc_dtype_to_f64(mdt, yb, y, n);
             for (size_t i = 0; mdt != s->dtype && i < n; i++) /* stored in the model dtype, as upstream */
@@ -432,14 +443,15 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
 }
 
 static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
-                                         double *h, const uint8_t *mask, double *x, double *y, struct mc_msg *msg)
+                                         double *h, const uint8_t *mask, const struct mc_stack_packed *pk, double *x,
+                                         double *y, struct mc_msg *msg)
 {
     if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
         for (int64_t i = 0; i < B * L * s->D; i++)
             x[i] = store(s, h[i]);
     else
         block_norm(s, s->norm + l * s->D, h, B * L, x);
-    enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, y, msg);
+    enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
     if (st == MC_BACKEND_OK)
         residual_add(s, h, y, (size_t)(B * L * s->D));
     if (st == MC_BACKEND_OK && s->F > 0 && (st = feed_forward(s, l, B * L, h, x)) == MC_BACKEND_NOMEM)
@@ -447,9 +459,10 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
     return st;
 }
 
-enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
-                                        const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
-                                        struct mc_msg *msg)
+/* mc_stack_forward and mc_stack_forward_packed (pk, batch = 1, len = T). */
+static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
+                                        const int64_t *ids, const uint8_t *mask, const struct mc_stack_packed *pk,
+                                        double *logits, double *hidden, struct mc_msg *msg)
 {
     int64_t D = s->D, rows = batch * len;
     size_t n = (size_t)(rows * D);
@@ -470,7 +483,7 @@ enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cach
     if (hidden != NULL)
         memcpy(hidden, h, n * sizeof *h);
     for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
-        st = layer_step(s, l, c ? c->layer[l] : NULL, batch, len, h, mask, x, y, msg);
+        st = layer_step(s, l, c ? c->layer[l] : NULL, batch, len, h, mask, pk, x, y, msg);
         if (st == MC_BACKEND_OK && hidden != NULL)
             memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
     }
@@ -486,6 +499,20 @@ out:
     return st;
 }
 
+enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
+                                        const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
+                                        struct mc_msg *msg)
+{
+    return stack_run(s, c, batch, len, ids, mask, NULL, logits, hidden, msg);
+}
+
+enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_stack_cache *pool,
+                                               const struct mc_stack_packed *pk, const int64_t *ids, double *logits,
+                                               double *hidden, struct mc_msg *msg)
+{
+    return stack_run(s, pool, 1, pk->cu_seqlens[pk->n_seqs], ids, NULL, pk, logits, hidden, msg);
+}
+
 enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *h_in, const uint8_t *mask, double *h_out,
                                               struct mc_msg *msg)
@@ -496,7 +523,7 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
     if (x != NULL && y != NULL) {
         for (size_t i = 0; i < n; i++)
             h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
-        st = layer_step(s, layer, NULL, batch, len, h_out, mask, x, y, msg);
+        st = layer_step(s, layer, NULL, batch, len, h_out, mask, NULL, x, y, msg);
     }
     free(x);
     free(y);
@@ -506,5 +533,5 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
 enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *x, const uint8_t *mask, double *y, struct mc_msg *msg)
 {
-    return run_mixer(s, layer, NULL, batch, len, x, mask, y, msg);
+    return run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y, msg);
 }

@@ -77,6 +77,21 @@ enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cach
                                         const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
                                         struct mc_msg *msg);
 
+/* The packed call of serving engines (backend.h struct mc_packed_args) at the model level: n sequences
+ * of token ids back to back, sequence i owning ids [cu_seqlens[i], cu_seqlens[i+1]) and row slots[i] of
+ * the pool (a cache of S >= n rows), from its slot's caches when has_initial_state[i], else from zero.
+ * Every layer's mixer gets the packed call on its own pool; the glue is per token. */
+struct mc_stack_packed {
+    int64_t n_seqs;
+    const int64_t *cu_seqlens;        /* [n + 1] */
+    const int64_t *slots;             /* [n] */
+    const uint8_t *has_initial_state; /* [n] */
+};
+/* logits receives [T][V]; hidden, when not NULL, [n_layers + 1][T][D]. */
+enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_stack_cache *pool,
+                                               const struct mc_stack_packed *pk, const int64_t *ids, double *logits,
+                                               double *hidden, struct mc_msg *msg);
+
 /* Localisation (docs/models.md §5): layer `layer` alone, without cache, on residual input
  * h_in [B][L][D] (float64 values, rounded as the engine holds the residual): h_out receives the
  * layer's residual output. */

@@ -146,6 +146,16 @@ static enum mc_backend_status sut_cache_export(struct sess *s, const struct scac
     return mc_stack_cache_export(s->st, &c->eng, layer, conv, state, msg);
 }
 
+/* The packed call (stack.h struct mc_stack_packed) of the stack under test on the pool. */
+static enum mc_backend_status sut_forward_packed(struct sess *s, struct scache *pool, const struct mc_stack_packed *pk,
+                                                 const int64_t *ids, double *logits, double *hidden, struct mc_msg *msg)
+{
+    if (s->port != NULL)
+        return mc_stack_port_forward_packed(s->port, pool->port, pk->n_seqs, pk->cu_seqlens, pk->slots,
+                                            pk->has_initial_state, ids, logits, hidden, msg);
+    return mc_stack_forward_packed(s->st, &pool->eng, pk, ids, logits, hidden, msg);
+}
+
 /* The name of what layer l runs on, for diagnoses. */
 static const char *layer_backend(const struct sess *s, int64_t l)
 {
@@ -263,9 +273,9 @@ out:
     return s->broken ? -1 : rc;
 }
 
-/* Every layer's cache of golden rows [r0, r0 + c->batch) against the golden at position pos, when
- * the golden holds it. */
-static void check_states(struct sess *s, struct scache *c, int64_t r0, int64_t pos)
+/* Every layer's cache rows rows[i] of c against golden row grow[i] at position pos, i < n, when the golden
+ * holds that position. */
+static void check_rows(struct sess *s, struct scache *c, const int64_t *rows, const int64_t *grow, int64_t n, int64_t pos)
 {
     int64_t pi = -1;
     for (int64_t i = 0; i < s->g->n_positions; i++)
@@ -286,21 +296,22 @@ static void check_states(struct sess *s, struct scache *c, int64_t r0, int64_t p
         }
         struct mc_msg msg = {{0}};
         enum mc_backend_status st = sut_cache_export(s, c, l, conv, state, &msg);
-        if (st != MC_BACKEND_OK) {
+        if (st != MC_BACKEND_OK)
             backend_failed(s, st, &msg, "cache_export");
-        } else {
+        for (int64_t i = 0; st == MC_BACKEND_OK && i < n; i++) {
             const struct mc_stack_layer_states *ls = &s->g->layers[l];
-            struct mc_compare_view v = {.ndim = 3, .dims = {nb, sh.conv_channels, sh.conv_kernel},
+            struct mc_compare_view v = {.ndim = 3, .dims = {1, sh.conv_channels, sh.conv_kernel},
                                         .dim_names = {"batch", "channel", "k"}, .token_axis = -1,
-                                        .token_offset = pos, .batch_offset = r0};
-            int ok = compare(s, "conv_state", MC_TENSOR_CONV_STATE, conv, ls->conv_state.data + (pi * s->B + r0) * ce,
-                             &v, NULL);
+                                        .token_offset = pos, .batch_offset = grow[i]};
+            int ok = compare(s, "conv_state", MC_TENSOR_CONV_STATE, conv + rows[i] * ce,
+                             ls->conv_state.data + (pi * s->B + grow[i]) * ce, &v, NULL);
             const char *which = ok ? NULL : "conv_state";
             if (se) {
-                struct mc_compare_view w = {.ndim = 2, .dims = {nb, se}, .dim_names = {"batch", "state"},
-                                            .token_axis = -1, .token_offset = pos, .batch_offset = r0};
-                if (!compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, state,
-                             ls->recurrent_state.data + (pi * s->B + r0) * se, &w, NULL) && which == NULL)
+                struct mc_compare_view w = {.ndim = 2, .dims = {1, se}, .dim_names = {"batch", "state"},
+                                            .token_axis = -1, .token_offset = pos, .batch_offset = grow[i]};
+                if (!compare(s, "recurrent_state", MC_TENSOR_RECURRENT_STATE, state + rows[i] * se,
+                             ls->recurrent_state.data + (pi * s->B + grow[i]) * se, &w, NULL) &&
+                    which == NULL)
                     which = "recurrent_state";
             }
             if (which != NULL && (s->state_layer < 0 || l < s->state_layer)) {
@@ -312,6 +323,21 @@ static void check_states(struct sess *s, struct scache *c, int64_t r0, int64_t p
         free(conv);
         free(state);
     }
+}
+
+/* Every layer's cache of golden rows [r0, r0 + c->batch) against the golden at position pos, when
+ * the golden holds it. */
+static void check_states(struct sess *s, struct scache *c, int64_t r0, int64_t pos)
+{
+    int64_t *rows = xcalloc(s, (size_t)(2 * c->batch), sizeof *rows);
+    if (rows == NULL)
+        return;
+    for (int64_t i = 0; i < c->batch; i++) {
+        rows[i] = i;
+        rows[c->batch + i] = r0 + i;
+    }
+    check_rows(s, c, rows, rows + c->batch, c->batch, pos);
+    free(rows);
 }
 
 static int cache_new(struct sess *s, int64_t batch, struct scache *c)
@@ -631,6 +657,253 @@ out:
     free(after);
 }
 
+/* ---- the packed serving call at the model level ---------------------------------------------------- */
+
+/* One packed call: sequence i is golden row row[i]'s tokens [t0[i], t1[i]) on pool slot slot[i], from
+ * its slot when init[i]; every sequence's logits and hidden states compared with the golden's row at
+ * those positions. */
+struct pcall {
+    int64_t n;
+    const int64_t *row, *t0, *t1, *slot;
+    const uint8_t *init;
+};
+
+static int packed_call(struct sess *s, struct scache *pool, const struct pcall *pc)
+{
+    int64_t *cu = xcalloc(s, (size_t)(pc->n + 1), sizeof *cu);
+    if (cu == NULL)
+        return -1;
+    for (int64_t i = 0; i < pc->n; i++)
+        cu[i + 1] = cu[i] + pc->t1[i] - pc->t0[i];
+    int64_t T = cu[pc->n], V = s->V, D = s->D;
+    int64_t *ids = xcalloc(s, (size_t)T, sizeof *ids), *tok = xcalloc(s, (size_t)T, sizeof *tok);
+    double *lg = xcalloc(s, (size_t)(T * V), sizeof *lg), *gl = xcalloc(s, (size_t)(T * V), sizeof *gl);
+    double *hd = s->hidden_ok ? xcalloc(s, (size_t)((s->n + 1) * T * D), sizeof *hd) : NULL;
+    double *gh = xcalloc(s, (size_t)(T * D), sizeof *gh);
+    int rc = -1;
+    if (s->broken)
+        goto out;
+    for (int64_t i = 0; i < pc->n; i++)
+        for (int64_t t = pc->t0[i]; t < pc->t1[i]; t++) {
+            int64_t k = cu[i] + t - pc->t0[i];
+            ids[k] = s->g->input_ids[pc->row[i] * s->L + t];
+            tok[k] = t;
+            memcpy(gl + k * V, s->g->logits.data + (pc->row[i] * s->L + t) * V, (size_t)V * sizeof *gl);
+        }
+    struct mc_stack_packed pk = {.n_seqs = pc->n, .cu_seqlens = cu, .slots = pc->slot, .has_initial_state = pc->init};
+    struct mc_msg msg = {{0}};
+    enum mc_backend_status st = sut_forward_packed(s, pool, &pk, ids, lg, hd, &msg);
+    if (st != MC_BACKEND_OK) {
+        backend_failed(s, st, &msg, s->run);
+        goto out;
+    }
+    struct mc_compare_view v = {.ndim = 2, .dims = {T, V}, .dim_names = {"packed_token", "vocab"}, .token_axis = 0};
+    struct mc_compare_stats one;
+    if (!compare(s, "logits", MC_TENSOR_LOGITS, lg, gl, &v, &one) && !s->logits_failed) {
+        s->logits_failed = 1;
+        s->logits_token = one.first_fail_token >= 0 ? tok[one.first_fail_token] : -1;
+        for (int64_t i = 0; one.first_fail_token >= 0 && i < pc->n; i++)
+            if (one.first_fail_token >= cu[i] && one.first_fail_token < cu[i + 1])
+                s->logits_row = pc->row[i];
+    }
+    struct mc_tensor_result *t = tensor(s, "logits", MC_TENSOR_LOGITS);
+    if (t != NULL) {
+        struct mc_logits_metrics m;
+        mc_logits_metrics_init(&m);
+        mc_logits_accumulate(lg, gl, T, V, NULL, tok, &m);
+        mc_logits_merge(&t->logits, &m);
+    }
+    v = (struct mc_compare_view){.ndim = 2, .dims = {T, D}, .dim_names = {"packed_token", "channel"}, .token_axis = 0};
+    for (int64_t j = 0; hd != NULL && j <= s->n; j++) {
+        for (int64_t i = 0; i < pc->n; i++)
+            for (int64_t tt = pc->t0[i]; tt < pc->t1[i]; tt++)
+                memcpy(gh + (cu[i] + tt - pc->t0[i]) * D, s->g->hidden.data + ((j * s->B + pc->row[i]) * s->L + tt) * D,
+                       (size_t)D * sizeof *gh);
+        if (!compare(s, "hidden_states", MC_TENSOR_HIDDEN_STATES, hd + j * T * D, gh, &v, &one)) {
+            struct mc_compare_stats at = one; /* the packed index back to the golden's row and token */
+            for (int64_t i = 0; one.first_fail_token >= 0 && i < pc->n; i++)
+                if (one.first_fail_token >= cu[i] && one.first_fail_token < cu[i + 1])
+                    at.first_fail_batch = pc->row[i];
+            at.first_fail_token = one.first_fail_token >= 0 ? tok[one.first_fail_token] : -1;
+            note_hidden_failure(s, (int)j, &at);
+        }
+        if (!(one.headroom <= s->level_headroom[j]))
+            s->level_headroom[j] = one.headroom;
+    }
+    rc = 0;
+out:
+    free(cu);
+    free(ids);
+    free(tok);
+    free(lg);
+    free(gl);
+    free(hd);
+    free(gh);
+    return s->broken ? -1 : rc;
+}
+
+/* Every layer's pool rows whose keep[row] is set, back to back as float64; NULL when the backend failed
+ * or memory ran out. */
+static double *pool_rows(struct sess *s, struct scache *pool, const uint8_t *keep, int64_t *n)
+{
+    int64_t kept = 0;
+    for (int64_t r = 0; r < pool->batch; r++)
+        kept += keep[r] != 0;
+    int64_t all_n = 0;
+    double *all = cache_all(s, pool, &all_n), *out = all != NULL ? xcalloc(s, (size_t)(all_n ? all_n : 1), sizeof *out) : NULL;
+    int64_t at = 0, o = 0;
+    for (int64_t l = 0; out != NULL && l < s->n; l++) {
+        struct mc_family_shape sh;
+        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        int64_t ce = sh.conv_channels * sh.conv_kernel, se = mc_family_state_elems(&sh);
+        for (int part = 0; part < 2; part++) {
+            int64_t w = part ? se : ce;
+            for (int64_t r = 0; r < pool->batch; r++, at += w)
+                if (keep[r]) {
+                    memcpy(out + o, all + at, (size_t)w * sizeof *out);
+                    o += w;
+                }
+        }
+    }
+    (void)kept;
+    free(all);
+    *n = o;
+    return out;
+}
+
+/* Shuffles a[0..n) with rng (Fisher-Yates). */
+static void shuffle(struct mc_rng *rng, int64_t *a, int64_t n)
+{
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t r = (int64_t)mc_rng_below(rng, (uint64_t)(i + 1)), t = a[i];
+        a[i] = a[r];
+        a[r] = t;
+    }
+}
+
+/* packed_prefill at the model level (docs/models.md §3): `sequences` rows of the golden (a seeded pick),
+ * each its real tokens without its padding, through the packed serving call on a pool of twice as many
+ * rows. Call 0 fills a seeded set of slots with the rows whole; call 1 packs each row's first part (to a
+ * seeded cut; one row's first part a single token) from zero (has_initial_state 0) into a seeded set of
+ * slots that overlaps call 0's, so a slot's old state must be ignored; call 2 packs the rest of every row,
+ * continuing from its slot (has_initial_state 1), in another seeded order: a mixed step, one row a single
+ * decode token, the others continued chunks. Every sequence's logits and hidden states against the golden's row at its real
+ * positions, every slot's caches where the golden holds them, and the pool rows call 2 does not own bit
+ * for bit what they were ("untouched"). */
+static void run_packed(struct sess *s)
+{
+    const struct mc_scenario_spec *sp = s->ctx->spec;
+    int64_t n = sp->sequences, S = 2 * n;
+    struct mc_rng rng;
+    mc_rng_seed(&rng, sp->seed + s->ctx->seed_offset);
+    int64_t *order = xcalloc(s, (size_t)(s->B > S ? s->B : S), sizeof *order);
+    int64_t *row = xcalloc(s, (size_t)n, sizeof *row), *pad = xcalloc(s, (size_t)n, sizeof *pad);
+    int64_t *cut = xcalloc(s, (size_t)n, sizeof *cut), *end = xcalloc(s, (size_t)n, sizeof *end);
+    int64_t *slot0 = xcalloc(s, (size_t)n, sizeof *slot0), *slot1 = xcalloc(s, (size_t)n, sizeof *slot1);
+    int64_t *r2 = xcalloc(s, (size_t)n, sizeof *r2), *c2 = xcalloc(s, (size_t)n, sizeof *c2);
+    int64_t *e2 = xcalloc(s, (size_t)n, sizeof *e2), *s2 = xcalloc(s, (size_t)n, sizeof *s2);
+    uint8_t *zero = xcalloc(s, (size_t)n, 1), *one = xcalloc(s, (size_t)n, 1), *keep = xcalloc(s, (size_t)S, 1);
+    double *before = NULL, *after = NULL;
+    struct scache pool;
+    memset(&pool, 0, sizeof pool);
+    if (s->broken || cache_new(s, S, &pool) != 0)
+        goto out;
+    for (int64_t b = 0; b < s->B; b++)
+        order[b] = b;
+    shuffle(&rng, order, s->B);
+    int decode_set = 0, single_set = 0;
+    for (int64_t i = 0; i < n; i++) {
+        row[i] = order[i];
+        pad[i] = pad_of(s, row[i]);
+        end[i] = s->L;
+        int64_t R = s->L - pad[i];
+        /* the first row long enough continues with a single decode token in call 2, the next starts with a
+         * one-token sequence from zero in call 1 (a one-token prefill, not a decode); the others at a seeded cut */
+        if (R < 2)
+            cut[i] = s->L;
+        else if (!decode_set)
+            cut[i] = s->L - 1, decode_set = 1;
+        else if (!single_set)
+            cut[i] = pad[i] + 1, single_set = 1;
+        else
+            cut[i] = pad[i] + 1 + (int64_t)mc_rng_below(&rng, (uint64_t)(R - 1));
+        one[i] = 1;
+    }
+    for (int64_t r = 0; r < S; r++)
+        order[r] = r;
+    shuffle(&rng, order, S);
+    memcpy(slot0, order, (size_t)n * sizeof *slot0);
+    shuffle(&rng, order, S);
+    memcpy(slot1, order, (size_t)n * sizeof *slot1);
+    int overlap = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+            overlap |= slot1[i] == slot0[j];
+    if (!overlap)
+        slot1[0] = slot0[0];
+    run_label(s, "packed call 0: %lld rows whole, from zero, to fill the pool", (long long)n);
+    struct pcall p0 = {.n = n, .row = row, .t0 = pad, .t1 = end, .slot = slot0, .init = zero};
+    if (packed_call(s, &pool, &p0) != 0)
+        goto out;
+    check_rows(s, &pool, slot0, row, n, s->L);
+    run_label(s, "packed call 1: every row's first part from zero into slots that held other rows");
+    struct pcall p1 = {.n = n, .row = row, .t0 = pad, .t1 = cut, .slot = slot1, .init = zero};
+    if (packed_call(s, &pool, &p1) != 0)
+        goto out;
+    for (int64_t i = 0; i < n; i++)
+        check_rows(s, &pool, &slot1[i], &row[i], 1, cut[i]);
+    /* call 2: the rest of every row in another order, from its slot */
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    shuffle(&rng, order, n);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t i = order[j];
+        r2[j] = row[i];
+        c2[j] = cut[i];
+        e2[j] = end[i];
+        s2[j] = slot1[i];
+    }
+    for (int64_t r = 0; r < S; r++)
+        keep[r] = 1;
+    for (int64_t i = 0; i < n; i++)
+        keep[slot1[i]] = 0;
+    int64_t nb = 0, na = 0;
+    if ((before = pool_rows(s, &pool, keep, &nb)) == NULL)
+        goto out;
+    run_label(s, "packed call 2 (mixed step): every row's rest from its slot, a decode token and continued chunks");
+    struct pcall p2 = {.n = n, .row = r2, .t0 = c2, .t1 = e2, .slot = s2, .init = one};
+    if (packed_call(s, &pool, &p2) != 0)
+        goto out;
+    check_rows(s, &pool, s2, r2, n, s->L);
+    run_label(s, "the pool rows packed call 2 does not own");
+    if ((after = pool_rows(s, &pool, keep, &na)) != NULL && na == nb && na > 0) {
+        struct mc_tensor_result *t = tensor(s, "untouched", MC_TENSOR_CONSISTENCY);
+        if (t != NULL) {
+            t->tol = (struct mc_tolerance){0.0, 0.0}; /* bit for bit */
+            struct mc_compare_view w = {.ndim = 1, .dims = {na}, .dim_names = {"cache"}, .token_axis = -1};
+            compare(s, "untouched", MC_TENSOR_CONSISTENCY, after, before, &w, NULL);
+        }
+    }
+out:
+    cache_drop(s, &pool);
+    free(order);
+    free(row);
+    free(pad);
+    free(cut);
+    free(end);
+    free(slot0);
+    free(slot1);
+    free(r2);
+    free(c2);
+    free(e2);
+    free(s2);
+    free(zero);
+    free(one);
+    free(keep);
+    free(before);
+    free(after);
+}
+
 /* The padded batch through prefill, single steps and a chunk; then every row alone without its padding. */
 static void run_left_padded(struct sess *s)
 {
@@ -827,6 +1100,20 @@ static int within(struct sess *s, const double *a, const double *b, int64_t *tok
     return mc_compare_passed(&st);
 }
 
+/* What a scenario adds to a layer that is within tolerance when run alone on the golden's input. */
+static const char *scenario_path(const struct sess *s)
+{
+    switch (s->ctx->spec->kind) {
+    case MC_SCENARIO_PREFILL:
+    case MC_SCENARIO_BATCH_INVARIANCE:
+        return "path through the earlier layers (accumulated error)";
+    case MC_SCENARIO_PACKED_PREFILL:
+        return "packed calls on the state pool (the serving path: has_initial_state, slots, sequence boundaries)";
+    default:
+        return "cached path (decode / continued chunks)";
+    }
+}
+
 /* Port mode: the stack the port's layers are compared with (struct sess); NULL, with why in msg, when it
  * cannot be built. */
 static struct mc_stack *loc_stack(struct sess *s, struct mc_msg *msg)
@@ -941,10 +1228,9 @@ static void localise_port(struct sess *s, int64_t l, const char *where)
                  msg.text);
         goto out;
     }
-    int prefill_only = s->ctx->spec->kind == MC_SCENARIO_PREFILL || s->ctx->spec->kind == MC_SCENARIO_BATCH_INVARIANCE;
-    port_verdict(s, where, "the reference", &ps,
-                 prefill_only ? "the error accumulated through earlier layers"
-                              : "it diverges on this scenario's cached path (decode / continued chunks)");
+    char path[200];
+    snprintf(path, sizeof path, "it diverges on this scenario's %s", scenario_path(s));
+    port_verdict(s, where, "the reference", &ps, path);
 out:
     free(lg);
     free(h);
@@ -1065,9 +1351,7 @@ static void localise(struct sess *s)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: on the golden's input the layer is within tolerance from an empty cache; it diverges on "
                  "this scenario's %s",
-                 where, s->ctx->spec->kind == MC_SCENARIO_PREFILL || s->ctx->spec->kind == MC_SCENARIO_BATCH_INVARIANCE
-                            ? "path through the earlier layers (accumulated error)"
-                            : "cached path (decode / continued chunks)");
+                 where, scenario_path(s));
 out:
     free(out);
     free(x);
@@ -1253,6 +1537,11 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
                                          (long long)(sp->prefill + (sp->accept >= 0 ? sp->accept + 1 : sp->len + 2)),
                                          (long long)L);
         break;
+    case MC_SCENARIO_PACKED_PREFILL:
+        if (sp->sequences > g->batch)
+            return mc_scenario_bad_param(c, sp, err, "sequences %lld: the golden has %lld rows", (long long)sp->sequences,
+                                         (long long)g->batch);
+        break;
     case MC_SCENARIO_BATCH_INVARIANCE:
         if (g->batch < 2)
             return mc_scenario_bad_param(c, sp, err, "needs a golden with at least 2 rows (has %lld)",
@@ -1309,6 +1598,21 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
             res->duration_s = mc_clock_now_s() - t0;
             return MC_ERR_NONE;
         }
+    if (ctx->spec->kind == MC_SCENARIO_PACKED_PREFILL) {
+        const char *none = NULL;
+        if (whole && !((ctx->ops->caps & MC_CAP_STACK_PACKED) && ctx->ops->stack_forward_packed != NULL))
+            none = "has no packed call (MC_CAP_STACK_PACKED)";
+        for (int64_t l = 0; !whole && none == NULL && l < s.n; l++)
+            if (ctx->layer_ops[l]->forward_packed == NULL)
+                none = "runs a layer without a packed call (forward_packed)";
+        if (none != NULL) {
+            res->status = MC_CHECK_UNSUPPORTED;
+            snprintf(res->message, sizeof res->message, "%s '%s' %s", whole ? "whole stack" : "the stack on",
+                     ctx->ops->name, none);
+            res->duration_s = mc_clock_now_s() - t0;
+            return MC_ERR_NONE;
+        }
+    }
     struct mc_msg msg = {{0}};
     enum mc_backend_status st;
     if (whole) {
@@ -1353,6 +1657,9 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
             break;
         case MC_SCENARIO_SPECULATIVE_VERIFY:
             run_speculative(&s);
+            break;
+        case MC_SCENARIO_PACKED_PREFILL:
+            run_packed(&s);
             break;
         default:
             mc_error_set(err, MC_ERR_INTERNAL, "scenario '%s' has no model-level runner",

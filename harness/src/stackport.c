@@ -166,6 +166,38 @@ enum mc_backend_status mc_stack_port_forward(struct mc_stack_port *p, struct mc_
     return MC_BACKEND_OK;
 }
 
+int mc_stack_port_has_packed(const struct mc_stack_port *p)
+{
+    return (p->ops->caps & MC_CAP_STACK_PACKED) && p->ops->stack_forward_packed != NULL;
+}
+
+enum mc_backend_status mc_stack_port_forward_packed(struct mc_stack_port *p, struct mc_cache *pool, int64_t n_seqs,
+                                                    const int64_t *cu_seqlens, const int64_t *slots,
+                                                    const uint8_t *has_initial_state, const int64_t *ids,
+                                                    double *logits, double *hidden, struct mc_msg *msg)
+{
+    if (!mc_stack_port_has_packed(p)) {
+        snprintf(msg->text, sizeof msg->text, "whole stack '%s' has no packed call (MC_CAP_STACK_PACKED)", p->ops->name);
+        return MC_BACKEND_UNSUPPORTED;
+    }
+    size_t T = (size_t)cu_seqlens[n_seqs], nl = T * (size_t)p->V;
+    size_t nh = mc_stack_port_has_hidden(p) && hidden != NULL ? (size_t)(p->n + 1) * T * (size_t)p->D : 0;
+    char *b = stage(p, nl + nh);
+    if (b == NULL)
+        return nomem(msg);
+    size_t esz = mc_dtype_size(p->out_dtype);
+    struct mc_stack_packed_args a = {.n_seqs = n_seqs, .cu_seqlens = cu_seqlens, .slots = slots,
+                                     .has_initial_state = has_initial_state, .input_ids = ids, .logits = b,
+                                     .hidden_states = nh ? b + nl * esz : NULL};
+    enum mc_backend_status st = p->ops->stack_forward_packed(p->model, pool, &a, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    mc_dtype_to_f64(p->out_dtype, b, logits, nl);
+    if (nh)
+        mc_dtype_to_f64(p->out_dtype, b + nl * esz, hidden, nh);
+    return MC_BACKEND_OK;
+}
+
 enum mc_backend_status mc_stack_port_cache_export(struct mc_stack_port *p, const struct mc_cache *c, int64_t batch,
                                                   int64_t layer, double *conv, double *state, struct mc_msg *msg)
 {

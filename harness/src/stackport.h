@@ -49,6 +49,16 @@ enum mc_backend_status mc_stack_port_forward(struct mc_stack_port *p, struct mc_
                                              const int64_t *ids, const uint8_t *mask, double *logits,
                                              const struct mc_stack_port_out *out, struct mc_msg *msg);
 
+/* 1 when the backend implements the packed call (MC_CAP_STACK_PACKED). */
+int mc_stack_port_has_packed(const struct mc_stack_port *p);
+
+/* The packed call (backend.h struct mc_stack_packed_args) on the pool: ids [T]; logits receives [T][V],
+ * hidden (NULL: not wanted) [n + 1][T][D] when the backend has MC_CAP_STACK_HIDDEN. */
+enum mc_backend_status mc_stack_port_forward_packed(struct mc_stack_port *p, struct mc_cache *pool, int64_t n_seqs,
+                                                    const int64_t *cu_seqlens, const int64_t *slots,
+                                                    const uint8_t *has_initial_state, const int64_t *ids,
+                                                    double *logits, double *hidden, struct mc_msg *msg);
+
 /* Layer `layer`'s cache of the `batch` rows of c as float64: conv [B][C][K], state [B][...] (NULL when
  * the layer has none). */
 enum mc_backend_status mc_stack_port_cache_export(struct mc_stack_port *p, const struct mc_cache *c, int64_t batch,

@@ -14,6 +14,7 @@ What a port author writes::
     class MyShortConv(Backend):
         name = "my-shortconv"          # the backend name in reports and for --backend
         family = "shortconv"           # mamba2, mamba1, gdn, shortconv or attention
+                                       # (a whole model: derive from StackBackend instead)
         dtypes = ("f64", "f32")        # the storage dtypes it accepts
 
         def __init__(self, family, dtype, config, weights, options):
@@ -41,7 +42,7 @@ Dtypes: ``f64`` and ``f32`` arrays are numpy float64 / float32, ``f16`` is numpy
 
 import numpy as np
 
-__all__ = ["Backend", "Options", "Unsupported", "Invalid", "NUMPY_DTYPES", "STATE_DTYPES"]
+__all__ = ["Backend", "StackBackend", "StackOptions", "Options", "Unsupported", "Invalid", "NUMPY_DTYPES", "STATE_DTYPES"]
 
 #: numpy storage type of each mixcheck dtype (bf16 as its bit pattern).
 NUMPY_DTYPES = {"f64": np.dtype(np.float64), "f32": np.dtype(np.float32),
@@ -160,3 +161,75 @@ class Backend:
     #   cache from cache_alloc with S >= n rows); has_initial_state[i] == 0 starts it from zero whatever
     #   its slot holds. Returns y [T][D]. Every slot not named is left as it was. cu_seqlens and slots
     #   are int64 arrays, has_initial_state uint8.
+
+
+class StackOptions:
+    """What ``mixcheck run`` tells a whole-stack backend besides the checkpoint.
+
+    Attributes:
+        device: ``--python-device`` (default ``"cpu"``).
+        threads: worker threads asked for (0 = the backend's default).
+        hidden: ``D``; vocab: ``V``; n_layers: ``n``.
+        layers: one entry per layer, in order: ``(family, conv_shape, state_shape)`` with the family name
+            (``mamba2``, ``mamba1``, ``gdn``, ``shortconv``, ``attention``), one batch row of the exported
+            conv window and of the exported state (``()`` for ShortConv), as mixcheck derives them from the
+            config.json (``harness/src/stackconfig.c``).
+    """
+
+    def __init__(self, device="cpu", threads=0, hidden=0, vocab=0, layers=()):
+        self.device = device
+        self.threads = threads
+        self.hidden = hidden
+        self.vocab = vocab
+        self.layers = [(f, tuple(c), tuple(s)) for f, c, s in layers]
+        self.n_layers = len(self.layers)
+
+
+class StackBackend(Backend):
+    """Base class of a Python whole-stack backend (``MC_FAMILY_STACK``): one instance is one model, a port
+    of an upstream ``...ForCausalLM`` (docs/models.md §7). Token ids in, logits out, one cache for every
+    layer. ``cache_alloc`` and ``cache_copy`` are :class:`Backend`'s.
+
+    Class attributes a subclass sets: ``name``, ``dtypes`` (``family`` is ``"stack"``), and ``hidden``:
+    True when :meth:`forward` returns the hidden states, mixer inputs and mixer outputs it is asked for
+    (``MC_CAP_STACK_HIDDEN``).
+    """
+
+    family = "stack"
+    hidden = False
+
+    def __init__(self, family, dtype, config, weights, options):
+        """Creates the model.
+
+        Args:
+            family: ``"stack"``.
+            dtype: the storage dtype of the weights (``"f64"``, ``"f32"``, ``"f16"``, ``"bf16"``).
+            config: ``{"model_type": str, "config_json": str}``: the config.json ``model_type`` and the
+                upstream config.json text.
+            weights: dict checkpoint name -> numpy array in its checkpoint shape and the model dtype
+                (every tensor of the checkpoint; a tied head has no ``lm_head.weight``).
+            options: a :class:`StackOptions`.
+        """
+        super().__init__(family, dtype, config, weights, options)
+
+    def forward(self, cache, input_ids, mask, want_hidden=False):
+        """One forward of the whole model over ``L`` tokens.
+
+        input_ids: ``[B][L]`` int64. mask: ``[B][L]`` uint8 or ``None``. cache: ``None`` or a cache of this
+        model (the forward contract of :meth:`Backend.forward`, for every layer; an attention layer's
+        position of a real token is the number of real tokens before it in its row).
+        Returns ``logits`` ``[B][L][V]`` or, with ``want_hidden``, ``(logits, hidden_states,
+        mixer_inputs, mixer_outputs)``: ``[n+1][B][L][D]`` the residual stream after the embedding and
+        after every layer (the last before the final norm), ``[n][B][L][D]`` each layer's mixer input (its
+        block norm's output) and ``[n][B][L][D]`` each layer's mixer output before its residual add. Any
+        float dtype; the worker converts to f64 for f64 models, else f32."""
+        raise NotImplementedError
+
+    def cache_export(self, cache, layer):
+        """Returns ``(conv_state, recurrent_state)`` of layer ``layer`` in its family's layout
+        (:meth:`Backend.cache_export`; attention: conv ``[B][1][1]`` the cached position count, state
+        ``[B][2*Hkv][Lmax][hd]``, keys after the k norm and RoPE then values, slots >= count zero)."""
+        raise NotImplementedError
+
+    def cache_import(self, cache, conv_state, recurrent_state):
+        raise Unsupported("a whole-stack backend has no cache_import")

@@ -2,7 +2,7 @@
 
     mixcheck run cases/ --python /work/venv/bin/python --python-backend mixcheck_backend.hf
 
-registers five backends, each wrapping the installed transformers mixer class with transformers' own
+registers five mixer backends, each wrapping the installed transformers mixer class with transformers' own
 cache class (``DynamicCache`` built from the model's config, one linear-attention layer; for attention a
 ``DynamicCache`` that also keeps the 2-D padding mask, see ``HFAttention``):
 
@@ -12,6 +12,11 @@ cache class (``DynamicCache`` built from the model's config, one linear-attentio
     hf-shortconv  Lfm2ShortConv            (transformers.models.lfm2)
     hf-attention  Qwen3NextAttention (output gate, zero-centred q/k norms), Lfm2Attention (plain RMS
                   q/k norms) or BambaAttention (no q/k norm, biases), by the golden's configuration
+
+and one whole-stack backend (family ``stack``, docs/models.md §7):
+
+    hf-model      the ...ForCausalLM of the case's model_type (Mamba2ForCausalLM, MambaForCausalLM,
+                  Lfm2ForCausalLM, BambaForCausalLM, Qwen3_5ForCausalLM), with the model's own cache
 
 The golden's weights are loaded by their HF names with ``load_state_dict(strict=True)``. Each forward
 goes the way the HF model sends it: the 2-D padding mask through ``create_recurrent_attention_mask``
@@ -67,7 +72,7 @@ def _need(what, *classes):
         raise Unsupported("transformers %s has no %s" % (transformers.__version__, what))
 
 
-from . import Backend, Invalid, Unsupported  # noqa: E402
+from . import Backend, Invalid, StackBackend, Unsupported  # noqa: E402
 
 TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -395,4 +400,199 @@ class HFAttention(_HF):
         return self.numpy_out(y)
 
 
-MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv, HFAttention]
+class _StackCache:
+    """One cache of a whole stack: the model's own cache object (``DynamicCache`` built from the model's
+    config, every layer's conv window, recurrent state and KV cache), created at the first forward the way
+    the model creates it, and beside it what ``generate()`` keeps: the 2-D padding mask of every token the
+    cache has seen (it grows ``attention_mask`` the same way)."""
+
+    def __init__(self, batch):
+        self.batch = batch
+        self.hf = None    # the model's cache object, None before any forward
+        self.seen = None  # [B][T] int64, 1 real, 0 padding
+
+
+class HFModel(StackBackend):
+    """A whole ``...ForCausalLM`` of the installed transformers (docs/models.md §7), called the way
+    ``generate()`` calls it: ``use_cache=True`` with the model's own cache object, ``attention_mask`` the
+    2-D mask of every token so far (cached ones included), ``position_ids`` = ``cumsum(mask) - 1`` with
+    pads at 1 for the models whose forward takes them. Hidden states and mixer outputs come from forward
+    hooks (the embedding, every decoder layer, every layer's mixer input and output): HF's own ``output_hidden_states``
+    ends with the final-normed state, mixcheck's with the residual stream before the final norm."""
+    name = "hf-model"
+    dtypes = ("f64", "f32", "f16", "bf16")
+    hidden = True
+    # the mixer module of a decoder layer, by attribute (Mamba/Mamba2 mixer, Bamba mamba, Qwen3.5
+    # linear_attn, LFM2 conv, attention self_attn)
+    MIXERS = ("mixer", "mamba", "linear_attn", "conv", "self_attn")
+
+    def __init__(self, family, dtype, config, weights, options):
+        super().__init__(family, dtype, config, weights, options)
+        import json
+        import inspect
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        torch.set_num_threads(options.threads if options.threads > 0 else 1)
+        self.device = torch.device(options.device)
+        self.tdtype = TORCH_DTYPES[dtype]
+        self.out_dtype = torch.float64 if dtype == "f64" else torch.float32
+        model_type = config["model_type"]
+        cfg = json.loads(config["config_json"])
+        arch = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
+        cls = getattr(transformers, arch, None) if arch else None
+        if cls is None:
+            raise Unsupported("transformers %s has no causal LM class for model_type %r"
+                              % (transformers.__version__, model_type))
+        hf_config = transformers.AutoConfig.for_model(**cfg)
+        torch.manual_seed(0)  # the random init every weight below replaces
+        model = cls(hf_config)
+        model.eval()
+        # strictly by name: every state_dict() key from the checkpoint, none extra; a tied head is the
+        # embedding's alias in state_dict() and absent from a tied checkpoint
+        state = {k: self.tensor(v) for k, v in weights.items()}
+        expected = set(model.state_dict())
+        tied = {k for k in getattr(model, "_tied_weights_keys", None) or {}} if hf_config.tie_word_embeddings \
+            else set()
+        missing, unexpected = sorted(expected - set(state) - tied), sorted(set(state) - expected)
+        if missing or unexpected:
+            raise Invalid("the checkpoint does not load into %s by name: missing %s, unexpected %s"
+                          % (cls.__name__, missing[:4], unexpected[:4]))
+        for k in tied:
+            if k not in state:
+                src = model._tied_weights_keys[k] if isinstance(model._tied_weights_keys, dict) else None
+                if src is None or src not in state:
+                    raise Invalid("tied %s: no source weight in the checkpoint" % k)
+                state[k] = state[src]
+        model.load_state_dict(state, strict=True)
+        model.to(device=self.device, dtype=self.tdtype)
+        if hf_config.tie_word_embeddings and model.get_output_embeddings() is not None and \
+                model.get_output_embeddings().weight is not model.get_input_embeddings().weight:
+            model.tie_weights()
+        self.model, self.hf_config, self.cls = model, hf_config, cls
+        params = inspect.signature(model.forward).parameters
+        self.takes_positions = "position_ids" in params
+        # MambaModel hands attention_mask to every mixer as it is (no create_recurrent_attention_mask), and
+        # the mixer multiplies its [B][L] slice's states by it: it takes the mask of this forward's tokens
+        # (what generate() passes at the first step; later steps it passes none). The others build their
+        # masks from the 2-D mask of every token so far, as generate() grows it.
+        self.local_mask = model_type == "mamba"
+        # the hooks: the embedding's output, every decoder layer's, every mixer's
+        self.capture = None
+        self.layers = model.base_model.layers
+        if len(self.layers) != options.n_layers:
+            raise Invalid("%s has %d layers, mixcheck reads %d from the config" % (cls.__name__, len(self.layers),
+                                                                                options.n_layers))
+        model.get_input_embeddings().register_forward_hook(self.hook("embedding"))
+        for i, layer in enumerate(self.layers):
+            layer.register_forward_hook(self.hook(("layer", i)))
+            mixer = next((getattr(layer, a) for a in self.MIXERS if isinstance(getattr(layer, a, None),
+                                                                             torch.nn.Module)), None)
+            if mixer is None:
+                raise Unsupported("%s layer %d: no mixer module (%s)" % (cls.__name__, i, "/".join(self.MIXERS)))
+            mixer.register_forward_hook(self.hook(("mixer", i)))
+            mixer.register_forward_pre_hook(self.pre_hook(("input", i)), with_kwargs=True)
+
+    def hook(self, key):
+        def grab(module, args, output):
+            if self.capture is not None:
+                t = output[0] if isinstance(output, tuple) else output
+                self.capture[key] = t.detach()
+        return grab
+
+    def pre_hook(self, key):
+        def grab(module, args, kwargs):
+            if self.capture is not None:  # a mixer's input: its first argument, by position or as hidden_states
+                t = args[0] if args else kwargs.get("hidden_states")
+                if t is not None:
+                    self.capture[key] = t.detach()
+        return grab
+
+    def tensor(self, a):
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        if self.dtype == "bf16" and a.dtype == np.uint16:
+            t = t.view(torch.int16).view(torch.bfloat16)
+        return t
+
+    def out(self, t):
+        return t.detach().to("cpu", self.out_dtype).numpy()
+
+    def cache_alloc(self, batch):
+        return _StackCache(batch)
+
+    def cache_copy(self, cache):
+        return copy.deepcopy(cache)
+
+    def forward(self, cache, input_ids, mask, want_hidden=False):
+        B, L = input_ids.shape
+        if cache is not None and cache.batch != B:
+            raise Invalid("batch %d on a cache of %d rows" % (B, cache.batch))
+        with torch.no_grad():
+            ids = torch.from_numpy(np.array(input_ids, np.int64)).to(self.device)
+            cur = torch.ones((B, L), dtype=torch.int64, device=self.device) if mask is None else \
+                torch.from_numpy(np.array(mask, np.int64)).to(self.device)
+            past = cache.seen if cache is not None and cache.seen is not None else \
+                torch.zeros((B, 0), dtype=torch.int64, device=self.device)
+            full = torch.cat([past, cur], dim=1)
+            kw = dict(input_ids=ids, attention_mask=cur if self.local_mask else full, use_cache=cache is not None)
+            if cache is not None:
+                if cache.hf is None:  # the model's own cache class, as its forward would create it
+                    cache.hf = DynamicCache(config=self.hf_config)
+                kw["cache"] = cache.hf
+            if self.takes_positions:
+                kw["position_ids"] = (full.cumsum(-1) - 1).masked_fill(full == 0, 1)[:, past.shape[1]:]
+            self.capture = {} if want_hidden else None
+            try:
+                res = self.model(**kw)
+            finally:
+                got, self.capture = self.capture, None
+            if cache is not None:
+                cache.seen = full
+            logits = self.out(res.logits)
+            if not want_hidden:
+                return logits
+            n = len(self.layers)
+            need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)]
+            lost = [k for k in need if k not in got]
+            if lost:
+                raise Invalid("no output captured from %s" % (lost[0],))
+            hidden = np.stack([self.out(got["embedding"])] + [self.out(got[("layer", i)]) for i in range(n)])
+            inputs = np.stack([self.out(got[("input", i)]) for i in range(n)])
+            mixers = np.stack([self.out(got[("mixer", i)]) for i in range(n)])
+            return logits, hidden, inputs, mixers
+
+    def cache_export(self, cache, layer):
+        family, conv_shape, state_shape = self.options.layers[layer]
+        B = cache.batch
+        conv = np.zeros((B,) + conv_shape)
+        rec = np.zeros((B,) + state_shape) if state_shape else None
+        if cache.hf is None:  # nothing written yet: the zero window and state
+            return conv, rec
+        lay = cache.hf.layers[layer]
+        if family == "attention":
+            hkv2, lmax, hd = state_shape
+            keys = getattr(lay, "keys", None)
+            if keys is None or keys.numel() == 0:
+                return conv, rec
+            k = keys.detach().to("cpu", torch.float64).numpy()  # [B][Hkv][T][hd], pads' slots included
+            v = lay.values.detach().to("cpu", torch.float64).numpy()
+            seen = cache.seen.cpu().numpy()[:, -k.shape[2]:]
+            for b in range(B):
+                real = np.nonzero(seen[b])[0]
+                if len(real) > lmax:
+                    raise Invalid("layer %d row %d holds %d positions, the cache %d" % (layer, b, len(real), lmax))
+                conv[b, 0, 0] = len(real)
+                rec[b, :hkv2 // 2, :len(real)] = k[b][:, real]
+                rec[b, hkv2 // 2:, :len(real)] = v[b][:, real]
+            return conv, rec
+        if not getattr(lay, "has_previous_state", {}).get(0):
+            return conv, rec
+        c = lay.conv_states.get(0)
+        if c is not None:
+            conv = c.detach().to("cpu", torch.float64).numpy()
+        if state_shape:
+            r = lay.recurrent_states.get(0)
+            if r is not None:
+                rec = r.detach().to("cpu", torch.float64).numpy()
+        return conv, rec
+
+
+MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv, HFAttention, HFModel]

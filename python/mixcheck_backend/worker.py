@@ -22,6 +22,12 @@ The wire format of a worker, little-endian:
              off_c, n, arena_bytes, payload_bytes, reserved; then payload_bytes of UTF-8 JSON
     reply    4 x int64: status, handle, payload_bytes, reserved; then payload_bytes of UTF-8 text
 
+Whole stacks (StackBackend, ops 10-12): stack_create's JSON names the model_type, the config.json text,
+the layer shapes and the checkpoint's weights; stack_forward reads input_ids (int64) at off_x, the mask at
+off_mask and writes logits at off_y, hidden_states at off_a, mixer_outputs at off_b and mixer_inputs at
+off_c (-1: not wanted);
+stack_cache_export writes layer n's conv window at off_a and its state at off_b.
+
 Offsets are byte offsets into the arena (-1: absent). mixcheck grows the arena between calls and says
 its size in every request. Status values are those of ``enum mc_backend_status``. Tensors are numpy
 views of the arena: no per-element copy happens here beyond the one ``np.copyto`` of each result.
@@ -43,15 +49,15 @@ import traceback
 
 import numpy as np
 
-from . import NUMPY_DTYPES, STATE_DTYPES, Backend, Invalid, Options, Unsupported
+from . import NUMPY_DTYPES, STATE_DTYPES, Backend, Invalid, Options, StackBackend, StackOptions, Unsupported
 
 REQ = struct.Struct("<16q")
 REP = struct.Struct("<4q")
 OK, UNSUPPORTED, INVALID, NOMEM, INTERNAL = 0, 1, 2, 3, 4
 (OP_CREATE, OP_DESTROY, OP_CACHE_ALLOC, OP_CACHE_COPY, OP_CACHE_FREE, OP_CACHE_EXPORT, OP_CACHE_IMPORT,
- OP_FORWARD, OP_FORWARD_PACKED) = range(1, 10)
+ OP_FORWARD, OP_FORWARD_PACKED, OP_STACK_CREATE, OP_STACK_FORWARD, OP_STACK_CACHE_EXPORT) = range(1, 13)
 FD_REQ, FD_REP, FD_ARENA = 3, 4, 5
-FAMILIES = ("mamba2", "mamba1", "gdn", "shortconv", "attention")
+FAMILIES = ("mamba2", "mamba1", "gdn", "shortconv", "attention", "stack")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -121,6 +127,9 @@ def load_spec(spec):
                                                                            ", ".join(FAMILIES)))
         if not cls.name or not isinstance(cls.name, str):
             raise TypeError("%s: %s has no name" % (spec, cls.__name__))
+        if (cls.family == "stack") != issubclass(cls, StackBackend):
+            raise TypeError("%s: %s: a whole-stack backend derives from mixcheck_backend.StackBackend (family "
+                            "'stack'), a mixer backend does not" % (spec, cls.__name__))
         bad = [d for d in cls.dtypes if d not in NUMPY_DTYPES]
         if bad:
             raise TypeError("%s: %s.dtypes has unknown %s" % (spec, cls.__name__, bad))
@@ -161,7 +170,8 @@ def describe(specs):
         for cls in classes:
             backends.append({"spec": spec, "attr": cls.__qualname__, "name": cls.name, "family": cls.family,
                              "dtypes": list(cls.dtypes),
-                             "packed": callable(getattr(cls, "forward_packed", None))})
+                             "packed": callable(getattr(cls, "forward_packed", None)),
+                             "hidden": bool(getattr(cls, "hidden", False)) and cls.family == "stack"})
     return {"backends": backends, "specs": files,
             "python": {"executable": sys.executable, "version": platform.python_version(),
                        "packages": {n: _package_version(n) for n in PROVENANCE_PACKAGES}}}
@@ -218,7 +228,7 @@ class Worker:
             raise Invalid("%s returned dtype %s" % (what, a.dtype))
         np.copyto(dst, a, casting="unsafe" if not strict else "no")
 
-    def create(self, p):
+    def lookup(self, p):
         key = (p["spec"], p["attr"])
         if key not in self.classes:
             _, classes = load_spec(p["spec"])
@@ -227,6 +237,12 @@ class Worker:
         cls = self.classes.get(key)
         if cls is None:
             raise Invalid("%s has no backend class %s" % key)
+        return cls
+
+    def create(self, p):
+        cls = self.lookup(p)
+        if issubclass(cls, StackBackend):
+            raise Invalid("%s is a whole-stack backend" % cls.__name__)
         dt = NUMPY_DTYPES[p["dtype"]]
         weights = {}
         for w in p["weights"]:
@@ -234,6 +250,22 @@ class Worker:
         opts = Options(device=p["device"], chunk_size=p["chunk_size"], threads=p["threads"],
                        conv_shape=p["conv_shape"], state_shape=p["state_shape"], hidden=p["hidden"])
         obj = cls(p["family"], p["dtype"], p["config"], weights, opts)
+        h = self.handle()
+        self.models[h] = (obj, p["dtype"], opts)
+        return h
+
+    def stack_create(self, p):
+        """A whole-stack model (StackBackend): the checkpoint's tensors under their names, the config.json
+        text, and the layer shapes mixcheck derived from it (for the views of stack_cache_export)."""
+        cls = self.lookup(p)
+        if not issubclass(cls, StackBackend):
+            raise Invalid("%s is not a whole-stack backend" % cls.__name__)
+        dt = NUMPY_DTYPES[p["dtype"]]
+        weights = {w["name"]: np.array(self.view(w["offset"], dt, tuple(w["shape"]))) for w in p["weights"]}
+        opts = StackOptions(device=p["device"], threads=p["threads"], hidden=p["hidden"], vocab=p["vocab"],
+                            layers=[(l["family"], l["conv_shape"], l["state_shape"]) for l in p["layers"]])
+        obj = cls("stack", p["dtype"], {"model_type": p["model_type"], "config_json": p["config_json"]}, weights,
+                  opts)
         h = self.handle()
         self.models[h] = (obj, p["dtype"], opts)
         return h
@@ -265,6 +297,8 @@ class Worker:
         op, mh, ch = f[0], f[1], f[2]
         if op == OP_CREATE:
             return self.create(json.loads(payload.decode("utf-8")))
+        if op == OP_STACK_CREATE:
+            return self.stack_create(json.loads(payload.decode("utf-8")))
         obj, dtype, opts = self.model(mh)
         if op == OP_DESTROY:
             for k in [k for k, v in self.caches.items() if v[0] == mh]:
@@ -319,6 +353,36 @@ class Worker:
             init = self.view(f[11], np.uint8, (n,))
             y = obj.forward_packed(entry[1], cu, slots, init, x)
             self.put(self.view(f[8], dt, (t, d), True), y, "forward_packed", True)
+            return 0
+        if op == OP_STACK_FORWARD:
+            b, n = f[4], f[5]
+            ids = self.view(f[6], np.int64, (b, n))
+            mask = self.view(f[7], np.uint8, (b, n)) if f[7] >= 0 else None
+            want = f[9] >= 0 or f[10] >= 0 or f[11] >= 0
+            out = obj.forward(entry[1] if entry else None, ids, mask, want)
+            logits, hidden, inputs, mixers = out if want else (out, None, None, None)
+            self.put(self.view(f[8], st, (b, n, opts.vocab), True), logits, "forward logits", False)
+            if f[9] >= 0:
+                self.put(self.view(f[9], st, (opts.n_layers + 1, b, n, opts.hidden), True), hidden,
+                         "forward hidden_states", False)
+            if f[10] >= 0:
+                self.put(self.view(f[10], st, (opts.n_layers, b, n, opts.hidden), True), mixers,
+                         "forward mixer_outputs", False)
+            if f[11] >= 0:
+                self.put(self.view(f[11], st, (opts.n_layers, b, n, opts.hidden), True), inputs,
+                         "forward mixer_inputs", False)
+            return 0
+        if op == OP_STACK_CACHE_EXPORT:
+            layer, b = f[12], entry[2]
+            if not 0 <= layer < opts.n_layers:
+                raise Invalid("no layer %d (the model has %d)" % (layer, opts.n_layers))
+            family, conv_shape, state_shape = opts.layers[layer]
+            conv, rec = obj.cache_export(entry[1], layer)
+            self.put(self.view(f[9], st, (b,) + conv_shape, True), conv, "cache_export conv_state", False)
+            if state_shape:
+                self.put(self.view(f[10], st, (b,) + state_shape, True), rec, "cache_export recurrent_state", False)
+            elif rec is not None:
+                raise Invalid("cache_export returned a recurrent_state for a %s layer" % family)
             return 0
         raise Invalid("unknown request %d" % op)
 

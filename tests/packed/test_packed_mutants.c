@@ -126,6 +126,53 @@ static void test_mutants_caught(void **state)
     }
 }
 
+/* The model level (docs/models.md §3 packed_prefill): each packed-call mutant in every layer of its family
+ * in the whole stacks of cases/models, through the three packed calls of the scenario. The mutant must
+ * fail the model's packed_prefill (exit 1) with its logits failing, the layers named as where the
+ * stack leaves the golden, on the serving path; the correct packed call passes on every model. S2.2 is a
+ * Mamba2 bug: it has no effect on a stack without Mamba2 layers. */
+static void test_model_level(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *family; /* the case, and the family of its layers the mutant replaces first */
+    } models[] = {{"mamba2", "mamba2"}, {"mamba", "mamba1"}, {"lfm2", "shortconv"}, {"bamba", "mamba2"},
+                  {"qwen3_5", "gdn"}};
+    static const char *const mutants[] = {"mutant.S2.1-chunk-grid", "mutant.S2.2-decay-from-chunk-start",
+                                          "mutant.S2.3-state-leak", "mutant.S2.4-initial-state-ignored",
+                                          "mutant.S2.5-wrong-slot", "mutant.S2.6-one-token-prefill-decode"};
+    char path[256];
+    for (size_t c = 0; c < sizeof models / sizeof models[0]; c++) {
+        snprintf(path, sizeof path, "cases/models/%s.yaml", models[c].model);
+        int rc = run_cli(path, "control.packed", "packed_prefill", 0);
+        if (rc != 0)
+            fail_msg("control.packed on %s: exit %d:\n%s", path, rc, console);
+        for (size_t m = 0; m < sizeof mutants / sizeof mutants[0]; m++) {
+            int chunked_only = m <= 1, m2_only = m == 1;
+            int applies = (!chunked_only || strcmp(models[c].family, "mamba2") == 0 || strcmp(models[c].family, "gdn") == 0) &&
+                          (!m2_only || strcmp(models[c].family, "mamba2") == 0);
+            rc = run_cli(path, mutants[m], "packed_prefill", 1);
+            if (!applies) { /* the mixer-level kill matrix does not claim it for this family: report what happens */
+                if (rc != 0 && rc != 1)
+                    fail_msg("%s on %s: exit %d:\n%s", mutants[m], path, rc, console);
+                printf("%-8s %-38s %s (%s layers: not claimed by the mixer-level matrix)\n", models[c].model, mutants[m],
+                       rc ? "caught as well" : "passes", models[c].family);
+                continue;
+            }
+            if (rc != 1)
+                fail_msg("%s on %s: exit %d, expected 1:\n%s", mutants[m], path, rc, console);
+            const char *st = status_of("packed_prefill", "logits");
+            if (st == NULL || strcmp(st, "fail") != 0)
+                fail_msg("%s on %s: packed_prefill/logits is %s, expected fail:\n%s", mutants[m], path,
+                         st ? st : "absent", console);
+            if (strstr(console, "first diverging layer") == NULL || strstr(console, "packed calls on the state pool") == NULL)
+                fail_msg("%s on %s: the diagnosis does not name the layer on the serving path:\n%s", mutants[m], path,
+                         console);
+            printf("%-8s %-38s caught by packed_prefill -> logits, layer named\n", models[c].model, mutants[m]);
+        }
+    }
+}
+
 static void test_correct_packed_passes(void **state)
 {
     (void)state;
@@ -275,6 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mutants_caught),
         cmocka_unit_test(test_correct_packed_passes),
+        cmocka_unit_test(test_model_level),
         cmocka_unit_test(test_no_packed_call_unsupported),
         cmocka_unit_test(test_golden_positions),
         cmocka_unit_test(test_head_shard),

@@ -35,7 +35,7 @@
 
 /* ---- the test double ---------------------------------------------------------------------------- */
 
-enum variant { V_EXACT, V_NO_HIDDEN, V_FINAL_NORM, V_HOLES, V_MIXER_OFF, V_BLOCK_NORM, V_SHARED_COPY };
+enum variant { V_EXACT, V_NO_HIDDEN, V_FINAL_NORM, V_HOLES, V_MIXER_OFF, V_BLOCK_NORM, V_SHARED_COPY, V_PACKED_STALE };
 
 /* V_MIXER_OFF and V_BLOCK_NORM plant their bug in this layer */
 #define BUG_LAYER 2
@@ -52,6 +52,16 @@ static enum mc_backend_status off_forward(struct mc_model *model, struct mc_cach
         y[i] *= 1.01f;
     return st;
 }
+static enum mc_backend_status off_forward_packed(struct mc_model *model, struct mc_cache *pool,
+                                                 const struct mc_packed_args *a, struct mc_msg *msg)
+{
+    enum mc_backend_status st = mc_cpu_mamba2_ops()->forward_packed(model, pool, a, msg);
+    float *y = a->y;
+    int64_t n = a->cu_seqlens[a->n_seqs] * off_hidden;
+    for (int64_t i = 0; st == MC_BACKEND_OK && i < n; i++)
+        y[i] *= 1.01f;
+    return st;
+}
 static const struct mc_backend_ops *off_mamba2_ops(void)
 {
     static struct mc_backend_ops o;
@@ -60,8 +70,8 @@ static const struct mc_backend_ops *off_mamba2_ops(void)
         o.name = "cpu.off";
         o.forward = off_forward;
         o.dtypes = MC_DTYPE_BIT(MC_DTYPE_F32);
-        o.caps &= ~(MC_CAP_PACKED | MC_CAP_PROBES);
-        o.forward_packed = NULL;
+        o.caps &= ~MC_CAP_PROBES;
+        o.forward_packed = off_forward_packed;
         o.probe_enable = NULL;
         o.probe_read = NULL;
     }
@@ -198,6 +208,10 @@ static enum mc_backend_status create_shared_copy(const struct mc_stack_desc *d, 
 {
     return port_create(d, m, msg, V_SHARED_COPY);
 }
+static enum mc_backend_status create_packed_stale(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)
+{
+    return port_create(d, m, msg, V_PACKED_STALE);
+}
 static enum mc_backend_status create_holes(const struct mc_stack_desc *d, struct mc_model **m, struct mc_msg *msg)
 {
     return port_create(d, m, msg, V_HOLES);
@@ -298,6 +312,32 @@ out:
     return st;
 }
 
+static enum mc_backend_status port_forward_packed(struct mc_model *m, struct mc_cache *pool,
+                                                  const struct mc_stack_packed_args *a, struct mc_msg *msg)
+{
+    int64_t T = a->cu_seqlens[a->n_seqs], V = m->g.config.vocab, D = m->g.config.hidden, n = m->g.config.n_layers;
+    double *logits = malloc((size_t)(T * V + 1) * sizeof *logits);
+    double *hidden = a->hidden_states ? malloc((size_t)((n + 1) * T * D + 1) * sizeof *hidden) : NULL;
+    uint8_t *init = malloc((size_t)a->n_seqs + 1);
+    enum mc_backend_status st = MC_BACKEND_NOMEM;
+    if (logits != NULL && init != NULL && (a->hidden_states == NULL || hidden != NULL)) {
+        for (int64_t i = 0; i < a->n_seqs; i++) /* V_PACKED_STALE: has_initial_state ignored, every slot continued */
+            init[i] = m->v == V_PACKED_STALE ? 1 : a->has_initial_state[i];
+        struct mc_stack_packed pk = {.n_seqs = a->n_seqs, .cu_seqlens = a->cu_seqlens, .slots = a->slots,
+                                     .has_initial_state = init};
+        st = mc_stack_forward_packed(m->st, &pool->c, &pk, a->input_ids, logits, hidden, msg);
+    }
+    if (st == MC_BACKEND_OK) {
+        mc_dtype_from_f64(out_dtype(m), logits, a->logits, (size_t)(T * V));
+        if (hidden != NULL)
+            mc_dtype_from_f64(out_dtype(m), hidden, a->hidden_states, (size_t)((n + 1) * T * D));
+    }
+    free(logits);
+    free(hidden);
+    free(init);
+    return st;
+}
+
 static enum mc_backend_status port_cache_export(struct mc_model *m, const struct mc_cache *c, int64_t layer,
                                                 void *conv, void *state, struct mc_msg *msg)
 {
@@ -337,15 +377,18 @@ static enum mc_backend_status port_cache_export(struct mc_model *m, const struct
         .stack_create = create,                                                                                    \
         .stack_forward = port_forward,                                                                             \
         .stack_cache_export = port_cache_export,                                                                   \
+        .stack_forward_packed = port_forward_packed,                                                               \
     }
 
-PORT_OPS(PORT_EXACT, "port.engine", create_exact, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
+PORT_OPS(PORT_EXACT, "port.engine", create_exact, MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
 PORT_OPS(PORT_NO_HIDDEN, "port.no-hidden", create_no_hidden, MC_CAP_STACK);
-PORT_OPS(PORT_FINAL_NORM, "port.final-norm-skipped", create_final_norm, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
-PORT_OPS(PORT_MIXER_OFF, "port.mixer-off@2", create_mixer_off, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
-PORT_OPS(PORT_BLOCK_NORM, "port.block-norm-skipped@2", create_block_norm, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
-PORT_OPS(PORT_SHARED_COPY, "port.copy-shares-memory", create_shared_copy, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
-PORT_OPS(PORT_HOLES, "port.holes", create_holes, MC_CAP_STACK | MC_CAP_STACK_HIDDEN);
+PORT_OPS(PORT_PACKED_STALE, "port.packed-initial-state-ignored", create_packed_stale,
+         MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
+PORT_OPS(PORT_FINAL_NORM, "port.final-norm-skipped", create_final_norm, MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
+PORT_OPS(PORT_MIXER_OFF, "port.mixer-off@2", create_mixer_off, MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
+PORT_OPS(PORT_BLOCK_NORM, "port.block-norm-skipped@2", create_block_norm, MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
+PORT_OPS(PORT_SHARED_COPY, "port.copy-shares-memory", create_shared_copy, MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
+PORT_OPS(PORT_HOLES, "port.holes", create_holes, MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED);
 
 /* ---- helpers ------------------------------------------------------------------------------------- */
 
@@ -546,6 +589,32 @@ static void test_shared_copy(void **state)
     free(r);
 }
 
+/* The packed call of a whole stack: has_initial_state ignored (every sequence continues from its slot,
+ * serving.md S2.4 at the model level) fails packed_prefill; a whole stack without the packed entry gets it
+ * `unsupported`, saying why. */
+static void test_packed(void **state)
+{
+    (void)state;
+    struct mc_check_result *r = malloc(sizeof *r);
+    assert_non_null(r);
+    struct model m;
+    load("cases/models/lfm2.yaml", &m);
+    const struct mc_scenario_spec *sp = NULL;
+    for (int s = 0; s < m.c.n_scenarios; s++)
+        if (m.c.scenarios[s].kind == MC_SCENARIO_PACKED_PREFILL)
+            sp = &m.c.scenarios[s];
+    assert_non_null(sp);
+    check(&m, sp, MC_DTYPE_F32, &PORT_PACKED_STALE, r);
+    assert_int_equal(r->status, MC_CHECK_FAIL);
+    assert_non_null(strstr(r->detail, "packed call 1"));
+    printf("  port.packed-initial-state-ignored: fails on %s in \"%s\"\n", r->first_fail_tensor, r->detail);
+    check(&m, sp, MC_DTYPE_F32, &PORT_NO_HIDDEN, r);
+    assert_int_equal(r->status, MC_CHECK_UNSUPPORTED);
+    assert_non_null(strstr(r->message, "MC_CAP_STACK_PACKED"));
+    unload(&m);
+    free(r);
+}
+
 /* Logits a backend leaves unwritten are NaN to the comparison: the check fails and says so. */
 static void test_unwritten_logits(void **state)
 {
@@ -662,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_final_norm_mutant),
         cmocka_unit_test(test_layer_localisation),
         cmocka_unit_test(test_shared_copy),
+        cmocka_unit_test(test_packed),
         cmocka_unit_test(test_runner),
         cmocka_unit_test(test_port_equals_engine),
     };

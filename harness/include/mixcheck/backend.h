@@ -17,7 +17,7 @@
  *     struct) upward: members beyond an older backend's struct_size are treated as absent (NULL),
  *     and members of a newer backend that this mixcheck does not know are ignored.
  *   - The structs handed *to* a backend (mc_model_desc, mc_forward_args, mc_packed_args,
- *     mc_stack_desc, mc_stack_args) never grow;
+ *     mc_stack_desc, mc_stack_args, mc_stack_packed_args) never grow;
  *     a new argument comes with a new entry point.
  *   - An optional entry that is NULL means "not implemented": scenarios that need it report the
  *     check as `unsupported`, never as passed.
@@ -102,6 +102,7 @@ enum mc_backend_status {
 #define MC_CAP_PROBES 0x8u     /* implements probe_enable / probe_read */
 #define MC_CAP_STACK 0x10u     /* family MC_FAMILY_STACK: implements stack_create / stack_forward / stack_cache_export */
 #define MC_CAP_STACK_HIDDEN 0x20u /* stack_forward writes hidden_states, mixer_inputs, mixer_outputs when asked */
+#define MC_CAP_STACK_PACKED 0x40u /* a whole stack that implements stack_forward_packed */
 
 struct mc_msg {
     char text[MC_MSG_LEN];
@@ -302,6 +303,21 @@ struct mc_stack_args {
     void *mixer_outputs;
 };
 
+/* The packed call of serving engines (struct mc_packed_args) for a whole stack: n sequences of token ids
+ * back to back, sequence i owning ids [cu_seqlens[i], cu_seqlens[i+1]) and row slots[i] of the pool (a
+ * stack cache from cache_alloc for S >= n rows) in every layer, from its slot when has_initial_state[i],
+ * else from zero whatever the slot holds; every other slot is left bit for bit as it was; sequence i's
+ * logits and its slot afterwards are exactly those of running it alone as a batch of one. T = cu_seqlens[n]. */
+struct mc_stack_packed_args {
+    int64_t n_seqs;                   /* n */
+    const int64_t *cu_seqlens;        /* [n + 1] */
+    const int64_t *slots;             /* [n] */
+    const uint8_t *has_initial_state; /* [n] */
+    const int64_t *input_ids;         /* [T] */
+    void *logits;                     /* [T][V], f64 for f64 models, else f32, written whole */
+    void *hidden_states;              /* MC_CAP_STACK_HIDDEN: [n_layers + 1][T][D] or NULL (as mc_stack_args) */
+};
+
 /* The size of struct mc_backend_ops before any optional entry was appended (ABI 1, first form). */
 #define MC_BACKEND_OPS_SIZE_V1 (offsetof(struct mc_backend_ops, forward_packed))
 
@@ -368,6 +384,9 @@ struct mc_backend_ops {
                                             const struct mc_stack_args *args, struct mc_msg *msg);
     enum mc_backend_status (*stack_cache_export)(struct mc_model *model, const struct mc_cache *cache, int64_t layer,
                                                  void *conv_state, void *recurrent_state, struct mc_msg *msg);
+    /* The packed call of a whole stack (struct mc_stack_packed_args); MC_CAP_STACK_PACKED. */
+    enum mc_backend_status (*stack_forward_packed)(struct mc_model *model, struct mc_cache *pool,
+                                                   const struct mc_stack_packed_args *args, struct mc_msg *msg);
 };
 
 /* Plugin entry point: returns an array of *count backends; abi_version receives the library's
