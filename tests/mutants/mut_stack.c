@@ -29,6 +29,9 @@
  * | stack.copy-skips-attention  | cache_copy copies the conv windows and recurrent states but not the attention layers' KV   | lfm2, bamba, qwen3_5 (mamba2: the control) |
  * |                             | caches (a hybrid cache whose copy knows only the SSM states): the copy keeps its own      |            |
  *
+ * The packed serving call (MC_CAP_STACK_PACKED) is a per-sequence loop: each sequence alone as a batch of one
+ * from its slot or from zero, the slot written back (stack_forward_packed).
+ *
  * The per-layer mixers are mixer models of mutants.c (mut_model_new), driven through the same
  * functions as the mixer backends (mut_forward, mut_cache_*); one stack cache holds one mixer cache per
  * layer (struct mc_cache.layer). hidden_states, mixer_inputs and mixer_outputs (MC_CAP_STACK_HIDDEN) are
@@ -522,6 +525,83 @@ out:
     return st;
 }
 
+/* ---- the packed serving call ------------------------------------------------------------------------- */
+
+/* Row `row` of every layer cache of `from` into row `to` of `into` (windows and states). */
+static void copy_row(const struct mut_stack *s, struct mc_cache *into, int64_t to, const struct mc_cache *from,
+                     int64_t row)
+{
+    for (int64_t l = 0; l < s->n; l++) {
+        const struct mc_model *mx = s->layers[l].mixer;
+        memcpy(into->layer[l]->window + to * mx->win_elems, from->layer[l]->window + row * mx->win_elems,
+               (size_t)mx->win_elems * sizeof(float));
+        if (mx->state_elems)
+            memcpy(into->layer[l]->state + to * mx->state_elems, from->layer[l]->state + row * mx->state_elems,
+                   (size_t)mx->state_elems * sizeof(float));
+    }
+}
+
+/* The packed call as a serving engine's per-sequence loop: each sequence alone as a batch of one on a
+ * one-row cache, seeded from its slot (has_initial_state) or fresh, its slot written back afterwards. */
+static enum mc_backend_status stack_forward_packed(struct mc_model *m, struct mc_cache *pool,
+                                                   const struct mc_stack_packed_args *a, struct mc_msg *msg)
+{
+    if (m == NULL || pool == NULL || a == NULL || a->n_seqs < 0 || (a->n_seqs > 0 && (a->cu_seqlens == NULL ||
+        a->slots == NULL || a->has_initial_state == NULL || a->input_ids == NULL || a->logits == NULL)))
+        return mut_fail(msg, MC_BACKEND_INVALID, "stack: forward_packed needs a model, a pool and the packed arguments");
+    const struct mut_stack *s = m->impl;
+    const int64_t n = a->n_seqs, D = s->D, V = s->V;
+    if (n > 0 && a->cu_seqlens[0] != 0)
+        return mut_fail(msg, MC_BACKEND_INVALID, "stack: cu_seqlens[0] is %lld, not 0", (long long)a->cu_seqlens[0]);
+    for (int64_t i = 0; i < n; i++) {
+        if (a->cu_seqlens[i + 1] < a->cu_seqlens[i])
+            return mut_fail(msg, MC_BACKEND_INVALID, "stack: cu_seqlens decreases at %lld", (long long)(i + 1));
+        if (a->slots[i] < 0 || a->slots[i] >= pool->batch)
+            return mut_fail(msg, MC_BACKEND_INVALID, "stack: slot %lld of sequence %lld outside the pool of %lld rows",
+                            (long long)a->slots[i], (long long)i, (long long)pool->batch);
+        for (int64_t j = 0; j < i; j++)
+            if (a->slots[j] == a->slots[i])
+                return mut_fail(msg, MC_BACKEND_INVALID, "stack: slot %lld given to sequences %lld and %lld",
+                                (long long)a->slots[i], (long long)j, (long long)i);
+    }
+    const int64_t T = n > 0 ? a->cu_seqlens[n] : 0;
+    struct mc_cache *one = NULL;
+    float *hidden = NULL;
+    enum mc_backend_status st = stack_cache_alloc(m, 1, &one, msg);
+    if (st == MC_BACKEND_OK && a->hidden_states != NULL && T > 0 &&
+        (hidden = malloc((size_t)((s->n + 1) * T * D) * sizeof *hidden)) == NULL)
+        st = mut_fail(msg, MC_BACKEND_NOMEM, "stack: out of memory for a packed call of %lld tokens", (long long)T);
+    for (int64_t i = 0; i < n && st == MC_BACKEND_OK; i++) {
+        const int64_t t0 = a->cu_seqlens[i], len = a->cu_seqlens[i + 1] - t0;
+        if (len == 0)
+            continue;
+        const int from_slot = a->has_initial_state[i] != 0;
+        one->primed = from_slot;
+        one->pos = from_slot ? pool->pos : 0;
+        for (int64_t l = 0; l < s->n; l++) {
+            one->layer[l]->primed = from_slot && pool->layer[l]->primed;
+            one->layer[l]->pos = one->layer[l]->primed ? pool->layer[l]->pos : 0;
+        }
+        if (from_slot)
+            copy_row(s, one, 0, pool, a->slots[i]);
+        const struct mc_stack_args sa = {.batch = 1, .len = len, .input_ids = a->input_ids + t0,
+                                         .logits = (float *)a->logits + t0 * V, .hidden_states = hidden};
+        if ((st = stack_forward(m, one, &sa, msg)) != MC_BACKEND_OK)
+            break;
+        copy_row(s, pool, a->slots[i], one, 0);
+        for (int64_t l = 0; l < s->n; l++) /* the slot now holds a state: the pool is primed */
+            pool->layer[l]->primed = 1;
+        pool->primed = 1;
+        for (int64_t k = 0; hidden != NULL && k <= s->n; k++) /* [n+1][1][len][D] into [n+1][T][D] */
+            memcpy((float *)a->hidden_states + (size_t)((k * T + t0) * D), hidden + (size_t)(k * len * D),
+                   (size_t)(len * D) * sizeof *hidden);
+    }
+    free(hidden);
+    if (one != NULL)
+        stack_cache_free(m, one);
+    return st;
+}
+
 /* ---- the backends ------------------------------------------------------------------------------------- */
 
 #define STACK_LIST(X)                                                                                                  \
@@ -553,7 +633,7 @@ STACK_LIST(STACK_CREATE)
         .device = "cpu",                                                                                               \
         .family = MC_FAMILY_STACK,                                                                                     \
         .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_BF16),                                            \
-        .caps = MC_CAP_STACK | MC_CAP_STACK_HIDDEN,                                                                    \
+        .caps = MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED,                                              \
         .model_destroy = stack_model_destroy,                                                                          \
         .cache_alloc = stack_cache_alloc,                                                                              \
         .cache_copy = stack_cache_copy,                                                                                \
@@ -561,6 +641,7 @@ STACK_LIST(STACK_CREATE)
         .stack_create = create_##id,                                                                                   \
         .stack_forward = stack_forward,                                                                                \
         .stack_cache_export = stack_cache_export,                                                                      \
+        .stack_forward_packed = stack_forward_packed,                                                                  \
     },
 static const struct mc_backend_ops stack_ops[] = {STACK_LIST(STACK_OPS)};
 #undef STACK_OPS

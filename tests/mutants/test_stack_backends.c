@@ -335,6 +335,105 @@ static void test_glue_mutants_deviate(void **state)
         }
 }
 
+/* The packed call on a pool: every golden row's real tokens as one sequence, in two calls (a first part from
+ * zero into a slot holding another row's state, the rest from the slot), logits at its real positions against
+ * the golden's; a pool row no call owns is left as it was. */
+static void test_packed(void **state)
+{
+    (void)state;
+    for (size_t gi = 0; gi < N_GOLDENS; gi++) {
+        struct mc_stack_golden g;
+        struct mc_error err = {0};
+        if (mc_stack_golden_load(goldens[gi], &g, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        const struct mc_backend_ops *ops = stack_ops("stack.correct");
+        assert_true(ops->caps & MC_CAP_STACK_PACKED);
+        struct weights ws;
+        weights_make(&g, MC_DTYPE_F32, &ws);
+        struct mc_stack_desc d = {.model_type = g.config.model_type, .config_json = g.config_json,
+                                  .dtype = MC_DTYPE_F32, .weights = ws.w, .n_weights = ws.n};
+        struct mc_model *m = NULL;
+        struct mc_msg msg = {{0}};
+        assert_int_equal(ops->stack_create(&d, &m, &msg), MC_BACKEND_OK);
+        const int64_t B = g.batch, L = g.len, V = g.config.vocab, S = B + 1;
+        const struct tol t = tol_for(g.config.model_type, MC_DTYPE_F32);
+        struct mc_cache *pool = NULL;
+        assert_int_equal(ops->cache_alloc(m, S, &pool, &msg), MC_BACKEND_OK);
+        int64_t *ids = malloc((size_t)(B * L) * sizeof *ids), *cu = malloc((size_t)(B + 1) * sizeof *cu);
+        int64_t *slots = malloc((size_t)B * sizeof *slots), *first = malloc((size_t)B * sizeof *first);
+        int64_t *start = malloc((size_t)B * sizeof *start);
+        uint8_t *init = malloc((size_t)B);
+        float *logits = malloc((size_t)(B * L * V) * sizeof *logits);
+        assert_true(ids && cu && slots && first && start && init && logits);
+        struct err e = {0};
+        for (int call = 0; call < 3; call++) {
+            /* call 0: every row whole into slots 1..B (a state the next call must ignore); call 1: each row's
+             * first part from zero into slot B - b; call 2: the rest from the slot */
+            int64_t T = 0;
+            cu[0] = 0;
+            for (int64_t b = 0; b < B; b++) {
+                int64_t p0 = 0;
+                while (!g.mask[b * L + p0])
+                    p0++;
+                start[b] = p0;
+                const int64_t real = L - p0, cut = real / 2 > 0 ? real / 2 : 1;
+                first[b] = cut;
+                const int64_t from = call == 2 ? p0 + cut : p0, to = call == 1 ? p0 + cut : L;
+                for (int64_t p = from; p < to; p++)
+                    ids[T++] = g.input_ids[b * L + p];
+                cu[b + 1] = T;
+                slots[b] = call == 0 ? b + 1 : B - b;
+                init[b] = call == 2;
+            }
+            struct mc_stack_packed_args pa = {.n_seqs = B, .cu_seqlens = cu, .slots = slots, .has_initial_state = init,
+                                              .input_ids = ids, .logits = logits};
+            if (ops->stack_forward_packed(m, pool, &pa, &msg) != MC_BACKEND_OK)
+                fail_msg("%s call %d: %s", goldens[gi], call, msg.text);
+            for (int64_t b = 0; b < B; b++) {
+                const int64_t from = call == 2 ? start[b] + first[b] : start[b];
+                for (int64_t k = cu[b]; k < cu[b + 1]; k++)
+                    for (int64_t v = 0; v < V; v++)
+                        err_add(&e, logits[k * V + v], g.logits.data[(b * L + from + (k - cu[b])) * V + v],
+                                t.logits_atol, t.logits_rtol);
+            }
+        }
+        /* slot 0 was never owned: still the fresh cache's zeros */
+        for (int64_t l = 0; l < g.config.n_layers; l++) {
+            const struct mc_array *cs = &g.layers[l].conv_state, *rs = &g.layers[l].recurrent_state;
+            const int64_t nc = mc_array_elems(cs) / cs->dims[0] / B, ns = rs->ndim ? mc_array_elems(rs) / rs->dims[0] / B : 0;
+            float *conv = malloc((size_t)(S * nc) * sizeof *conv), *st = ns ? malloc((size_t)(S * ns) * sizeof *st) : NULL;
+            assert_non_null(conv);
+            assert_int_equal(ops->stack_cache_export(m, pool, l, conv, st, &msg), MC_BACKEND_OK);
+            for (int64_t i = 0; i < nc; i++)
+                assert_true(conv[i] == 0.0f);
+            for (int64_t i = 0; i < ns; i++)
+                assert_true(st[i] == 0.0f);
+            free(conv);
+            free(st);
+        }
+        printf("stack.correct packed %-24s max abs logits %.2e\n", goldens[gi], e.max_abs);
+        assert_true(e.worst_excess <= 0.0);
+        /* a slot outside the pool and a slot given twice are refused */
+        slots[0] = S;
+        struct mc_stack_packed_args bad = {.n_seqs = B, .cu_seqlens = cu, .slots = slots, .has_initial_state = init,
+                                           .input_ids = ids, .logits = logits};
+        assert_int_equal(ops->stack_forward_packed(m, pool, &bad, &msg), MC_BACKEND_INVALID);
+        slots[0] = slots[1];
+        assert_int_equal(ops->stack_forward_packed(m, pool, &bad, &msg), MC_BACKEND_INVALID);
+        free(ids);
+        free(cu);
+        free(slots);
+        free(first);
+        free(start);
+        free(init);
+        free(logits);
+        ops->cache_free(m, pool);
+        ops->model_destroy(m);
+        weights_free(&ws);
+        mc_stack_golden_free(&g);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -372,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_correct_matches_goldens),
         cmocka_unit_test(test_correct_bf16),
         cmocka_unit_test(test_glue_mutants_deviate),
+        cmocka_unit_test(test_packed),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -79,6 +79,8 @@ static const struct row matrix[] = {
     {"stack.state-not-carried", "lfm2", "f32", 1, "decode", "logits", {CACHED2}},
     {"stack.state-not-carried", "bamba", "f32", 1, "decode", "logits", {CACHED2}},
     {"stack.state-not-carried", "qwen3_5", "f32", 1, "decode", "logits", {CACHED2}},
+    {"stack.state-not-carried", "bamba", "f32", 1, "packed_prefill", "logits",
+     {"first diverging layer 2 of 4", "packed calls on the state pool"}},
     /* the embedding scaled by sqrt(D): hidden state 0 already wrong */
     {"stack.embedding-scaled", "mamba2", "f32", 1, "prefill", "hidden_states", {"glue: the embedding (hidden state 0)"}},
     {"stack.embedding-scaled", "lfm2", "f32", 1, "prefill", "hidden_states", {"glue: the embedding (hidden state 0)"}},
