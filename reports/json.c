@@ -233,7 +233,9 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
  * that must not be flagged ("nonbug.*"). */
 static int is_variant(const char *backend)
 {
-    return strncmp(backend, "mutant.", 7) == 0 || strncmp(backend, "nonbug.", 7) == 0;
+    /* the mutant library's whole stacks are "stack.<bug>"; "stack.correct" is its control */
+    return strncmp(backend, "mutant.", 7) == 0 || strncmp(backend, "nonbug.", 7) == 0 ||
+           (strncmp(backend, "stack.", 6) == 0 && strcmp(backend, "stack.correct") != 0);
 }
 
 /* "kill_matrix": one record per (variant, scenario) that ran; caught = some check of it failed, and

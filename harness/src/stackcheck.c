@@ -1271,6 +1271,16 @@ static void localise(struct sess *s)
                      (long long)s->state_pos);
         return;
     }
+    if (s->loc_level < 0 && s->logits_token >= s->L) {
+        /* greedy: the first failing logits belong to a generated token, for which the golden holds no hidden
+         * states: nothing names a layer (the decode and chunked checks localise a cached-path bug) */
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "the logits of generated token %lld (row %lld) leave tolerance while every hidden state of the "
+                 "prompt is within it; the golden holds no hidden states of generated tokens, so no layer is named "
+                 "(the decode and chunked checks localise a bug of the cached path)",
+                 (long long)s->logits_token, (long long)s->logits_row);
+        return;
+    }
     if (s->loc_level < 0) {
         /* the hidden state nearest its tolerance relative to the one before it: where a small divergence that
          * the head amplifies most likely entered */
