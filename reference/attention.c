@@ -75,32 +75,9 @@ static int64_t at_count(double v, int64_t lmax)
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define AT_CAT_(a, b) a##b
-#define AT_CAT(a, b) AT_CAT_(a, b)
-
-#define REAL float
-#define AT_FN(name) AT_CAT(name, _f32)
-#define R_GEMM cblas_sgemm
-#define R_SQRT sqrtf
-#define R_EXP expf
-#include "attention_impl.inc"
-#undef REAL
-#undef AT_FN
-#undef R_GEMM
-#undef R_SQRT
-#undef R_EXP
-
-#define REAL double
-#define AT_FN(name) AT_CAT(name, _f64)
-#define R_GEMM cblas_dgemm
-#define R_SQRT sqrt
-#define R_EXP exp
-#include "attention_impl.inc"
-#undef REAL
-#undef AT_FN
-#undef R_GEMM
-#undef R_SQRT
-#undef R_EXP
+#define REF_IMPL "attention_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family at_family = {
     .name = "attention",

@@ -91,40 +91,9 @@ _Static_assert(GDN_P_COUNT <= MC_REF_MAX_WEIGHTS, "too many parameters");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define GDN_CAT_(a, b) a##b
-#define GDN_CAT(a, b) GDN_CAT_(a, b)
-
-#define REAL float
-#define GDN_FN(name) GDN_CAT(name, _f32)
-#define R_EXP expf
-#define R_LOG1P log1pf
-#define R_SQRT sqrtf
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "gdn_impl.inc"
-#undef REAL
-#undef GDN_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define GDN_FN(name) GDN_CAT(name, _f64)
-#define R_EXP exp
-#define R_LOG1P log1p
-#define R_SQRT sqrt
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "gdn_impl.inc"
-#undef REAL
-#undef GDN_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "gdn_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family gdn_family = {
     .name = "gdn",

@@ -69,36 +69,9 @@ _Static_assert(M1_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define M1_CAT_(a, b) a##b
-#define M1_CAT(a, b) M1_CAT_(a, b)
-
-#define REAL float
-#define M1_FN(name) M1_CAT(name, _f32)
-#define R_EXP expf
-#define R_LOG1P log1pf
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "mamba1_impl.inc"
-#undef REAL
-#undef M1_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define M1_FN(name) M1_CAT(name, _f64)
-#define R_EXP exp
-#define R_LOG1P log1p
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "mamba1_impl.inc"
-#undef REAL
-#undef M1_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "mamba1_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family m1_family = {
     .name = "mamba1",

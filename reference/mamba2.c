@@ -74,40 +74,9 @@ _Static_assert(M2_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 #else
 #define M2_GROUP_OF(h, R, G) ((h) / (R))
 #endif
-#define M2_CAT_(a, b) a##b
-#define M2_CAT(a, b) M2_CAT_(a, b)
-
-#define REAL float
-#define M2_FN(name) M2_CAT(name, _f32)
-#define R_EXP expf
-#define R_LOG1P log1pf
-#define R_SQRT sqrtf
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "mamba2_impl.inc"
-#undef REAL
-#undef M2_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define M2_FN(name) M2_CAT(name, _f64)
-#define R_EXP exp
-#define R_LOG1P log1p
-#define R_SQRT sqrt
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "mamba2_impl.inc"
-#undef REAL
-#undef M2_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "mamba2_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family m2_family = {
     .name = "mamba2",

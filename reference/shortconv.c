@@ -52,28 +52,9 @@ _Static_assert(SC_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define SC_CAT_(a, b) a##b
-#define SC_CAT(a, b) SC_CAT_(a, b)
-
-#define REAL float
-#define SC_FN(name) SC_CAT(name, _f32)
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "shortconv_impl.inc"
-#undef REAL
-#undef SC_FN
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define SC_FN(name) SC_CAT(name, _f64)
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "shortconv_impl.inc"
-#undef REAL
-#undef SC_FN
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "shortconv_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family sc_family = {
     .name = "shortconv",
