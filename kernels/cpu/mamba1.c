@@ -33,6 +33,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "f32io.h"
 #include "probe.h"
 #include "stream.h"
 #include "vmath.h"
@@ -318,7 +319,8 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
     float *tmp_window = NULL, *tmp_state = NULL;
-    float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
+    struct mc_cpu_f32io io = {0};
+    float *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
 
     if ((st = mc_cpu_forward_check(model, cache, args, M1C_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
@@ -328,10 +330,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     const int workers = (int)(m->threads < Bsz * n_blocks ? m->threads : Bsz * n_blocks);
 
     /* every allocation before the cache is touched, so a failure leaves it unchanged */
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(M * m->D) * sizeof *xf);
-        yf = malloc((size_t)(M * m->D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, M * m->D);
     xz = malloc((size_t)(M * 2 * inner) * sizeof *xz);
     xc = malloc((size_t)(M * inner) * sizeof *xc);
     dbc = malloc((size_t)(M * m->xdim) * sizeof *dbc);
@@ -342,8 +341,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         tmp_window = calloc((size_t)Bsz * m1c_window_elems(m), sizeof(float));
         tmp_state = calloc((size_t)Bsz * m1c_state_elems(m), sizeof(float));
     }
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !xz || !xc || !dbc || !delta || !yg || !scratch ||
-        (!cache && (!tmp_window || !tmp_state))) {
+    if (io_nomem || !xz || !xc || !dbc || !delta || !yg || !scratch || (!cache && (!tmp_window || !tmp_state))) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
@@ -353,13 +351,9 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         memset(cache->state, 0, (size_t)Bsz * m1c_state_elems(m) * sizeof(float));
     }
 
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * m->D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     struct m1c_run run = {
         .m = m,
         .batch = Bsz,
@@ -390,8 +384,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     mc_cpu_probe_rows(p_b, m->N, dbc + m->R, m->xdim, M, pm);
     mc_cpu_probe_rows(p_c, m->N, dbc + m->R + m->N, m->xdim, M, pm);
     mc_cpu_probe_rows(p_norm, inner, yg, inner, M, pm);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
+    mc_cpu_f32io_out(&io, args->y);
     if (cache)
         cache->primed = 1;
 
@@ -404,8 +397,7 @@ cleanup:
     free(dbc);
     free(xc);
     free(xz);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
@@ -422,7 +414,8 @@ static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct 
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
+    struct mc_cpu_f32io io = {0};
+    float *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
     int64_t T = 0;
     if ((st = mc_cpu_packed_check(model, pool, args, M1C_WHO, &T, msg)) != MC_BACKEND_OK)
         return st;
@@ -433,29 +426,22 @@ static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct 
     const int workers = (int)(m->threads < n * n_blocks ? m->threads : n * n_blocks);
 
     /* every allocation before the pool is touched, so a failure leaves it unchanged */
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(T * m->D) * sizeof *xf);
-        yf = malloc((size_t)(T * m->D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, T * m->D);
     xz = malloc((size_t)(T * 2 * inner) * sizeof *xz);
     xc = malloc((size_t)(T * inner) * sizeof *xc);
     dbc = malloc((size_t)(T * m->xdim) * sizeof *dbc);
     delta = malloc((size_t)(T * inner) * sizeof *delta);
     yg = malloc((size_t)(T * inner) * sizeof *yg);
     scratch = malloc((size_t)workers * (size_t)m->N * sizeof *scratch);
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !xz || !xc || !dbc || !delta || !yg || !scratch) {
+    if (io_nomem || !xz || !xc || !dbc || !delta || !yg || !scratch) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward_packed: out of memory for T=%lld scratch",
                          (long long)T);
         goto cleanup;
     }
     mc_cpu_packed_reset(&m->cache_shape, pool, args);
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * m->D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     const struct m1c_run run = {
         .m = m,
         .batch = 1,
@@ -471,8 +457,7 @@ static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct 
         .pk = args,
     };
     m1c_run_all(&run, x, y, n, workers);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * m->D));
+    mc_cpu_f32io_out(&io, args->y);
     pool->primed = 1;
 
 cleanup:
@@ -482,8 +467,7 @@ cleanup:
     free(dbc);
     free(xc);
     free(xz);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
