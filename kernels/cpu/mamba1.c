@@ -578,33 +578,9 @@ cleanup:
 
 /* ---- the ops forward: m1c_forward in blocks of MC_CPU_STREAM_TOKENS tokens (stream.h) ---------- */
 
-
-static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struct mc_cache *cache,
-                                                   const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return m1c_forward(model, cache, args, msg);
-    const struct mc_cpu_stream_spec spec = {
-        .forward = m1c_forward,
-        .hidden = model->D,
-        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
-        .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(1),
-        .who = M1C_WHO,
-    };
-    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
-}
-
+MC_CPU_STREAM_FORWARD(m1c, m1c_forward, 1, M1C_WHO)
 /* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */
-static enum mc_backend_status m1c_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
-                                              const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return m1c_forward_packed(model, pool, args, msg);
-    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
-    return mc_cpu_packed_streamed(model, pool, args, msg, m1c_forward_packed, &model->cache_shape, model->D,
-                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), M1C_WHO);
-}
+MC_CPU_STREAM_PACKED(m1c, m1c_forward_packed, 1, M1C_WHO)
 
 MC_CPU_PROBE_OPS(m1c, M1C_WHO)
 

@@ -251,22 +251,7 @@ cleanup:
 }
 
 /* The ops forward: scc_forward in blocks of MC_CPU_STREAM_TOKENS tokens (stream.h). */
-static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struct mc_cache *cache,
-                                                   const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return scc_forward(model, cache, args, msg);
-    const struct mc_cpu_stream_spec spec = {
-        .forward = scc_forward,
-        .hidden = model->D,
-        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
-        .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(1),
-        .who = SCC_WHO,
-    };
-    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
-}
-
+MC_CPU_STREAM_FORWARD(scc, scc_forward, 1, SCC_WHO)
 
 /* The packed call on a state pool (backend.h: forward_packed): in_proj and out_proj once over the T
  * packed tokens, B ⊙ x → conv → C ⊙ per sequence from its slot's window (zeros when
@@ -373,15 +358,7 @@ cleanup:
 }
 
 /* The ops forward_packed: scc_forward_packed over the packed axis in blocks (stream.h). */
-static enum mc_backend_status scc_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
-                                              const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return scc_forward_packed(model, pool, args, msg);
-    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
-    return mc_cpu_packed_streamed(model, pool, args, msg, scc_forward_packed, &model->cache_shape, model->D,
-                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), SCC_WHO);
-}
+MC_CPU_STREAM_PACKED(scc, scc_forward_packed, 1, SCC_WHO)
 
 MC_CPU_PROBE_OPS(scc, SCC_WHO)
 
