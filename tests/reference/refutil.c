@@ -518,6 +518,42 @@ void check_cache_round_trip(struct mixer *mx, double *d_state, round_trip_extra 
     free(x);
 }
 
+double silu_d(double v)
+{
+    return v / (1.0 + exp(-v));
+}
+
+double softplus_d(double v)
+{
+    return v > 20.0 ? v : log1p(exp(v));
+}
+
+void hand_forward(const struct mc_backend_ops *ops, enum mc_family family, const void *cfg,
+                  const struct mc_weight *w, int n, int64_t T, const void *x, void *y)
+{
+    struct mc_model_desc desc = {.family = family, .dtype = MC_DTYPE_F64, .config = cfg, .weights = w, .n_weights = n};
+    struct mc_model *model = NULL;
+    struct mc_msg msg = {{0}};
+    assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
+    struct mc_forward_args a = {.batch = 1, .len = T, .x = x, .mask = NULL, .y = y};
+    assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
+    ops->model_destroy(model);
+}
+
+void check_create_desc(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
+                       enum mc_family other, struct mc_weight *w, int n)
+{
+    struct mc_msg msg;
+    assert_int_equal(try_create_ops(ops, cfg, family, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_OK);
+    assert_int_equal(try_create_ops(ops, cfg, family, MC_DTYPE_F16, w, n, &msg), MC_BACKEND_UNSUPPORTED);
+    expect_msg(&msg, "dtype", NULL);
+    assert_int_equal(try_create_ops(ops, cfg, family, MC_DTYPE_BF16, w, n, &msg), MC_BACKEND_UNSUPPORTED);
+    assert_int_equal(try_create_ops(ops, cfg, family, (enum mc_dtype)9, w, n, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(try_create_ops(ops, cfg, other, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "family", NULL);
+    assert_int_equal(try_create_ops(ops, NULL, family, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+}
+
 enum mc_backend_status try_create_ops(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
                                       enum mc_dtype dtype, struct mc_weight *w, int n, struct mc_msg *msg)
 {

@@ -125,6 +125,21 @@ typedef void (*round_trip_extra)(struct mixer *mx, const struct round_trip *rt);
  * family's own checks. f64 mixer. */
 void check_cache_round_trip(struct mixer *mx, double *d_state, round_trip_extra extra);
 
+/* Scalar f64 SiLU and softplus (the torch definition: threshold 20) of the hand cases and oracles. */
+double silu_d(double v);
+double softplus_d(double v);
+
+/* A hand case's model: creates it at f64 from cfg and w [n] through ops (must succeed), runs one
+ * cache-less forward of one row of T tokens x [T][D] into y [T][D] (must succeed), destroys it. */
+void hand_forward(const struct mc_backend_ops *ops, enum mc_family family, const void *cfg,
+                  const struct mc_weight *w, int n, int64_t T, const void *x, void *y);
+
+/* model_create's descriptor checks every reference family makes: cfg with w [n] is accepted at f64;
+ * f16 and bf16 are UNSUPPORTED (the message names the dtype), an unknown dtype INVALID; the
+ * descriptor family `other` is INVALID (the message names the family); no configuration is INVALID. */
+void check_create_desc(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
+                       enum mc_family other, struct mc_weight *w, int n);
+
 /* model_create through ops; on success the model is destroyed, on failure the handle must be NULL. */
 enum mc_backend_status try_create_ops(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
                                       enum mc_dtype dtype, struct mc_weight *w, int n, struct mc_msg *msg);

@@ -135,16 +135,6 @@ static void test_mask_semantics(void **state)
 
 /* ---- (d) a hand-checkable case ----------------------------------------------------------------- */
 
-static double silu_d(double v)
-{
-    return v / (1.0 + exp(-v));
-}
-
-static double softplus_d(double v)
-{
-    return v > 20.0 ? v : log1p(exp(v));
-}
-
 /* D = 2, I = N = R = 1, K = 2: in_proj rows xh, z; x_proj rows dt_low, B, C. Run once with a
  * dt_proj.bias that keeps delta on the log1p branch and once past the softplus threshold 20. */
 static void test_hand_case(void **state)
@@ -176,15 +166,8 @@ static void test_hand_case(void **state)
             {"A_log", 2, {1, 1}, a_log},           {"D", 1, {1}, d_skip},
             {"out_proj.weight", 2, {2, 1}, w_out},
         };
-        struct mc_model_desc desc = {
-            .family = MC_FAMILY_MAMBA1, .dtype = MC_DTYPE_F64, .config = &cfg, .weights = ws, .n_weights = 9};
-        const struct mc_backend_ops *ops = mc_reference_mamba1_ops();
-        struct mc_model *model = NULL;
-        struct mc_msg msg = {{0}};
-        assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
         double y[3][2];
-        struct mc_forward_args a = {.batch = 1, .len = 3, .x = u, .mask = NULL, .y = y};
-        assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
+        hand_forward(mc_reference_mamba1_ops(), MC_FAMILY_MAMBA1, &cfg, ws, 9, 3, u, y);
 
         /* The formulas of docs/semantics.md §3.3, one scalar at a time. */
         double prev = 0.0, h = 0.0, max_d = 0.0;
@@ -203,7 +186,6 @@ static void test_hand_case(void **state)
         }
         print_message("hand case (dt_proj.bias %g): max |dy| = %.3g\n", dt_biases[bi], max_d);
         assert_true(max_d <= 1e-15);
-        ops->model_destroy(model);
     }
 }
 
@@ -337,14 +319,7 @@ static void test_create_errors(void **state)
     weight_set_pack(&ws, MC_DTYPE_F64);
     const int n = ws.n;
 
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA1, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_OK);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA1, MC_DTYPE_F16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    expect_msg(&msg, "dtype", NULL);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA1, MC_DTYPE_BF16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA1, (enum mc_dtype)9, ws.w, n, &msg), MC_BACKEND_INVALID);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "family", NULL);
-    assert_int_equal(try_create(NULL, MC_FAMILY_MAMBA1, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    check_create_desc(mc_reference_mamba1_ops(), &cfg, MC_FAMILY_MAMBA1, MC_FAMILY_MAMBA2, ws.w, n);
 
     /* Missing weight: drop dt_proj.bias (index 6 with biases: in_proj.w, in_proj.b, conv.w, conv.b,
      * x_proj, dt_proj.w, dt_proj.b). */

@@ -122,11 +122,6 @@ static void test_mask_semantics(void **state)
 
 /* ---- (d) a hand-checkable case ----------------------------------------------------------------- */
 
-static double silu_d(double v)
-{
-    return v / (1.0 + exp(-v));
-}
-
 /* D = 2, H = P = N = G = 1, K = 2, I = 1: in_proj rows z, x, B, C, dt; conv channels x, B, C. */
 static void test_hand_case(void **state)
 {
@@ -163,15 +158,8 @@ static void test_hand_case(void **state)
             {"norm.weight", 1, {1}, w_norm},
             {"out_proj.weight", 2, {2, 1}, w_out},
         };
-        struct mc_model_desc desc = {
-            .family = MC_FAMILY_MAMBA2, .dtype = MC_DTYPE_F64, .config = &cfg, .weights = ws, .n_weights = 8};
-        const struct mc_backend_ops *ops = mc_reference_mamba2_ops();
-        struct mc_model *model = NULL;
-        struct mc_msg msg = {{0}};
-        assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
         double y[3][2];
-        struct mc_forward_args a = {.batch = 1, .len = 3, .x = u, .mask = NULL, .y = y};
-        assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
+        hand_forward(mc_reference_mamba2_ops(), MC_FAMILY_MAMBA2, &cfg, ws, 8, 3, u, y);
 
         /* The formulas of docs/semantics.md §2.3-2.7, one scalar at a time. */
         double prev[3] = {0, 0, 0}, s = 0.0, max_d = 0.0;
@@ -197,7 +185,6 @@ static void test_hand_case(void **state)
         }
         print_message("hand case (time_step_limit [%g, %g]): max |dy| = %.3g\n", lim[li][0], lim[li][1], max_d);
         assert_true(max_d <= 1e-14);
-        ops->model_destroy(model);
     }
 }
 
@@ -333,14 +320,7 @@ static void test_create_errors(void **state)
     weight_set_pack(&ws, MC_DTYPE_F64);
     const int n = ws.n;
 
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_OK);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_F16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    expect_msg(&msg, "dtype", NULL);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_BF16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, (enum mc_dtype)9, ws.w, n, &msg), MC_BACKEND_INVALID);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "family", NULL);
-    assert_int_equal(try_create(NULL, MC_FAMILY_MAMBA2, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    check_create_desc(mc_reference_mamba2_ops(), &cfg, MC_FAMILY_MAMBA2, MC_FAMILY_GDN, ws.w, n);
 
     /* Missing weight: drop dt_bias (index 4 with use_bias = 1: in_proj.w, in_proj.b, conv.w, conv.b, dt_bias). */
     struct mc_weight w[WS_MAX + 1]; /* room for a duplicate */

@@ -289,14 +289,7 @@ static void test_create_errors(void **state)
     weight_set_pack(&ws, MC_DTYPE_F64);
     const int n = ws.n;
 
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_OK);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, MC_DTYPE_F16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    expect_msg(&msg, "dtype", NULL);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, MC_DTYPE_BF16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, (enum mc_dtype)9, ws.w, n, &msg), MC_BACKEND_INVALID);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA1, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "family", NULL);
-    assert_int_equal(try_create(NULL, MC_FAMILY_SHORTCONV, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    check_create_desc(mc_reference_shortconv_ops(), &cfg, MC_FAMILY_SHORTCONV, MC_FAMILY_MAMBA1, ws.w, n);
 
     /* Missing weight: drop conv.weight (index 2 with biases: in_proj.w, in_proj.b, conv.w). */
     struct mc_weight w[WS_MAX + 1]; /* room for a duplicate */
