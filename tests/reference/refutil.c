@@ -518,6 +518,23 @@ void check_cache_round_trip(struct mixer *mx, double *d_state, round_trip_extra 
     free(x);
 }
 
+void check_pad_row_zero(struct mixer *mx)
+{
+    const int64_t D = mx->D;
+    double *s = random_x(9 * D, 7);
+    const double zeros[8] = {0};
+    uint8_t m3[3] = {1, 0, 1};
+    double x3[3 * 8], y3[3 * 8];
+    assert_int_equal(D, 8);
+    memcpy(x3, s, sizeof zeros);
+    for (int64_t j = 0; j < D; j++)
+        x3[D + j] = NAN; /* NaN at the padding token */
+    memcpy(x3 + 2 * D, s + D, sizeof zeros);
+    forward_f64(mx, NULL, 1, 3, 0, 3, x3, m3, y3);
+    assert_memory_equal(y3 + D, zeros, sizeof zeros);
+    free(s);
+}
+
 double silu_d(double v)
 {
     return v / (1.0 + exp(-v));

@@ -125,6 +125,10 @@ typedef void (*round_trip_extra)(struct mixer *mx, const struct round_trip *rt);
  * family's own checks. f64 mixer. */
 void check_cache_round_trip(struct mixer *mx, double *d_state, round_trip_extra extra);
 
+/* On an f64 mixer of D = 8 without an output bias: a padding token (carrying NaN) between two real
+ * ones outputs a row of exact zeros, in one cache-less forward of B = 1, L = 3. */
+void check_pad_row_zero(struct mixer *mx);
+
 /* Scalar f64 SiLU and softplus (the torch definition: threshold 20) of the hand cases and oracles. */
 double silu_d(double v);
 double softplus_d(double v);

@@ -117,19 +117,7 @@ static void test_mask_semantics(void **state)
     const struct mc_mamba1_config nb = small_config(4, 0);
     struct mixer m0;
     mixer_init(&m0, &nb, MC_DTYPE_F64, 24, NULL);
-    const int64_t D = m0.D;
-    double *s = random_x(9 * D, 7);
-    const double zeros[8] = {0};
-    uint8_t m3[3] = {1, 0, 1};
-    double x3[3 * 8], y3[3 * 8];
-    assert_int_equal(D, 8);
-    memcpy(x3, s, sizeof zeros);
-    for (int64_t j = 0; j < D; j++)
-        x3[D + j] = NAN; /* NaN at the padding token */
-    memcpy(x3 + 2 * D, s + D, sizeof zeros);
-    forward_f64(&m0, NULL, 1, 3, 0, 3, x3, m3, y3);
-    assert_memory_equal(y3 + D, zeros, sizeof zeros);
-    free(s);
+    check_pad_row_zero(&m0);
     mixer_free(&m0);
 }
 
