@@ -170,10 +170,6 @@ static size_t m1c_window_elems(const struct mc_model *m)
 {
     return (size_t)(m->inner * m->K);
 }
-static size_t m1c_state_elems(const struct mc_model *m)
-{
-    return (size_t)(m->inner * m->N);
-}
 
 MC_CPU_CACHE_OPS(m1c, M1C_WHO)
 
@@ -318,7 +314,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *tmp_window = NULL, *tmp_state = NULL;
+    struct mc_cpu_rows rows = {0};
     struct mc_cpu_f32io io = {0};
     float *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
 
@@ -337,19 +333,13 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     delta = malloc((size_t)(M * inner) * sizeof *delta);
     yg = malloc((size_t)(M * inner) * sizeof *yg);
     scratch = malloc((size_t)workers * (size_t)m->N * sizeof *scratch);
-    if (!cache) {
-        tmp_window = calloc((size_t)Bsz * m1c_window_elems(m), sizeof(float));
-        tmp_state = calloc((size_t)Bsz * m1c_state_elems(m), sizeof(float));
-    }
-    if (io_nomem || !xz || !xc || !dbc || !delta || !yg || !scratch || (!cache && (!tmp_window || !tmp_state))) {
+    const int rows_nomem = mc_cpu_rows_alloc(&rows, &m->cache_shape, cache, Bsz);
+    if (io_nomem || !xz || !xc || !dbc || !delta || !yg || !scratch || rows_nomem) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    if (cache && !cache->primed) { /* case (a) with a cache: start from zeros, fill it */
-        memset(cache->window, 0, (size_t)Bsz * m1c_window_elems(m) * sizeof(float));
-        memset(cache->state, 0, (size_t)Bsz * m1c_state_elems(m) * sizeof(float));
-    }
+    mc_cpu_rows_start(&rows, &m->cache_shape, cache, Bsz);
 
     const float *x;
     float *y;
@@ -364,8 +354,8 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         .dbc = dbc,
         .delta = delta,
         .yg = yg,
-        .window = cache ? cache->window : tmp_window,
-        .state = cache ? cache->state : tmp_state,
+        .window = rows.window,
+        .state = rows.state,
         .scratch = scratch,
     };
 
@@ -389,8 +379,7 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         cache->primed = 1;
 
 cleanup:
-    free(tmp_state);
-    free(tmp_window);
+    mc_cpu_rows_free(&rows);
     free(scratch);
     free(yg);
     free(delta);

@@ -609,7 +609,7 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *tmp_window = NULL, *tmp_state = NULL;
+    struct mc_cpu_rows rows = {0};
     struct mc_cpu_f32io io = {0};
     float *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL;
     int64_t *idx = NULL, *n_real = NULL, *gram_off = NULL;
@@ -634,20 +634,13 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
     gram_off = malloc((size_t)Bsz * sizeof *gram_off);
     n_real = malloc((size_t)Bsz * sizeof *n_real);
     scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
-    if (!cache) {
-        tmp_window = calloc((size_t)Bsz * m2c_window_elems(m), sizeof(float));
-        tmp_state = calloc((size_t)Bsz * m2c_state_elems(m), sizeof(float));
-    }
-    if (io_nomem || !zx || !xbc || !dt || !hn || !idx || !n_real || !gram_off || !scratch ||
-        (!cache && (!tmp_window || !tmp_state))) {
+    const int rows_nomem = mc_cpu_rows_alloc(&rows, &m->cache_shape, cache, Bsz);
+    if (io_nomem || !zx || !xbc || !dt || !hn || !idx || !n_real || !gram_off || !scratch || rows_nomem) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    if (cache && !cache->primed) { /* case (a) with a cache: start from zeros, fill it */
-        memset(cache->window, 0, (size_t)Bsz * m2c_window_elems(m) * sizeof(float));
-        memset(cache->state, 0, (size_t)Bsz * m2c_state_elems(m) * sizeof(float));
-    }
+    mc_cpu_rows_start(&rows, &m->cache_shape, cache, Bsz);
 
     const float *x;
     float *y;
@@ -682,8 +675,8 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
         .xbc = xbc,
         .dt = dt,
         .hn = hn,
-        .window = cache ? cache->window : tmp_window,
-        .state = cache ? cache->state : tmp_state,
+        .window = rows.window,
+        .state = rows.state,
         .idx = idx,
         .n_real = n_real,
         .gram = gram,
@@ -724,8 +717,7 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
         cache->primed = 1;
 
 cleanup:
-    free(tmp_state);
-    free(tmp_window);
+    mc_cpu_rows_free(&rows);
     free(scratch);
     free(gram);
     free(gram_off);

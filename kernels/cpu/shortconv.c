@@ -200,8 +200,9 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
+    struct mc_cpu_rows rows = {0};
     struct mc_cpu_f32io io = {0};
-    float *tmp_window = NULL, *bcx = NULL, *bx = NULL, *co = NULL;
+    float *bcx = NULL, *bx = NULL, *co = NULL;
 
     if ((st = mc_cpu_forward_check(model, cache, args, SCC_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
@@ -210,21 +211,19 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
     bcx = malloc((size_t)(M * 3 * D) * sizeof *bcx);
     bx = malloc((size_t)(M * D) * sizeof *bx);
     co = malloc((size_t)(M * D) * sizeof *co);
-    if (!cache)
-        tmp_window = calloc((size_t)Bsz * scc_window_elems(m), sizeof(float));
-    if (io_nomem || !bcx || !bx || !co || (!cache && !tmp_window)) {
+    const int rows_nomem = mc_cpu_rows_alloc(&rows, &m->cache_shape, cache, Bsz);
+    if (io_nomem || !bcx || !bx || !co || rows_nomem) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    if (cache && !cache->primed)
-        memset(cache->window, 0, (size_t)Bsz * scc_window_elems(m) * sizeof(float));
+    mc_cpu_rows_start(&rows, &m->cache_shape, cache, Bsz);
 
     const float *x;
     float *y;
     mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     struct scc_run run = {.m = m, .len = L, .mask = args->mask, .bcx = bcx, .bx = bx, .co = co,
-                          .window = cache ? cache->window : tmp_window};
+                          .window = rows.window};
     mc_cpu_linear_tiled(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
     mc_cpu_parallel_for(Bsz, scc_row_task, &run, m->threads);
     /* stage probes (probe.h): conv_in is B ⊙ x again (bx now holds C ⊙ conv), conv_out the conv output */
@@ -242,7 +241,7 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
         cache->primed = 1;
 
 cleanup:
-    free(tmp_window);
+    mc_cpu_rows_free(&rows);
     free(co);
     free(bx);
     free(bcx);
