@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "ref_common.h"
+#include "ref_ops.h"
 
 enum at_weight_slot {
     AT_W_Q,
@@ -74,32 +75,9 @@ static int64_t at_count(double v, int64_t lmax)
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define AT_CAT_(a, b) a##b
-#define AT_CAT(a, b) AT_CAT_(a, b)
-
-#define REAL float
-#define AT_FN(name) AT_CAT(name, _f32)
-#define R_GEMM cblas_sgemm
-#define R_SQRT sqrtf
-#define R_EXP expf
-#include "attention_impl.inc"
-#undef REAL
-#undef AT_FN
-#undef R_GEMM
-#undef R_SQRT
-#undef R_EXP
-
-#define REAL double
-#define AT_FN(name) AT_CAT(name, _f64)
-#define R_GEMM cblas_dgemm
-#define R_SQRT sqrt
-#define R_EXP exp
-#include "attention_impl.inc"
-#undef REAL
-#undef AT_FN
-#undef R_GEMM
-#undef R_SQRT
-#undef R_EXP
+#define REF_IMPL "attention_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family at_family = {
     .name = "attention",
@@ -232,59 +210,13 @@ fail:
 
 /* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
-static enum mc_backend_status at_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                             struct mc_msg *msg)
-{
-    return mc_ref_cache_alloc(&at_family, model, batch, cache, msg);
-}
-
-static enum mc_backend_status at_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                            struct mc_msg *msg)
-{
-    return mc_ref_cache_copy(&at_family, model, dst, src, msg);
-}
-
-static enum mc_backend_status at_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                              void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_export(&at_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status at_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                              const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_import(&at_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status at_forward(struct mc_model *model, struct mc_cache *cache,
-                                         const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward(&at_family, model, cache, args, msg);
-}
-
-static enum mc_backend_status at_forward_packed(struct mc_model *model, struct mc_cache *pool,
-                                                const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward_packed(&at_family, model, pool, args, msg);
-}
+MC_REF_OPS_ENTRIES(at, at_family)
 
 static const struct mc_backend_ops at_ops = {
-    .abi_version = MIXCHECK_ABI_VERSION,
-    .struct_size = sizeof(struct mc_backend_ops),
-    .name = "reference",
-    .device = "cpu",
-    .family = MC_FAMILY_ATTENTION,
-    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
+    MC_REF_OPS_FIELDS(at, MC_FAMILY_ATTENTION),
     .caps = MC_CAP_PACKED,
     .model_create = at_model_create,
     .model_destroy = at_model_destroy,
-    .cache_alloc = at_cache_alloc,
-    .cache_copy = at_cache_copy,
-    .cache_free = mc_ref_cache_free,
-    .cache_export = at_cache_export,
-    .cache_import = at_cache_import,
-    .forward = at_forward,
-    .forward_packed = at_forward_packed,
 };
 
 const struct mc_backend_ops *mc_reference_attention_ops(void)

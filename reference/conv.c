@@ -6,18 +6,6 @@
 
 #include <math.h>
 
-#define REAL float
-#define CONV_FN mc_conv_segment_f32
-#define R_EXP expf
-#include "conv_impl.inc"
-#undef REAL
-#undef CONV_FN
-#undef R_EXP
-
-#define REAL double
-#define CONV_FN mc_conv_segment_f64
-#define R_EXP exp
-#include "conv_impl.inc"
-#undef REAL
-#undef CONV_FN
-#undef R_EXP
+#define REF_IMPL "conv_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL

@@ -34,6 +34,7 @@
 
 #include "conv.h"
 #include "ref_common.h"
+#include "ref_ops.h"
 
 /* eps of the q/k l2norm, inside the rsqrt (docs/semantics.md §4.4); fixed upstream, not a config value. */
 #define GDN_L2NORM_EPS 1e-6
@@ -90,40 +91,9 @@ _Static_assert(GDN_P_COUNT <= MC_REF_MAX_WEIGHTS, "too many parameters");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define GDN_CAT_(a, b) a##b
-#define GDN_CAT(a, b) GDN_CAT_(a, b)
-
-#define REAL float
-#define GDN_FN(name) GDN_CAT(name, _f32)
-#define R_EXP expf
-#define R_LOG1P log1pf
-#define R_SQRT sqrtf
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "gdn_impl.inc"
-#undef REAL
-#undef GDN_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define GDN_FN(name) GDN_CAT(name, _f64)
-#define R_EXP exp
-#define R_LOG1P log1p
-#define R_SQRT sqrt
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "gdn_impl.inc"
-#undef REAL
-#undef GDN_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "gdn_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family gdn_family = {
     .name = "gdn",
@@ -304,70 +274,14 @@ fail:
 
 /* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
-static enum mc_backend_status gdn_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                              struct mc_msg *msg)
-{
-    return mc_ref_cache_alloc(&gdn_family, model, batch, cache, msg);
-}
-
-static enum mc_backend_status gdn_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                             struct mc_msg *msg)
-{
-    return mc_ref_cache_copy(&gdn_family, model, dst, src, msg);
-}
-
-static enum mc_backend_status gdn_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                               void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_export(&gdn_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status gdn_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                               const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_import(&gdn_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cache *cache,
-                                          const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward(&gdn_family, model, cache, args, msg);
-}
-
-static enum mc_backend_status gdn_forward_packed(struct mc_model *model, struct mc_cache *pool,
-                                                const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward_packed(&gdn_family, model, pool, args, msg);
-}
-
-static enum mc_backend_status gdn_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_ref_probe_enable(&gdn_family, model, on, msg);
-}
-
-static enum mc_backend_status gdn_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                              struct mc_msg *msg)
-{
-    return mc_ref_probe_read(&gdn_family, model, probes, count, msg);
-}
+MC_REF_OPS_ENTRIES(gdn, gdn_family)
+MC_REF_PROBE_ENTRIES(gdn, gdn_family)
 
 static const struct mc_backend_ops gdn_ops = {
-    .abi_version = MIXCHECK_ABI_VERSION,
-    .struct_size = sizeof(struct mc_backend_ops),
-    .name = "reference",
-    .device = "cpu",
-    .family = MC_FAMILY_GDN,
-    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
+    MC_REF_OPS_FIELDS(gdn, MC_FAMILY_GDN),
     .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = gdn_model_create,
     .model_destroy = mc_ref_model_destroy,
-    .cache_alloc = gdn_cache_alloc,
-    .cache_copy = gdn_cache_copy,
-    .cache_free = mc_ref_cache_free,
-    .cache_export = gdn_cache_export,
-    .cache_import = gdn_cache_import,
-    .forward = gdn_forward,
-    .forward_packed = gdn_forward_packed,
     .probe_enable = gdn_probe_enable,
     .probe_read = gdn_probe_read,
 };

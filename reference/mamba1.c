@@ -26,6 +26,7 @@
 
 #include "conv.h"
 #include "ref_common.h"
+#include "ref_ops.h"
 
 enum m1_weight_slot {
     M1_W_IN_PROJ,
@@ -68,36 +69,9 @@ _Static_assert(M1_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define M1_CAT_(a, b) a##b
-#define M1_CAT(a, b) M1_CAT_(a, b)
-
-#define REAL float
-#define M1_FN(name) M1_CAT(name, _f32)
-#define R_EXP expf
-#define R_LOG1P log1pf
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "mamba1_impl.inc"
-#undef REAL
-#undef M1_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define M1_FN(name) M1_CAT(name, _f64)
-#define R_EXP exp
-#define R_LOG1P log1p
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "mamba1_impl.inc"
-#undef REAL
-#undef M1_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "mamba1_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family m1_family = {
     .name = "mamba1",
@@ -190,70 +164,14 @@ fail:
 
 /* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
-static enum mc_backend_status m1_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                             struct mc_msg *msg)
-{
-    return mc_ref_cache_alloc(&m1_family, model, batch, cache, msg);
-}
-
-static enum mc_backend_status m1_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                            struct mc_msg *msg)
-{
-    return mc_ref_cache_copy(&m1_family, model, dst, src, msg);
-}
-
-static enum mc_backend_status m1_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                              void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_export(&m1_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status m1_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                              const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_import(&m1_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status m1_forward(struct mc_model *model, struct mc_cache *cache,
-                                         const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward(&m1_family, model, cache, args, msg);
-}
-
-static enum mc_backend_status m1_forward_packed(struct mc_model *model, struct mc_cache *pool,
-                                                const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward_packed(&m1_family, model, pool, args, msg);
-}
-
-static enum mc_backend_status m1_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_ref_probe_enable(&m1_family, model, on, msg);
-}
-
-static enum mc_backend_status m1_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                              struct mc_msg *msg)
-{
-    return mc_ref_probe_read(&m1_family, model, probes, count, msg);
-}
+MC_REF_OPS_ENTRIES(m1, m1_family)
+MC_REF_PROBE_ENTRIES(m1, m1_family)
 
 static const struct mc_backend_ops m1_ops = {
-    .abi_version = MIXCHECK_ABI_VERSION,
-    .struct_size = sizeof(struct mc_backend_ops),
-    .name = "reference",
-    .device = "cpu",
-    .family = MC_FAMILY_MAMBA1,
-    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
+    MC_REF_OPS_FIELDS(m1, MC_FAMILY_MAMBA1),
     .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = m1_model_create,
     .model_destroy = mc_ref_model_destroy,
-    .cache_alloc = m1_cache_alloc,
-    .cache_copy = m1_cache_copy,
-    .cache_free = mc_ref_cache_free,
-    .cache_export = m1_cache_export,
-    .cache_import = m1_cache_import,
-    .forward = m1_forward,
-    .forward_packed = m1_forward_packed,
     .probe_enable = m1_probe_enable,
     .probe_read = m1_probe_read,
 };

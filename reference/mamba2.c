@@ -25,6 +25,7 @@
 
 #include "conv.h"
 #include "ref_common.h"
+#include "ref_ops.h"
 
 enum m2_weight_slot {
     M2_W_IN_PROJ,
@@ -73,40 +74,9 @@ _Static_assert(M2_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 #else
 #define M2_GROUP_OF(h, R, G) ((h) / (R))
 #endif
-#define M2_CAT_(a, b) a##b
-#define M2_CAT(a, b) M2_CAT_(a, b)
-
-#define REAL float
-#define M2_FN(name) M2_CAT(name, _f32)
-#define R_EXP expf
-#define R_LOG1P log1pf
-#define R_SQRT sqrtf
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "mamba2_impl.inc"
-#undef REAL
-#undef M2_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define M2_FN(name) M2_CAT(name, _f64)
-#define R_EXP exp
-#define R_LOG1P log1p
-#define R_SQRT sqrt
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "mamba2_impl.inc"
-#undef REAL
-#undef M2_FN
-#undef R_EXP
-#undef R_LOG1P
-#undef R_SQRT
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "mamba2_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family m2_family = {
     .name = "mamba2",
@@ -230,70 +200,14 @@ fail:
 
 /* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
-static enum mc_backend_status m2_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                             struct mc_msg *msg)
-{
-    return mc_ref_cache_alloc(&m2_family, model, batch, cache, msg);
-}
-
-static enum mc_backend_status m2_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                            struct mc_msg *msg)
-{
-    return mc_ref_cache_copy(&m2_family, model, dst, src, msg);
-}
-
-static enum mc_backend_status m2_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                              void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_export(&m2_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status m2_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                              const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_import(&m2_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status m2_forward(struct mc_model *model, struct mc_cache *cache,
-                                         const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward(&m2_family, model, cache, args, msg);
-}
-
-static enum mc_backend_status m2_forward_packed(struct mc_model *model, struct mc_cache *pool,
-                                                const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward_packed(&m2_family, model, pool, args, msg);
-}
-
-static enum mc_backend_status m2_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_ref_probe_enable(&m2_family, model, on, msg);
-}
-
-static enum mc_backend_status m2_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                              struct mc_msg *msg)
-{
-    return mc_ref_probe_read(&m2_family, model, probes, count, msg);
-}
+MC_REF_OPS_ENTRIES(m2, m2_family)
+MC_REF_PROBE_ENTRIES(m2, m2_family)
 
 static const struct mc_backend_ops m2_ops = {
-    .abi_version = MIXCHECK_ABI_VERSION,
-    .struct_size = sizeof(struct mc_backend_ops),
-    .name = "reference",
-    .device = "cpu",
-    .family = MC_FAMILY_MAMBA2,
-    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
+    MC_REF_OPS_FIELDS(m2, MC_FAMILY_MAMBA2),
     .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = m2_model_create,
     .model_destroy = mc_ref_model_destroy,
-    .cache_alloc = m2_cache_alloc,
-    .cache_copy = m2_cache_copy,
-    .cache_free = mc_ref_cache_free,
-    .cache_export = m2_cache_export,
-    .cache_import = m2_cache_import,
-    .forward = m2_forward,
-    .forward_packed = m2_forward_packed,
     .probe_enable = m2_probe_enable,
     .probe_read = m2_probe_read,
 };

@@ -24,6 +24,7 @@
 
 #include "conv.h"
 #include "ref_common.h"
+#include "ref_ops.h"
 
 enum sc_weight_slot {
     SC_W_IN_PROJ,
@@ -51,28 +52,9 @@ _Static_assert(SC_W_COUNT <= MC_REF_MAX_WEIGHTS, "too many weight slots");
 
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
-#define SC_CAT_(a, b) a##b
-#define SC_CAT(a, b) SC_CAT_(a, b)
-
-#define REAL float
-#define SC_FN(name) SC_CAT(name, _f32)
-#define R_GEMM cblas_sgemm
-#define R_CONV mc_conv_segment_f32
-#include "shortconv_impl.inc"
-#undef REAL
-#undef SC_FN
-#undef R_GEMM
-#undef R_CONV
-
-#define REAL double
-#define SC_FN(name) SC_CAT(name, _f64)
-#define R_GEMM cblas_dgemm
-#define R_CONV mc_conv_segment_f64
-#include "shortconv_impl.inc"
-#undef REAL
-#undef SC_FN
-#undef R_GEMM
-#undef R_CONV
+#define REF_IMPL "shortconv_impl.inc"
+#include "ref_instantiate.inc"
+#undef REF_IMPL
 
 static const struct mc_ref_family sc_family = {
     .name = "shortconv",
@@ -151,70 +133,14 @@ fail:
 
 /* ---- the backend interface: the shared cache and forward, with this family's messages ----------- */
 
-static enum mc_backend_status sc_cache_alloc(struct mc_model *model, int64_t batch, struct mc_cache **cache,
-                                             struct mc_msg *msg)
-{
-    return mc_ref_cache_alloc(&sc_family, model, batch, cache, msg);
-}
-
-static enum mc_backend_status sc_cache_copy(struct mc_model *model, struct mc_cache *dst, const struct mc_cache *src,
-                                            struct mc_msg *msg)
-{
-    return mc_ref_cache_copy(&sc_family, model, dst, src, msg);
-}
-
-static enum mc_backend_status sc_cache_export(struct mc_model *model, const struct mc_cache *cache, void *conv_state,
-                                              void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_export(&sc_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status sc_cache_import(struct mc_model *model, struct mc_cache *cache, const void *conv_state,
-                                              const void *recurrent_state, struct mc_msg *msg)
-{
-    return mc_ref_cache_import(&sc_family, model, cache, conv_state, recurrent_state, msg);
-}
-
-static enum mc_backend_status sc_forward(struct mc_model *model, struct mc_cache *cache,
-                                         const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward(&sc_family, model, cache, args, msg);
-}
-
-static enum mc_backend_status sc_forward_packed(struct mc_model *model, struct mc_cache *pool,
-                                                const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    return mc_ref_forward_packed(&sc_family, model, pool, args, msg);
-}
-
-static enum mc_backend_status sc_probe_enable(struct mc_model *model, int32_t on, struct mc_msg *msg)
-{
-    return mc_ref_probe_enable(&sc_family, model, on, msg);
-}
-
-static enum mc_backend_status sc_probe_read(struct mc_model *model, const struct mc_probe **probes, int32_t *count,
-                                              struct mc_msg *msg)
-{
-    return mc_ref_probe_read(&sc_family, model, probes, count, msg);
-}
+MC_REF_OPS_ENTRIES(sc, sc_family)
+MC_REF_PROBE_ENTRIES(sc, sc_family)
 
 static const struct mc_backend_ops sc_ops = {
-    .abi_version = MIXCHECK_ABI_VERSION,
-    .struct_size = sizeof(struct mc_backend_ops),
-    .name = "reference",
-    .device = "cpu",
-    .family = MC_FAMILY_SHORTCONV,
-    .dtypes = MC_DTYPE_BIT(MC_DTYPE_F32) | MC_DTYPE_BIT(MC_DTYPE_F64),
+    MC_REF_OPS_FIELDS(sc, MC_FAMILY_SHORTCONV),
     .caps = MC_CAP_PACKED | MC_CAP_PROBES,
     .model_create = sc_model_create,
     .model_destroy = mc_ref_model_destroy,
-    .cache_alloc = sc_cache_alloc,
-    .cache_copy = sc_cache_copy,
-    .cache_free = mc_ref_cache_free,
-    .cache_export = sc_cache_export,
-    .cache_import = sc_cache_import,
-    .forward = sc_forward,
-    .forward_packed = sc_forward_packed,
     .probe_enable = sc_probe_enable,
     .probe_read = sc_probe_read,
 };

@@ -33,6 +33,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "f32io.h"
 #include "vmath.h"
 
 #define ATC_WHO "attention cpu"
@@ -362,7 +363,8 @@ static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cach
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *tmp_window = NULL, *tmp_state = NULL, *xf = NULL, *yf = NULL;
+    struct mc_cpu_f32io io = {0};
+    float *tmp_window = NULL, *tmp_state = NULL;
     if ((st = mc_cpu_forward_check(model, cache, args, ATC_WHO, msg)) != MC_BACKEND_OK)
         return st;
     const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, D = m->D;
@@ -384,26 +386,19 @@ static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cach
                 return st;
         }
     }
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(M * D) * sizeof *xf);
-        yf = malloc((size_t)(M * D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, M * D);
     if (!cache) {
         tmp_window = calloc((size_t)Bsz, sizeof *tmp_window);
         tmp_state = calloc((size_t)Bsz * ns, sizeof *tmp_state);
     }
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || (!cache && (!tmp_window || !tmp_state))) {
+    if (io_nomem || (!cache && (!tmp_window || !tmp_state))) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     /* a cache no forward has written starts empty: count 0 (the rows then clear their slots) */
     if (cache && !cache->primed)
         memset(cache->window, 0, (size_t)Bsz * sizeof *cache->window);
@@ -411,16 +406,14 @@ static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cach
                           .state = cache ? cache->state : tmp_state};
     if ((st = atc_run_rows(m, &run, M, Bsz, x, y, "forward", msg)) != MC_BACKEND_OK)
         goto cleanup;
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * D));
+    mc_cpu_f32io_out(&io, args->y);
     if (cache)
         cache->primed = 1;
 
 cleanup:
     free(tmp_state);
     free(tmp_window);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
@@ -431,7 +424,7 @@ static enum mc_backend_status atc_forward_packed(struct mc_model *model, struct 
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *xf = NULL, *yf = NULL;
+    struct mc_cpu_f32io io = {0};
     int64_t T = 0;
     if ((st = mc_cpu_packed_check(model, pool, args, ATC_WHO, &T, msg)) != MC_BACKEND_OK)
         return st;
@@ -444,33 +437,23 @@ static enum mc_backend_status atc_forward_packed(struct mc_model *model, struct 
             return st;
     }
     const int64_t D = m->D;
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(T * D) * sizeof *xf);
-        yf = malloc((size_t)(T * D) * sizeof *yf);
-        if (!xf || !yf) {
-            st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu forward_packed: out of memory for T=%lld",
-                             (long long)T);
-            goto cleanup;
-        }
+    if (mc_cpu_f32io_alloc(&io, m->dtype, T * D) != 0) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu forward_packed: out of memory for T=%lld",
+                         (long long)T);
+        goto cleanup;
     }
     mc_cpu_packed_reset(&m->cache_shape, pool, args);
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     struct atc_run run = {.m = m, .window = pool->window, .state = pool->state, .pk = args};
     if ((st = atc_run_rows(m, &run, T, args->n_seqs, x, y, "forward_packed", msg)) != MC_BACKEND_OK)
         goto cleanup;
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * D));
+    mc_cpu_f32io_out(&io, args->y);
     pool->primed = 1;
 
 cleanup:
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 

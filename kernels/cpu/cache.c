@@ -205,3 +205,40 @@ void mc_cpu_packed_token_seq(const struct mc_packed_args *args, int64_t *tok_seq
         for (int64_t t = args->cu_seqlens[i]; t < args->cu_seqlens[i + 1]; t++)
             tok_seq[t] = i;
 }
+
+/* ---- the window and state one forward runs on -------------------------------------------------- */
+
+int mc_cpu_rows_alloc(struct mc_cpu_rows *rows, const struct mc_cpu_cache_shape *shape, const struct mc_cache *cache,
+                      int64_t batch)
+{
+    if (cache)
+        return 0;
+    rows->tmp_window = calloc((size_t)batch * mc_cpu_cache_window_elems(shape), sizeof(float));
+    if (shape->state_elems)
+        rows->tmp_state = calloc((size_t)batch * shape->state_elems, sizeof(float));
+    return rows->tmp_window && (!shape->state_elems || rows->tmp_state) ? 0 : -1;
+}
+
+void mc_cpu_rows_start(struct mc_cpu_rows *rows, const struct mc_cpu_cache_shape *shape, struct mc_cache *cache,
+                       int64_t batch)
+{
+    if (!cache) {
+        rows->window = rows->tmp_window;
+        rows->state = rows->tmp_state;
+        return;
+    }
+    if (!cache->primed) {
+        memset(cache->window, 0, (size_t)batch * mc_cpu_cache_window_elems(shape) * sizeof(float));
+        if (shape->state_elems)
+            memset(cache->state, 0, (size_t)batch * shape->state_elems * sizeof(float));
+    }
+    rows->window = cache->window;
+    rows->state = cache->state;
+}
+
+void mc_cpu_rows_free(struct mc_cpu_rows *rows)
+{
+    free(rows->tmp_state);
+    free(rows->tmp_window);
+    rows->tmp_window = rows->tmp_state = NULL;
+}

@@ -97,6 +97,29 @@ enum mc_backend_status mc_cpu_cache_import(const struct mc_cpu_cache_shape *shap
                                    msg);                                                                           \
     }
 
+/* ---- the window and state one forward runs on -------------------------------------------------- */
+
+/* What a forward's math reads and advances: the cache's own window and state, or, without a cache,
+ * zeroed temporaries of the batch that the call drops at its end (a cache-less forward keeps nothing). */
+struct mc_cpu_rows {
+    float *window;                 /* [B][window_elems] */
+    float *state;                  /* [B][state_elems]; NULL without recurrent state */
+    float *tmp_window, *tmp_state; /* owned; NULL with a cache */
+};
+
+/* With the forward's other allocations, before anything is touched: without a cache, the zeroed
+ * temporaries of `shape` for `batch` rows (the state only when the shape has one). Returns 0, or -1
+ * when out of memory (mc_cpu_rows_free still frees what was had). rows starts zeroed. */
+int mc_cpu_rows_alloc(struct mc_cpu_rows *rows, const struct mc_cpu_cache_shape *shape, const struct mc_cache *cache,
+                      int64_t batch);
+
+/* After every check and allocation: a cache no forward or import has written is zeroed first (case (a)
+ * with a cache: start from zeros, fill it); rows->window and rows->state are then what the math runs on. */
+void mc_cpu_rows_start(struct mc_cpu_rows *rows, const struct mc_cpu_cache_shape *shape, struct mc_cache *cache,
+                       int64_t batch);
+
+void mc_cpu_rows_free(struct mc_cpu_rows *rows);
+
 /* ---- the packed call on a state pool (backend.h: forward_packed, struct mc_packed_args) ----------
  *
  * Every family's forward_packed treats its cache as a pool of rows (slots) and runs the n sequences of

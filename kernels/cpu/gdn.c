@@ -348,21 +348,7 @@ MC_CPU_CACHE_OPS(gdn, GDN_WHO)
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 /* The ops forward: mc_gdn_cpu_forward (gdn_forward.c) in blocks of whole chunks (stream.h). */
-static enum mc_backend_status gdn_forward(struct mc_model *model, struct mc_cache *cache,
-                                          const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return mc_gdn_cpu_forward(model, cache, args, msg);
-    const struct mc_cpu_stream_spec spec = {
-        .forward = mc_gdn_cpu_forward,
-        .hidden = model->D,
-        .elem_bytes = model->elem_bytes,
-        .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(model->chunk),
-        .who = GDN_WHO,
-    };
-    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
-}
+MC_CPU_STREAM_FORWARD(gdn, mc_gdn_cpu_forward, model->chunk, GDN_WHO)
 
 /* The ops forward_packed (gdn_packed.c); it records no probes. */
 static enum mc_backend_status gdn_forward_packed(struct mc_model *model, struct mc_cache *pool,
@@ -390,7 +376,7 @@ static const struct mc_backend_ops gdn_ops = {
     .cache_free = gdn_cache_free,
     .cache_export = gdn_cache_export,
     .cache_import = gdn_cache_import,
-    .forward = gdn_forward,
+    .forward = gdn_forward_streamed,
     .forward_packed = gdn_forward_packed,
     .probe_enable = gdn_probe_enable,
     .probe_read = gdn_probe_read,

@@ -100,19 +100,23 @@ static void gdn_task_conv(void *ctx, int64_t task, int worker)
                     f->qkv + f->start[b] * m->C + c0, m->C);
 }
 
-/* β = σ(b), g = −exp(A_log)·softplus(a + dt_bias) for a block of tokens. */
+void mc_gdn_cpu_gates_rows(const struct mc_model *m, const float *pj, float *beta, float *g, int64_t i0, int64_t i1)
+{
+    for (int64_t i = i0; i < i1; i++) {
+        const float *braw = pj + i * m->proj + m->C + m->vd, *araw = braw + m->Hv;
+        mc_cpu_vsigmoid_to(braw, beta + i * m->Hv, m->Hv);
+        for (int64_t h = 0; h < m->Hv; h++)
+            g[i * m->Hv + h] = m->a_neg[h] * mc_cpu_softplus(araw[h] + m->dt_bias[h]);
+    }
+}
+
+/* β and g for a block of tokens (mc_gdn_cpu_gates_rows). */
 static void gdn_task_gates(void *ctx, int64_t task, int worker)
 {
     (void)worker;
     struct gdn_fwd *f = ctx;
-    const struct mc_model *m = f->m;
     const int64_t i1 = (task + 1) * GDN_ROW_BLOCK < f->M ? (task + 1) * GDN_ROW_BLOCK : f->M;
-    for (int64_t i = task * GDN_ROW_BLOCK; i < i1; i++) {
-        const float *braw = f->pj + i * m->proj + m->C + m->vd, *araw = braw + m->Hv;
-        mc_cpu_vsigmoid_to(braw, f->beta + i * m->Hv, m->Hv);
-        for (int64_t h = 0; h < m->Hv; h++)
-            f->g[i * m->Hv + h] = m->a_neg[h] * mc_cpu_softplus(araw[h] + m->dt_bias[h]);
-    }
+    mc_gdn_cpu_gates_rows(f->m, f->pj, f->beta, f->g, task * GDN_ROW_BLOCK, i1);
 }
 
 /* The core for one (batch row, key head, group of its value heads). */
@@ -154,18 +158,13 @@ static void gdn_task_core(void *ctx, int64_t task, int worker)
         mc_gdn_chunk_run(&a, work);
 }
 
-/* Gated RMSNorm per head over dv, norm before gate (§4.3 step 7), for a block of tokens. */
-static void gdn_task_norm(void *ctx, int64_t task, int worker)
+void mc_gdn_cpu_norm_rows(const struct mc_model *m, const float *pj, float *hn, int64_t i0, int64_t i1)
 {
-    (void)worker;
-    struct gdn_fwd *f = ctx;
-    const struct mc_model *m = f->m;
     const float eps = (float)m->cfg.rms_norm_eps;
-    const int64_t i1 = (task + 1) * GDN_ROW_BLOCK < f->M ? (task + 1) * GDN_ROW_BLOCK : f->M;
-    for (int64_t i = task * GDN_ROW_BLOCK; i < i1; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         for (int64_t h = 0; h < m->Hv; h++) {
-            float *o = f->hn + i * m->vd + h * m->dv;
-            const float *z = f->pj + i * m->proj + m->C + h * m->dv;
+            float *o = hn + i * m->vd + h * m->dv;
+            const float *z = pj + i * m->proj + m->C + h * m->dv;
             float ss = 0.0f;
             for (int64_t j = 0; j < m->dv; j++)
                 ss += o[j] * o[j];
@@ -175,6 +174,15 @@ static void gdn_task_norm(void *ctx, int64_t task, int worker)
             mc_cpu_vmul_silu(o, z, m->dv); /* the gate: · silu(z) */
         }
     }
+}
+
+/* The gated RMSNorm for a block of tokens (mc_gdn_cpu_norm_rows). */
+static void gdn_task_norm(void *ctx, int64_t task, int worker)
+{
+    (void)worker;
+    struct gdn_fwd *f = ctx;
+    const int64_t i1 = (task + 1) * GDN_ROW_BLOCK < f->M ? (task + 1) * GDN_ROW_BLOCK : f->M;
+    mc_gdn_cpu_norm_rows(f->m, f->pj, f->hn, task * GDN_ROW_BLOCK, i1);
 }
 
 /* y rows of a block of tokens in the storage dtype; a padding row is 0. */

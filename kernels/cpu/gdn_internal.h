@@ -37,6 +37,14 @@ struct mc_model {
     struct mc_cpu_probes *probes;          /* stage probes (probe.h), NULL until probe_enable */
 };
 
+/* The elementwise phases the forward and the packed call share (gdn_forward.c), over tokens [i0, i1)
+ * of the in_proj output pj [T][proj] (q | k | v | z | b | a):
+ *   gates: beta [T][Hv] = σ(b), g [T][Hv] = −exp(A_log)·softplus(a + dt_bias);
+ *   norm:  hn [T][Hv*dv] (the core's output) in place, the gated RMSNorm per head over dv, norm
+ *          before gate (§4.3 step 7): hn · rsqrt(mean hn² + eps) · w_norm · silu(z). */
+void mc_gdn_cpu_gates_rows(const struct mc_model *m, const float *pj, float *beta, float *g, int64_t i0, int64_t i1);
+void mc_gdn_cpu_norm_rows(const struct mc_model *m, const float *pj, float *hn, int64_t i0, int64_t i1);
+
 /* The forward of the ops struct (mixcheck/backend.h), in gdn_forward.c. */
 enum mc_backend_status mc_gdn_cpu_forward(struct mc_model *model, struct mc_cache *cache,
                                           const struct mc_forward_args *args, struct mc_msg *msg);

@@ -72,19 +72,13 @@ static void gdn_pk_task_conv(void *ctx, int64_t task, int worker)
                     f->qkv + t0 * m->C + c0, m->C);
 }
 
-/* β = σ(b), g = −exp(A_log)·softplus(a + dt_bias). */
+/* β = σ(b), g = −exp(A_log)·softplus(a + dt_bias) for a block of packed tokens (gdn_internal.h). */
 static void gdn_pk_task_gates(void *ctx, int64_t task, int worker)
 {
     (void)worker;
     const struct gdn_pk *f = ctx;
-    const struct mc_model *m = f->m;
     const int64_t i1 = (task + 1) * GDN_ROW_BLOCK < f->T ? (task + 1) * GDN_ROW_BLOCK : f->T;
-    for (int64_t i = task * GDN_ROW_BLOCK; i < i1; i++) {
-        const float *braw = f->pj + i * m->proj + m->C + m->vd, *araw = braw + m->Hv;
-        mc_cpu_vsigmoid_to(braw, f->beta + i * m->Hv, m->Hv);
-        for (int64_t h = 0; h < m->Hv; h++)
-            f->g[i * m->Hv + h] = m->a_neg[h] * mc_cpu_softplus(araw[h] + m->dt_bias[h]);
-    }
+    mc_gdn_cpu_gates_rows(f->m, f->pj, f->beta, f->g, task * GDN_ROW_BLOCK, i1);
 }
 
 /* The core of one (key head, group of its value heads) over the packed axis: one chunk grid, each
@@ -134,27 +128,13 @@ static void gdn_pk_task_core(void *ctx, int64_t task, int worker)
     }
 }
 
-/* Gated RMSNorm per head over dv, norm before gate. */
+/* Gated RMSNorm per head over dv, norm before gate, for a block of packed tokens (gdn_internal.h). */
 static void gdn_pk_task_norm(void *ctx, int64_t task, int worker)
 {
     (void)worker;
     const struct gdn_pk *f = ctx;
-    const struct mc_model *m = f->m;
-    const float eps = (float)m->cfg.rms_norm_eps;
     const int64_t i1 = (task + 1) * GDN_ROW_BLOCK < f->T ? (task + 1) * GDN_ROW_BLOCK : f->T;
-    for (int64_t i = task * GDN_ROW_BLOCK; i < i1; i++) {
-        for (int64_t h = 0; h < m->Hv; h++) {
-            float *o = f->hn + i * m->vd + h * m->dv;
-            const float *z = f->pj + i * m->proj + m->C + h * m->dv;
-            float ss = 0.0f;
-            for (int64_t j = 0; j < m->dv; j++)
-                ss += o[j] * o[j];
-            const float rstd = 1.0f / sqrtf(ss / (float)m->dv + eps);
-            for (int64_t j = 0; j < m->dv; j++)
-                o[j] = m->w_norm[j] * (o[j] * rstd);
-            mc_cpu_vmul_silu(o, z, m->dv);
-        }
-    }
+    mc_gdn_cpu_norm_rows(f->m, f->pj, f->hn, task * GDN_ROW_BLOCK, i1);
 }
 
 /* The packed call over all T tokens at once (no blocks; mc_gdn_cpu_forward_packed adds them). */

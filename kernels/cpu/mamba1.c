@@ -33,6 +33,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "f32io.h"
 #include "probe.h"
 #include "stream.h"
 #include "vmath.h"
@@ -168,10 +169,6 @@ fail:
 static size_t m1c_window_elems(const struct mc_model *m)
 {
     return (size_t)(m->inner * m->K);
-}
-static size_t m1c_state_elems(const struct mc_model *m)
-{
-    return (size_t)(m->inner * m->N);
 }
 
 MC_CPU_CACHE_OPS(m1c, M1C_WHO)
@@ -317,8 +314,9 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *tmp_window = NULL, *tmp_state = NULL;
-    float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
+    struct mc_cpu_rows rows = {0};
+    struct mc_cpu_f32io io = {0};
+    float *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
 
     if ((st = mc_cpu_forward_check(model, cache, args, M1C_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
@@ -328,38 +326,24 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     const int workers = (int)(m->threads < Bsz * n_blocks ? m->threads : Bsz * n_blocks);
 
     /* every allocation before the cache is touched, so a failure leaves it unchanged */
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(M * m->D) * sizeof *xf);
-        yf = malloc((size_t)(M * m->D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, M * m->D);
     xz = malloc((size_t)(M * 2 * inner) * sizeof *xz);
     xc = malloc((size_t)(M * inner) * sizeof *xc);
     dbc = malloc((size_t)(M * m->xdim) * sizeof *dbc);
     delta = malloc((size_t)(M * inner) * sizeof *delta);
     yg = malloc((size_t)(M * inner) * sizeof *yg);
     scratch = malloc((size_t)workers * (size_t)m->N * sizeof *scratch);
-    if (!cache) {
-        tmp_window = calloc((size_t)Bsz * m1c_window_elems(m), sizeof(float));
-        tmp_state = calloc((size_t)Bsz * m1c_state_elems(m), sizeof(float));
-    }
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !xz || !xc || !dbc || !delta || !yg || !scratch ||
-        (!cache && (!tmp_window || !tmp_state))) {
+    const int rows_nomem = mc_cpu_rows_alloc(&rows, &m->cache_shape, cache, Bsz);
+    if (io_nomem || !xz || !xc || !dbc || !delta || !yg || !scratch || rows_nomem) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    if (cache && !cache->primed) { /* case (a) with a cache: start from zeros, fill it */
-        memset(cache->window, 0, (size_t)Bsz * m1c_window_elems(m) * sizeof(float));
-        memset(cache->state, 0, (size_t)Bsz * m1c_state_elems(m) * sizeof(float));
-    }
+    mc_cpu_rows_start(&rows, &m->cache_shape, cache, Bsz);
 
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * m->D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     struct m1c_run run = {
         .m = m,
         .batch = Bsz,
@@ -370,8 +354,8 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
         .dbc = dbc,
         .delta = delta,
         .yg = yg,
-        .window = cache ? cache->window : tmp_window,
-        .state = cache ? cache->state : tmp_state,
+        .window = rows.window,
+        .state = rows.state,
         .scratch = scratch,
     };
 
@@ -390,22 +374,19 @@ static enum mc_backend_status m1c_forward(struct mc_model *model, struct mc_cach
     mc_cpu_probe_rows(p_b, m->N, dbc + m->R, m->xdim, M, pm);
     mc_cpu_probe_rows(p_c, m->N, dbc + m->R + m->N, m->xdim, M, pm);
     mc_cpu_probe_rows(p_norm, inner, yg, inner, M, pm);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
+    mc_cpu_f32io_out(&io, args->y);
     if (cache)
         cache->primed = 1;
 
 cleanup:
-    free(tmp_state);
-    free(tmp_window);
+    mc_cpu_rows_free(&rows);
     free(scratch);
     free(yg);
     free(delta);
     free(dbc);
     free(xc);
     free(xz);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
@@ -422,7 +403,8 @@ static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct 
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *xf = NULL, *yf = NULL, *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
+    struct mc_cpu_f32io io = {0};
+    float *xz = NULL, *xc = NULL, *dbc = NULL, *delta = NULL, *yg = NULL, *scratch = NULL;
     int64_t T = 0;
     if ((st = mc_cpu_packed_check(model, pool, args, M1C_WHO, &T, msg)) != MC_BACKEND_OK)
         return st;
@@ -433,29 +415,22 @@ static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct 
     const int workers = (int)(m->threads < n * n_blocks ? m->threads : n * n_blocks);
 
     /* every allocation before the pool is touched, so a failure leaves it unchanged */
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(T * m->D) * sizeof *xf);
-        yf = malloc((size_t)(T * m->D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, T * m->D);
     xz = malloc((size_t)(T * 2 * inner) * sizeof *xz);
     xc = malloc((size_t)(T * inner) * sizeof *xc);
     dbc = malloc((size_t)(T * m->xdim) * sizeof *dbc);
     delta = malloc((size_t)(T * inner) * sizeof *delta);
     yg = malloc((size_t)(T * inner) * sizeof *yg);
     scratch = malloc((size_t)workers * (size_t)m->N * sizeof *scratch);
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !xz || !xc || !dbc || !delta || !yg || !scratch) {
+    if (io_nomem || !xz || !xc || !dbc || !delta || !yg || !scratch) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba1 cpu forward_packed: out of memory for T=%lld scratch",
                          (long long)T);
         goto cleanup;
     }
     mc_cpu_packed_reset(&m->cache_shape, pool, args);
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * m->D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     const struct m1c_run run = {
         .m = m,
         .batch = 1,
@@ -471,8 +446,7 @@ static enum mc_backend_status m1c_forward_packed(struct mc_model *model, struct 
         .pk = args,
     };
     m1c_run_all(&run, x, y, n, workers);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * m->D));
+    mc_cpu_f32io_out(&io, args->y);
     pool->primed = 1;
 
 cleanup:
@@ -482,8 +456,7 @@ cleanup:
     free(dbc);
     free(xc);
     free(xz);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
@@ -594,33 +567,9 @@ cleanup:
 
 /* ---- the ops forward: m1c_forward in blocks of MC_CPU_STREAM_TOKENS tokens (stream.h) ---------- */
 
-
-static enum mc_backend_status m1c_forward_streamed(struct mc_model *model, struct mc_cache *cache,
-                                                   const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return m1c_forward(model, cache, args, msg);
-    const struct mc_cpu_stream_spec spec = {
-        .forward = m1c_forward,
-        .hidden = model->D,
-        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
-        .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(1),
-        .who = M1C_WHO,
-    };
-    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
-}
-
+MC_CPU_STREAM_FORWARD(m1c, m1c_forward, 1, M1C_WHO)
 /* The ops forward_packed: m1c_forward_packed over the packed axis in blocks (stream.h). */
-static enum mc_backend_status m1c_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
-                                              const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return m1c_forward_packed(model, pool, args, msg);
-    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
-    return mc_cpu_packed_streamed(model, pool, args, msg, m1c_forward_packed, &model->cache_shape, model->D,
-                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), M1C_WHO);
-}
+MC_CPU_STREAM_PACKED(m1c, m1c_forward_packed, 1, M1C_WHO)
 
 MC_CPU_PROBE_OPS(m1c, M1C_WHO)
 

@@ -193,32 +193,9 @@ MC_CPU_CACHE_OPS(m2c, M2C_WHO)
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 /* The ops forward: mc_mamba2_cpu_forward (mamba2_forward.c) in blocks of whole SSD chunks (stream.h). */
-static enum mc_backend_status m2c_forward(struct mc_model *model, struct mc_cache *cache,
-                                          const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return mc_mamba2_cpu_forward(model, cache, args, msg);
-    const struct mc_cpu_stream_spec spec = {
-        .forward = mc_mamba2_cpu_forward,
-        .hidden = model->D,
-        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
-        .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(model->chunk),
-        .who = M2C_WHO,
-    };
-    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
-}
-
+MC_CPU_STREAM_FORWARD(m2c, mc_mamba2_cpu_forward, model->chunk, M2C_WHO)
 /* The ops forward_packed: mc_mamba2_cpu_forward_packed over the packed axis in blocks (stream.h). */
-static enum mc_backend_status m2c_forward_packed(struct mc_model *model, struct mc_cache *pool,
-                                              const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return mc_mamba2_cpu_forward_packed(model, pool, args, msg);
-    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
-    return mc_cpu_packed_streamed(model, pool, args, msg, mc_mamba2_cpu_forward_packed, &model->cache_shape, model->D,
-                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(model->chunk), M2C_WHO);
-}
+MC_CPU_STREAM_PACKED(m2c, mc_mamba2_cpu_forward_packed, model->chunk, M2C_WHO)
 
 MC_CPU_PROBE_OPS(m2c, M2C_WHO)
 
@@ -237,8 +214,8 @@ static const struct mc_backend_ops m2c_ops = {
     .cache_free = m2c_cache_free,
     .cache_export = m2c_cache_export,
     .cache_import = m2c_cache_import,
-    .forward = m2c_forward,
-    .forward_packed = m2c_forward_packed,
+    .forward = m2c_forward_streamed,
+    .forward_packed = m2c_forward_packed_streamed,
     .probe_enable = m2c_probe_enable,
     .probe_read = m2c_probe_read,
 };

@@ -12,6 +12,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "f32io.h"
 #include "mamba2_internal.h"
 #include "stream.h"
 #include "vmath.h"
@@ -608,8 +609,9 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *tmp_window = NULL, *tmp_state = NULL;
-    float *xf = NULL, *yf = NULL, *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL;
+    struct mc_cpu_rows rows = {0};
+    struct mc_cpu_f32io io = {0};
+    float *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL;
     int64_t *idx = NULL, *n_real = NULL, *gram_off = NULL;
     float *gram = NULL;
 
@@ -623,10 +625,7 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
     const size_t scratch_elems = m2c_scratch_elems(m, Q);
 
     /* every allocation before the cache is touched, so a failure leaves it unchanged */
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(M * m->D) * sizeof *xf);
-        yf = malloc((size_t)(M * m->D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, M * m->D);
     zx = malloc((size_t)(M * m->proj) * sizeof *zx);
     xbc = malloc((size_t)(M * m->C) * sizeof *xbc);
     dt = malloc((size_t)(M * m->H) * sizeof *dt);
@@ -635,28 +634,17 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
     gram_off = malloc((size_t)Bsz * sizeof *gram_off);
     n_real = malloc((size_t)Bsz * sizeof *n_real);
     scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
-    if (!cache) {
-        tmp_window = calloc((size_t)Bsz * m2c_window_elems(m), sizeof(float));
-        tmp_state = calloc((size_t)Bsz * m2c_state_elems(m), sizeof(float));
-    }
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !zx || !xbc || !dt || !hn || !idx || !n_real || !gram_off || !scratch ||
-        (!cache && (!tmp_window || !tmp_state))) {
+    const int rows_nomem = mc_cpu_rows_alloc(&rows, &m->cache_shape, cache, Bsz);
+    if (io_nomem || !zx || !xbc || !dt || !hn || !idx || !n_real || !gram_off || !scratch || rows_nomem) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    if (cache && !cache->primed) { /* case (a) with a cache: start from zeros, fill it */
-        memset(cache->window, 0, (size_t)Bsz * m2c_window_elems(m) * sizeof(float));
-        memset(cache->state, 0, (size_t)Bsz * m2c_state_elems(m) * sizeof(float));
-    }
+    mc_cpu_rows_start(&rows, &m->cache_shape, cache, Bsz);
 
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * m->D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     for (int64_t b = 0; b < Bsz; b++) {
         int64_t cnt = 0;
         for (int64_t t = 0; t < L; t++)
@@ -687,8 +675,8 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
         .xbc = xbc,
         .dt = dt,
         .hn = hn,
-        .window = cache ? cache->window : tmp_window,
-        .state = cache ? cache->state : tmp_state,
+        .window = rows.window,
+        .state = rows.state,
         .idx = idx,
         .n_real = n_real,
         .gram = gram,
@@ -724,14 +712,12 @@ enum mc_backend_status mc_mamba2_cpu_forward(struct mc_model *model, struct mc_c
     mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
     mc_cpu_linear_tiled(M, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
     mc_cpu_out_bias(M, m->D, args->mask, m->w[M2C_OUT_PROJ_BIAS], y);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * m->D));
+    mc_cpu_f32io_out(&io, args->y);
     if (cache)
         cache->primed = 1;
 
 cleanup:
-    free(tmp_state);
-    free(tmp_window);
+    mc_cpu_rows_free(&rows);
     free(scratch);
     free(gram);
     free(gram_off);
@@ -741,8 +727,7 @@ cleanup:
     free(dt);
     free(xbc);
     free(zx);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
@@ -751,7 +736,8 @@ enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, stru
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *xf = NULL, *yf = NULL, *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL, *gram = NULL;
+    struct mc_cpu_f32io io = {0};
+    float *zx = NULL, *xbc = NULL, *dt = NULL, *hn = NULL, *scratch = NULL, *gram = NULL;
     int64_t *idx = NULL, *tok_seq = NULL;
     int64_t T = 0;
 
@@ -768,10 +754,7 @@ enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, stru
     const int64_t n_real = T, gram_off = 0;
 
     /* every allocation before the pool is touched, so a failure leaves it unchanged */
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(T * m->D) * sizeof *xf);
-        yf = malloc((size_t)(T * m->D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, T * m->D);
     zx = malloc((size_t)(T * m->proj) * sizeof *zx);
     xbc = malloc((size_t)(T * m->C) * sizeof *xbc);
     dt = malloc((size_t)(T * m->H) * sizeof *dt);
@@ -779,7 +762,7 @@ enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, stru
     idx = malloc((size_t)T * sizeof *idx);
     tok_seq = malloc((size_t)T * sizeof *tok_seq);
     scratch = malloc((size_t)workers * scratch_elems * sizeof *scratch);
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !zx || !xbc || !dt || !hn || !idx || !tok_seq || !scratch) {
+    if (io_nomem || !zx || !xbc || !dt || !hn || !idx || !tok_seq || !scratch) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "mamba2 cpu forward_packed: out of memory for T=%lld scratch",
                          (long long)T);
         goto cleanup;
@@ -789,13 +772,9 @@ enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, stru
         gram = malloc((size_t)(n_gram * Q * Q) * sizeof *gram);
     mc_cpu_packed_reset(&m->cache_shape, pool, args);
 
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * m->D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     for (int64_t t = 0; t < T; t++)
         idx[t] = t;
     mc_cpu_packed_token_seq(args, tok_seq);
@@ -834,8 +813,7 @@ enum mc_backend_status mc_mamba2_cpu_forward_packed(struct mc_model *model, stru
     mc_cpu_parallel_for(row_blocks, m2c_norm_task, &run, m->threads);
     mc_cpu_linear_tiled(T, m->D, m->inner, hn, m->inner, m->w[M2C_OUT_PROJ], NULL, y, m->D, m->threads);
     mc_cpu_out_bias(T, m->D, NULL, m->w[M2C_OUT_PROJ_BIAS], y);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * m->D));
+    mc_cpu_f32io_out(&io, args->y);
     pool->primed = 1;
 
 cleanup:
@@ -847,8 +825,7 @@ cleanup:
     free(dt);
     free(xbc);
     free(zx);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 

@@ -23,6 +23,7 @@
 
 #include "cache.h"
 #include "common.h"
+#include "f32io.h"
 #include "probe.h"
 #include "stream.h"
 
@@ -199,37 +200,30 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *tmp_window = NULL, *xf = NULL, *yf = NULL, *bcx = NULL, *bx = NULL, *co = NULL;
+    struct mc_cpu_rows rows = {0};
+    struct mc_cpu_f32io io = {0};
+    float *bcx = NULL, *bx = NULL, *co = NULL;
 
     if ((st = mc_cpu_forward_check(model, cache, args, SCC_WHO, msg)) != MC_BACKEND_OK)
         goto cleanup;
     const int64_t Bsz = args->batch, L = args->len, M = Bsz * L, D = m->D;
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(M * D) * sizeof *xf);
-        yf = malloc((size_t)(M * D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, M * D);
     bcx = malloc((size_t)(M * 3 * D) * sizeof *bcx);
     bx = malloc((size_t)(M * D) * sizeof *bx);
     co = malloc((size_t)(M * D) * sizeof *co);
-    if (!cache)
-        tmp_window = calloc((size_t)Bsz * scc_window_elems(m), sizeof(float));
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !bcx || !bx || !co || (!cache && !tmp_window)) {
+    const int rows_nomem = mc_cpu_rows_alloc(&rows, &m->cache_shape, cache, Bsz);
+    if (io_nomem || !bcx || !bx || !co || rows_nomem) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu forward: out of memory for B=%lld L=%lld scratch",
                          (long long)Bsz, (long long)L);
         goto cleanup;
     }
-    if (cache && !cache->primed)
-        memset(cache->window, 0, (size_t)Bsz * scc_window_elems(m) * sizeof(float));
+    mc_cpu_rows_start(&rows, &m->cache_shape, cache, Bsz);
 
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(M * D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     struct scc_run run = {.m = m, .len = L, .mask = args->mask, .bcx = bcx, .bx = bx, .co = co,
-                          .window = cache ? cache->window : tmp_window};
+                          .window = rows.window};
     mc_cpu_linear_tiled(M, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
     mc_cpu_parallel_for(Bsz, scc_row_task, &run, m->threads);
     /* stage probes (probe.h): conv_in is B ⊙ x again (bx now holds C ⊙ conv), conv_out the conv output */
@@ -242,38 +236,21 @@ static enum mc_backend_status scc_forward(struct mc_model *model, struct mc_cach
     mc_cpu_probe_rows(p_out, D, co, D, M, args->mask);
     mc_cpu_linear_tiled(M, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
     mc_cpu_out_bias(M, D, args->mask, m->w[SCC_OUT_PROJ_BIAS], y);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(M * D));
+    mc_cpu_f32io_out(&io, args->y);
     if (cache)
         cache->primed = 1;
 
 cleanup:
-    free(tmp_window);
+    mc_cpu_rows_free(&rows);
     free(co);
     free(bx);
     free(bcx);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
 /* The ops forward: scc_forward in blocks of MC_CPU_STREAM_TOKENS tokens (stream.h). */
-static enum mc_backend_status scc_forward_streamed(struct mc_model *model, struct mc_cache *cache,
-                                                   const struct mc_forward_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return scc_forward(model, cache, args, msg);
-    const struct mc_cpu_stream_spec spec = {
-        .forward = scc_forward,
-        .hidden = model->D,
-        .elem_bytes = mc_cpu_dtype_bytes(model->dtype),
-        .cache_shape = &model->cache_shape,
-        .block = mc_cpu_stream_tokens(1),
-        .who = SCC_WHO,
-    };
-    return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);
-}
-
+MC_CPU_STREAM_FORWARD(scc, scc_forward, 1, SCC_WHO)
 
 /* The packed call on a state pool (backend.h: forward_packed): in_proj and out_proj once over the T
  * packed tokens, B ⊙ x → conv → C ⊙ per sequence from its slot's window (zeros when
@@ -283,49 +260,41 @@ static enum mc_backend_status scc_forward_packed(struct mc_model *model, struct 
 {
     enum mc_backend_status st = MC_BACKEND_OK;
     const struct mc_model *m = model;
-    float *xf = NULL, *yf = NULL, *bcx = NULL, *bx = NULL, *co = NULL;
+    struct mc_cpu_f32io io = {0};
+    float *bcx = NULL, *bx = NULL, *co = NULL;
     int64_t T = 0;
     if ((st = mc_cpu_packed_check(model, pool, args, SCC_WHO, &T, msg)) != MC_BACKEND_OK)
         return st;
     if (T == 0)
         return MC_BACKEND_OK;
     const int64_t D = m->D;
-    if (m->dtype != MC_DTYPE_F32) {
-        xf = malloc((size_t)(T * D) * sizeof *xf);
-        yf = malloc((size_t)(T * D) * sizeof *yf);
-    }
+    const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, T * D);
     bcx = malloc((size_t)(T * 3 * D) * sizeof *bcx);
     bx = malloc((size_t)(T * D) * sizeof *bx);
     co = malloc((size_t)(T * D) * sizeof *co);
-    if ((m->dtype != MC_DTYPE_F32 && (!xf || !yf)) || !bcx || !bx || !co) {
+    if (io_nomem || !bcx || !bx || !co) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "shortconv cpu forward_packed: out of memory for T=%lld scratch",
                          (long long)T);
         goto cleanup;
     }
     mc_cpu_packed_reset(&m->cache_shape, pool, args);
-    const float *x = args->x;
-    float *y = args->y;
-    if (m->dtype != MC_DTYPE_F32) {
-        mc_cpu_to_f32(m->dtype, args->x, xf, (size_t)(T * D));
-        x = xf;
-        y = yf;
-    }
+    const float *x;
+    float *y;
+    mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     struct scc_run run = {.m = m, .len = T, .bcx = bcx, .bx = bx, .co = co, .window = pool->window, .pk = args};
     mc_cpu_linear_tiled(T, 3 * D, D, x, D, m->w[SCC_IN_PROJ], m->w[SCC_IN_PROJ_BIAS], bcx, 3 * D, m->threads);
     mc_cpu_parallel_for(args->n_seqs * ((D + MC_CPU_CONV_COLS - 1) / MC_CPU_CONV_COLS), scc_packed_task, &run,
                         m->threads);
     mc_cpu_linear_tiled(T, D, D, bx, D, m->w[SCC_OUT_PROJ], NULL, y, D, m->threads);
     mc_cpu_out_bias(T, D, NULL, m->w[SCC_OUT_PROJ_BIAS], y);
-    if (m->dtype != MC_DTYPE_F32)
-        mc_cpu_from_f32(m->dtype, yf, args->y, (size_t)(T * D));
+    mc_cpu_f32io_out(&io, args->y);
     pool->primed = 1;
 
 cleanup:
     free(co);
     free(bx);
     free(bcx);
-    free(yf);
-    free(xf);
+    mc_cpu_f32io_free(&io);
     return st;
 }
 
@@ -388,15 +357,7 @@ cleanup:
 }
 
 /* The ops forward_packed: scc_forward_packed over the packed axis in blocks (stream.h). */
-static enum mc_backend_status scc_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,
-                                              const struct mc_packed_args *args, struct mc_msg *msg)
-{
-    if (!model)
-        return scc_forward_packed(model, pool, args, msg);
-    mc_cpu_probes_reset(model->probes); /* the packed call records no probes */
-    return mc_cpu_packed_streamed(model, pool, args, msg, scc_forward_packed, &model->cache_shape, model->D,
-                                  mc_cpu_dtype_bytes(model->dtype), mc_cpu_packed_block_tokens(1), SCC_WHO);
-}
+MC_CPU_STREAM_PACKED(scc, scc_forward_packed, 1, SCC_WHO)
 
 MC_CPU_PROBE_OPS(scc, SCC_WHO)
 

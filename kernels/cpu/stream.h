@@ -126,6 +126,46 @@ enum mc_backend_status mc_cpu_packed_streamed(struct mc_model *model, struct mc_
                                               mc_cpu_packed_fn fn, const struct mc_cpu_cache_shape *shape,
                                               int64_t hidden, size_t elem_bytes, int64_t block, const char *who);
 
+/* ---- the ops entries every family with stage probes writes alike ------------------------------ */
+
+/* Defines a family's ops forward, static, as PREFIX_forward_streamed: `forward_fn` (its whole-call
+ * mc_cpu_forward_fn) through mc_cpu_forward_recorded in blocks of mc_cpu_stream_tokens(chunk), with the
+ * D, dtype, cache_shape and probes members of the family's model; a NULL model goes to `forward_fn`
+ * itself, whose checks answer. `chunk` may read the model as `model` (e.g. model->chunk). */
+#define MC_CPU_STREAM_FORWARD(prefix, forward_fn, chunk, who_str)                                                      \
+    static enum mc_backend_status prefix##_forward_streamed(struct mc_model *model, struct mc_cache *cache,            \
+                                                            const struct mc_forward_args *args, struct mc_msg *msg)    \
+    {                                                                                                                  \
+        if (!model)                                                                                                    \
+            return forward_fn(model, cache, args, msg);                                                                \
+        const struct mc_cpu_stream_spec spec = {                                                                       \
+            .forward = forward_fn,                                                                                     \
+            .hidden = model->D,                                                                                        \
+            .elem_bytes = mc_cpu_dtype_bytes(model->dtype),                                                            \
+            .cache_shape = &model->cache_shape,                                                                        \
+            .block = mc_cpu_stream_tokens(chunk),                                                                      \
+            .who = who_str,                                                                                            \
+        };                                                                                                             \
+        return mc_cpu_forward_recorded(model, model->probes, cache, args, msg, &spec);                                 \
+    }
+
+/* Defines a family's ops forward_packed, static, as PREFIX_forward_packed_streamed: its packed call
+ * `packed_fn` (an mc_cpu_packed_fn) through mc_cpu_packed_streamed in blocks of
+ * mc_cpu_packed_block_tokens(chunk), the probe store cleared first (the packed call records no
+ * probes); a NULL model goes to `packed_fn` itself. `chunk` as for MC_CPU_STREAM_FORWARD. */
+#define MC_CPU_STREAM_PACKED(prefix, packed_fn, chunk, who_str)                                                        \
+    static enum mc_backend_status prefix##_forward_packed_streamed(struct mc_model *model, struct mc_cache *pool,      \
+                                                                   const struct mc_packed_args *args,                  \
+                                                                   struct mc_msg *msg)                                 \
+    {                                                                                                                  \
+        if (!model)                                                                                                    \
+            return packed_fn(model, pool, args, msg);                                                                  \
+        mc_cpu_probes_reset(model->probes);                                                                            \
+        return mc_cpu_packed_streamed(model, pool, args, msg, packed_fn, &model->cache_shape, model->D,                \
+                                      mc_cpu_dtype_bytes(model->dtype),                                                \
+                                      mc_cpu_packed_block_tokens(chunk), who_str);                                     \
+    }
+
 /* Test hook: tokens > 0 sets the block length of every later forward in this process, 0 turns
  * streaming off, < 0 returns to the default (MC_CPU_STREAM_ENV, else MC_CPU_STREAM_TOKENS). Safe to
  * call while no forward runs; a forward reads it once at its start. */

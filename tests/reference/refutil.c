@@ -383,6 +383,194 @@ double check_mask_semantics(struct mixer *mx, const double *pad_row)
     return worst;
 }
 
+void check_f32_matches_f64(struct mixer *m64, struct mixer *m32, const char *label)
+{
+    const int64_t B = 2, L = 11, D = m64->D;
+    const int64_t nw = B * m64->C * m64->K, ns = B * m64->state_row;
+    double *x = random_x(B * L * D, 3);
+    double *y64 = malloc((size_t)(B * L * D) * sizeof *y64);
+    float *x32 = malloc((size_t)(B * L * D) * sizeof *x32);
+    float *y32 = malloc((size_t)(B * L * D) * sizeof *y32);
+    float *c32 = malloc((size_t)(nw + ns) * sizeof *c32);
+    assert_true(y64 && x32 && y32 && c32);
+    for (int64_t i = 0; i < B * L * D; i++)
+        x32[i] = (float)x[i];
+    struct mc_cache *a = cache_new(m64, B), *b = cache_new(m32, B);
+    struct mc_msg msg = {{0}};
+    forward_f64(m64, a, B, L, 0, L, x, NULL, y64);
+    struct mc_forward_args args = {.batch = B, .len = L, .x = x32, .mask = NULL, .y = y32};
+    assert_int_equal(m32->ops->forward(m32->model, b, &args, &msg), MC_BACKEND_OK);
+    double *c64 = cache_get(m64, a, B);
+    assert_int_equal(m32->ops->cache_export(m32->model, b, c32, ns > 0 ? c32 + nw : NULL, &msg), MC_BACKEND_OK);
+    double dy = 0.0, dc = 0.0;
+    for (int64_t i = 0; i < B * L * D; i++)
+        dy = fmax(dy, fabs((double)y32[i] - y64[i]));
+    for (int64_t i = 0; i < nw + ns; i++)
+        dc = fmax(dc, fabs((double)c32[i] - c64[i]));
+    if (label)
+        print_message("f32 vs f64 (%s): max |dy| = %.3g, max |dcache| = %.3g\n", label, dy, dc);
+    else
+        print_message("f32 vs f64: max |dy| = %.3g, max |dcache| = %.3g\n", dy, dc);
+    assert_true(dy < 1e-4);
+    assert_true(dc < 1e-4);
+    m64->ops->cache_free(m64->model, a);
+    m32->ops->cache_free(m32->model, b);
+    free(c64);
+    free(c32);
+    free(y32);
+    free(x32);
+    free(y64);
+    free(x);
+}
+
+void check_forward_errors(struct mixer *mx, forward_errors_extra extra)
+{
+    const struct mc_backend_ops *ops = mx->ops;
+    double x[2 * 3 * 8] = {0}, y[2 * 3 * 8];
+    struct mc_msg msg = {{0}};
+    assert_true(mx->D <= 8);
+    struct mc_cache *c1 = cache_new(mx, 1), *c2 = cache_new(mx, 2), *bad = NULL;
+
+    struct mc_forward_args a = {.batch = 2, .len = 3, .x = x, .mask = NULL, .y = y};
+    assert_int_equal(ops->forward(mx->model, c1, &a, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "cache batch 1", "batch 2");
+    a.len = 0;
+    assert_int_equal(ops->forward(mx->model, c2, &a, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "len", NULL);
+    a.len = 3;
+    a.batch = 0;
+    assert_int_equal(ops->forward(mx->model, NULL, &a, &msg), MC_BACKEND_INVALID);
+    a.batch = 2;
+    a.x = NULL;
+    assert_int_equal(ops->forward(mx->model, c2, &a, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "x", NULL);
+    a.x = x;
+    a.y = NULL;
+    assert_int_equal(ops->forward(mx->model, c2, &a, &msg), MC_BACKEND_INVALID);
+    a.y = y;
+    assert_int_equal(ops->forward(mx->model, c2, &a, &msg), MC_BACKEND_OK);
+
+    assert_int_equal(ops->cache_alloc(mx->model, 0, &bad, &msg), MC_BACKEND_INVALID);
+    assert_null(bad);
+    assert_int_equal(ops->cache_copy(mx->model, c1, c2, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "batch", NULL);
+    assert_int_equal(ops->cache_import(mx->model, c1, NULL, NULL, &msg), MC_BACKEND_INVALID);
+    if (extra)
+        extra(mx, c1, c2, &msg);
+
+    ops->cache_free(mx->model, c2);
+    ops->cache_free(mx->model, c1);
+    ops->cache_free(mx->model, NULL);
+    ops->model_destroy(NULL);
+}
+
+void check_cache_round_trip(struct mixer *mx, double *d_state, round_trip_extra extra)
+{
+    const int64_t B = 2, T = 10, D = mx->D, t0 = 6;
+    const int64_t nw = B * mx->C * mx->K;
+    double *x = random_x(B * T * D, 9);
+    double *y_a = malloc((size_t)(B * T * D) * sizeof *y_a);
+    double *y_b = malloc((size_t)(B * T * D) * sizeof *y_b);
+    double *y_c = malloc((size_t)(B * T * D) * sizeof *y_c);
+    assert_true(y_a && y_b && y_c);
+    struct mc_msg msg = {{0}};
+    struct mc_cache *a = cache_new(mx, B), *b = cache_new(mx, B), *c = cache_new(mx, B);
+
+    forward_f64(mx, a, B, T, 0, t0, x, NULL, y_a);
+    double *snap = cache_get(mx, a, B);
+    double *snap_state = mx->state_row > 0 ? snap + nw : NULL;
+    assert_int_equal(mx->ops->cache_import(mx->model, b, snap, snap_state, &msg), MC_BACKEND_OK);
+    assert_int_equal(mx->ops->cache_copy(mx->model, c, a, &msg), MC_BACKEND_OK);
+    double *snap_b = cache_get(mx, b, B);
+    assert_memory_equal(snap, snap_b, (size_t)(B * (mx->C * mx->K + mx->state_row)) * sizeof(double));
+
+    forward_f64(mx, a, B, T, t0, T - t0, x, NULL, y_a);
+    forward_f64(mx, b, B, T, t0, T - t0, x, NULL, y_b);
+    forward_f64(mx, c, B, T, t0, T - t0, x, NULL, y_c);
+    assert_memory_equal(y_a + t0 * D, y_b + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
+    assert_memory_equal(y_a + (T + t0) * D, y_b + (T + t0) * D, (size_t)((T - t0) * D) * sizeof(double));
+    assert_memory_equal(y_a + t0 * D, y_c + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
+
+    /* Imported into a never-used cache: seeded from the import, so it differs from a fresh prefill. */
+    struct mc_cache *d = cache_new(mx, B);
+    if (!d_state)
+        d_state = snap_state;
+    assert_int_equal(mx->ops->cache_import(mx->model, d, snap, d_state, &msg), MC_BACKEND_OK);
+    forward_f64(mx, d, B, T, t0, T - t0, x, NULL, y_c);
+    forward_f64(mx, NULL, B, T, t0, T - t0, x, NULL, y_b);
+    assert_true(max_abs_diff(y_c + t0 * D, y_b + t0 * D, (T - t0) * D) > 1e-6);
+
+    if (extra) {
+        const struct round_trip rt = {.B = B, .T = T, .t0 = t0, .x = x, .y_a = y_a, .y_b = y_b, .snap = snap,
+                                      .a = a, .b = b, .d = d, .d_state = d_state};
+        extra(mx, &rt);
+    }
+
+    mx->ops->cache_free(mx->model, d);
+    mx->ops->cache_free(mx->model, c);
+    mx->ops->cache_free(mx->model, b);
+    mx->ops->cache_free(mx->model, a);
+    free(snap_b);
+    free(snap);
+    free(y_c);
+    free(y_b);
+    free(y_a);
+    free(x);
+}
+
+void check_pad_row_zero(struct mixer *mx)
+{
+    const int64_t D = mx->D;
+    double *s = random_x(9 * D, 7);
+    const double zeros[8] = {0};
+    uint8_t m3[3] = {1, 0, 1};
+    double x3[3 * 8], y3[3 * 8];
+    assert_int_equal(D, 8);
+    memcpy(x3, s, sizeof zeros);
+    for (int64_t j = 0; j < D; j++)
+        x3[D + j] = NAN; /* NaN at the padding token */
+    memcpy(x3 + 2 * D, s + D, sizeof zeros);
+    forward_f64(mx, NULL, 1, 3, 0, 3, x3, m3, y3);
+    assert_memory_equal(y3 + D, zeros, sizeof zeros);
+    free(s);
+}
+
+double silu_d(double v)
+{
+    return v / (1.0 + exp(-v));
+}
+
+double softplus_d(double v)
+{
+    return v > 20.0 ? v : log1p(exp(v));
+}
+
+void hand_forward(const struct mc_backend_ops *ops, enum mc_family family, const void *cfg,
+                  const struct mc_weight *w, int n, int64_t T, const void *x, void *y)
+{
+    struct mc_model_desc desc = {.family = family, .dtype = MC_DTYPE_F64, .config = cfg, .weights = w, .n_weights = n};
+    struct mc_model *model = NULL;
+    struct mc_msg msg = {{0}};
+    assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
+    struct mc_forward_args a = {.batch = 1, .len = T, .x = x, .mask = NULL, .y = y};
+    assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
+    ops->model_destroy(model);
+}
+
+void check_create_desc(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
+                       enum mc_family other, struct mc_weight *w, int n)
+{
+    struct mc_msg msg;
+    assert_int_equal(try_create_ops(ops, cfg, family, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_OK);
+    assert_int_equal(try_create_ops(ops, cfg, family, MC_DTYPE_F16, w, n, &msg), MC_BACKEND_UNSUPPORTED);
+    expect_msg(&msg, "dtype", NULL);
+    assert_int_equal(try_create_ops(ops, cfg, family, MC_DTYPE_BF16, w, n, &msg), MC_BACKEND_UNSUPPORTED);
+    assert_int_equal(try_create_ops(ops, cfg, family, (enum mc_dtype)9, w, n, &msg), MC_BACKEND_INVALID);
+    assert_int_equal(try_create_ops(ops, cfg, other, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+    expect_msg(&msg, "family", NULL);
+    assert_int_equal(try_create_ops(ops, NULL, family, MC_DTYPE_F64, w, n, &msg), MC_BACKEND_INVALID);
+}
+
 enum mc_backend_status try_create_ops(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
                                       enum mc_dtype dtype, struct mc_weight *w, int n, struct mc_msg *msg)
 {

@@ -93,6 +93,57 @@ struct split_result check_split_invariance(struct mixer *mx, int64_t B, int64_t 
  * primed cache leaves it bit-identical and outputs pad_row. Returns the worst difference. */
 double check_mask_semantics(struct mixer *mx, const double *pad_row);
 
+/* One f32 and one f64 mixer built from the same weights: a cached forward over B = 2, L = 11 tokens
+ * (x from seed 3) agrees within 1e-4, outputs and exported caches. label, when given, is printed after
+ * "f32 vs f64". */
+void check_f32_matches_f64(struct mixer *m64, struct mixer *m32, const char *label);
+
+/* The forward and cache argument checks every reference mixer makes (f64 mixer, D <= 8): a cache of
+ * the wrong batch, len 0, batch 0, no x, no y are refused and a good forward passes; cache_alloc of
+ * batch 0, a copy between batches 1 and 2 and an import of neither window nor state are refused. Then
+ * extra, when given, runs the family's own checks on the same caches (c1: batch 1, c2: batch 2);
+ * msg still holds the message of that last refused import. */
+typedef void (*forward_errors_extra)(struct mixer *mx, struct mc_cache *c1, struct mc_cache *c2, struct mc_msg *msg);
+void check_forward_errors(struct mixer *mx, forward_errors_extra extra);
+
+/* What check_cache_round_trip hands a family's own checks. */
+struct round_trip {
+    int64_t B, T, t0;        /* 2 rows of 10 tokens, the first 6 prefilled */
+    const double *x;         /* [B][T][D] from seed 9 */
+    double *y_a, *y_b;       /* [B][T][D]: cache a's outputs over all T; scratch */
+    const double *snap;      /* a's export after t0 tokens (window, then state) */
+    struct mc_cache *a, *b;  /* a: run through all T; b: imported from snap, then run on */
+    struct mc_cache *d;      /* never used before an import of snap with d_state, then run on */
+    double *d_state;         /* the state pointer d's import got */
+};
+typedef void (*round_trip_extra)(struct mixer *mx, const struct round_trip *rt);
+
+/* Export -> import into a fresh cache -> continue equals continuing the original, bit for bit; a
+ * cache_copy likewise; an import into a never-used cache is primed (its continuation differs from a
+ * fresh prefill by more than 1e-6). d_state: the state pointer the import into the never-used cache
+ * gets (NULL: the snapshot's own state, or NULL without one). extra, when given, then runs the
+ * family's own checks. f64 mixer. */
+void check_cache_round_trip(struct mixer *mx, double *d_state, round_trip_extra extra);
+
+/* On an f64 mixer of D = 8 without an output bias: a padding token (carrying NaN) between two real
+ * ones outputs a row of exact zeros, in one cache-less forward of B = 1, L = 3. */
+void check_pad_row_zero(struct mixer *mx);
+
+/* Scalar f64 SiLU and softplus (the torch definition: threshold 20) of the hand cases and oracles. */
+double silu_d(double v);
+double softplus_d(double v);
+
+/* A hand case's model: creates it at f64 from cfg and w [n] through ops (must succeed), runs one
+ * cache-less forward of one row of T tokens x [T][D] into y [T][D] (must succeed), destroys it. */
+void hand_forward(const struct mc_backend_ops *ops, enum mc_family family, const void *cfg,
+                  const struct mc_weight *w, int n, int64_t T, const void *x, void *y);
+
+/* model_create's descriptor checks every reference family makes: cfg with w [n] is accepted at f64;
+ * f16 and bf16 are UNSUPPORTED (the message names the dtype), an unknown dtype INVALID; the
+ * descriptor family `other` is INVALID (the message names the family); no configuration is INVALID. */
+void check_create_desc(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
+                       enum mc_family other, struct mc_weight *w, int n);
+
 /* model_create through ops; on success the model is destroyed, on failure the handle must be NULL. */
 enum mc_backend_status try_create_ops(const struct mc_backend_ops *ops, const void *cfg, enum mc_family family,
                                       enum mc_dtype dtype, struct mc_weight *w, int n, struct mc_msg *msg);

@@ -122,11 +122,6 @@ static void test_mask_semantics(void **state)
 
 /* ---- (d) a hand-checkable case ----------------------------------------------------------------- */
 
-static double silu_d(double v)
-{
-    return v / (1.0 + exp(-v));
-}
-
 /* D = 2, H = P = N = G = 1, K = 2, I = 1: in_proj rows z, x, B, C, dt; conv channels x, B, C. */
 static void test_hand_case(void **state)
 {
@@ -163,15 +158,8 @@ static void test_hand_case(void **state)
             {"norm.weight", 1, {1}, w_norm},
             {"out_proj.weight", 2, {2, 1}, w_out},
         };
-        struct mc_model_desc desc = {
-            .family = MC_FAMILY_MAMBA2, .dtype = MC_DTYPE_F64, .config = &cfg, .weights = ws, .n_weights = 8};
-        const struct mc_backend_ops *ops = mc_reference_mamba2_ops();
-        struct mc_model *model = NULL;
-        struct mc_msg msg = {{0}};
-        assert_int_equal(ops->model_create(&desc, &model, &msg), MC_BACKEND_OK);
         double y[3][2];
-        struct mc_forward_args a = {.batch = 1, .len = 3, .x = u, .mask = NULL, .y = y};
-        assert_int_equal(ops->forward(model, NULL, &a, &msg), MC_BACKEND_OK);
+        hand_forward(mc_reference_mamba2_ops(), MC_FAMILY_MAMBA2, &cfg, ws, 8, 3, u, y);
 
         /* The formulas of docs/semantics.md §2.3-2.7, one scalar at a time. */
         double prev[3] = {0, 0, 0}, s = 0.0, max_d = 0.0;
@@ -197,7 +185,6 @@ static void test_hand_case(void **state)
         }
         print_message("hand case (time_step_limit [%g, %g]): max |dy| = %.3g\n", lim[li][0], lim[li][1], max_d);
         assert_true(max_d <= 1e-14);
-        ops->model_destroy(model);
     }
 }
 
@@ -310,39 +297,7 @@ static void test_f32_matches_f64(void **state)
     struct mixer m64, m32;
     mixer_init(&m64, &cfg, MC_DTYPE_F64, 31, NULL);
     mixer_init(&m32, &cfg, MC_DTYPE_F32, 31, NULL);
-    const int64_t B = 2, L = 11, D = m64.D;
-    const int64_t nw = B * m64.C * m64.K, ns = B * m64.state_row;
-    double *x = random_x(B * L * D, 3);
-    double *y64 = malloc((size_t)(B * L * D) * sizeof *y64);
-    float *x32 = malloc((size_t)(B * L * D) * sizeof *x32);
-    float *y32 = malloc((size_t)(B * L * D) * sizeof *y32);
-    float *c32 = malloc((size_t)(nw + ns) * sizeof *c32);
-    assert_true(y64 && x32 && y32 && c32);
-    for (int64_t i = 0; i < B * L * D; i++)
-        x32[i] = (float)x[i];
-    struct mc_cache *a = cache_new(&m64, B), *b = cache_new(&m32, B);
-    struct mc_msg msg = {{0}};
-    forward_f64(&m64, a, B, L, 0, L, x, NULL, y64);
-    struct mc_forward_args args = {.batch = B, .len = L, .x = x32, .mask = NULL, .y = y32};
-    assert_int_equal(m32.ops->forward(m32.model, b, &args, &msg), MC_BACKEND_OK);
-    double *c64 = cache_get(&m64, a, B);
-    assert_int_equal(m32.ops->cache_export(m32.model, b, c32, c32 + nw, &msg), MC_BACKEND_OK);
-    double dy = 0.0, dc = 0.0;
-    for (int64_t i = 0; i < B * L * D; i++)
-        dy = fmax(dy, fabs((double)y32[i] - y64[i]));
-    for (int64_t i = 0; i < nw + ns; i++)
-        dc = fmax(dc, fabs((double)c32[i] - c64[i]));
-    print_message("f32 vs f64: max |dy| = %.3g, max |dcache| = %.3g\n", dy, dc);
-    assert_true(dy < 1e-4);
-    assert_true(dc < 1e-4);
-    m64.ops->cache_free(m64.model, a);
-    m32.ops->cache_free(m32.model, b);
-    free(c64);
-    free(c32);
-    free(y32);
-    free(x32);
-    free(y64);
-    free(x);
+    check_f32_matches_f64(&m64, &m32, NULL);
     mixer_free(&m32);
     mixer_free(&m64);
 }
@@ -365,14 +320,7 @@ static void test_create_errors(void **state)
     weight_set_pack(&ws, MC_DTYPE_F64);
     const int n = ws.n;
 
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_OK);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_F16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    expect_msg(&msg, "dtype", NULL);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, MC_DTYPE_BF16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA2, (enum mc_dtype)9, ws.w, n, &msg), MC_BACKEND_INVALID);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_GDN, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "family", NULL);
-    assert_int_equal(try_create(NULL, MC_FAMILY_MAMBA2, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    check_create_desc(mc_reference_mamba2_ops(), &cfg, MC_FAMILY_MAMBA2, MC_FAMILY_GDN, ws.w, n);
 
     /* Missing weight: drop dt_bias (index 4 with use_bias = 1: in_proj.w, in_proj.b, conv.w, conv.b, dt_bias). */
     struct mc_weight w[WS_MAX + 1]; /* room for a duplicate */
@@ -443,40 +391,7 @@ static void test_forward_errors(void **state)
     const struct mc_mamba2_config cfg = small_config(12);
     struct mixer mx;
     mixer_init(&mx, &cfg, MC_DTYPE_F64, 41, NULL);
-    const struct mc_backend_ops *ops = mx.ops;
-    double x[2 * 3 * 8] = {0}, y[2 * 3 * 8];
-    struct mc_msg msg = {{0}};
-    struct mc_cache *c1 = cache_new(&mx, 1), *c2 = cache_new(&mx, 2), *bad = NULL;
-
-    struct mc_forward_args a = {.batch = 2, .len = 3, .x = x, .mask = NULL, .y = y};
-    assert_int_equal(ops->forward(mx.model, c1, &a, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "cache batch 1", "batch 2");
-    a.len = 0;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "len", NULL);
-    a.len = 3;
-    a.batch = 0;
-    assert_int_equal(ops->forward(mx.model, NULL, &a, &msg), MC_BACKEND_INVALID);
-    a.batch = 2;
-    a.x = NULL;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "x", NULL);
-    a.x = x;
-    a.y = NULL;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
-    a.y = y;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_OK);
-
-    assert_int_equal(ops->cache_alloc(mx.model, 0, &bad, &msg), MC_BACKEND_INVALID);
-    assert_null(bad);
-    assert_int_equal(ops->cache_copy(mx.model, c1, c2, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "batch", NULL);
-    assert_int_equal(ops->cache_import(mx.model, c1, NULL, NULL, &msg), MC_BACKEND_INVALID);
-
-    ops->cache_free(mx.model, c2);
-    ops->cache_free(mx.model, c1);
-    ops->cache_free(mx.model, NULL);
-    ops->model_destroy(NULL);
+    check_forward_errors(&mx, NULL);
     mixer_free(&mx);
 }
 
@@ -488,46 +403,7 @@ static void test_cache_round_trip(void **state)
     const struct mc_mamba2_config cfg = small_config(6);
     struct mixer mx;
     mixer_init(&mx, &cfg, MC_DTYPE_F64, 51, NULL);
-    const int64_t B = 2, T = 10, D = mx.D, t0 = 6;
-    double *x = random_x(B * T * D, 9);
-    double *y_a = malloc((size_t)(B * T * D) * sizeof *y_a);
-    double *y_b = malloc((size_t)(B * T * D) * sizeof *y_b);
-    double *y_c = malloc((size_t)(B * T * D) * sizeof *y_c);
-    assert_true(y_a && y_b && y_c);
-    struct mc_msg msg = {{0}};
-    struct mc_cache *a = cache_new(&mx, B), *b = cache_new(&mx, B), *c = cache_new(&mx, B);
-
-    forward_f64(&mx, a, B, T, 0, t0, x, NULL, y_a);
-    double *snap = cache_get(&mx, a, B);
-    assert_int_equal(mx.ops->cache_import(mx.model, b, snap, snap + B * mx.C * mx.K, &msg), MC_BACKEND_OK);
-    assert_int_equal(mx.ops->cache_copy(mx.model, c, a, &msg), MC_BACKEND_OK);
-    double *snap_b = cache_get(&mx, b, B);
-    assert_memory_equal(snap, snap_b, (size_t)(B * (mx.C * mx.K + mx.state_row)) * sizeof(double));
-
-    forward_f64(&mx, a, B, T, t0, T - t0, x, NULL, y_a);
-    forward_f64(&mx, b, B, T, t0, T - t0, x, NULL, y_b);
-    forward_f64(&mx, c, B, T, t0, T - t0, x, NULL, y_c);
-    assert_memory_equal(y_a + t0 * D, y_b + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
-    assert_memory_equal(y_a + (T + t0) * D, y_b + (T + t0) * D, (size_t)((T - t0) * D) * sizeof(double));
-    assert_memory_equal(y_a + t0 * D, y_c + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
-
-    /* Imported into a never-used cache: seeded from the import, so it differs from a fresh prefill. */
-    struct mc_cache *d = cache_new(&mx, B);
-    assert_int_equal(mx.ops->cache_import(mx.model, d, snap, snap + B * mx.C * mx.K, &msg), MC_BACKEND_OK);
-    forward_f64(&mx, d, B, T, t0, T - t0, x, NULL, y_c);
-    forward_f64(&mx, NULL, B, T, t0, T - t0, x, NULL, y_b);
-    assert_true(max_abs_diff(y_c + t0 * D, y_b + t0 * D, (T - t0) * D) > 1e-6);
-
-    mx.ops->cache_free(mx.model, d);
-    mx.ops->cache_free(mx.model, c);
-    mx.ops->cache_free(mx.model, b);
-    mx.ops->cache_free(mx.model, a);
-    free(snap_b);
-    free(snap);
-    free(y_c);
-    free(y_b);
-    free(y_a);
-    free(x);
+    check_cache_round_trip(&mx, NULL, NULL);
     mixer_free(&mx);
 }
 

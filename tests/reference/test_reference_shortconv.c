@@ -105,19 +105,7 @@ static void test_mask_semantics(void **state)
     const struct mc_shortconv_config nb = small_config(4, 0);
     struct mixer m0;
     mixer_init(&m0, &nb, MC_DTYPE_F64, 24, NULL);
-    const int64_t D = m0.D;
-    double *s = random_x(9 * D, 7);
-    const double zeros[8] = {0};
-    uint8_t m3[3] = {1, 0, 1};
-    double x3[3 * 8], y3[3 * 8];
-    assert_int_equal(D, 8);
-    memcpy(x3, s, sizeof zeros);
-    for (int64_t j = 0; j < D; j++)
-        x3[D + j] = NAN; /* NaN at the padding token */
-    memcpy(x3 + 2 * D, s + D, sizeof zeros);
-    forward_f64(&m0, NULL, 1, 3, 0, 3, x3, m3, y3);
-    assert_memory_equal(y3 + D, zeros, sizeof zeros);
-    free(s);
+    check_pad_row_zero(&m0);
     mixer_free(&m0);
 }
 
@@ -266,39 +254,7 @@ static void test_f32_matches_f64(void **state)
     struct mixer m64, m32;
     mixer_init(&m64, &cfg, MC_DTYPE_F64, 31, NULL);
     mixer_init(&m32, &cfg, MC_DTYPE_F32, 31, NULL);
-    const int64_t B = 2, L = 11, D = m64.D;
-    const int64_t nw = B * m64.C * m64.K;
-    double *x = random_x(B * L * D, 3);
-    double *y64 = malloc((size_t)(B * L * D) * sizeof *y64);
-    float *x32 = malloc((size_t)(B * L * D) * sizeof *x32);
-    float *y32 = malloc((size_t)(B * L * D) * sizeof *y32);
-    float *c32 = malloc((size_t)nw * sizeof *c32);
-    assert_true(y64 && x32 && y32 && c32);
-    for (int64_t i = 0; i < B * L * D; i++)
-        x32[i] = (float)x[i];
-    struct mc_cache *a = cache_new(&m64, B), *b = cache_new(&m32, B);
-    struct mc_msg msg = {{0}};
-    forward_f64(&m64, a, B, L, 0, L, x, NULL, y64);
-    struct mc_forward_args args = {.batch = B, .len = L, .x = x32, .mask = NULL, .y = y32};
-    assert_int_equal(m32.ops->forward(m32.model, b, &args, &msg), MC_BACKEND_OK);
-    double *c64 = cache_get(&m64, a, B);
-    assert_int_equal(m32.ops->cache_export(m32.model, b, c32, NULL, &msg), MC_BACKEND_OK);
-    double dy = 0.0, dc = 0.0;
-    for (int64_t i = 0; i < B * L * D; i++)
-        dy = fmax(dy, fabs((double)y32[i] - y64[i]));
-    for (int64_t i = 0; i < nw; i++)
-        dc = fmax(dc, fabs((double)c32[i] - c64[i]));
-    print_message("f32 vs f64: max |dy| = %.3g, max |dcache| = %.3g\n", dy, dc);
-    assert_true(dy < 1e-4);
-    assert_true(dc < 1e-4);
-    m64.ops->cache_free(m64.model, a);
-    m32.ops->cache_free(m32.model, b);
-    free(c64);
-    free(c32);
-    free(y32);
-    free(x32);
-    free(y64);
-    free(x);
+    check_f32_matches_f64(&m64, &m32, NULL);
     mixer_free(&m32);
     mixer_free(&m64);
 }
@@ -321,14 +277,7 @@ static void test_create_errors(void **state)
     weight_set_pack(&ws, MC_DTYPE_F64);
     const int n = ws.n;
 
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_OK);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, MC_DTYPE_F16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    expect_msg(&msg, "dtype", NULL);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, MC_DTYPE_BF16, ws.w, n, &msg), MC_BACKEND_UNSUPPORTED);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_SHORTCONV, (enum mc_dtype)9, ws.w, n, &msg), MC_BACKEND_INVALID);
-    assert_int_equal(try_create(&cfg, MC_FAMILY_MAMBA1, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "family", NULL);
-    assert_int_equal(try_create(NULL, MC_FAMILY_SHORTCONV, MC_DTYPE_F64, ws.w, n, &msg), MC_BACKEND_INVALID);
+    check_create_desc(mc_reference_shortconv_ops(), &cfg, MC_FAMILY_SHORTCONV, MC_FAMILY_MAMBA1, ws.w, n);
 
     /* Missing weight: drop conv.weight (index 2 with biases: in_proj.w, in_proj.b, conv.w). */
     struct mc_weight w[WS_MAX + 1]; /* room for a duplicate */
@@ -399,52 +348,43 @@ static void test_create_errors(void **state)
     weight_set_free(&ws);
 }
 
+/* The refused import names conv_state; a window alone imports and a NULL window exports (there is
+ * no recurrent state); no model is refused. */
+static void forward_errors_shortconv(struct mixer *mx, struct mc_cache *c1, struct mc_cache *c2, struct mc_msg *msg)
+{
+    (void)c2;
+    const struct mc_backend_ops *ops = mx->ops;
+    expect_msg(msg, "conv_state", NULL);
+    double win[8 * 4] = {0};
+    assert_int_equal(ops->cache_import(mx->model, c1, win, NULL, msg), MC_BACKEND_OK);
+    assert_int_equal(ops->cache_export(mx->model, c1, NULL, NULL, msg), MC_BACKEND_OK);
+    assert_int_equal(ops->cache_export(NULL, c1, win, NULL, msg), MC_BACKEND_INVALID);
+}
+
 static void test_forward_errors(void **state)
 {
     (void)state;
     const struct mc_shortconv_config cfg = small_config(4, 1);
     struct mixer mx;
     mixer_init(&mx, &cfg, MC_DTYPE_F64, 41, NULL);
-    const struct mc_backend_ops *ops = mx.ops;
-    double x[2 * 3 * 8] = {0}, y[2 * 3 * 8];
-    struct mc_msg msg = {{0}};
-    struct mc_cache *c1 = cache_new(&mx, 1), *c2 = cache_new(&mx, 2), *bad = NULL;
-
-    struct mc_forward_args a = {.batch = 2, .len = 3, .x = x, .mask = NULL, .y = y};
-    assert_int_equal(ops->forward(mx.model, c1, &a, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "cache batch 1", "batch 2");
-    a.len = 0;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "len", NULL);
-    a.len = 3;
-    a.batch = 0;
-    assert_int_equal(ops->forward(mx.model, NULL, &a, &msg), MC_BACKEND_INVALID);
-    a.batch = 2;
-    a.x = NULL;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "x", NULL);
-    a.x = x;
-    a.y = NULL;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_INVALID);
-    a.y = y;
-    assert_int_equal(ops->forward(mx.model, c2, &a, &msg), MC_BACKEND_OK);
-
-    assert_int_equal(ops->cache_alloc(mx.model, 0, &bad, &msg), MC_BACKEND_INVALID);
-    assert_null(bad);
-    assert_int_equal(ops->cache_copy(mx.model, c1, c2, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "batch", NULL);
-    assert_int_equal(ops->cache_import(mx.model, c1, NULL, NULL, &msg), MC_BACKEND_INVALID);
-    expect_msg(&msg, "conv_state", NULL);
-    double win[8 * 4] = {0};
-    assert_int_equal(ops->cache_import(mx.model, c1, win, NULL, &msg), MC_BACKEND_OK);
-    assert_int_equal(ops->cache_export(mx.model, c1, NULL, NULL, &msg), MC_BACKEND_OK);
-    assert_int_equal(ops->cache_export(NULL, c1, win, NULL, &msg), MC_BACKEND_INVALID);
-
-    ops->cache_free(mx.model, c2);
-    ops->cache_free(mx.model, c1);
-    ops->cache_free(mx.model, NULL);
-    ops->model_destroy(NULL);
+    check_forward_errors(&mx, forward_errors_shortconv);
     mixer_free(&mx);
+}
+
+/* The never-used cache got a non-NULL state pointer (d_state): never read or written, and it ends with
+ * the window a ends with (d and a absorbed the same tokens from the same window). */
+static void round_trip_shortconv(struct mixer *mx, const struct round_trip *rt)
+{
+    const int64_t B = rt->B;
+    struct mc_msg msg = {{0}};
+    double *snap_d = malloc((size_t)(B * mx->C * mx->K) * sizeof *snap_d);
+    assert_non_null(snap_d);
+    assert_int_equal(mx->ops->cache_export(mx->model, rt->d, snap_d, rt->d_state, &msg), MC_BACKEND_OK);
+    assert_true(*rt->d_state == 123.0);
+    double *snap_a = cache_get(mx, rt->a, B);
+    assert_memory_equal(snap_a, snap_d, (size_t)(B * mx->C * mx->K) * sizeof(double));
+    free(snap_a);
+    free(snap_d);
 }
 
 /* Export -> import into a fresh cache -> continue: equals continuing the original; copy likewise.
@@ -455,56 +395,8 @@ static void test_cache_round_trip(void **state)
     const struct mc_shortconv_config cfg = small_config(4, 1);
     struct mixer mx;
     mixer_init(&mx, &cfg, MC_DTYPE_F64, 51, NULL);
-    const int64_t B = 2, T = 10, D = mx.D, t0 = 6;
-    double *x = random_x(B * T * D, 9);
-    double *y_a = malloc((size_t)(B * T * D) * sizeof *y_a);
-    double *y_b = malloc((size_t)(B * T * D) * sizeof *y_b);
-    double *y_c = malloc((size_t)(B * T * D) * sizeof *y_c);
-    assert_true(y_a && y_b && y_c);
-    struct mc_msg msg = {{0}};
-    struct mc_cache *a = cache_new(&mx, B), *b = cache_new(&mx, B), *c = cache_new(&mx, B);
-
-    forward_f64(&mx, a, B, T, 0, t0, x, NULL, y_a);
-    double *snap = cache_get(&mx, a, B);
-    assert_int_equal(mx.ops->cache_import(mx.model, b, snap, NULL, &msg), MC_BACKEND_OK);
-    assert_int_equal(mx.ops->cache_copy(mx.model, c, a, &msg), MC_BACKEND_OK);
-    double *snap_b = cache_get(&mx, b, B);
-    assert_memory_equal(snap, snap_b, (size_t)(B * mx.C * mx.K) * sizeof(double));
-
-    forward_f64(&mx, a, B, T, t0, T - t0, x, NULL, y_a);
-    forward_f64(&mx, b, B, T, t0, T - t0, x, NULL, y_b);
-    forward_f64(&mx, c, B, T, t0, T - t0, x, NULL, y_c);
-    assert_memory_equal(y_a + t0 * D, y_b + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
-    assert_memory_equal(y_a + (T + t0) * D, y_b + (T + t0) * D, (size_t)((T - t0) * D) * sizeof(double));
-    assert_memory_equal(y_a + t0 * D, y_c + t0 * D, (size_t)((T - t0) * D) * sizeof(double));
-
-    /* Imported into a never-used cache: seeded from the import, so it differs from a fresh prefill. */
-    struct mc_cache *d = cache_new(&mx, B);
     double dummy_state = 123.0; /* a non-NULL state pointer is ignored, never read or written */
-    assert_int_equal(mx.ops->cache_import(mx.model, d, snap, &dummy_state, &msg), MC_BACKEND_OK);
-    forward_f64(&mx, d, B, T, t0, T - t0, x, NULL, y_c);
-    forward_f64(&mx, NULL, B, T, t0, T - t0, x, NULL, y_b);
-    assert_true(max_abs_diff(y_c + t0 * D, y_b + t0 * D, (T - t0) * D) > 1e-6);
-
-    double *snap_d = malloc((size_t)(B * mx.C * mx.K) * sizeof *snap_d);
-    assert_non_null(snap_d);
-    assert_int_equal(mx.ops->cache_export(mx.model, d, snap_d, &dummy_state, &msg), MC_BACKEND_OK);
-    assert_true(dummy_state == 123.0);
-    double *snap_a = cache_get(&mx, a, B); /* d and a absorbed the same tokens from the same window */
-    assert_memory_equal(snap_a, snap_d, (size_t)(B * mx.C * mx.K) * sizeof(double));
-    free(snap_a);
-    free(snap_d);
-
-    mx.ops->cache_free(mx.model, d);
-    mx.ops->cache_free(mx.model, c);
-    mx.ops->cache_free(mx.model, b);
-    mx.ops->cache_free(mx.model, a);
-    free(snap_b);
-    free(snap);
-    free(y_c);
-    free(y_b);
-    free(y_a);
-    free(x);
+    check_cache_round_trip(&mx, &dummy_state, round_trip_shortconv);
     mixer_free(&mx);
 }
 
