@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "hfpython.h"
+
 #include "capture.h"
 
 #define MIXCHECK MC_BINARY_DIR "/mixcheck"
@@ -81,15 +83,8 @@ static void test_attention_f64_left_pad_output_is_nan(void **state)
 
 int main(void)
 {
-    python = getenv("MIXCHECK_HF_PYTHON");
-    if (python == NULL || python[0] == '\0')
-        python = "/work/venv/bin/python";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "'%s' -c 'import torch, transformers' >/dev/null 2>&1", python);
-    if (system(probe) != 0) {
-        fprintf(stderr, "test_python_hf: %s cannot import torch and transformers: skipped\n", python);
+    if ((python = mc_test_hf_python("test_python_hf")) == NULL)
         return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shortconv_and_gdn_pass_unpadded_cases_in_f32),
         cmocka_unit_test(test_mamba1_continued_forward_restarts_the_state),

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "hfpython.h"
+
 #include "capture.h"
 #include "jsonread.h"
 #include "tmpdir.h"
@@ -271,15 +273,8 @@ static void test_prefill_at_f64_is_float32_inside(void **state)
 
 int main(void)
 {
-    python = getenv("MIXCHECK_HF_PYTHON");
-    if (python == NULL || python[0] == '\0')
-        python = "/work/venv/bin/python";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "'%s' -c 'import torch, transformers' >/dev/null 2>&1", python);
-    if (system(probe) != 0) {
-        fprintf(stderr, "test_python_models: %s cannot import torch and transformers: skipped\n", python);
+    if ((python = mc_test_hf_python("test_python_models")) == NULL)
         return 77;
-    }
     snprintf(tmp, sizeof tmp, "/tmp/mixcheck-pymodels-XXXXXX");
     if (mkdtemp(tmp) == NULL)
         return 1;

@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "hfpython.h"
+
 #include "pybackend.h"
 #include "registry.h"
 #include "stackgolden.h"
@@ -224,15 +226,8 @@ static void test_unknown_model_type_is_unsupported(void **state)
 
 int main(void)
 {
-    python = getenv("MIXCHECK_HF_PYTHON");
-    if (python == NULL || python[0] == '\0')
-        python = "/work/venv/bin/python";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "'%s' -c 'import torch, transformers' >/dev/null 2>&1", python);
-    if (system(probe) != 0) {
-        fprintf(stderr, "test_python_stack: %s cannot import torch and transformers: skipped\n", python);
+    if ((python = mc_test_hf_python("test_python_stack")) == NULL)
         return 77;
-    }
     popt.python = python;
     const char *spec = "mixcheck_backend.hf";
     struct mc_error err;

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "modelcase.h"
 #include "tmpdir.h"
 
 #include "case.h"
@@ -28,24 +29,6 @@
 #include "stackcheck.h"
 #include "stackgolden.h"
 
-struct model {
-    struct mc_case c;
-    struct mc_stack_golden g;
-};
-
-static void load(const char *path, struct model *m)
-{
-    struct mc_error err = {0};
-    memset(m, 0, sizeof *m);
-    if (mc_case_load(path, &m->c, &err) != MC_ERR_NONE || mc_stack_golden_load(m->c.golden_path, &m->g, &err))
-        fail_msg("%s: %s", path, err.msg);
-}
-
-static void unload(struct model *m)
-{
-    mc_stack_golden_free(&m->g);
-    mc_case_free(&m->c);
-}
 
 static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
 {
@@ -62,7 +45,7 @@ static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
 
 /* One check of scenario `kind` of the case with every layer on reference (cpu = 0) or cpu, at dtype,
  * with a planted glue fault. */
-static void check(struct model *m, enum mc_scenario_kind kind, int cpu, enum mc_dtype dtype, int fault, int64_t layer,
+static void check(struct mc_test_model *m, enum mc_scenario_kind kind, int cpu, enum mc_dtype dtype, int fault, int64_t layer,
                   struct mc_check_result *res)
 {
     const struct mc_scenario_spec *sp = NULL;
@@ -105,8 +88,8 @@ static void test_models_pass(void **state)
     struct mc_check_result *res = malloc(sizeof *res);
     assert_non_null(res);
     for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
-        struct model m;
-        load(paths[p], &m);
+        struct mc_test_model m;
+        mc_test_model_load(paths[p], &m);
         for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
             for (int s = 0; s < m.c.n_scenarios; s++) {
                 check(&m, m.c.scenarios[s].kind, runs[r].cpu, runs[r].dtype, MC_STACK_GLUE_NONE, 0, res);
@@ -118,7 +101,7 @@ static void test_models_pass(void **state)
                                                                                                    : "logits"),
                                     "pass");
             }
-        unload(&m);
+        mc_test_model_unload(&m);
     }
     free(res);
 }
@@ -170,8 +153,8 @@ static void test_glue_mutants(void **state)
     printf("  %-28s %-5s %-6s %-8s %s\n", "glue mutant", "dtype", "logits", "caught", "diagnosis (prefill)");
     for (size_t i = 0; i < sizeof GLUE / sizeof GLUE[0]; i++) {
         const struct glue *gm = &GLUE[i];
-        struct model m;
-        load(gm->path, &m);
+        struct mc_test_model m;
+        mc_test_model_load(gm->path, &m);
         int caught = 0;
         char diag[512] = "";
         for (int s = 0; s < m.c.n_scenarios; s++) {
@@ -183,7 +166,7 @@ static void test_glue_mutants(void **state)
         printf("  %-28s %-5s %-6s %-8s %s\n", gm->name, mc_dtype_name(gm->dtype), caught ? "fail" : "pass",
                caught ? "yes" : "SURVIVES", diag);
         if (gm->expect[0] == NULL) {
-            unload(&m);
+            mc_test_model_unload(&m);
             continue;
         }
         if (!caught)
@@ -191,7 +174,7 @@ static void test_glue_mutants(void **state)
         for (int k = 0; k < 3 && gm->expect[k]; k++)
             if (strstr(diag, gm->expect[k]) == NULL)
                 fail_msg("%s: diagnosis \"%s\" lacks \"%s\"", gm->name, diag, gm->expect[k]);
-        unload(&m);
+        mc_test_model_unload(&m);
     }
     free(res);
 }

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "modelcase.h"
+
 #include "case.h"
 #include "cpu.h"
 #include "dtype.h"
@@ -396,28 +398,10 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/lfm2.yaml", "cases/models/bamba.yaml",
                                           "cases/models/qwen3_5.yaml"};
 
-struct model {
-    struct mc_case c;
-    struct mc_stack_golden g;
-};
-
-static void load(const char *path, struct model *m)
-{
-    struct mc_error err = {0};
-    memset(m, 0, sizeof *m);
-    if (mc_case_load(path, &m->c, &err) != MC_ERR_NONE || mc_stack_golden_load(m->c.golden_path, &m->g, &err))
-        fail_msg("%s: %s", path, err.msg);
-}
-
-static void unload(struct model *m)
-{
-    mc_stack_golden_free(&m->g);
-    mc_case_free(&m->c);
-}
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else
  * the whole-stack backend `port`. */
-static void check(struct model *m, const struct mc_scenario_spec *sp, enum mc_dtype dtype,
+static void check(struct mc_test_model *m, const struct mc_scenario_spec *sp, enum mc_dtype dtype,
                   const struct mc_backend_ops *port, struct mc_check_result *res)
 {
     const struct mc_backend_ops *ops[MC_STACK_MAX_LAYERS], *ref[MC_STACK_MAX_LAYERS];
@@ -456,8 +440,8 @@ static void test_port_equals_engine(void **state)
     assert_non_null(b);
     int checks = 0;
     for (size_t p = 0; p < sizeof MODEL_CASES / sizeof MODEL_CASES[0]; p++) {
-        struct model m;
-        load(MODEL_CASES[p], &m);
+        struct mc_test_model m;
+        mc_test_model_load(MODEL_CASES[p], &m);
         for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
             for (int s = 0; s < m.c.n_scenarios; s++) {
                 check(&m, &m.c.scenarios[s], dtypes[d], NULL, a);
@@ -482,7 +466,7 @@ static void test_port_equals_engine(void **state)
                 assert_string_equal(b->backend, "port.engine");
                 checks++;
             }
-        unload(&m);
+        mc_test_model_unload(&m);
     }
     printf("  %d model checks equal through the whole-stack path\n", checks);
     free(a);
@@ -495,14 +479,14 @@ static void test_no_hidden(void **state)
     (void)state;
     struct mc_check_result *r = malloc(sizeof *r);
     assert_non_null(r);
-    struct model m;
-    load("cases/models/mamba2.yaml", &m);
+    struct mc_test_model m;
+    mc_test_model_load("cases/models/mamba2.yaml", &m);
     check(&m, &m.c.scenarios[0], MC_DTYPE_F32, &PORT_NO_HIDDEN, r);
     assert_int_equal(r->status, MC_CHECK_PASS);
     assert_non_null(find_tensor(r, "logits"));
     assert_null(find_tensor(r, "hidden_states"));
     assert_non_null(find_tensor(r, "conv_state"));
-    unload(&m);
+    mc_test_model_unload(&m);
     free(r);
 }
 
@@ -513,14 +497,14 @@ static void test_final_norm_mutant(void **state)
     struct mc_check_result *r = malloc(sizeof *r);
     assert_non_null(r);
     for (size_t p = 0; p < sizeof MODEL_CASES / sizeof MODEL_CASES[0]; p++) {
-        struct model m;
-        load(MODEL_CASES[p], &m);
+        struct mc_test_model m;
+        mc_test_model_load(MODEL_CASES[p], &m);
         check(&m, &m.c.scenarios[0], MC_DTYPE_F32, &PORT_FINAL_NORM, r);
         assert_int_equal(r->status, MC_CHECK_FAIL);
         if (strstr(r->diagnosis, "glue after the last layer") == NULL)
             fail_msg("%s: diagnosis \"%s\"", m.c.id, r->diagnosis);
         printf("  %-8s port.final-norm-skipped: %s\n", m.g.config.model_type, r->diagnosis);
-        unload(&m);
+        mc_test_model_unload(&m);
     }
     free(r);
 }
@@ -532,8 +516,8 @@ static void test_layer_localisation(void **state)
     (void)state;
     struct mc_check_result *r = malloc(sizeof *r);
     assert_non_null(r);
-    struct model m;
-    load("cases/models/mamba2.yaml", &m);
+    struct mc_test_model m;
+    mc_test_model_load("cases/models/mamba2.yaml", &m);
     static const struct {
         const struct mc_backend_ops *ops;
         const char *expect[2];
@@ -556,7 +540,7 @@ static void test_layer_localisation(void **state)
             if (m.c.scenarios[s].kind == MC_SCENARIO_PREFILL)
                 printf("  %s: %s\n", runs[i].ops->name, r->diagnosis);
         }
-    unload(&m);
+    mc_test_model_unload(&m);
     free(r);
 }
 
@@ -567,8 +551,8 @@ static void test_shared_copy(void **state)
     (void)state;
     struct mc_check_result *r = malloc(sizeof *r);
     assert_non_null(r);
-    struct model m;
-    load("cases/models/mamba2.yaml", &m); /* (with attention layers the shared KV cache overflows: an error) */
+    struct mc_test_model m;
+    mc_test_model_load("cases/models/mamba2.yaml", &m); /* (with attention layers the shared KV cache overflows: an error) */
     for (int s = 0; s < m.c.n_scenarios; s++) {
         check(&m, &m.c.scenarios[s], MC_DTYPE_F32, &PORT_SHARED_COPY, r);
         if (m.c.scenarios[s].kind != MC_SCENARIO_SPECULATIVE_VERIFY) {
@@ -585,7 +569,7 @@ static void test_shared_copy(void **state)
         printf("  port.copy-shares-memory: speculative_verify fails first on %s (%s)\n", r->first_fail_tensor,
                r->detail);
     }
-    unload(&m);
+    mc_test_model_unload(&m);
     free(r);
 }
 
@@ -597,8 +581,8 @@ static void test_packed(void **state)
     (void)state;
     struct mc_check_result *r = malloc(sizeof *r);
     assert_non_null(r);
-    struct model m;
-    load("cases/models/lfm2.yaml", &m);
+    struct mc_test_model m;
+    mc_test_model_load("cases/models/lfm2.yaml", &m);
     const struct mc_scenario_spec *sp = NULL;
     for (int s = 0; s < m.c.n_scenarios; s++)
         if (m.c.scenarios[s].kind == MC_SCENARIO_PACKED_PREFILL)
@@ -611,7 +595,7 @@ static void test_packed(void **state)
     check(&m, sp, MC_DTYPE_F32, &PORT_NO_HIDDEN, r);
     assert_int_equal(r->status, MC_CHECK_UNSUPPORTED);
     assert_non_null(strstr(r->message, "MC_CAP_STACK_PACKED"));
-    unload(&m);
+    mc_test_model_unload(&m);
     free(r);
 }
 
@@ -621,14 +605,14 @@ static void test_unwritten_logits(void **state)
     (void)state;
     struct mc_check_result *r = malloc(sizeof *r);
     assert_non_null(r);
-    struct model m;
-    load("cases/models/lfm2.yaml", &m);
+    struct mc_test_model m;
+    mc_test_model_load("cases/models/lfm2.yaml", &m);
     check(&m, &m.c.scenarios[0], MC_DTYPE_F32, &PORT_HOLES, r);
     assert_int_equal(r->status, MC_CHECK_FAIL);
     const struct mc_tensor_result *t = find_tensor(r, "logits");
     assert_non_null(t);
     assert_true(t->stats.n_nan >= m.g.config.vocab);
-    unload(&m);
+    mc_test_model_unload(&m);
     free(r);
 }
 
