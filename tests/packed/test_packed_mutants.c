@@ -136,8 +136,12 @@ static void test_model_level(void **state)
     (void)state;
     static const struct {
         const char *model, *family; /* the case, and the family of its layers the mutant replaces first */
-    } models[] = {{"mamba2", "mamba2"}, {"mamba", "mamba1"}, {"lfm2", "shortconv"}, {"bamba", "mamba2"},
-                  {"qwen3_5", "gdn"}};
+    } models[] = {
+#ifdef MC_PACKED_QUICK /* the sanitizer build (CMakeLists.txt) */
+        {"mamba2", "mamba2"}, {"lfm2", "shortconv"}};
+#else
+        {"mamba2", "mamba2"}, {"mamba", "mamba1"}, {"lfm2", "shortconv"}, {"bamba", "mamba2"}, {"qwen3_5", "gdn"}};
+#endif
     static const char *const mutants[] = {"mutant.S2.1-chunk-grid", "mutant.S2.2-decay-from-chunk-start",
                                           "mutant.S2.3-state-leak", "mutant.S2.4-initial-state-ignored",
                                           "mutant.S2.5-wrong-slot", "mutant.S2.6-one-token-prefill-decode"};
