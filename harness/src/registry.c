@@ -87,11 +87,11 @@ enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_b
         e->copy.probe_enable = NULL, e->copy.probe_read = NULL;
     if (!(e->copy.caps & MC_CAP_PACKED))
         e->copy.forward_packed = NULL;
-    /* the stack entries belong to whole-stack backends only; a mixer backend's are ignored */
     if ((e->copy.caps & MC_CAP_STACK_PACKED) && e->copy.stack_forward_packed == NULL)
         e->copy.caps &= ~MC_CAP_STACK_PACKED;
     if (!(e->copy.caps & MC_CAP_STACK_PACKED))
         e->copy.stack_forward_packed = NULL;
+    /* the stack entries belong to whole-stack backends only; a mixer backend's are ignored */
     if (!whole)
         e->copy.caps &= ~(MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED), e->copy.stack_create = NULL,
         e->copy.stack_forward = NULL, e->copy.stack_cache_export = NULL, e->copy.stack_forward_packed = NULL;

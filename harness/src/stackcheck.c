@@ -746,9 +746,6 @@ out:
  * or memory ran out. */
 static double *pool_rows(struct sess *s, struct scache *pool, const uint8_t *keep, int64_t *n)
 {
-    int64_t kept = 0;
-    for (int64_t r = 0; r < pool->batch; r++)
-        kept += keep[r] != 0;
     int64_t all_n = 0;
     double *all = cache_all(s, pool, &all_n), *out = all != NULL ? xcalloc(s, (size_t)(all_n ? all_n : 1), sizeof *out) : NULL;
     int64_t at = 0, o = 0;
@@ -765,7 +762,6 @@ static double *pool_rows(struct sess *s, struct scache *pool, const uint8_t *kee
                 }
         }
     }
-    (void)kept;
     free(all);
     *n = o;
     return out;
