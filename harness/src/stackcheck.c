@@ -676,7 +676,9 @@ static int packed_call(struct sess *s, struct scache *pool, const struct pcall *
     for (int64_t i = 0; i < pc->n; i++)
         cu[i + 1] = cu[i] + pc->t1[i] - pc->t0[i];
     int64_t T = cu[pc->n], V = s->V, D = s->D;
+    /* packed index k is token tok[k] of golden row prow[k] */
     int64_t *ids = xcalloc(s, (size_t)T, sizeof *ids), *tok = xcalloc(s, (size_t)T, sizeof *tok);
+    int64_t *prow = xcalloc(s, (size_t)T, sizeof *prow);
     double *lg = xcalloc(s, (size_t)(T * V), sizeof *lg), *gl = xcalloc(s, (size_t)(T * V), sizeof *gl);
     double *hd = s->hidden_ok ? xcalloc(s, (size_t)((s->n + 1) * T * D), sizeof *hd) : NULL;
     double *gh = xcalloc(s, (size_t)(T * D), sizeof *gh);
@@ -688,6 +690,7 @@ static int packed_call(struct sess *s, struct scache *pool, const struct pcall *
             int64_t k = cu[i] + t - pc->t0[i];
             ids[k] = s->g->input_ids[pc->row[i] * s->L + t];
             tok[k] = t;
+            prow[k] = pc->row[i];
             memcpy(gl + k * V, s->g->logits.data + (pc->row[i] * s->L + t) * V, (size_t)V * sizeof *gl);
         }
     struct mc_stack_packed pk = {.n_seqs = pc->n, .cu_seqlens = cu, .slots = pc->slot, .has_initial_state = pc->init};
@@ -702,9 +705,8 @@ static int packed_call(struct sess *s, struct scache *pool, const struct pcall *
     if (!compare(s, "logits", MC_TENSOR_LOGITS, lg, gl, &v, &one) && !s->logits_failed) {
         s->logits_failed = 1;
         s->logits_token = one.first_fail_token >= 0 ? tok[one.first_fail_token] : -1;
-        for (int64_t i = 0; one.first_fail_token >= 0 && i < pc->n; i++)
-            if (one.first_fail_token >= cu[i] && one.first_fail_token < cu[i + 1])
-                s->logits_row = pc->row[i];
+        if (one.first_fail_token >= 0)
+            s->logits_row = prow[one.first_fail_token];
     }
     struct mc_tensor_result *t = tensor(s, "logits", MC_TENSOR_LOGITS);
     if (t != NULL) {
@@ -715,16 +717,14 @@ static int packed_call(struct sess *s, struct scache *pool, const struct pcall *
     }
     v = (struct mc_compare_view){.ndim = 2, .dims = {T, D}, .dim_names = {"packed_token", "channel"}, .token_axis = 0};
     for (int64_t j = 0; hd != NULL && j <= s->n; j++) {
-        for (int64_t i = 0; i < pc->n; i++)
-            for (int64_t tt = pc->t0[i]; tt < pc->t1[i]; tt++)
-                memcpy(gh + (cu[i] + tt - pc->t0[i]) * D, s->g->hidden.data + ((j * s->B + pc->row[i]) * s->L + tt) * D,
-                       (size_t)D * sizeof *gh);
+        for (int64_t k = 0; k < T; k++)
+            memcpy(gh + k * D, s->g->hidden.data + ((j * s->B + prow[k]) * s->L + tok[k]) * D, (size_t)D * sizeof *gh);
         if (!compare(s, "hidden_states", MC_TENSOR_HIDDEN_STATES, hd + j * T * D, gh, &v, &one)) {
             struct mc_compare_stats at = one; /* the packed index back to the golden's row and token */
-            for (int64_t i = 0; one.first_fail_token >= 0 && i < pc->n; i++)
-                if (one.first_fail_token >= cu[i] && one.first_fail_token < cu[i + 1])
-                    at.first_fail_batch = pc->row[i];
-            at.first_fail_token = one.first_fail_token >= 0 ? tok[one.first_fail_token] : -1;
+            if (one.first_fail_token >= 0) {
+                at.first_fail_batch = prow[one.first_fail_token];
+                at.first_fail_token = tok[one.first_fail_token];
+            }
             note_hidden_failure(s, (int)j, &at);
         }
         if (!(one.headroom <= s->level_headroom[j]))
@@ -735,6 +735,7 @@ out:
     free(cu);
     free(ids);
     free(tok);
+    free(prow);
     free(lg);
     free(gl);
     free(hd);
@@ -1083,17 +1084,22 @@ static void norm_f64(const double *w, const double *h, int64_t rows, int64_t D, 
     }
 }
 
-/* Headroom-free pass test of a on b at the hidden-state tolerance, padding excluded; the first failing
- * token into *tok. */
-static int within(struct sess *s, const double *a, const double *b, int64_t *tok)
+/* Pass test of a on b [B][L][D] at the tolerance of `kind`, padding excluded; the first failing token into *tok. */
+static int within_kind(struct sess *s, const double *a, const double *b, enum mc_tensor_kind kind, int64_t *tok)
 {
     struct mc_compare_view v = {.ndim = 3, .dims = {s->B, s->L, s->D}, .dim_names = {"batch", "token", "channel"},
                                 .token_axis = 1, .valid = s->g->mask};
     struct mc_compare_stats st;
     mc_compare_stats_init(&st);
-    mc_compare_accumulate(a, b, &v, s->tol[MC_TENSOR_HIDDEN_STATES], &st);
+    mc_compare_accumulate(a, b, &v, s->tol[kind], &st);
     *tok = st.first_fail_token;
     return mc_compare_passed(&st);
+}
+
+/* At the hidden-state tolerance (against the golden). */
+static int within(struct sess *s, const double *a, const double *b, int64_t *tok)
+{
+    return within_kind(s, a, b, MC_TENSOR_HIDDEN_STATES, tok);
 }
 
 /* What a scenario adds to a layer that is within tolerance when run alone on the golden's input. */
@@ -1368,13 +1374,7 @@ out:
 /* Within the ref_hidden_states tolerance of a on b, padding excluded; the first failing token into *tok. */
 static int within_ref(struct sess *s, const double *a, const double *b, int64_t *tok)
 {
-    struct mc_compare_view v = {.ndim = 3, .dims = {s->B, s->L, s->D}, .dim_names = {"batch", "token", "channel"},
-                                .token_axis = 1, .valid = s->g->mask};
-    struct mc_compare_stats st;
-    mc_compare_stats_init(&st);
-    mc_compare_accumulate(a, b, &v, s->tol[MC_TENSOR_REF_HIDDEN_STATES], &st);
-    *tok = st.first_fail_token;
-    return mc_compare_passed(&st);
+    return within_kind(s, a, b, MC_TENSOR_REF_HIDDEN_STATES, tok);
 }
 
 /* Everything within tolerance of the float64 golden, not of the reference stack in the same dtype: the
