@@ -2,9 +2,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "baseline.h"
-#include "diagnose.h"
-#include "family.h"
+#include "run/baseline.h"
+#include "diagnosis/diagnose.h"
+#include "family/family.h"
 #include "report.h"
 
 #define C_RESET "\x1b[0m"

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseline.h"
-#include "family.h"
-#include "provenance.h"
+#include "run/baseline.h"
+#include "family/family.h"
+#include "exec/provenance.h"
 #include "rank.h"
 #include "report.h"
 #include "svg.h"

@@ -2,10 +2,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "baseline.h"
-#include "diagnose.h"
-#include "family.h"
-#include "provenance.h"
+#include "run/baseline.h"
+#include "diagnosis/diagnose.h"
+#include "family/family.h"
+#include "exec/provenance.h"
 #include "report.h"
 #include "writer.h"
 

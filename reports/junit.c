@@ -8,9 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "baseline.h"
-#include "family.h"
-#include "provenance.h"
+#include "run/baseline.h"
+#include "family/family.h"
+#include "exec/provenance.h"
 #include "report.h"
 #include "writer.h"
 

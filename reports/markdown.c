@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "baseline.h"
-#include "family.h"
-#include "provenance.h"
+#include "run/baseline.h"
+#include "family/family.h"
+#include "exec/provenance.h"
 #include "rank.h"
 #include "report.h"
 #include "writer.h"

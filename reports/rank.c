@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "family.h"
+#include "family/family.h"
 
 void mc_rank_check_id(const struct mc_check_result *r, char *buf, size_t len)
 {

@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#include "baseline.h"
-#include "runner.h"
+#include "run/baseline.h"
+#include "run/runner.h"
 
 /* "case/scenario/backend/dtype" */
 void mc_rank_check_id(const struct mc_check_result *r, char *buf, size_t len);

@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 
-#include "error.h"
-#include "runner.h"
+#include "base/error.h"
+#include "run/runner.h"
 
 #define MC_REPORT_FORMAT_VERSION 1
 

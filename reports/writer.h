@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "error.h"
+#include "base/error.h"
 
 struct mc_writer {
     FILE *f;

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
-#include "pybackend.h"
+#include "exec/pybackend.h"
 #include "reference.h"
 
 int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err)

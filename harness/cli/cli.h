@@ -6,10 +6,10 @@
 #ifndef MC_CLI_H
 #define MC_CLI_H
 
-#include "error.h"
-#include "plugin.h"
-#include "pybackend.h"
-#include "registry.h"
+#include "base/error.h"
+#include "exec/plugin.h"
+#include "exec/pybackend.h"
+#include "exec/registry.h"
 
 #define MC_VERSION "0.1.0"
 #define MC_DEFAULT_CASES "cases"

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseline.h"
+#include "run/baseline.h"
 #include "cli.h"
-#include "reportread.h"
+#include "run/reportread.h"
 #include "writer.h"
 
 #define MC_DIFF_DEFAULT_THRESHOLD 1.1

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseline.h"
+#include "run/baseline.h"
 #include "cli.h"
-#include "history.h"
-#include "runner.h"
+#include "run/history.h"
+#include "run/runner.h"
 
 #define MC_HISTORY_DEFAULT_THRESHOLD 1.1
 #define MC_HISTORY_TREND_SHOWN 12

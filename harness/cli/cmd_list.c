@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "case.h"
+#include "case/case.h"
 #include "cli.h"
-#include "family.h"
-#include "runner.h"
+#include "family/family.h"
+#include "run/runner.h"
 
 static void usage(FILE *out)
 {

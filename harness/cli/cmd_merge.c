@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jsonread.h"
-#include "reportread.h"
+#include "base/jsonread.h"
+#include "run/reportread.h"
 #include "writer.h"
 
 static void usage(FILE *out)

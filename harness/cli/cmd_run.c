@@ -10,16 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "baseline.h"
+#include "run/baseline.h"
 #include "blascore.h"
-#include "case.h"
+#include "case/case.h"
 #include "cli.h"
-#include "family.h"
-#include "history.h"
-#include "provenance.h"
+#include "family/family.h"
+#include "run/history.h"
+#include "exec/provenance.h"
 #include "report.h"
-#include "reportread.h"
-#include "runner.h"
+#include "run/reportread.h"
+#include "run/runner.h"
 
 #define MC_DEFAULT_TIMEOUT_S 300
 

@@ -10,7 +10,7 @@
 #include "blascore.h"
 #include "cli.h"
 #include "mixcheck/backend.h"
-#include "provenance.h"
+#include "exec/provenance.h"
 
 static void usage(FILE *out)
 {

@@ -173,7 +173,7 @@ class StackOptions:
         layers: one entry per layer, in order: ``(family, conv_shape, state_shape)`` with the family name
             (``mamba2``, ``mamba1``, ``gdn``, ``shortconv``, ``attention``), one batch row of the exported
             conv window and of the exported state (``()`` for ShortConv), as mixcheck derives them from the
-            config.json (``harness/src/stackconfig.c``).
+            config.json (``harness/src/family/stackconfig.c``).
     """
 
     def __init__(self, device="cpu", threads=0, hidden=0, vocab=0, layers=()):

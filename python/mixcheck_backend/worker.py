@@ -1,4 +1,4 @@
-"""The worker side of mixcheck's Python backends (the other half of harness/src/pybackend.c).
+"""The worker side of mixcheck's Python backends (the other half of harness/src/exec/pybackend.c).
 
 mixcheck starts the interpreter once per run, as ``PYTHON -c "...; main()" zygote SPEC...`` with fd 3 a
 SOCK_SEQPACKET socket and stdout/stderr a log. The *zygote* imports every SPEC (torch, transformers:

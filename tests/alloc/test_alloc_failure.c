@@ -24,9 +24,9 @@
 
 #include <hdf5.h>
 
-#include "alloc.h"
-#include "case.h"
-#include "golden.h"
+#include "base/alloc.h"
+#include "case/case.h"
+#include "golden/golden.h"
 
 #define SRC MC_SOURCE_DIR "/"
 

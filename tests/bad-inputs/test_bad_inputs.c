@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "sha256.h"
+#include "base/sha256.h"
 
 #define CORPUS MC_SOURCE_DIR "/tests/bad-inputs"
 #define MAX_ENTRIES 256

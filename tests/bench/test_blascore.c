@@ -1,5 +1,5 @@
 /*
- * test_blascore.c — the OpenBLAS core selection (harness/cli/blascore.h):
+ * test_blascore.c — the OpenBLAS core selection (harness/bench/blascore.h):
  *   - the upgrade rule: only a pre-AVX2 fallback core on a CPU that supports more is replaced;
  *   - the command: a user's OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS are left alone and reported as
  *     theirs; without them `mixcheck --version` names the core in use (after the re-exec when there was

@@ -1,5 +1,5 @@
 /*
- * test_case.c — the YAML loader for cases and tolerance profiles (harness/src/case.c).
+ * test_case.c — the YAML loader for cases and tolerance profiles (harness/src/case/case.c).
  *
  * A valid case with every scenario kind, read back field by field; a case relying on defaults and
  * limits; tolerance lookups with their fallback and error; and malformed inputs: one fixture file per
@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "case.h"
+#include "case/case.h"
 
 #define FIX MC_SOURCE_DIR "/tests/case/fixtures/"
 

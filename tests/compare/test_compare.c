@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "compare.h"
+#include "verdict/compare.h"
 
 /* A [1][n][1] output-like view: batch, token, channel. */
 static struct mc_compare_view tokens_view(int64_t n)

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "dtype.h"
+#include "base/dtype.h"
 
 static void test_f16_known_values(void **state)
 {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "dtype.h"
+#include "base/dtype.h"
 
 double tu_lcg_next(struct tu_lcg *g)
 {

@@ -26,7 +26,7 @@
 
 #include "common.h"
 #include "cpu_testutil.h"
-#include "dtype.h"
+#include "base/dtype.h"
 #include "vmath.h"
 
 static float bits_f32(uint32_t u)

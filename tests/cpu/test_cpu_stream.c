@@ -31,7 +31,7 @@
 #include "cache.h"
 #include "cpu.h"
 #include "cpu_testutil.h"
-#include "dtype.h"
+#include "base/dtype.h"
 #include "stream.h"
 
 /* f32 tolerance for streamed vs unstreamed: the differences come from the state rounded at block

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "diagnose.h"
+#include "diagnosis/diagnose.h"
 
 static struct mc_diag_tensor_fact *add_tensor(struct mc_diag_facts *f, enum mc_scenario_kind k, const char *name,
                                               int failed, int64_t first_token)

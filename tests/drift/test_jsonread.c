@@ -1,5 +1,5 @@
 /*
- * test_jsonread.c — the strict JSON parser (harness/src/jsonread.h): valid documents and their
+ * test_jsonread.c — the strict JSON parser (harness/src/base/jsonread.h): valid documents and their
  * values, every class of invalid input with the line and column of the error, the nesting and size
  * limits, deep nesting without recursion, and the report reader on top of it.
  */
@@ -15,8 +15,8 @@
 
 #include "tmpdir.h"
 
-#include "jsonread.h"
-#include "reportread.h"
+#include "base/jsonread.h"
+#include "run/reportread.h"
 
 static struct mc_json_value *parse_ok(const char *text)
 {

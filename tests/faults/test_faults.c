@@ -13,8 +13,8 @@
 
 #include "fault_backend.h"
 #include "reference.h"
-#include "registry.h"
-#include "runner.h"
+#include "exec/registry.h"
+#include "run/runner.h"
 
 static int run_case(const char *path, const struct mc_backend_ops *ops, struct mc_run_report *rep)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_case_yaml.c — libFuzzer target for the YAML loaders (harness/src/yamldoc.c, yamlread.c,
+ * fuzz_case_yaml.c — libFuzzer target for the YAML loaders (harness/src/case/yamldoc.c, yamlread.c,
  * case.c, tolerance.c): each input is loaded from memory as a case file that sits in cases/mamba2/
  * (so `tolerance: ../tolerances/mamba2.yaml` resolves and the whole schema is reachable) and as a
  * tolerance profile. Beyond the sanitizers, it traps when a load fails without an error message or
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "case.h"
+#include "case/case.h"
 
 #define CASE_NAME MC_SOURCE_DIR "/cases/mamba2/fuzz-input.yaml"
 #define TOL_NAME MC_SOURCE_DIR "/cases/tolerances/fuzz-input.yaml"

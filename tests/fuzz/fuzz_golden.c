@@ -1,5 +1,5 @@
 /*
- * fuzz_golden.c — libFuzzer target for the golden reader (harness/src/golden.c, h5read.c).
+ * fuzz_golden.c — libFuzzer target for the golden reader (harness/src/golden/golden.c, h5read.c).
  *
  * Structured mode (the default): the input is an edit script applied with the HDF5 API to one of
  * the seed goldens (the .h5 files of tests/fuzz/corpus_golden, picked by the first byte): set, retype or delete
@@ -24,7 +24,7 @@
 
 #include <hdf5.h>
 
-#include "golden.h"
+#include "golden/golden.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

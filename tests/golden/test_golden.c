@@ -1,5 +1,5 @@
 /*
- * test_golden.c — the golden reader (harness/src/golden.c).
+ * test_golden.c — the golden reader (harness/src/golden/golden.c).
  *
  * A writer here builds a small valid Mamba2 golden with the HDF5 C API (mixed float32/float64,
  * chunked+shuffle+gzip datasets, fixed and variable-length strings) and stamps its content_sha256
@@ -24,8 +24,8 @@
 
 #include <hdf5.h>
 
-#include "golden.h"
-#include "stackgolden.h"
+#include "golden/golden.h"
+#include "golden/stackgolden.h"
 
 #define TB 2
 #define TL 5

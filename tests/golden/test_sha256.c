@@ -1,5 +1,5 @@
 /*
- * test_sha256.c — SHA-256 (harness/src/sha256.c) against the FIPS 180-4 example vectors (NIST CSRC
+ * test_sha256.c — SHA-256 (harness/src/base/sha256.c) against the FIPS 180-4 example vectors (NIST CSRC
  * "Examples with Intermediate Values": one block, two blocks, the 896-bit message, a million 'a'),
  * the empty message, and every split of a message into two updates around the 55/56/64-byte
  * padding boundaries.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sha256.h"
+#include "base/sha256.h"
 
 static void assert_hex(const void *data, size_t n, const char *want)
 {

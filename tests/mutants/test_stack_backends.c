@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
-#include "dtype.h"
-#include "plugin.h"
-#include "registry.h"
-#include "stackgolden.h"
+#include "base/dtype.h"
+#include "exec/plugin.h"
+#include "exec/registry.h"
+#include "golden/stackgolden.h"
 
 static struct mc_registry reg;
 static struct mc_plugins plugins;

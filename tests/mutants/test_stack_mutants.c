@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
-#include "jsonread.h"
+#include "base/jsonread.h"
 #include "tmpdir.h"
 
 static char dir[] = "/tmp/mixcheck-stackmut-XXXXXX";

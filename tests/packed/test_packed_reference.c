@@ -17,12 +17,12 @@
 
 #include "goldenmodel.h"
 
-#include "dtype.h"
-#include "error.h"
-#include "family.h"
-#include "golden.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "family/family.h"
+#include "golden/golden.h"
 #include "reference.h"
-#include "weightset.h"
+#include "golden/weightset.h"
 
 static const char *const goldens[] = {"golden/mamba2/tiny.h5", "golden/mamba1/tiny.h5", "golden/gdn/tiny.h5",
                                       "golden/shortconv/tiny.h5"};

@@ -29,12 +29,12 @@
 
 #include "capture.h"
 
-#include "case.h"
-#include "dtype.h"
-#include "golden.h"
+#include "case/case.h"
+#include "base/dtype.h"
+#include "golden/golden.h"
 #include "mixcheck/backend.h"
-#include "probes.h"
-#include "weightset.h"
+#include "scenario/probes.h"
+#include "golden/weightset.h"
 
 #include "cpu.h"
 #include "reference.h"

@@ -21,10 +21,10 @@
 #include <cmocka.h>
 
 #include "fault_backend.h"
-#include "golden.h"
+#include "golden/golden.h"
 #include "reference.h"
-#include "registry.h"
-#include "runner.h"
+#include "exec/registry.h"
+#include "run/runner.h"
 
 /* ---- helpers ----------------------------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * test_python.c — Python backends (harness/src/pybackend.c, python/mixcheck_backend): the numpy
+ * test_python.c — Python backends (harness/src/exec/pybackend.c, python/mixcheck_backend): the numpy
  * ShortConv example (examples/python) passes every bundled ShortConv case, and each broken variant of
  * tests/python/broken_shortconv.py is reported as its own failure or error: a math mutant fails, an
  * exception errors with its traceback, a segfault errors with its signal and Python stack, a hang

@@ -22,7 +22,7 @@
 #include "hfpython.h"
 
 #include "capture.h"
-#include "jsonread.h"
+#include "base/jsonread.h"
 #include "tmpdir.h"
 
 #define MIXCHECK MC_BINARY_DIR "/mixcheck"

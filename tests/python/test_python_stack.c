@@ -1,5 +1,5 @@
 /*
- * test_python_stack.c — the whole-stack entries of the Python adapter (harness/src/pybackend.c
+ * test_python_stack.c — the whole-stack entries of the Python adapter (harness/src/exec/pybackend.c
  * stack_create / stack_forward / stack_cache_export, python/mixcheck_backend/hf.py HFModel "hf-model")
  * called directly through the registered ops on every bundled model golden (the .h5 files of golden/models): the
  * upstream `...ForCausalLM` built from the golden's config.json, its weights loaded by name, must give the
@@ -25,9 +25,9 @@
 
 #include "hfpython.h"
 
-#include "pybackend.h"
-#include "registry.h"
-#include "stackgolden.h"
+#include "exec/pybackend.h"
+#include "exec/registry.h"
+#include "golden/stackgolden.h"
 
 static const char *python;
 static struct mc_registry reg;

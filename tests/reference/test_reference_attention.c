@@ -24,13 +24,13 @@
 
 #include "goldenmodel.h"
 
-#include "case.h"
-#include "dtype.h"
-#include "family.h"
-#include "golden.h"
+#include "case/case.h"
+#include "base/dtype.h"
+#include "family/family.h"
+#include "golden/golden.h"
 #include "reference.h"
 #include "refutil.h"
-#include "weightset.h"
+#include "golden/weightset.h"
 
 static const char *const goldens[] = {"golden/attention/tiny.h5", "golden/attention/qwen3next.h5",
                                       "golden/attention/lfm2.h5", "golden/attention/leftpad.h5",

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "reference.h"
-#include "registry.h"
+#include "exec/registry.h"
 
 static void test_first_form_accepted(void **state)
 {

@@ -21,13 +21,13 @@
 #include "modelcase.h"
 #include "tmpdir.h"
 
-#include "case.h"
+#include "case/case.h"
 #include "cpu.h"
-#include "jsonread.h"
+#include "base/jsonread.h"
 #include "reference.h"
-#include "stack.h"
-#include "stackcheck.h"
-#include "stackgolden.h"
+#include "stack/stack.h"
+#include "stack/stackcheck.h"
+#include "golden/stackgolden.h"
 
 
 static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)

@@ -23,17 +23,17 @@
 
 #include "modelcase.h"
 
-#include "case.h"
+#include "case/case.h"
 #include "cpu.h"
-#include "dtype.h"
-#include "family.h"
+#include "base/dtype.h"
+#include "family/family.h"
 #include "reference.h"
-#include "registry.h"
-#include "runner.h"
-#include "stack.h"
-#include "stackcheck.h"
-#include "stackconfig.h"
-#include "stackgolden.h"
+#include "exec/registry.h"
+#include "run/runner.h"
+#include "stack/stack.h"
+#include "stack/stackcheck.h"
+#include "family/stackconfig.h"
+#include "golden/stackgolden.h"
 
 /* ---- the test double ---------------------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "family.h"
+#include "family/family.h"
 
 static const struct mc_backend_ops *g_inner;
 static enum fault_kind g_kind;

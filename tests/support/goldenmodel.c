@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "case.h" /* mc_dtype_name */
-#include "weightset.h"
+#include "case/case.h" /* mc_dtype_name */
+#include "golden/weightset.h"
 
 struct mc_model *mc_test_golden_model(const struct mc_backend_ops *ops, const struct mc_golden *g,
                                       enum mc_dtype dtype)

@@ -3,7 +3,7 @@
 #ifndef MC_TEST_GOLDENMODEL_H
 #define MC_TEST_GOLDENMODEL_H
 
-#include "golden.h"
+#include "golden/golden.h"
 #include "mixcheck/backend.h"
 
 /* ops->model_create on g's family configuration and weights, converted to dtype (the weights are freed

@@ -3,8 +3,8 @@
 #ifndef MC_TEST_MODELCASE_H
 #define MC_TEST_MODELCASE_H
 
-#include "case.h"
-#include "stackgolden.h"
+#include "case/case.h"
+#include "golden/stackgolden.h"
 
 struct mc_test_model {
     struct mc_case c;

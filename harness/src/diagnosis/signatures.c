@@ -1,0 +1,289 @@
+/*
+ * signatures.c — the bug-class signatures the diagnosis matches (diagnose.h; docs/scenarios.md §6): one
+ * entry per class of docs/semantics.md §8 (mixers), §9 (serving path, S2) and §12.7 (attention), each a
+ * plain-words title, a hint, the families it exists in, and weighted conditions on the facts of one case's
+ * checks on one backend.
+ *
+ * A static table rather than a YAML file: the conditions name the harness's own scenarios and tensors, so
+ * a table compiled with them cannot drift from them unnoticed (a renamed scenario is a compile error), an
+ * installed binary needs no data file to find, and there is nothing to parse or fail at start. The CTest
+ * diagnose_hit_rate runs every mutant through it and fails when fewer than 90 % are named right;
+ * test_diagnose checks the table is well formed.
+ *
+ * How the weights were chosen: each class's defining observation (the scenario meant to catch it, and
+ * the tensors that must pass or fail there; tests/mutants/test_mutants.c) weighs 3-4; observations that
+ * separate it from its nearest neighbour 2-3; corroboration 1; "decode output passes" weighs 5 for the
+ * continued-forward classes, whose bugs leave the single-token path alone. Conditions on stages
+ * (MC_DC_STAGE) are unknown until a backend reports stage probes and then separate conv-side from
+ * state-side faults.
+ *
+ * NMSE thresholds (8.2b vs 8.2a/8.3), measured with the mutants of tests/mutants on the bundled cases: in
+ * Mamba2 a continued forward that lost its state history (8.2b) leaves the first_token_causality
+ * consistency row at nmse 2.5e-5 .. 6e-4, one whose conv input is wrong (8.2a, 8.3a, 8.3b) at 0.23 .. 1.2:
+ * 1e-2 sits between, a factor 16 or more from each side. In Gated DeltaNet the gap is narrower (8.2b
+ * 2.7e-7 .. 0.20, 8.2a 0.82 .. 2.3): 0.4, weighted less. S2.9 (state stored in bf16) against 8.3c (the
+ * window caching another value): a rounding-size error of the prefill caches (nmse < 1e-3) against an
+ * O(1) one. Only stages (conv_out vs scan_out / core_out) separate 8.2b from 8.2a/8.3 without a size.
+ */
+#include "diagnosis/diagnose.h"
+
+#define P MC_SCENARIO_PREFILL
+#define DEC MC_SCENARIO_DECODE
+#define CH MC_SCENARIO_CHUNKED
+#define FTC MC_SCENARIO_FIRST_TOKEN_CAUSALITY
+#define SV MC_SCENARIO_SPECULATIVE_VERIFY
+#define LPB MC_SCENARIO_LEFT_PADDED_BATCH
+#define RPB MC_SCENARIO_RIGHT_PADDED_BATCH
+#define CSI MC_SCENARIO_CHUNK_SIZE_INVARIANCE
+#define BI MC_SCENARIO_BATCH_INVARIANCE
+#define CR MC_SCENARIO_CACHE_ROUNDTRIP
+#define PP MC_SCENARIO_PACKED_PREFILL
+#define SP MC_SCENARIO_SLOT_POOL
+#define MS MC_SCENARIO_MIXED_STEP
+#define PR MC_SCENARIO_PREFIX_RESUME
+#define ANY MC_DIAG_ANY
+/* scenarios named rather than enumerated: the long runs of cases/long (long_decode, length_sweep) come with
+ * the serving-path scenarios; in a build without them these conditions are unknown */
+#define FAILS_IN(name, t, w) {.kind = MC_DC_FAILS, .scenario = ANY, .scenario_name = (name), .tensor = (t), .weight = (w)}
+
+#define FAM(f) (1u << (f))
+#define M2 FAM(MC_FAMILY_MAMBA2)
+#define M1 FAM(MC_FAMILY_MAMBA1)
+#define GDN FAM(MC_FAMILY_GDN)
+#define ATT FAM(MC_FAMILY_ATTENTION)
+#define SSM (M2 | M1)
+#define STATEFUL (M2 | M1 | GDN)
+#define CONV (M2 | M1 | GDN | FAM(MC_FAMILY_SHORTCONV)) /* the families with a conv window */
+
+#define FAILS(s, t, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .weight = (w)}
+#define PASSES(s, t, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .weight = (w)}
+/* the same, for some families only (unknown for the others) */
+#define FAILS_F(s, t, fams, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .families = (fams), .weight = (w)}
+#define PASSES_F(s, t, fams, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .families = (fams), .weight = (w)}
+#define AT_SPLIT(s, t, w) {.kind = MC_DC_AT_SPLIT, .scenario = (s), .tensor = (t), .weight = (w)}
+#define AFTER_SPLIT(s, t, w) {.kind = MC_DC_AFTER_SPLIT, .scenario = (s), .tensor = (t), .weight = (w)}
+#define FROM_START(s, t, w) {.kind = MC_DC_FROM_START, .scenario = (s), .tensor = (t), .weight = (w)}
+#define ONLY_REDUCED(s, w) {.kind = MC_DC_ONLY_REDUCED, .scenario = (s), .weight = (w)}
+#define NMSE_BELOW(s, t, v, w) {.kind = MC_DC_NMSE_BELOW, .scenario = (s), .tensor = (t), .value = (v), .weight = (w)}
+#define NMSE_ABOVE(s, t, v, w) {.kind = MC_DC_NMSE_ABOVE, .scenario = (s), .tensor = (t), .value = (v), .weight = (w)}
+#define NMSE_BELOW_F(s, t, v, fams, w)                                                                                 \
+    {.kind = MC_DC_NMSE_BELOW, .scenario = (s), .tensor = (t), .value = (v), .families = (fams), .weight = (w)}
+#define NMSE_ABOVE_F(s, t, v, fams, w)                                                                                 \
+    {.kind = MC_DC_NMSE_ABOVE, .scenario = (s), .tensor = (t), .value = (v), .families = (fams), .weight = (w)}
+#define NONFINITE(s, t, w) {.kind = MC_DC_NONFINITE, .scenario = (s), .tensor = (t), .weight = (w)}
+#define PADDED_ROW(s, t, w) {.kind = MC_DC_PADDED_ROW, .scenario = (s), .tensor = (t), .weight = (w)}
+#define RUN_FIRST(s, v, w, words) {.kind = MC_DC_RUN_FIRST, .scenario = (s), .value = (v), .weight = (w), .say = (words)}
+#define RUN_LAST(s, v, w, words) {.kind = MC_DC_RUN_LAST, .scenario = (s), .value = (v), .weight = (w), .say = (words)}
+#define RUN_HAS(s, txt, w, words) {.kind = MC_DC_RUN, .scenario = (s), .text = (txt), .weight = (w), .say = (words)}
+#define PADDED_GOLDEN(w) {.kind = MC_DC_PADDED_GOLDEN, .scenario = ANY, .weight = (w), .must = 1, .say = ""}
+#define STAGE(s, name, fams, w) {.kind = MC_DC_STAGE, .scenario = (s), .text = (name), .families = (fams), .weight = (w)}
+/* a required condition: the class is named only when it holds */
+#define REQ(kind_, s, t, w) {.kind = (kind_), .scenario = (s), .tensor = (t), .weight = (w), .must = 1}
+
+const struct mc_signature mc_signatures[] = {
+    /* ---- continued forwards (multi-token forward on a primed cache) --------------------------------- */
+    {"8.1a", "a multi-token forward on a primed cache uses the dt of its first token for every row",
+     "case (b) of the forward: dt must be computed per token, not taken from token 0 (the single-step branch)",
+     SSM,
+     {REQ(MC_DC_AFTER_SPLIT, FTC, "output", 4), PASSES(FTC, "consistency", 2), PASSES(FTC, "conv_state", 3),
+      FAILS(FTC, "recurrent_state", 1), PASSES(CH, "conv_state", 2), FAILS(CH, "output", 1), PASSES(P, NULL, 2),
+      PASSES(MC_SCENARIO_DECODE, "output", 1), STAGE(FTC, "dt", SSM, 3)}},
+    {"8.1b", "outputs of a multi-token forward are right, but the cache is advanced as if only its first token "
+             "was consumed",
+     "the window and state written back after a forward of L > 1 tokens: shift by L, scan all L",
+     CONV,
+     {REQ(MC_DC_PASSES, FTC, "output", 4), FAILS(FTC, "conv_state", 3), FAILS(FTC, "recurrent_state", 1),
+      FAILS(CH, "output", 1), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), PASSES(FTC, "consistency", 1)}},
+    {"8.1c", "every row of a multi-token forward is stepped from the same cached window and state (no chaining)",
+     "case (b): row t must start from the window and state after row t-1, not from the cache",
+     CONV,
+     {REQ(MC_DC_AFTER_SPLIT, FTC, "output", 4), PASSES(FTC, "consistency", 2), FAILS(FTC, "conv_state", 3),
+      PASSES(FTC, "distractor", 1), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), FAILS(CH, "output", 1)}},
+    {"8.2a", "multi-token forward does not start from the cached conv window",
+     "case (b): the conv of a continued forward must run over cat(cached window, new tokens)",
+     CONV,
+     {AT_SPLIT(FTC, "consistency", 2), AT_SPLIT(FTC, "output", 1), PASSES(P, NULL, 3), PASSES(DEC, "output", 5),
+      FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
+      FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
+      NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 1), NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 1),
+      STAGE(FTC, "conv_out", 0, 3)}},
+    {"8.2b", "multi-token forward starts the scan from a zero state (the cached window is kept)",
+     "case (b): the chunked scan of a continued forward must take the cached state as its initial state",
+     STATEFUL,
+     {AT_SPLIT(FTC, "consistency", 2), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
+      PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(CH, "recurrent_state", 1),
+      FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
+      NMSE_BELOW_F(FTC, "consistency", 1e-2, SSM, 3), NMSE_BELOW_F(FTC, "consistency", 0.4, GDN, 2),
+      STAGE(FTC, "scan_out", SSM, 3), STAGE(FTC, "core_out", GDN, 3)}},
+    {"8.3", "the conv of a multi-token forward on a primed cache is sliced wrong (first L instead of last L "
+            "outputs of conv(cat(W, x)), or off by one)",
+     "case (b): keep the last L outputs of the conv over cat(window, x), K-1 cached columns, K taps",
+     CONV,
+     {AT_SPLIT(FTC, "consistency", 2), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
+      PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(FTC, "consistency", 2),
+      FAILS(MC_SCENARIO_DETERMINISM, "output", 1), NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 3),
+      NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 2), STAGE(FTC, "conv_out", 0, 3)}},
+    {"8.3c", "the conv window caches the post-conv (or post-activation) value instead of the pre-conv input",
+     "the window written by a prefill: the last K pre-conv inputs (CONV-INV)",
+     CONV,
+     {REQ(MC_DC_FAILS, P, "conv_state", 4), PASSES(P, "output", 3), FAILS(DEC, "output", 1),
+      AT_SPLIT(DEC, "output", 1), PASSES(P, "recurrent_state", 1), FAILS(CH, "output", 1),
+      NMSE_ABOVE(P, "conv_state", 1e-3, 2)}},
+    {"8.7", "Mamba1 multi-token forward on a primed cache rebuilds the conv from the new tokens or restarts the "
+            "scan (HF MambaMixer's unsupported case b)",
+     "mixcheck requires case (b) for every family (docs/semantics.md §A.1)",
+     M1,
+     {REQ(MC_DC_FAILS, FTC, "consistency", 2), PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 2),
+      FAILS(CH, "output", 1), FAILS(SV, "consistency", 1)}},
+    {"8.8", "Gated DeltaNet continued forward ignores both the cached window and the cached state",
+     "Qwen3.5 before #45513: chunk_gated_delta_rule(initial_state=None) and a conv without cached context",
+     GDN,
+     {REQ(MC_DC_FAILS, FTC, "consistency", 2), PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 1),
+      FAILS(CH, "conv_state", 2), FAILS(FTC, "recurrent_state", 1), NMSE_ABOVE(FTC, "consistency", 1e-2, 1)}},
+
+    /* ---- single-token decode ------------------------------------------------------------------------ */
+    {"8.9", "decode writes the new column at min(position, K-1) instead of K-1 after a short prefill",
+     "case (c): roll the window left by one and write at K-1 (CONV-INV)",
+     CONV,
+     {REQ(MC_DC_FAILS, DEC, "conv_state", 3), FAILS(DEC, "output", 2), PASSES(P, NULL, 3), AT_SPLIT(DEC, "output", 1),
+      FAILS(CH, "conv_state", 1)}},
+    {"8.10", "the dt clamp (time_step_limit) is missing in the single-token decode path",
+     "case (c): clamp dt after softplus in every path (docs/semantics.md §A.3)",
+     SSM,
+     {REQ(MC_DC_FAILS, DEC, "output", 3), PASSES(P, NULL, 3), PASSES(DEC, "conv_state", 2),
+      FAILS(DEC, "recurrent_state", 1), AT_SPLIT(DEC, "output", 1), FAILS(FTC, "consistency", 2),
+      PASSES(CH, "conv_state", 1), PASSES(CSI, NULL, 2), STAGE(DEC, "dt", SSM, 3)}},
+
+    /* ---- padding ------------------------------------------------------------------------------------ */
+    {"8.4", "pads of a multi-token forward on a primed cache are not masked",
+     "apply the trailing-L slice of the mask to every multi-token forward, primed cache or not",
+     0,
+     {PADDED_GOLDEN(1), FAILS(LPB, NULL, 4), FAILS(RPB, NULL, 2), PASSES(P, NULL, 3), PASSES(BI, NULL, 2),
+      PASSES(FTC, NULL, 1), PADDED_ROW(LPB, "output", 3), PADDED_ROW(CH, "output", 2), RUN_LAST(LPB, 1, -2, NULL),
+      PASSES(MC_SCENARIO_DETERMINISM, NULL, 2)}},
+    {"8.5", "right-padded prefill: the pads reach the conv window and decay the state",
+     "a right-padded row's cache must be the one at its last real token (#48256)",
+     0,
+     {PADDED_GOLDEN(1), REQ(MC_DC_FAILS, RPB, NULL, 3), FAILS(P, "conv_state", 3), PASSES(P, "output", 2), FAILS(RPB, "conv_state", 1),
+      PADDED_ROW(P, "conv_state", 1), PASSES(FTC, NULL, 1), PASSES(CH, "output", 2)}},
+    {"8.6", "the padding mask is skipped for a batch of one row",
+     "apply the mask whatever the batch size (#46773)",
+     0,
+     {PADDED_GOLDEN(1), REQ(MC_DC_FAILS, BI, "consistency", 4), RUN_LAST(LPB, 1, 2, "left_padded_batch fails first on a padded batch of one"),
+      RUN_HAS(RPB, "row alone", 1, "right_padded_batch fails first on a row alone"), PASSES(P, NULL, 2),
+      PASSES(BI, "output", 1)}},
+
+    /* ---- fresh prefill ------------------------------------------------------------------------------ */
+    {"8.11", "the gated RMSNorm normalises over the wrong group size (or gates on the wrong side of the norm)",
+     "norm group size = intermediate / n_groups from the configuration (docs/semantics.md §A.5)",
+     STATEFUL,
+     {REQ(MC_DC_FAILS, P, "output", 3), PASSES(P, "recurrent_state", 4), PASSES(P, "conv_state", 1),
+      FROM_START(P, "output", 1), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3),
+      STAGE(P, "norm_in", M2, -3)}},
+    {"8.12", "chunk padding is not neutral: the final state decays or accumulates over the pad rows of the last "
+             "chunk",
+     "pad the last chunk with dt = 0 (log-decay 0) and x = B = 0, or do not pad",
+     STATEFUL,
+     {FAILS(P, "recurrent_state", 3), FAILS(CSI, "recurrent_state", 4), PASSES(P, "output", 3),
+      PASSES(CSI, "output", 2), PASSES(P, "conv_state", 1), FAILS(DEC, "recurrent_state", 1)}},
+    {"8.13", "heads read the wrong group / key head (h mod G instead of h / (H/G)), or the projection layout is "
+             "misread",
+     "head-to-group mapping floor(h / (H/G)) and key head floor(h / r) (docs/semantics.md §A.10)",
+     STATEFUL | ATT,
+     {REQ(MC_DC_FAILS, P, "output", 3), FAILS_F(P, "recurrent_state", STATEFUL, 3),
+      /* attention: the K/V cache itself is right, the queries read the wrong kv head */
+      PASSES_F(P, "recurrent_state", ATT, 3), PASSES(P, "conv_state", 1), FROM_START(P, "output", 1),
+      PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3)}},
+    /* ---- attention (docs/semantics.md §12.7) -------------------------------------------------------- */
+    {"rope-pad-positions", "RoPE positions counted with the pads: keys of a left-padded row cached at shifted "
+                           "angles",
+     "position_ids from the real tokens before each one (the mask's cumulative sum), not the padded index",
+     ATT,
+     {PADDED_GOLDEN(1), REQ(MC_DC_FAILS, P, "recurrent_state", 3), PASSES(P, "output", 3), PASSES(P, "conv_state", 1),
+      PADDED_ROW(P, "recurrent_state", 2), FAILS(LPB, "recurrent_state", 1), PASSES(LPB, "output", 1)}},
+    {"8.2", "multi-token forward on a primed KV cache does not attend to the cached keys and values",
+     "case (b): append the new keys and values to the cache and attend over all of them",
+     ATT,
+     {AT_SPLIT(FTC, "consistency", 3), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), REQ(MC_DC_FAILS, CH, "output", 2),
+      FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1)}},
+    {"rotary-all-dims", "partial rotary applied to every head dim (partial_rotary_factor dropped)",
+     "rotate only the first R = head_dim * partial_rotary_factor dims, frequencies over R",
+     ATT,
+     {REQ(MC_DC_FAILS, P, "output", 3), FROM_START(P, "output", -3), FAILS(P, "recurrent_state", 3),
+      PASSES(P, "conv_state", 1), PASSES(BI, "consistency", 1)}},
+    {"future-leak", "an output sees later tokens (the causal conv padded on the right, or attention without its "
+                    "causal mask)",
+     "pad the conv on the left by K-1, mask attention to s <= t: output t may read tokens up to t only",
+     0,
+     {REQ(MC_DC_FAILS, FTC, "distractor", 10), FAILS(P, "output", 1), FROM_START(P, "output", 1)}},
+
+    /* ---- precision ---------------------------------------------------------------------------------- */
+    {"8.14", "the cached state is kept in the model dtype (bf16/f16) and drifts over decode steps",
+     "keep and export the state in f32 or wider (docs/semantics.md §A.6)",
+     STATEFUL,
+     {REQ(MC_DC_ONLY_REDUCED, ANY, NULL, 3), FAILS(DEC, "recurrent_state", 2), FAILS(DEC, "ref_recurrent_state", 2),
+      PASSES(P, NULL, 1)}},
+
+    /* ---- the serving path (S2) ---------------------------------------------------------------------- */
+    {"S2.1", "the packed call assumes every sequence starts a chunk (per-sequence chunk grid): states read at the "
+             "wrong grid point",
+     "one chunk grid for the whole packed axis: restart decay and state passing at every sequence boundary",
+     STATEFUL,
+     {REQ(MC_DC_FAILS, PP, "recurrent_state", 3), PASSES(PP, "conv_state", 2), PASSES(PP, "output", 1),
+      FAILS(SP, "recurrent_state", 1), PASSES(SP, "untouched", 2), PASSES(CH, NULL, 2), PASSES(FTC, NULL, 1)}},
+    {"S2.2", "the decay of a sequence that begins mid-chunk is taken from the chunk start, not the sequence start",
+     "cumulative decay and the initial state's decay from the sequence start (has_initial_state = 1)",
+     STATEFUL,
+     {REQ(MC_DC_FAILS, PP, "output", 3), RUN_LAST(PP, 1, 3, "packed_prefill fails first on a resuming sequence"),
+      PASSES(CH, NULL, 2), RUN_FIRST(PP, 0, -2, NULL), PASSES(SP, "untouched", 3)}},
+    {"S2.3", "state or conv window leaks across a packed boundary into the next sequence",
+     "reset the recurrence and the conv context where a new sequence begins (seq_idx)",
+     0,
+     {REQ(MC_DC_FAILS, PP, "output", 3), RUN_LAST(PP, 0, 2, "packed_prefill fails first on a fresh sequence after another"),
+      RUN_FIRST(PP, 0, -3, NULL), FAILS(PR, NULL, 1), PASSES(SP, "untouched", 3), PASSES(CH, NULL, 2),
+      FAILS(MS, "output", 1)}},
+    {"S2.4", "has_initial_state is ignored: a fresh sequence starts from whatever its slot holds",
+     "start from zeros when has_initial_state = 0; zero a reallocated slot",
+     0,
+     {REQ(MC_DC_FAILS, SP, "output", 3), RUN_FIRST(PP, 0, 2, "packed_prefill fails on its first sequence"),
+      RUN_LAST(SP, 0, 2, "slot_pool fails first on a fresh sequence"), NONFINITE(SP, "output", 1),
+      PASSES(SP, "untouched", 1), PASSES(PR, NULL, 1), PASSES(CH, NULL, 1)}},
+    {"S2.5", "a sequence reads or writes the wrong pool slot (or writes slots it does not own)",
+     "slot indexing: slots[i] in the pool's row stride, 64-bit offsets",
+     0,
+     {REQ(MC_DC_FAILS, SP, "untouched", 8), FAILS(SP, "recurrent_state", 1), FAILS(SP, "conv_state", 1),
+      PASSES(CH, NULL, 1)}},
+    {"S2.6", "steps of a mixed batch are misrouted (a one-token prefill run as a decode, a (k+1)-token prefill "
+             "sent to the verify path, gates not gathered per row)",
+     "route each sequence by its own length and has_initial_state, not by the batch's",
+     0,
+     {REQ(MC_DC_FAILS, MS, NULL, 3), PASSES(PP, NULL, 2), PASSES(SP, NULL, 2), PASSES(PR, NULL, 1),
+      PASSES(CH, NULL, 1)}},
+    {"S2.7", "speculative decoding commits the wrong checkpoint (a stale column after an accept, or the accepted "
+             "count clamped)",
+     "the state after accepting j drafts is the one at token P+j; a zero-draft step starts from it",
+     0,
+     {REQ(MC_DC_FAILS, SV, NULL, 3), RUN_HAS(SV, "accept", 4, "speculative_verify fails first after accepting drafts"),
+      PASSES(FTC, NULL, 3), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), PASSES(PP, NULL, 1)}},
+    {"S2.8", "a prefix state cached off the block grid (before it is complete) does not resume correctly",
+     "the state written back for a sequence is the one at its last token, whatever the block grid",
+     0,
+     {REQ(MC_DC_FAILS, PR, NULL, 3), FAILS(PP, "conv_state", 3), PASSES(PP, "output", 2), PASSES(PR, "output", 2),
+      PASSES(CH, NULL, 2), PASSES(SP, "untouched", 1), PASSES(P, NULL, 1)}},
+    {"S2.9", "the state cache is kept in bf16/f16 (whatever the model dtype) and drifts over long generations",
+     "an f32 state cache (vllm#39032); compare per step against the f64 reference",
+     STATEFUL,
+     {FAILS_IN("long_decode", "output", 3), NMSE_BELOW(P, "recurrent_state", 1e-3, 3), NMSE_BELOW(P, "conv_state", 1e-3, 2),
+      PASSES(P, "output", 2), ONLY_REDUCED(DEC, 2), FAILS(DEC, "ref_recurrent_state", 1)}},
+    {"S2.10", "a size threshold: the tail chunk is skipped above a length, or its zero padding updates the state",
+     "handle a partial last chunk at every length (see 8.12)",
+     0,
+     {FAILS_IN("length_sweep", "output", 4), PASSES(P, NULL, 2), PASSES(CH, NULL, 1), FAILS(CSI, "output", 2)}},
+    {"S2.11", "groups are repeated instead of interleaved (repeat for repeat_interleave), or the norm group size "
+              "comes from the unsharded n_groups",
+     "head h uses group floor(h / (H/G)); the norm group is intermediate / n_groups of the shard",
+     M2,
+     {REQ(MC_DC_FAILS, P, "output", 2), FAILS(P, "recurrent_state", 1), PASSES(P, "conv_state", 1)}},
+};
+
+const int mc_n_signatures = (int)(sizeof mc_signatures / sizeof mc_signatures[0]);

@@ -1,0 +1,297 @@
+/* isolate.c — see isolate.h. */
+#define _GNU_SOURCE /* REG_ERR in ucontext_t (x86-64): whether a fault was a read or a write */
+#include "exec/isolate.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "exec/guard.h"
+
+/* What a child sends back: the whole job result, then a trailer proving it arrived whole. A child
+ * that faults in a guard fence (guard.h) sends FAULT_MAGIC instead, with the diagnosis in
+ * res.message and the signal in res.n_tensors, and then dies of the signal. */
+struct reply {
+    struct mc_check_result res;
+    struct mc_error err;
+    uint32_t magic;
+};
+#define REPLY_MAGIC 0x6d697863u
+#define FAULT_MAGIC 0x6d786674u
+
+struct child {
+    pid_t pid;
+    int fd;
+    int job;
+    double deadline;
+    size_t got;
+    struct reply *buf;
+};
+
+static void write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+/* ---- fence faults: SIGSEGV/SIGBUS in a fenced input becomes a diagnosis ----------------------- */
+
+static int fault_fd = -1;            /* the child's reply pipe, or 2 (stderr) without isolation */
+static struct reply *fault_reply;    /* preallocated: nothing is allocated in the handler */
+static atomic_flag fault_once = ATOMIC_FLAG_INIT;
+static struct sigaction fault_prev[2]; /* SIGSEGV, SIGBUS as they were */
+
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+    int saved = errno;
+    enum mc_guard_access access = MC_GUARD_ACCESS_UNKNOWN;
+#if defined(__x86_64__) && defined(REG_ERR)
+    /* the page-fault error code: bit 1 set for a write */
+    const ucontext_t *uc = ucv;
+    access = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? MC_GUARD_ACCESS_WRITE : MC_GUARD_ACCESS_READ;
+#else
+    (void)ucv;
+#endif
+    /* si_code > 0: raised by the hardware, so si_addr is the faulting address (not kill/raise) */
+    if (si->si_code > 0 && fault_reply != NULL && !atomic_flag_test_and_set(&fault_once)) {
+        struct mc_check_result *r = &fault_reply->res;
+        if (mc_guard_describe_fault(si->si_addr, access, r->message, sizeof r->message)) {
+            if (fault_fd == 2) {
+                write_all(2, "mixcheck: crashed: ", 19);
+                write_all(2, r->message, strlen(r->message));
+                write_all(2, "\n", 1);
+            } else {
+                r->n_tensors = sig;
+                fault_reply->magic = FAULT_MAGIC;
+                write_all(fault_fd, fault_reply, sizeof *fault_reply);
+            }
+        }
+    }
+    /* back to what handled the signal before (the default, or ASan's): a fault re-executes and
+     * reaches it with its own siginfo; a sent signal is sent again */
+    sigaction(sig, &fault_prev[sig == SIGBUS], NULL);
+    errno = saved;
+    if (si->si_code <= 0)
+        raise(sig);
+}
+
+/* Installs on_fault: a child sends the diagnosis as a reply on fd; with fd 2 (no isolation) it is
+ * printed to stderr. */
+static void fault_handler_install(int fd, struct reply *reply)
+{
+    fault_fd = fd;
+    fault_reply = reply;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &fault_prev[0]);
+    sigaction(SIGBUS, &sa, &fault_prev[1]);
+}
+
+static void fault_handler_remove(void)
+{
+    sigaction(SIGSEGV, &fault_prev[0], NULL);
+    sigaction(SIGBUS, &fault_prev[1], NULL);
+    fault_reply = NULL;
+}
+
+static int start(struct child *ch, struct mc_job *job, int index, const struct mc_isolate_options *opt,
+                 mc_job_fn fn, void *user, struct mc_error *err)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return mc_error_set(err, MC_ERR_INTERNAL, "pipe: %s", strerror(errno));
+    fflush(NULL); /* nothing buffered may be written twice */
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return mc_error_set(err, MC_ERR_INTERNAL, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        struct reply *r = calloc(1, sizeof *r);
+        if (r == NULL)
+            _exit(3);
+        fault_handler_install(fds[1], r);
+        fn(job, user);
+        mc_guard_trim();
+        r->res = job->res;
+        r->err = job->err;
+        r->magic = REPLY_MAGIC;
+        write_all(fds[1], r, sizeof *r);
+        _exit(0);
+    }
+    close(fds[1]);
+    ch->pid = pid;
+    ch->fd = fds[0];
+    ch->job = index;
+    ch->got = 0;
+    ch->deadline = opt->timeout_s > 0 ? mc_clock_now_s() + opt->timeout_s : 0;
+    return MC_ERR_NONE;
+}
+
+/* Reaps a finished child and turns what it sent (or how it died) into the job's result. */
+static void finish(struct child *ch, struct mc_job *job, int timed_out, const struct mc_isolate_options *opt)
+{
+    int status = 0;
+    if (timed_out)
+        kill(ch->pid, SIGKILL);
+    while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(ch->fd);
+    /* identity of the check, in case the child never sent it */
+    struct mc_check_result *r = &job->res;
+    int all = ch->got == sizeof *ch->buf, whole = all && ch->buf->magic == REPLY_MAGIC;
+    if (whole && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        *r = ch->buf->res;
+        job->err = ch->buf->err;
+    } else if (timed_out) {
+        snprintf(r->message, sizeof r->message, "timed out after %.0f s (killed)", opt->timeout_s);
+        r->status = MC_CHECK_ERROR;
+        r->n_tensors = 0;
+    } else if (all && ch->buf->magic == FAULT_MAGIC) {
+        /* a fault in a fence: the child's handler named the buffer; it then died of the signal, or
+         * a sanitizer's handler (reached after ours) ended it */
+        int sig = ch->buf->res.n_tensors;
+        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s): %.900s", sig, strsignal(sig),
+                 ch->buf->res.message);
+        r->status = MC_CHECK_ERROR;
+        r->n_tensors = 0;
+    } else if (WIFSIGNALED(status)) {
+        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+        r->status = MC_CHECK_ERROR;
+        r->n_tensors = 0;
+    } else {
+        snprintf(r->message, sizeof r->message, "the check's process exited with status %d before reporting",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        r->status = MC_CHECK_ERROR;
+        r->n_tensors = 0;
+    }
+    ch->pid = 0;
+}
+
+/* Fills the identity fields a dead child could not send. */
+static void preset_identity(struct mc_job *job)
+{
+    struct mc_check_result *r = &job->res;
+    memset(r, 0, sizeof *r);
+    snprintf(r->case_id, sizeof r->case_id, "%s", job->ctx.c->id);
+    snprintf(r->case_path, sizeof r->case_path, "%s", job->ctx.c->path);
+    r->family = job->ctx.c->family;
+    r->scenario = job->ctx.spec->kind;
+    r->backend = job->ctx.ops->name;
+    r->device = job->ctx.ops->device;
+    r->dtype = job->ctx.dtype;
+}
+
+enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isolate_options *opt, mc_job_fn fn,
+                                void *user, struct mc_error *err)
+{
+    mc_guard_mode(); /* read MIXCHECK_GUARD_MODE here, not in every child (one warning at most) */
+    if (!opt->isolate) {
+        /* a fence fault still ends the process; the handler prints which buffer first */
+        static struct reply note;
+        fault_handler_install(2, &note);
+        for (int i = 0; i < n; i++)
+            fn(&jobs[i], user);
+        fault_handler_remove();
+        mc_guard_trim();
+        return MC_ERR_NONE;
+    }
+    int slots = opt->jobs < 1 ? 1 : opt->jobs > MC_ISOLATE_MAX_JOBS ? MC_ISOLATE_MAX_JOBS : opt->jobs;
+    struct child *kids = calloc((size_t)slots, sizeof *kids);
+    struct pollfd *pfd = calloc((size_t)slots, sizeof *pfd);
+    int ok = kids != NULL && pfd != NULL;
+    for (int k = 0; ok && k < slots; k++) {
+        kids[k].buf = malloc(sizeof *kids[k].buf);
+        ok = kids[k].buf != NULL;
+    }
+    if (!ok) {
+        mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    int next = 0, running = 0;
+    while ((next < n || running > 0) && err->code == MC_ERR_NONE) {
+        for (int k = 0; k < slots && next < n && err->code == MC_ERR_NONE; k++) {
+            if (kids[k].pid != 0)
+                continue;
+            preset_identity(&jobs[next]);
+            if (start(&kids[k], &jobs[next], next, opt, fn, user, err) == MC_ERR_NONE)
+                running++;
+            next++;
+        }
+        if (running == 0)
+            break;
+        /* wait for output, or the nearest deadline */
+        int np = 0, map[MC_ISOLATE_MAX_JOBS];
+        double nearest = 0;
+        for (int k = 0; k < slots; k++) {
+            if (kids[k].pid == 0)
+                continue;
+            pfd[np].fd = kids[k].fd;
+            pfd[np].events = POLLIN;
+            map[np] = k;
+            np++;
+            if (kids[k].deadline > 0 && (nearest == 0 || kids[k].deadline < nearest))
+                nearest = kids[k].deadline;
+        }
+        int wait_ms = -1;
+        if (nearest > 0) {
+            double left = nearest - mc_clock_now_s();
+            wait_ms = left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+        }
+        if (poll(pfd, (nfds_t)np, wait_ms) < 0 && errno != EINTR) {
+            mc_error_set(err, MC_ERR_INTERNAL, "poll: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < np; i++) {
+            struct child *ch = &kids[map[i]];
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                ssize_t r = read(ch->fd, (char *)ch->buf + ch->got, sizeof *ch->buf - ch->got);
+                if (r > 0) {
+                    ch->got += (size_t)r;
+                    continue;
+                }
+                if (r < 0 && errno == EINTR)
+                    continue;
+                finish(ch, &jobs[ch->job], 0, opt); /* EOF: the child is done, or dead */
+                running--;
+            } else if (ch->deadline > 0 && mc_clock_now_s() >= ch->deadline) {
+                finish(ch, &jobs[ch->job], 1, opt);
+                running--;
+            }
+        }
+    }
+out:
+    for (int k = 0; kids != NULL && k < slots; k++) {
+        if (kids[k].pid != 0) { /* only after a harness error */
+            kill(kids[k].pid, SIGKILL);
+            waitpid(kids[k].pid, NULL, 0);
+            close(kids[k].fd);
+        }
+        free(kids[k].buf);
+    }
+    free(kids);
+    free(pfd);
+    return err->code;
+}

@@ -1,0 +1,465 @@
+/* family.c — see family.h. Configuration names and parameter shapes follow docs/semantics.md §2–§5 and §12. */
+#include "family/family.h"
+
+#include <math.h>
+#include <string.h>
+
+#define FIELD(type, member, kind) {#member, kind, offsetof(struct type, member)}
+
+static const struct mc_config_field mamba2_fields[] = {
+    FIELD(mc_mamba2_config, hidden_size, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, num_heads, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, head_dim, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, state_size, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, n_groups, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, conv_kernel, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, chunk_size, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, norm_group_size, MC_FIELD_INT),
+    FIELD(mc_mamba2_config, layer_norm_epsilon, MC_FIELD_DOUBLE),
+    FIELD(mc_mamba2_config, time_step_limit, MC_FIELD_DOUBLE_PAIR),
+    FIELD(mc_mamba2_config, use_bias, MC_FIELD_BOOL),
+    FIELD(mc_mamba2_config, use_conv_bias, MC_FIELD_BOOL),
+};
+
+static const struct mc_config_field mamba1_fields[] = {
+    FIELD(mc_mamba1_config, hidden_size, MC_FIELD_INT),
+    FIELD(mc_mamba1_config, intermediate_size, MC_FIELD_INT),
+    FIELD(mc_mamba1_config, state_size, MC_FIELD_INT),
+    FIELD(mc_mamba1_config, conv_kernel, MC_FIELD_INT),
+    FIELD(mc_mamba1_config, time_step_rank, MC_FIELD_INT),
+    FIELD(mc_mamba1_config, use_bias, MC_FIELD_BOOL),
+    FIELD(mc_mamba1_config, use_conv_bias, MC_FIELD_BOOL),
+};
+
+static const struct mc_config_field gdn_fields[] = {
+    FIELD(mc_gdn_config, hidden_size, MC_FIELD_INT),
+    {"linear_num_key_heads", MC_FIELD_INT, offsetof(struct mc_gdn_config, num_key_heads)},
+    {"linear_num_value_heads", MC_FIELD_INT, offsetof(struct mc_gdn_config, num_value_heads)},
+    {"linear_key_head_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, key_head_dim)},
+    {"linear_value_head_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, value_head_dim)},
+    {"linear_conv_kernel_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, conv_kernel)},
+    FIELD(mc_gdn_config, chunk_size, MC_FIELD_INT),
+    FIELD(mc_gdn_config, rms_norm_eps, MC_FIELD_DOUBLE),
+    {"projection_layout", MC_FIELD_GDN_LAYOUT, offsetof(struct mc_gdn_config, layout)},
+};
+
+static const struct mc_config_field shortconv_fields[] = {
+    FIELD(mc_shortconv_config, hidden_size, MC_FIELD_INT),
+    {"conv_L_cache", MC_FIELD_INT, offsetof(struct mc_shortconv_config, conv_kernel)},
+    FIELD(mc_shortconv_config, conv_bias, MC_FIELD_BOOL),
+};
+
+static const struct mc_config_field attention_fields[] = {
+    FIELD(mc_attention_config, hidden_size, MC_FIELD_INT),
+    FIELD(mc_attention_config, num_attention_heads, MC_FIELD_INT),
+    FIELD(mc_attention_config, num_key_value_heads, MC_FIELD_INT),
+    FIELD(mc_attention_config, head_dim, MC_FIELD_INT),
+    FIELD(mc_attention_config, cache_length, MC_FIELD_INT),
+    FIELD(mc_attention_config, partial_rotary_factor, MC_FIELD_DOUBLE),
+    FIELD(mc_attention_config, rope_theta, MC_FIELD_DOUBLE),
+    FIELD(mc_attention_config, rms_norm_eps, MC_FIELD_DOUBLE),
+    FIELD(mc_attention_config, qk_norm, MC_FIELD_QK_NORM),
+    FIELD(mc_attention_config, attn_output_gate, MC_FIELD_BOOL),
+    FIELD(mc_attention_config, attention_bias, MC_FIELD_BOOL),
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *mc_family_name(enum mc_family family)
+{
+    switch (family) {
+    case MC_FAMILY_STACK:
+        return "stack";
+    case MC_FAMILY_MAMBA2:
+        return "mamba2";
+    case MC_FAMILY_MAMBA1:
+        return "mamba1";
+    case MC_FAMILY_GDN:
+        return "gdn";
+    case MC_FAMILY_SHORTCONV:
+        return "shortconv";
+    case MC_FAMILY_ATTENTION:
+        return "attention";
+    }
+    return "unknown";
+}
+
+const char *mc_family_names_text(void)
+{
+    return "mamba2, mamba1, gdn, shortconv or attention";
+}
+
+static const char *const QK_NORM_NAMES[] = {[MC_QK_NORM_NONE] = "none", [MC_QK_NORM_RMS] = "rms",
+                                            [MC_QK_NORM_ZERO_CENTRED] = "zero_centred"};
+
+int mc_qk_norm_from_name(const char *name)
+{
+    for (int i = MC_QK_NORM_NONE; i <= MC_QK_NORM_ZERO_CENTRED; i++)
+        if (strcmp(name, QK_NORM_NAMES[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *mc_qk_norm_name(int32_t qk_norm)
+{
+    return qk_norm >= MC_QK_NORM_NONE && qk_norm <= MC_QK_NORM_ZERO_CENTRED ? QK_NORM_NAMES[qk_norm] : "unknown";
+}
+
+int mc_family_from_name(const char *name, enum mc_family *family)
+{
+    static const enum mc_family all[] = {MC_FAMILY_MAMBA2, MC_FAMILY_MAMBA1, MC_FAMILY_GDN, MC_FAMILY_SHORTCONV,
+                                         MC_FAMILY_ATTENTION};
+    for (size_t i = 0; i < COUNT(all); i++) {
+        if (strcmp(name, mc_family_name(all[i])) == 0) {
+            *family = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const struct mc_config_field *mc_family_config_fields(enum mc_family family, size_t *count)
+{
+    switch (family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
+    case MC_FAMILY_MAMBA2:
+        *count = COUNT(mamba2_fields);
+        return mamba2_fields;
+    case MC_FAMILY_MAMBA1:
+        *count = COUNT(mamba1_fields);
+        return mamba1_fields;
+    case MC_FAMILY_GDN:
+        *count = COUNT(gdn_fields);
+        return gdn_fields;
+    case MC_FAMILY_SHORTCONV:
+        *count = COUNT(shortconv_fields);
+        return shortconv_fields;
+    case MC_FAMILY_ATTENTION:
+        *count = COUNT(attention_fields);
+        return attention_fields;
+    }
+    *count = 0;
+    return NULL;
+}
+
+/* Sizes above this are refused: no realistic layer comes near, and products stay far from overflow. */
+#define MC_MAX_DIM 65536
+
+static enum mc_err_code check_dim(const char *name, int64_t v, struct mc_error *err)
+{
+    if (v < 1 || v > MC_MAX_DIM)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute '%s' must be in [1, %d] (got %lld)", name,
+                            MC_MAX_DIM, (long long)v);
+    return MC_ERR_NONE;
+}
+
+static enum mc_err_code check_divides(const char *what, int64_t a, const char *by, int64_t b, struct mc_error *err)
+{
+    if (a % b != 0)
+        return mc_error_set(err, MC_ERR_INPUT, "config: '%s' (%lld) must be a multiple of '%s' (%lld)", what,
+                            (long long)a, by, (long long)b);
+    return MC_ERR_NONE;
+}
+
+static enum mc_err_code validate_mamba2(const struct mc_mamba2_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) || check_dim("num_heads", c->num_heads, err) ||
+        check_dim("head_dim", c->head_dim, err) || check_dim("state_size", c->state_size, err) ||
+        check_dim("n_groups", c->n_groups, err) || check_dim("conv_kernel", c->conv_kernel, err) ||
+        check_dim("chunk_size", c->chunk_size, err) || check_dim("norm_group_size", c->norm_group_size, err))
+        return err->code;
+    int64_t inner = c->num_heads * c->head_dim;
+    if (check_divides("num_heads", c->num_heads, "n_groups", c->n_groups, err) ||
+        check_divides("num_heads*head_dim", inner, "norm_group_size", c->norm_group_size, err))
+        return err->code;
+    if (!(c->layer_norm_epsilon > 0.0) || !isfinite(c->layer_norm_epsilon))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'layer_norm_epsilon' must be finite and > 0 (got %g)",
+                            c->layer_norm_epsilon);
+    double lo = c->time_step_limit[0], hi = c->time_step_limit[1];
+    if (isnan(lo) || isnan(hi) || lo < 0.0 || !(hi > lo) || isinf(lo))
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attribute 'time_step_limit' must satisfy 0 <= lo < hi (got [%g, %g])", lo, hi);
+    return MC_ERR_NONE;
+}
+
+static enum mc_err_code validate_mamba1(const struct mc_mamba1_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) || check_dim("intermediate_size", c->intermediate_size, err) ||
+        check_dim("state_size", c->state_size, err) || check_dim("conv_kernel", c->conv_kernel, err) ||
+        check_dim("time_step_rank", c->time_step_rank, err))
+        return err->code;
+    return MC_ERR_NONE;
+}
+
+static enum mc_err_code validate_gdn(const struct mc_gdn_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) || check_dim("linear_num_key_heads", c->num_key_heads, err) ||
+        check_dim("linear_num_value_heads", c->num_value_heads, err) ||
+        check_dim("linear_key_head_dim", c->key_head_dim, err) ||
+        check_dim("linear_value_head_dim", c->value_head_dim, err) ||
+        check_dim("linear_conv_kernel_dim", c->conv_kernel, err) || check_dim("chunk_size", c->chunk_size, err))
+        return err->code;
+    if (check_divides("linear_num_value_heads", c->num_value_heads, "linear_num_key_heads", c->num_key_heads, err))
+        return err->code;
+    if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rms_norm_eps' must be finite and > 0 (got %g)",
+                            c->rms_norm_eps);
+    if (c->layout != MC_GDN_LAYOUT_QWEN3_5 && c->layout != MC_GDN_LAYOUT_QWEN3_NEXT)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'projection_layout' is unknown");
+    return MC_ERR_NONE;
+}
+
+/* The rotary dims R = int(hd * partial_rotary_factor), as upstream truncates (0 when the factor is not usable). */
+static int64_t attention_rotary_dims(const struct mc_attention_config *c)
+{
+    double r = (double)c->head_dim * c->partial_rotary_factor;
+    return isfinite(r) && r >= 0.0 && r <= (double)c->head_dim ? (int64_t)r : 0;
+}
+
+static enum mc_err_code validate_attention(const struct mc_attention_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) ||
+        check_dim("num_attention_heads", c->num_attention_heads, err) ||
+        check_dim("num_key_value_heads", c->num_key_value_heads, err) || check_dim("head_dim", c->head_dim, err) ||
+        check_dim("cache_length", c->cache_length, err))
+        return err->code;
+    if (check_divides("num_attention_heads", c->num_attention_heads, "num_key_value_heads", c->num_key_value_heads,
+                      err))
+        return err->code;
+    if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'partial_rotary_factor' must be in (0, 1] (got %g)",
+                            c->partial_rotary_factor);
+    int64_t R = attention_rotary_dims(c);
+    if (R < 2 || R % 2 != 0)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be even and >= 2",
+                            (long long)R);
+    if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rope_theta' must be finite and > 1 (got %g)",
+                            c->rope_theta);
+    if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rms_norm_eps' must be finite and > 0 (got %g)",
+                            c->rms_norm_eps);
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'qk_norm' is unknown");
+    return MC_ERR_NONE;
+}
+
+enum mc_err_code mc_family_config_validate(const struct mc_family_config *cfg, struct mc_error *err)
+{
+    switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
+    case MC_FAMILY_MAMBA2:
+        return validate_mamba2(&cfg->u.mamba2, err);
+    case MC_FAMILY_MAMBA1:
+        return validate_mamba1(&cfg->u.mamba1, err);
+    case MC_FAMILY_GDN:
+        return validate_gdn(&cfg->u.gdn, err);
+    case MC_FAMILY_SHORTCONV:
+        if (check_dim("hidden_size", cfg->u.shortconv.hidden_size, err) ||
+            check_dim("conv_L_cache", cfg->u.shortconv.conv_kernel, err))
+            return err->code;
+        return MC_ERR_NONE;
+    case MC_FAMILY_ATTENTION:
+        return validate_attention(&cfg->u.attention, err);
+    }
+    return mc_error_set(err, MC_ERR_INPUT, "unknown family %d", (int)cfg->family);
+}
+
+static void spec(struct mc_weight_spec *out, int *n, const char *name, int ndim, int64_t d0, int64_t d1, int64_t d2)
+{
+    struct mc_weight_spec *s = &out[(*n)++];
+    s->name = name;
+    s->ndim = ndim;
+    memset(s->dims, 0, sizeof s->dims);
+    s->dims[0] = d0;
+    s->dims[1] = d1;
+    s->dims[2] = d2;
+}
+
+int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_spec out[MC_FAMILY_MAX_WEIGHTS])
+{
+    int n = 0;
+    struct mc_family_shape sh;
+    mc_family_shape(cfg, &sh);
+    int64_t D = sh.hidden, C = sh.conv_channels, K = sh.conv_kernel;
+    switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
+    case MC_FAMILY_MAMBA2: {
+        const struct mc_mamba2_config *c = &cfg->u.mamba2;
+        int64_t I = c->num_heads * c->head_dim, H = c->num_heads;
+        int64_t proj = I + C + H;
+        spec(out, &n, "in_proj.weight", 2, proj, D, 0);
+        if (c->use_bias)
+            spec(out, &n, "in_proj.bias", 1, proj, 0, 0);
+        spec(out, &n, "conv1d.weight", 3, C, 1, K);
+        if (c->use_conv_bias)
+            spec(out, &n, "conv1d.bias", 1, C, 0, 0);
+        spec(out, &n, "dt_bias", 1, H, 0, 0);
+        spec(out, &n, "A_log", 1, H, 0, 0);
+        spec(out, &n, "D", 1, H, 0, 0);
+        spec(out, &n, "norm.weight", 1, I, 0, 0);
+        spec(out, &n, "out_proj.weight", 2, D, I, 0);
+        if (c->use_bias)
+            spec(out, &n, "out_proj.bias", 1, D, 0, 0);
+        break;
+    }
+    case MC_FAMILY_MAMBA1: {
+        const struct mc_mamba1_config *c = &cfg->u.mamba1;
+        int64_t I = c->intermediate_size, N = c->state_size, R = c->time_step_rank;
+        spec(out, &n, "in_proj.weight", 2, 2 * I, D, 0);
+        if (c->use_bias)
+            spec(out, &n, "in_proj.bias", 1, 2 * I, 0, 0);
+        spec(out, &n, "conv1d.weight", 3, I, 1, K);
+        if (c->use_conv_bias)
+            spec(out, &n, "conv1d.bias", 1, I, 0, 0);
+        spec(out, &n, "x_proj.weight", 2, R + 2 * N, I, 0);
+        spec(out, &n, "dt_proj.weight", 2, I, R, 0);
+        spec(out, &n, "dt_proj.bias", 1, I, 0, 0);
+        spec(out, &n, "A_log", 2, I, N, 0);
+        spec(out, &n, "D", 1, I, 0, 0);
+        spec(out, &n, "out_proj.weight", 2, D, I, 0);
+        if (c->use_bias)
+            spec(out, &n, "out_proj.bias", 1, D, 0, 0);
+        break;
+    }
+    case MC_FAMILY_GDN: {
+        const struct mc_gdn_config *c = &cfg->u.gdn;
+        int64_t Hv = c->num_value_heads, vdim = Hv * c->value_head_dim, kdim = c->num_key_heads * c->key_head_dim;
+        if (c->layout == MC_GDN_LAYOUT_QWEN3_NEXT) {
+            spec(out, &n, "in_proj_qkvz.weight", 2, 2 * kdim + 2 * vdim, D, 0);
+            spec(out, &n, "in_proj_ba.weight", 2, 2 * Hv, D, 0);
+        } else {
+            spec(out, &n, "in_proj_qkv.weight", 2, C, D, 0);
+            spec(out, &n, "in_proj_z.weight", 2, vdim, D, 0);
+            spec(out, &n, "in_proj_b.weight", 2, Hv, D, 0);
+            spec(out, &n, "in_proj_a.weight", 2, Hv, D, 0);
+        }
+        spec(out, &n, "conv1d.weight", 3, C, 1, K);
+        spec(out, &n, "dt_bias", 1, Hv, 0, 0);
+        spec(out, &n, "A_log", 1, Hv, 0, 0);
+        spec(out, &n, "norm.weight", 1, c->value_head_dim, 0, 0);
+        spec(out, &n, "out_proj.weight", 2, D, vdim, 0);
+        break;
+    }
+    case MC_FAMILY_SHORTCONV: {
+        const struct mc_shortconv_config *c = &cfg->u.shortconv;
+        spec(out, &n, "in_proj.weight", 2, 3 * D, D, 0);
+        if (c->conv_bias)
+            spec(out, &n, "in_proj.bias", 1, 3 * D, 0, 0);
+        spec(out, &n, "conv.weight", 3, D, 1, K);
+        if (c->conv_bias)
+            spec(out, &n, "conv.bias", 1, D, 0, 0);
+        spec(out, &n, "out_proj.weight", 2, D, D, 0);
+        if (c->conv_bias)
+            spec(out, &n, "out_proj.bias", 1, D, 0, 0);
+        break;
+    }
+    case MC_FAMILY_ATTENTION: {
+        const struct mc_attention_config *c = &cfg->u.attention;
+        int64_t hd = c->head_dim, qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
+        int64_t qrows = c->attn_output_gate ? 2 * qd : qd;
+        spec(out, &n, "q_proj.weight", 2, qrows, D, 0);
+        if (c->attention_bias)
+            spec(out, &n, "q_proj.bias", 1, qrows, 0, 0);
+        spec(out, &n, "k_proj.weight", 2, kvd, D, 0);
+        if (c->attention_bias)
+            spec(out, &n, "k_proj.bias", 1, kvd, 0, 0);
+        spec(out, &n, "v_proj.weight", 2, kvd, D, 0);
+        if (c->attention_bias)
+            spec(out, &n, "v_proj.bias", 1, kvd, 0, 0);
+        spec(out, &n, "o_proj.weight", 2, D, qd, 0);
+        if (c->attention_bias)
+            spec(out, &n, "o_proj.bias", 1, D, 0, 0);
+        if (c->qk_norm != MC_QK_NORM_NONE) {
+            spec(out, &n, "q_norm.weight", 1, hd, 0, 0);
+            spec(out, &n, "k_norm.weight", 1, hd, 0, 0);
+        }
+        break;
+    }
+    }
+    return n;
+}
+
+void mc_family_shape(const struct mc_family_config *cfg, struct mc_family_shape *s)
+{
+    memset(s, 0, sizeof *s);
+    switch (cfg->family) {
+    case MC_FAMILY_STACK: /* a whole model: no mixer configuration */
+        break;
+    case MC_FAMILY_MAMBA2: {
+        const struct mc_mamba2_config *c = &cfg->u.mamba2;
+        s->hidden = c->hidden_size;
+        s->conv_channels = c->num_heads * c->head_dim + 2 * c->n_groups * c->state_size;
+        s->conv_kernel = c->conv_kernel;
+        s->state_ndim = 3;
+        s->state_dims[0] = c->num_heads;
+        s->state_dims[1] = c->head_dim;
+        s->state_dims[2] = c->state_size;
+        s->state_dim_names[0] = "head";
+        s->state_dim_names[1] = "channel";
+        s->state_dim_names[2] = "state";
+        s->chunk_size = c->chunk_size;
+        break;
+    }
+    case MC_FAMILY_MAMBA1: {
+        const struct mc_mamba1_config *c = &cfg->u.mamba1;
+        s->hidden = c->hidden_size;
+        s->conv_channels = c->intermediate_size;
+        s->conv_kernel = c->conv_kernel;
+        s->state_ndim = 2;
+        s->state_dims[0] = c->intermediate_size;
+        s->state_dims[1] = c->state_size;
+        s->state_dim_names[0] = "channel";
+        s->state_dim_names[1] = "state";
+        break;
+    }
+    case MC_FAMILY_GDN: {
+        const struct mc_gdn_config *c = &cfg->u.gdn;
+        s->hidden = c->hidden_size;
+        s->conv_channels = 2 * c->num_key_heads * c->key_head_dim + c->num_value_heads * c->value_head_dim;
+        s->conv_kernel = c->conv_kernel;
+        s->state_ndim = 3;
+        s->state_dims[0] = c->num_value_heads;
+        s->state_dims[1] = c->key_head_dim;
+        s->state_dims[2] = c->value_head_dim;
+        s->state_dim_names[0] = "head";
+        s->state_dim_names[1] = "key";
+        s->state_dim_names[2] = "value";
+        s->chunk_size = c->chunk_size;
+        break;
+    }
+    case MC_FAMILY_SHORTCONV:
+        s->hidden = cfg->u.shortconv.hidden_size;
+        s->conv_channels = cfg->u.shortconv.hidden_size;
+        s->conv_kernel = cfg->u.shortconv.conv_kernel;
+        break;
+    case MC_FAMILY_ATTENTION: {
+        const struct mc_attention_config *c = &cfg->u.attention;
+        s->hidden = c->hidden_size;
+        s->conv_channels = 1; /* conv_state [B][1][1]: the number of cached positions */
+        s->conv_kernel = 1;
+        s->state_ndim = 3;
+        s->state_dims[0] = 2 * c->num_key_value_heads;
+        s->state_dims[1] = c->cache_length;
+        s->state_dims[2] = c->head_dim;
+        s->state_dim_names[0] = "kv_head";
+        s->state_dim_names[1] = "position";
+        s->state_dim_names[2] = "dim";
+        break;
+    }
+    }
+}
+
+int64_t mc_family_state_elems(const struct mc_family_shape *shape)
+{
+    if (shape->state_ndim == 0)
+        return 0;
+    int64_t n = 1;
+    for (int i = 0; i < shape->state_ndim; i++)
+        n *= shape->state_dims[i];
+    return n;
+}

@@ -1,0 +1,497 @@
+/* stackconfig.c — see stackconfig.h. Keys and defaults are those of transformers' Mamba2Config and
+ * MambaConfig; the glue they drive is described in docs/models.md §1. */
+#include "family/stackconfig.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/jsonread.h"
+
+const char *mc_model_type_name(enum mc_model_type t)
+{
+    switch (t) {
+    case MC_MODEL_MAMBA2:
+        return "mamba2";
+    case MC_MODEL_MAMBA:
+        return "mamba";
+    case MC_MODEL_LFM2:
+        return "lfm2";
+    case MC_MODEL_BAMBA:
+        return "bamba";
+    case MC_MODEL_QWEN3_5:
+        return "qwen3_5_text";
+    }
+    return "unknown";
+}
+
+int mc_model_type_from_name(const char *name, enum mc_model_type *t)
+{
+    if (strcmp(name, "mamba2") == 0)
+        *t = MC_MODEL_MAMBA2;
+    else if (strcmp(name, "mamba") == 0)
+        *t = MC_MODEL_MAMBA;
+    else if (strcmp(name, "lfm2") == 0)
+        *t = MC_MODEL_LFM2;
+    else if (strcmp(name, "bamba") == 0)
+        *t = MC_MODEL_BAMBA;
+    else if (strcmp(name, "qwen3_5_text") == 0)
+        *t = MC_MODEL_QWEN3_5;
+    else
+        return -1;
+    return 0;
+}
+
+enum mc_family mc_model_type_family(enum mc_model_type t)
+{
+    return t == MC_MODEL_MAMBA     ? MC_FAMILY_MAMBA1
+           : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
+           : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
+                                   : MC_FAMILY_MAMBA2;
+}
+
+int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
+{
+    out[0] = mc_model_type_family(t);
+    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5)
+        return 1;
+    out[1] = MC_FAMILY_ATTENTION;
+    return 2;
+}
+
+/* One key of the config: a number (an integer when `integer`), or a boolean read as 0/1. */
+struct reader {
+    const struct mc_json_value *root;
+    const char *where;
+    struct mc_error *err;
+};
+
+static int get_num(struct reader *r, const char *key, int integer, int required, double dflt, double *out)
+{
+    const struct mc_json_value *v = mc_json_get(r->root, key);
+    if (v == NULL || v->type == MC_JSON_NULL) {
+        if (required) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' is missing", r->where, key);
+            return -1;
+        }
+        *out = dflt;
+        return 0;
+    }
+    if (v->type == MC_JSON_TRUE || v->type == MC_JSON_FALSE) {
+        *out = v->type == MC_JSON_TRUE;
+        return 0;
+    }
+    if (v->type != MC_JSON_NUMBER || (integer && (v->number != floor(v->number) || fabs(v->number) > 1e15))) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' must be %s (got %s)", r->where, key,
+                     integer ? "an integer" : "a number", mc_json_type_name(v->type));
+        return -1;
+    }
+    *out = v->number;
+    return 0;
+}
+
+static int get_int(struct reader *r, const char *key, int required, int64_t dflt, int64_t *out)
+{
+    double d;
+    if (get_num(r, key, 1, required, (double)dflt, &d) != 0)
+        return -1;
+    *out = (int64_t)d;
+    return 0;
+}
+
+static int get_bool(struct reader *r, const char *key, int dflt, int32_t *out)
+{
+    double d;
+    if (get_num(r, key, 1, 0, dflt, &d) != 0)
+        return -1;
+    *out = d != 0.0;
+    return 0;
+}
+
+static int positive(struct reader *r, const char *key, int64_t v, int64_t max)
+{
+    if (v >= 1 && v <= max)
+        return 0;
+    mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' must be in [1, %lld] (got %lld)", r->where, key,
+                 (long long)max, (long long)v);
+    return -1;
+}
+
+static int parse_mamba2(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba2_config m = {0};
+    int64_t expand = 2;
+    double lo = 0.0, hi = INFINITY;
+    m.hidden_size = cfg->hidden;
+    if (get_int(r, "num_heads", 1, 0, &m.num_heads) || get_int(r, "head_dim", 1, 0, &m.head_dim) ||
+        get_int(r, "state_size", 1, 0, &m.state_size) || get_int(r, "n_groups", 0, 1, &m.n_groups) ||
+        get_int(r, "conv_kernel", 0, 4, &m.conv_kernel) || get_int(r, "chunk_size", 0, 256, &m.chunk_size) ||
+        get_int(r, "expand", 0, 2, &expand) || get_bool(r, "use_bias", 0, &m.use_bias) ||
+        get_bool(r, "use_conv_bias", 1, &m.use_conv_bias))
+        return -1;
+    const struct mc_json_value *tsl = mc_json_get(r->root, "time_step_limit");
+    if (tsl != NULL && tsl->type != MC_JSON_NULL) {
+        if (tsl->type != MC_JSON_ARRAY || tsl->len != 2 || tsl->items[0].type != MC_JSON_NUMBER ||
+            tsl->items[1].type != MC_JSON_NUMBER) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'time_step_limit' must be [lo, hi]", r->where);
+            return -1;
+        }
+        lo = tsl->items[0].number;
+        hi = tsl->items[1].number;
+    }
+    m.layer_norm_epsilon = cfg->norm_eps;
+    m.time_step_limit[0] = lo;
+    m.time_step_limit[1] = hi;
+    /* Mamba2Mixer's gated norm (MambaRMSNormGated over intermediate_size) normalises the full row */
+    m.norm_group_size = m.num_heads * m.head_dim;
+    if (m.num_heads * m.head_dim != expand * cfg->hidden) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: num_heads * head_dim (%lld) must equal expand * hidden_size (%lld)", r->where,
+                     (long long)(m.num_heads * m.head_dim), (long long)(expand * cfg->hidden));
+        return -1;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].family = MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.family = MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.u.mamba2 = m;
+    }
+    return 0;
+}
+
+static int parse_mamba(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba1_config m = {0};
+    int64_t expand = 2;
+    m.hidden_size = cfg->hidden;
+    if (get_int(r, "expand", 0, 2, &expand) || get_int(r, "intermediate_size", 0, expand * cfg->hidden,
+                                                        &m.intermediate_size) ||
+        get_int(r, "state_size", 0, 16, &m.state_size) || get_int(r, "conv_kernel", 0, 4, &m.conv_kernel) ||
+        get_bool(r, "use_bias", 0, &m.use_bias) || get_bool(r, "use_conv_bias", 1, &m.use_conv_bias))
+        return -1;
+    /* time_step_rank "auto" (the upstream default) is ceil(hidden_size / 16) */
+    const struct mc_json_value *rank = mc_json_get(r->root, "time_step_rank");
+    if (rank == NULL || (rank->type == MC_JSON_STRING && strcmp(rank->string, "auto") == 0))
+        m.time_step_rank = (cfg->hidden + 15) / 16;
+    else if (get_int(r, "time_step_rank", 1, 0, &m.time_step_rank))
+        return -1;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].family = MC_FAMILY_MAMBA1;
+        cfg->layers[i].mixer.family = MC_FAMILY_MAMBA1;
+        cfg->layers[i].mixer.u.mamba1 = m;
+    }
+    return 0;
+}
+
+/* The kinds of the layers of a hybrid with "layer_types" (LFM2: "conv", Qwen3.5: "linear_attention",
+ * besides "full_attention"): one entry per layer, each "full_attention" (the mixer `at`) or `other_name`
+ * (the mixer `other`). */
+static int layer_types(struct reader *r, struct mc_stack_config *cfg, const char *other_name,
+                       const struct mc_family_config *other, const struct mc_attention_config *at)
+{
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
+                     r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        const struct mc_json_value *v = &lt->items[i];
+        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
+        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, other_name) == 0)) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"%s\" or "
+                         "\"full_attention\"", r->where, (long long)i, other_name);
+            return -1;
+        }
+        if (attn) {
+            cfg->layers[i].family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.u.attention = *at;
+        } else {
+            cfg->layers[i].family = other->family;
+            cfg->layers[i].mixer = *other;
+        }
+    }
+    return 0;
+}
+
+/* Lfm2Config: layer_types ("conv" / "full_attention"), conv_L_cache, conv_bias, attention heads, norm_eps
+ * (every norm, q/k layernorms included), rope_theta, max_position_embeddings (the KV cache length), and
+ * the feed-forward size rule of Lfm2MLP. */
+static int parse_lfm2(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_shortconv_config sc = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t inter = 0, multiple = 256;
+    int32_t adjust = 1;
+    double mult = 1.0;
+    if (get_int(r, "conv_L_cache", 0, 3, &sc.conv_kernel) || get_bool(r, "conv_bias", 0, &sc.conv_bias) ||
+        get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "max_position_embeddings", 0, 128000, &at.cache_length) ||
+        get_num(r, "rope_theta", 0, 0, 1000000.0, &at.rope_theta) || get_int(r, "intermediate_size", 1, 0, &inter) ||
+        get_bool(r, "block_auto_adjust_ff_dim", 1, &adjust) || get_int(r, "block_multiple_of", 0, 256, &multiple) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        positive(r, "block_multiple_of", multiple, 1 << 20) || positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    const struct mc_json_value *fm = mc_json_get(r->root, "block_ffn_dim_multiplier");
+    int has_mult = fm == NULL || fm->type != MC_JSON_NULL;
+    if (has_mult && get_num(r, "block_ffn_dim_multiplier", 0, 0, 1.0, &mult))
+        return -1;
+    if (adjust) {
+        inter = (int64_t)(2.0 * (double)inter / 3.0);
+        if (has_mult) {
+            inter = (int64_t)(mult * (double)inter);
+            inter = multiple * ((inter + multiple - 1) / multiple);
+        }
+    }
+    if (positive(r, "intermediate_size", inter, 1 << 20))
+        return -1;
+    cfg->ffn_size = inter;
+    at.head_dim = cfg->hidden / at.num_attention_heads;
+    at.partial_rotary_factor = 1.0;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_RMS;
+    const struct mc_family_config conv = {.family = MC_FAMILY_SHORTCONV, .u.shortconv = sc};
+    return layer_types(r, cfg, "conv", &conv, &at);
+}
+
+/* BambaConfig: mamba_* keys of the Mamba2 layers, attn_layer_indices, attention heads with
+ * partial_rotary_factor (no q/k norm), rms_norm_eps everywhere, intermediate_size of the feed-forward,
+ * max_position_embeddings (the KV cache length). */
+static int parse_bamba(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t expand = 2;
+    if (get_int(r, "mamba_n_heads", 1, 0, &m.num_heads) || get_int(r, "mamba_d_state", 1, 0, &m.state_size) ||
+        get_int(r, "mamba_n_groups", 0, 1, &m.n_groups) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || get_int(r, "mamba_chunk_size", 0, 256, &m.chunk_size) ||
+        get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) || get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        positive(r, "mamba_n_heads", m.num_heads, 1 << 16) ||
+        get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "max_position_embeddings", 0, 262144, &at.cache_length) ||
+        get_num(r, "rope_theta", 0, 0, 10000.0, &at.rope_theta) ||
+        get_num(r, "partial_rotary_factor", 0, 0, 0.5, &at.partial_rotary_factor) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) || get_int(r, "intermediate_size", 1, 0, &cfg->ffn_size) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20))
+        return -1;
+    const struct mc_json_value *dh = mc_json_get(r->root, "mamba_d_head");
+    if (dh == NULL || (dh->type == MC_JSON_STRING && strcmp(dh->string, "auto") == 0))
+        m.head_dim = expand * cfg->hidden / m.num_heads;
+    else if (get_int(r, "mamba_d_head", 1, 0, &m.head_dim))
+        return -1;
+    m.layer_norm_epsilon = cfg->norm_eps;
+    m.time_step_limit[0] = 0.0;
+    m.time_step_limit[1] = INFINITY;
+    m.norm_group_size = m.num_heads * m.head_dim; /* BambaRMSNormGated over the full intermediate row */
+    at.head_dim = cfg->hidden / at.num_attention_heads;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_NONE;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].family = MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.family = MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.u.mamba2 = m;
+    }
+    const struct mc_json_value *ai = mc_json_get(r->root, "attn_layer_indices");
+    if (ai != NULL && ai->type != MC_JSON_NULL) {
+        if (ai->type != MC_JSON_ARRAY) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'attn_layer_indices' must be a list", r->where);
+            return -1;
+        }
+        for (size_t k = 0; k < ai->len; k++) {
+            const struct mc_json_value *v = &ai->items[k];
+            if (v->type != MC_JSON_NUMBER || v->number < 0 || v->number >= (double)cfg->n_layers ||
+                v->number != floor(v->number)) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'attn_layer_indices[%zu]' must be a layer index",
+                             r->where, k);
+                return -1;
+            }
+            int64_t i = (int64_t)v->number;
+            cfg->layers[i].family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.family = MC_FAMILY_ATTENTION;
+            cfg->layers[i].mixer.u.attention = at;
+        }
+    }
+    return 0;
+}
+
+/* Qwen3_5TextConfig: layer_types ("linear_attention" / "full_attention"), linear_* keys of the Gated DeltaNet
+ * layers (Qwen3.5 projections), attention with head_dim, the output gate, zero-centred q/k norms and
+ * partial rotary (rope_parameters' rope_theta and partial_rotary_factor, or the top-level key), rms_norm_eps
+ * everywhere, intermediate_size of the MLP, max_position_embeddings (the KV cache length). */
+static int parse_qwen3_5(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_gdn_config gd = {.hidden_size = cfg->hidden, .chunk_size = 64, .layout = MC_GDN_LAYOUT_QWEN3_5};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .rope_theta = 10000.0, .partial_rotary_factor = 0.25};
+    if (get_int(r, "linear_num_key_heads", 1, 0, &gd.num_key_heads) ||
+        get_int(r, "linear_num_value_heads", 1, 0, &gd.num_value_heads) ||
+        get_int(r, "linear_key_head_dim", 1, 0, &gd.key_head_dim) ||
+        get_int(r, "linear_value_head_dim", 1, 0, &gd.value_head_dim) ||
+        get_int(r, "linear_conv_kernel_dim", 0, 4, &gd.conv_kernel) ||
+        get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 1, 0, &at.head_dim) || get_int(r, "max_position_embeddings", 0, 32768, &at.cache_length) ||
+        get_num(r, "partial_rotary_factor", 0, 0, 0.25, &at.partial_rotary_factor) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) || get_int(r, "intermediate_size", 1, 0, &cfg->ffn_size) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    const struct mc_json_value *rp = mc_json_get(r->root, "rope_parameters");
+    if (rp != NULL && rp->type == MC_JSON_OBJECT) {
+        struct reader sub = {rp, r->where, r->err};
+        if (get_num(&sub, "rope_theta", 0, 0, at.rope_theta, &at.rope_theta) ||
+            get_num(&sub, "partial_rotary_factor", 0, 0, at.partial_rotary_factor, &at.partial_rotary_factor))
+            return -1;
+    }
+    gd.rms_norm_eps = cfg->norm_eps;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_ZERO_CENTRED;
+    at.attn_output_gate = 1;
+    const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
+    return layer_types(r, cfg, "linear_attention", &linear, &at);
+}
+
+enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
+                                       struct mc_stack_config *cfg, struct mc_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (mc_model_type_from_name(model_type, &cfg->type) != 0)
+        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text)",
+                            where, model_type);
+    cfg->model_type = mc_model_type_name(cfg->type);
+    struct mc_json_value *root = NULL;
+    struct mc_json_error je = {0};
+    if (mc_json_parse(config_json, strlen(config_json), NULL, &root, &je) != 0)
+        return mc_error_set(err, MC_ERR_INPUT, "%s: config_json:%d:%d: %s", where, je.line, je.column, je.msg);
+    struct reader r = {root, where, err};
+    int rc = -1;
+    if (root->type != MC_JSON_OBJECT) {
+        mc_error_set(err, MC_ERR_INPUT, "%s: config_json: must be an object (got %s)", where,
+                     mc_json_type_name(root->type));
+        goto out;
+    }
+    const struct mc_json_value *mt = mc_json_get(root, "model_type");
+    if (mt != NULL && (mt->type != MC_JSON_STRING || strcmp(mt->string, model_type) != 0)) {
+        mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'model_type' is not '%s'", where, model_type);
+        goto out;
+    }
+    if (get_int(&r, "num_hidden_layers", 1, 0, &cfg->n_layers) || get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
+        get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
+        get_num(&r,
+                cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
+                : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ? "rms_norm_eps"
+                                                                                : "layer_norm_epsilon",
+                0, 0, cfg->type == MC_MODEL_QWEN3_5 ? 1e-6 : 1e-5, &cfg->norm_eps) ||
+        get_bool(&r, "tie_word_embeddings", cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2, &cfg->tied) ||
+        get_bool(&r, "residual_in_fp32", cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA,
+                 &cfg->residual_in_fp32) ||
+        positive(&r, "num_hidden_layers", cfg->n_layers, MC_STACK_MAX_LAYERS) ||
+        positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
+        goto out;
+    if (!(cfg->norm_eps > 0.0)) {
+        mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'layer_norm_epsilon' must be > 0", where);
+        goto out;
+    }
+    if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5)
+        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer add in the model dtype */
+    cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5;
+    if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
+         : cfg->type == MC_MODEL_MAMBA ? parse_mamba(&r, cfg)
+         : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
+         : cfg->type == MC_MODEL_BAMBA ? parse_bamba(&r, cfg)
+                                       : parse_qwen3_5(&r, cfg)) != 0)
+        goto out;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        struct mc_error e = {0};
+        if (mc_family_config_validate(&cfg->layers[i].mixer, &e) != MC_ERR_NONE) {
+            mc_error_set(err, MC_ERR_INPUT, "%s: config_json: layer %lld: %s", where, (long long)i, e.msg);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    mc_json_free(root);
+    return rc == 0 ? MC_ERR_NONE : err->code;
+}
+
+static int lfm2(const struct mc_stack_config *cfg)
+{
+    return cfg->type == MC_MODEL_LFM2;
+}
+
+/* The `model.` layouts of the hybrids (lfm2, bamba) as against the `backbone.` of the Mamba models. */
+static int hybrid(const struct mc_stack_config *cfg)
+{
+    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5;
+}
+
+void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
+{
+    snprintf(out, MC_STACK_NAME_LEN, "%s", hybrid(cfg) ? "model.embed_tokens.weight" : "backbone.embeddings.weight");
+}
+
+void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
+{
+    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
+    else if (lfm2(cfg))
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.norm.weight", (long long)layer);
+}
+
+void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
+{
+    if (hybrid(cfg))
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
+                 : lfm2(cfg)                                      ? "conv."
+                 : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
+                                                                  : "mamba.");
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
+}
+
+void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer, const char *family_name,
+                               char out[MC_STACK_NAME_LEN + 32])
+{
+    static const char *const lfm2_attention[][2] = {
+        {"o_proj.weight", "out_proj.weight"}, {"q_norm.weight", "q_layernorm.weight"}, {"k_norm.weight", "k_layernorm.weight"}};
+    char prefix[MC_STACK_NAME_LEN];
+    const char *name = family_name;
+    mc_stack_name_mixer_prefix(cfg, layer, prefix);
+    if (lfm2(cfg) && cfg->layers[layer].family == MC_FAMILY_ATTENTION)
+        for (size_t i = 0; i < sizeof lfm2_attention / sizeof lfm2_attention[0]; i++)
+            if (strcmp(family_name, lfm2_attention[i][0]) == 0)
+                name = lfm2_attention[i][1];
+    snprintf(out, MC_STACK_NAME_LEN + 32, "%s%s", prefix, name);
+}
+
+void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
+{
+    static const char *const lfm2_parts[] = {"ffn_norm.weight", "feed_forward.w1.weight", "feed_forward.w3.weight",
+                                             "feed_forward.w2.weight"};
+    static const char *const bamba_parts[] = {"pre_ff_layernorm.weight", "feed_forward.gate_proj.weight",
+                                              "feed_forward.up_proj.weight", "feed_forward.down_proj.weight"};
+    static const char *const qwen_parts[] = {"post_attention_layernorm.weight", "mlp.gate_proj.weight",
+                                             "mlp.up_proj.weight", "mlp.down_proj.weight"};
+    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+             (lfm2(cfg) ? lfm2_parts : cfg->type == MC_MODEL_QWEN3_5 ? qwen_parts : bamba_parts)[part & 3]);
+}
+
+void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
+{
+    snprintf(out, MC_STACK_NAME_LEN, "%s",
+             lfm2(cfg)                      ? "model.embedding_norm.weight"
+             : cfg->type == MC_MODEL_BAMBA   ? "model.final_layernorm.weight"
+             : cfg->type == MC_MODEL_QWEN3_5 ? "model.norm.weight"
+                                             : "backbone.norm_f.weight");
+}
+
+void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
+{
+    (void)cfg;
+    snprintf(out, MC_STACK_NAME_LEN, "lm_head.weight");
+}

@@ -1,0 +1,77 @@
+/*
+ * stackconfig.h — what mixcheck knows about a whole `...ForCausalLM` stack independently of any
+ * implementation (docs/models.md §1): the model types, the upstream config.json keys the glue reads
+ * (HF names and defaults), the kind of every layer, each layer's mixer configuration (a family config
+ * of family.h), and the checkpoint names of every parameter. Owned here; used by the model-golden
+ * reader (validation), the stack engine (stack.h) and reports.
+ */
+#ifndef MC_STACKCONFIG_H
+#define MC_STACKCONFIG_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "family/family.h"
+
+#define MC_STACK_MAX_LAYERS 64
+#define MC_STACK_NAME_LEN 96
+
+enum mc_model_type {
+    MC_MODEL_MAMBA2 = 1, /* Mamba2ForCausalLM */
+    MC_MODEL_MAMBA = 2,  /* MambaForCausalLM */
+    MC_MODEL_LFM2 = 3,   /* Lfm2ForCausalLM: ShortConv and attention layers, SwiGLU feed-forward */
+    MC_MODEL_BAMBA = 4,  /* BambaForCausalLM: Mamba2 and attention layers, SwiGLU feed-forward */
+    MC_MODEL_QWEN3_5 = 5, /* Qwen3_5ForCausalLM (model_type qwen3_5_text): Gated DeltaNet and gated attention
+                             layers, zero-centred RMSNorm, dense SwiGLU MLP */
+};
+
+/* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
+struct mc_stack_layer {
+    enum mc_family family;
+    struct mc_family_config mixer; /* the family configuration derived from config.json */
+};
+
+struct mc_stack_config {
+    enum mc_model_type type;
+    const char *model_type;  /* "mamba2", "mamba" (static) */
+    int64_t n_layers;        /* num_hidden_layers */
+    int64_t hidden;          /* hidden_size, D */
+    int64_t vocab;           /* vocab_size, V */
+    double norm_eps;         /* layer_norm_epsilon: every block norm and the final norm */
+    int32_t tied;            /* tie_word_embeddings: the head reads the embedding matrix */
+    int32_t residual_in_fp32;
+    int64_t ffn_size;        /* the SwiGLU feed-forward's intermediate size after each mixer; 0 = none */
+    int32_t zero_centred;    /* every norm multiplies by (1 + weight), in float32 before the rounding */
+    struct mc_stack_layer layers[MC_STACK_MAX_LAYERS];
+};
+
+const char *mc_model_type_name(enum mc_model_type t);
+/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text"; 0 on success, -1 when unknown. */
+int mc_model_type_from_name(const char *name, enum mc_model_type *t);
+/* The family a model type's mixer layers have (what `--family` filters a model case by). */
+enum mc_family mc_model_type_family(enum mc_model_type t);
+/* Every family a model type's layers may have, into out[0..n); returns n (at most 4). */
+int mc_model_type_families(enum mc_model_type t, enum mc_family out[4]);
+
+/* Reads the upstream config.json text of `model_type` (missing keys take the upstream defaults);
+ * MC_ERR_INPUT "<where>: config_json: <key>: <what>" on a missing required key, a wrong type or
+ * sizes that do not fit together. */
+enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
+                                       struct mc_stack_config *cfg, struct mc_error *err);
+
+/* Checkpoint names: the embedding, layer i's block norm, the prefix of layer i's mixer parameters
+ * (followed by the family's parameter names of family.h), the final norm, the head. */
+void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN]);
+void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN]);
+void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN]);
+void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN]);
+void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN]);
+/* The checkpoint name of layer i's mixer parameter `family_name` (family.h's name; a model may name it
+ * its own way: lfm2's attention has out_proj, q_layernorm, k_layernorm). */
+void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer, const char *family_name,
+                               char out[MC_STACK_NAME_LEN + 32]);
+/* The feed-forward of layer i (ffn_size > 0): part 0 its norm, 1 the gate (lfm2 w1, bamba gate_proj), 2 up
+ * (w3, up_proj), 3 down (w2, down_proj). */
+void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
+
+#endif

@@ -1,0 +1,537 @@
+/* stack.c — see stack.h. */
+#include "stack/stack.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/dtype.h"
+
+struct mc_stack {
+    const struct mc_stack_config *cfg;
+    enum mc_dtype dtype;
+    enum mc_dtype mixer_dtype;         /* the layers' models: dtype, or f64 for mc_stack_create_ref */
+    int64_t n, D, V;
+    const struct mc_backend_ops **ops; /* [n] */
+    struct mc_model **models;          /* [n] */
+    double *embed;                     /* [V][D], the values in dtype */
+    double *head;                      /* [V][D]: lm_head, or the embedding when tied */
+    double *final_norm;                /* [D] */
+    double *norm;                      /* [n][D] */
+    int64_t F;                         /* feed-forward size (0 = none) */
+    double *ffn_norm, *w1, *w3, *w2;   /* [n][D], [n][F][D], [n][F][D], [n][D][F] */
+    enum mc_stack_glue_fault fault;    /* MC_STACK_GLUE_NONE but in the mutant tests */
+    int64_t fault_layer;
+    double *fresh_head;                /* MC_STACK_GLUE_HEAD_UNTIED: [V][D] */
+};
+
+static int fail(struct mc_msg *msg, const char *fmt, const char *a, long long b)
+{
+    snprintf(msg->text, sizeof msg->text, fmt, a, b);
+    return 0;
+}
+
+/* The value x takes when stored in the model dtype. */
+static double store(const struct mc_stack *s, double x)
+{
+    return mc_dtype_round(s->dtype, x);
+}
+
+/* The value x takes in the compute dtype: float64 for f64 models, float32 otherwise. */
+static double compute(const struct mc_stack *s, double x)
+{
+    return s->dtype == MC_DTYPE_F64 ? x : (double)(float)x;
+}
+
+/* A golden weight rounded to the model dtype, as float64 values (NULL when out of memory). */
+static double *weight_copy(const struct mc_stack *s, const struct mc_stack_golden *g, const char *name, int64_t n)
+{
+    const struct mc_array *a = mc_stack_golden_weight(g, name);
+    double *out = a != NULL && mc_array_elems(a) == n ? malloc((size_t)n * sizeof *out) : NULL;
+    for (int64_t i = 0; out != NULL && i < n; i++)
+        out[i] = store(s, a->data[i]);
+    return out;
+}
+
+static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
+                                           int32_t threads, struct mc_msg *msg)
+{
+    const struct mc_family_config *fc = &s->cfg->layers[l].mixer;
+    struct mc_weight_spec specs[MC_FAMILY_MAX_WEIGHTS];
+    int ns = mc_family_weight_specs(fc, specs);
+    struct mc_weight w[MC_FAMILY_MAX_WEIGHTS];
+    void *bufs[MC_FAMILY_MAX_WEIGHTS] = {0};
+    char full[MC_STACK_NAME_LEN + 32];
+    enum mc_backend_status st = MC_BACKEND_OK;
+    size_t esz = mc_dtype_size(s->mixer_dtype);
+    for (int i = 0; i < ns && st == MC_BACKEND_OK; i++) {
+        mc_stack_name_mixer_param(s->cfg, l, specs[i].name, full);
+        const struct mc_array *a = mc_stack_golden_weight(g, full);
+        int64_t n = a ? mc_array_elems(a) : 0;
+        bufs[i] = a ? malloc((size_t)n * esz + 1) : NULL;
+        if (bufs[i] == NULL) {
+            st = MC_BACKEND_NOMEM;
+            break;
+        }
+        if (s->mixer_dtype == s->dtype) {
+            mc_dtype_from_f64(s->dtype, a->data, bufs[i], (size_t)n);
+        } else { /* the weights rounded to the model dtype, held in float64 */
+            double *v = bufs[i];
+            for (int64_t k = 0; k < n; k++)
+                v[k] = store(s, a->data[k]);
+        }
+        w[i] = (struct mc_weight){.name = specs[i].name, .ndim = specs[i].ndim, .data = bufs[i]};
+        memcpy(w[i].dims, specs[i].dims, sizeof w[i].dims);
+    }
+    if (st == MC_BACKEND_OK) {
+        struct mc_model_desc desc = {.family = fc->family, .dtype = s->mixer_dtype, .config = &fc->u, .weights = w,
+                                     .n_weights = ns, .threads = threads};
+        struct mc_msg m = {{0}};
+        st = s->ops[l]->model_create(&desc, &s->models[l], &m);
+        if (st != MC_BACKEND_OK) {
+            s->models[l] = NULL;
+            snprintf(msg->text, sizeof msg->text, "layer %lld (%s on '%s'): %.400s", (long long)l,
+                     mc_family_name(fc->family), s->ops[l]->name, m.text);
+        }
+    } else {
+        fail(msg, "layer %s%lld: out of memory", "", (long long)l);
+    }
+    for (int i = 0; i < ns; i++)
+        free(bufs[i]);
+    return st;
+}
+
+static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dtype dtype, enum mc_dtype mixer_dtype,
+                                     const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                     struct mc_stack **out, struct mc_msg *msg)
+{
+    *out = NULL;
+    struct mc_stack *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return MC_BACKEND_NOMEM;
+    s->cfg = &g->config;
+    s->dtype = dtype;
+    s->mixer_dtype = mixer_dtype;
+    s->n = g->config.n_layers;
+    s->D = g->config.hidden;
+    s->V = g->config.vocab;
+    s->ops = calloc((size_t)s->n, sizeof *s->ops);
+    s->models = calloc((size_t)s->n, sizeof *s->models);
+    s->norm = malloc((size_t)(s->n * s->D) * sizeof *s->norm);
+    char name[MC_STACK_NAME_LEN];
+    mc_stack_name_embedding(s->cfg, name);
+    s->embed = weight_copy(s, g, name, s->V * s->D);
+    mc_stack_name_head(s->cfg, name);
+    s->head = s->cfg->tied ? NULL : weight_copy(s, g, name, s->V * s->D);
+    mc_stack_name_final_norm(s->cfg, name);
+    s->final_norm = weight_copy(s, g, name, s->D);
+    enum mc_backend_status st = MC_BACKEND_OK;
+    s->F = g->config.ffn_size;
+    if (s->F > 0) {
+        int64_t D = s->D, F = s->F;
+        s->ffn_norm = malloc((size_t)(s->n * D) * sizeof(double));
+        s->w1 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        s->w3 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        s->w2 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        double *dst[4] = {s->ffn_norm, s->w1, s->w3, s->w2};
+        int64_t size[4] = {D, F * D, F * D, F * D};
+        for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++)
+            for (int part = 0; part < 4 && st == MC_BACKEND_OK; part++) {
+                mc_stack_name_ffn(s->cfg, l, part, name);
+                double *w = dst[part] ? weight_copy(s, g, name, size[part]) : NULL;
+                if (w == NULL)
+                    st = MC_BACKEND_NOMEM;
+                else
+                    memcpy(dst[part] + l * size[part], w, (size_t)size[part] * sizeof *w);
+                free(w);
+            }
+    }
+    if (s->ops == NULL || s->models == NULL || s->norm == NULL || s->embed == NULL || s->final_norm == NULL ||
+        (!s->cfg->tied && s->head == NULL))
+        st = MC_BACKEND_NOMEM;
+    for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
+        mc_stack_name_layer_norm(s->cfg, l, name);
+        double *w = weight_copy(s, g, name, s->D);
+        if (w == NULL) {
+            st = MC_BACKEND_NOMEM;
+            break;
+        }
+        memcpy(s->norm + l * s->D, w, (size_t)s->D * sizeof *w);
+        free(w);
+        s->ops[l] = layer_ops[l];
+        st = create_layer(s, g, l, threads, msg);
+    }
+    if (st == MC_BACKEND_NOMEM && msg->text[0] == '\0')
+        snprintf(msg->text, sizeof msg->text, "out of memory creating the stack");
+    if (st != MC_BACKEND_OK) {
+        mc_stack_destroy(s);
+        return st;
+    }
+    *out = s;
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                       const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                       struct mc_stack **out, struct mc_msg *msg)
+{
+    return create(g, dtype, dtype, layer_ops, threads, out, msg);
+}
+
+enum mc_backend_status mc_stack_create_ref(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                           const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                           struct mc_stack **out, struct mc_msg *msg)
+{
+    return create(g, dtype, MC_DTYPE_F64, layer_ops, threads, out, msg);
+}
+
+void mc_stack_destroy(struct mc_stack *s)
+{
+    if (s == NULL)
+        return;
+    for (int64_t l = 0; s->models != NULL && l < s->n; l++)
+        if (s->models[l] != NULL)
+            s->ops[l]->model_destroy(s->models[l]);
+    free(s->models);
+    free(s->ops);
+    free(s->norm);
+    free(s->embed);
+    free(s->head);
+    free(s->final_norm);
+    free(s->fresh_head);
+    free(s->ffn_norm);
+    free(s->w1);
+    free(s->w3);
+    free(s->w2);
+    free(s);
+}
+
+void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer)
+{
+    s->fault = fault;
+    s->fault_layer = layer;
+    if (fault == MC_STACK_GLUE_HEAD_UNTIED && s->fresh_head == NULL) {
+        s->fresh_head = malloc((size_t)(s->V * s->D) * sizeof *s->fresh_head);
+        uint64_t x = 0x9e3779b97f4a7c15u;
+        for (int64_t i = 0; s->fresh_head != NULL && i < s->V * s->D; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* an init of its own, U(-1/sqrt(D), 1/sqrt(D)) */
+            s->fresh_head[i] = store(s, ((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0) / sqrt((double)s->D));
+        }
+        if (s->fresh_head == NULL)
+            s->fault = MC_STACK_GLUE_NONE;
+    }
+}
+
+const struct mc_stack_config *mc_stack_config_of(const struct mc_stack *s)
+{
+    return s->cfg;
+}
+
+const struct mc_backend_ops *mc_stack_layer_ops(const struct mc_stack *s, int64_t layer)
+{
+    return s->ops[layer];
+}
+
+enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, struct mc_stack_cache *c,
+                                          struct mc_msg *msg)
+{
+    c->batch = batch;
+    c->layer = calloc((size_t)s->n, sizeof *c->layer);
+    if (c->layer == NULL)
+        return MC_BACKEND_NOMEM;
+    for (int64_t l = 0; l < s->n; l++) {
+        enum mc_backend_status st = s->ops[l]->cache_alloc(s->models[l], batch, &c->layer[l], msg);
+        if (st != MC_BACKEND_OK) {
+            c->layer[l] = NULL;
+            mc_stack_cache_free(s, c);
+            return st;
+        }
+    }
+    return MC_BACKEND_OK;
+}
+
+enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_cache *dst,
+                                           const struct mc_stack_cache *src, struct mc_msg *msg)
+{
+    for (int64_t l = 0; l < s->n; l++) {
+        enum mc_backend_status st = s->ops[l]->cache_copy(s->models[l], dst->layer[l], src->layer[l], msg);
+        if (st != MC_BACKEND_OK)
+            return st;
+    }
+    return MC_BACKEND_OK;
+}
+
+void mc_stack_cache_free(struct mc_stack *s, struct mc_stack_cache *c)
+{
+    for (int64_t l = 0; c->layer != NULL && l < s->n; l++)
+        if (c->layer[l] != NULL)
+            s->ops[l]->cache_free(s->models[l], c->layer[l]);
+    free(c->layer);
+    c->layer = NULL;
+}
+
+enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc_stack_cache *c, int64_t layer,
+                                             double *conv, double *state, struct mc_msg *msg)
+{
+    struct mc_family_shape sh;
+    mc_family_shape(&s->cfg->layers[layer].mixer, &sh);
+    int64_t nc = c->batch * sh.conv_channels * sh.conv_kernel, ns = c->batch * mc_family_state_elems(&sh);
+    enum mc_dtype edt = s->mixer_dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
+    size_t esz = mc_dtype_size(edt);
+    void *cb = malloc((size_t)nc * esz + 1), *sb = ns ? malloc((size_t)ns * esz) : NULL;
+    enum mc_backend_status st = MC_BACKEND_NOMEM;
+    if (cb != NULL && (ns == 0 || sb != NULL)) {
+        mc_dtype_fill_nan(edt, cb, (size_t)nc);
+        if (sb != NULL)
+            mc_dtype_fill_nan(edt, sb, (size_t)ns);
+        st = s->ops[layer]->cache_export(s->models[layer], c->layer[layer], cb, sb, msg);
+        if (st == MC_BACKEND_OK) {
+            mc_dtype_to_f64(edt, cb, conv, (size_t)nc);
+            if (sb != NULL && state != NULL)
+                mc_dtype_to_f64(edt, sb, state, (size_t)ns);
+        }
+    }
+    free(cb);
+    free(sb);
+    return st;
+}
+
+/* ---- the glue -------------------------------------------------------------------------------------- */
+
+/* Block norm of residual rows h [rows][D] into x [rows][D] (values in dtype): the input rounded to the
+ * norm's dtype, normalised in the compute dtype, rounded, times the weight in dtype. */
+static void block_norm(const struct mc_stack *s, const double *w, const double *h, int64_t rows, double *x)
+{
+    int64_t D = s->D;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *hr = h + r * D;
+        double ss = 0.0;
+        for (int64_t d = 0; d < D; d++) {
+            double v = store(s, hr[d]);
+            ss += v * v;
+        }
+        double inv = 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
+        for (int64_t d = 0; d < D; d++)
+            x[r * D + d] = s->cfg->zero_centred /* Qwen3_5RMSNorm: (x·rsqrt · (1 + w)) in float32, then T */
+                               ? store(s, compute(s, compute(s, store(s, hr[d]) * inv) * (1.0 + w[d])))
+                               : store(s, w[d] * store(s, store(s, hr[d]) * inv));
+    }
+}
+
+void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x)
+{
+    block_norm(s, s->norm + layer * s->D, h, rows, x);
+}
+
+/* Final norm and head of residual rows h [rows][D] into logits [rows][V]. */
+static void final_head(const struct mc_stack *s, const double *h, int64_t rows, double *logits, double *tmp)
+{
+    int64_t D = s->D, V = s->V;
+    const double *head = s->fault == MC_STACK_GLUE_HEAD_UNTIED ? s->fresh_head : s->cfg->tied ? s->embed : s->head;
+    int skip = s->fault == MC_STACK_GLUE_FINAL_NORM_SKIPPED;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *hr = h + r * D;
+        double ss = 0.0;
+        for (int64_t d = 0; d < D; d++)
+            ss += hr[d] * hr[d];
+        double inv = skip ? 1.0 : 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
+        /* the residual's own dtype: float32 (promotion by the T weight keeps float32), or T */
+        for (int64_t d = 0; d < D; d++) {
+            double y;
+            if (s->cfg->zero_centred) {
+                y = store(s, compute(s, compute(s, hr[d] * inv) * (skip ? 1.0 : 1.0 + s->final_norm[d])));
+            } else {
+                double n = s->cfg->residual_in_fp32 ? compute(s, hr[d] * inv) : store(s, hr[d] * inv);
+                double w = skip ? 1.0 : s->final_norm[d];
+                y = s->cfg->residual_in_fp32 ? compute(s, w * n) : store(s, w * n);
+            }
+            tmp[d] = store(s, y); /* lm_head reads it in T */
+        }
+        for (int64_t v = 0; v < V; v++) {
+            double acc = 0.0;
+            const double *wv = head + v * D;
+            for (int64_t d = 0; d < D; d++)
+                acc += tmp[d] * wv[d];
+            logits[r * V + v] = store(s, acc);
+        }
+    }
+}
+
+/* The mixer of layer l over x [B][L][D] (dtype values), y [B][L][D]; with pk, the packed call over
+ * x [T][D] (B = 1, L = T) on the pool `cache`. */
+static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
+                                        const double *x, const uint8_t *mask, const struct mc_stack_packed *pk,
+                                        double *y, struct mc_msg *msg)
+{
+    enum mc_dtype mdt = s->mixer_dtype;
+    size_t n = (size_t)(B * L * s->D), esz = mc_dtype_size(mdt);
+    void *xb = malloc(n * esz), *yb = malloc(n * esz);
+    enum mc_backend_status st = MC_BACKEND_NOMEM;
+    if (xb != NULL && yb != NULL) {
+        mc_dtype_from_f64(mdt, x, xb, n);
+        for (size_t i = 0; mdt != s->dtype && i < n; i++) /* the mixer reads dtype values */
+            ((double *)xb)[i] = store(s, x[i]);
+        mc_dtype_fill_nan(mdt, yb, n);
+        struct mc_forward_args a = {.batch = B, .len = L, .x = xb, .mask = mask, .y = yb};
+        struct mc_msg m = {{0}};
+        if (pk != NULL) {
+            struct mc_packed_args pa = {.n_seqs = pk->n_seqs, .cu_seqlens = pk->cu_seqlens, .slots = pk->slots,
+                                        .has_initial_state = pk->has_initial_state, .x = xb, .y = yb};
+            st = s->ops[l]->forward_packed != NULL ? s->ops[l]->forward_packed(s->models[l], cache, &pa, &m)
+                                                   : MC_BACKEND_UNSUPPORTED;
+            if (s->ops[l]->forward_packed == NULL)
+                snprintf(m.text, sizeof m.text, "no packed call (MC_CAP_PACKED)");
+        } else {
+            st = s->ops[l]->forward(s->models[l], cache, &a, &m);
+        }
+        if (st == MC_BACKEND_OK) {
+            mc_dtype_to_f64(mdt, yb, y, n);
+            for (size_t i = 0; mdt != s->dtype && i < n; i++) /* stored in the model dtype, as upstream */
+                y[i] = store(s, y[i]);
+        } else
+            snprintf(msg->text, sizeof msg->text, "layer %lld (%s on '%s'): %.400s", (long long)l,
+                     mc_family_name(s->cfg->layers[l].family), s->ops[l]->name, m.text);
+    }
+    free(xb);
+    free(yb);
+    return st;
+}
+
+/* The residual add of one layer: float32 (or float64) when residual_in_fp32, else in T. */
+static void residual_add(const struct mc_stack *s, double *h, const double *y, size_t n)
+{
+    int fp32 = s->cfg->residual_in_fp32 && s->fault != MC_STACK_GLUE_RESIDUAL_NOT_FP32;
+    for (size_t i = 0; i < n; i++)
+        h[i] = fp32 ? compute(s, h[i] + y[i]) : store(s, h[i] + y[i]);
+}
+
+/* The SwiGLU feed-forward after layer l's mixer (Lfm2MLP): h += w2(silu(w1 x) * w3 x), x the ffn_norm of
+ * h; every product stored in the model dtype. x and y are [rows][D] scratch. */
+static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_t rows, double *h, double *x)
+{
+    int64_t D = s->D, F = s->F;
+    const double *w1 = s->w1 + l * F * D, *w3 = s->w3 + l * F * D, *w2 = s->w2 + l * F * D;
+    double *a = malloc((size_t)F * sizeof *a);
+    if (a == NULL)
+        return MC_BACKEND_NOMEM;
+    block_norm(s, s->ffn_norm + l * D, h, rows, x);
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D;
+        for (int64_t f = 0; f < F; f++) {
+            double g = 0.0, u = 0.0;
+            for (int64_t d = 0; d < D; d++) {
+                g += w1[f * D + d] * xr[d];
+                u += w3[f * D + d] * xr[d];
+            }
+            g = store(s, g);
+            u = store(s, u);
+            a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+        }
+        double *hr = h + r * D;
+        for (int64_t d = 0; d < D; d++) {
+            double y = 0.0;
+            for (int64_t f = 0; f < F; f++)
+                y += w2[d * F + f] * a[f];
+            y = store(s, y);
+            hr[d] = s->cfg->residual_in_fp32 && s->fault != MC_STACK_GLUE_RESIDUAL_NOT_FP32 ? compute(s, hr[d] + y)
+                                                                                          : store(s, hr[d] + y);
+        }
+    }
+    free(a);
+    return MC_BACKEND_OK;
+}
+
+static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
+                                         double *h, const uint8_t *mask, const struct mc_stack_packed *pk, double *x,
+                                         double *y, struct mc_msg *msg)
+{
+    if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
+        for (int64_t i = 0; i < B * L * s->D; i++)
+            x[i] = store(s, h[i]);
+    else
+        block_norm(s, s->norm + l * s->D, h, B * L, x);
+    enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
+    if (st == MC_BACKEND_OK)
+        residual_add(s, h, y, (size_t)(B * L * s->D));
+    if (st == MC_BACKEND_OK && s->F > 0 && (st = feed_forward(s, l, B * L, h, x)) == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
+    return st;
+}
+
+/* mc_stack_forward and mc_stack_forward_packed (pk, batch = 1, len = T). */
+static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
+                                        const int64_t *ids, const uint8_t *mask, const struct mc_stack_packed *pk,
+                                        double *logits, double *hidden, struct mc_msg *msg)
+{
+    int64_t D = s->D, rows = batch * len;
+    size_t n = (size_t)(rows * D);
+    double *h = malloc(n * sizeof *h), *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *tmp = malloc((size_t)D * sizeof *tmp);
+    enum mc_backend_status st = MC_BACKEND_NOMEM;
+    if (h == NULL || x == NULL || y == NULL || tmp == NULL)
+        goto out;
+    st = MC_BACKEND_OK;
+    for (int64_t r = 0; r < rows; r++) {
+        if (ids[r] < 0 || ids[r] >= s->V) {
+            snprintf(msg->text, sizeof msg->text, "token id %lld outside the vocabulary", (long long)ids[r]);
+            st = MC_BACKEND_INVALID;
+            goto out;
+        }
+        memcpy(h + r * D, s->embed + ids[r] * D, (size_t)D * sizeof *h);
+    }
+    if (hidden != NULL)
+        memcpy(hidden, h, n * sizeof *h);
+    for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
+        st = layer_step(s, l, c ? c->layer[l] : NULL, batch, len, h, mask, pk, x, y, msg);
+        if (st == MC_BACKEND_OK && hidden != NULL)
+            memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
+    }
+    if (st == MC_BACKEND_OK)
+        final_head(s, h, rows, logits, tmp);
+out:
+    if (st == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in the stack forward");
+    free(h);
+    free(x);
+    free(y);
+    free(tmp);
+    return st;
+}
+
+enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
+                                        const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
+                                        struct mc_msg *msg)
+{
+    return stack_run(s, c, batch, len, ids, mask, NULL, logits, hidden, msg);
+}
+
+enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_stack_cache *pool,
+                                               const struct mc_stack_packed *pk, const int64_t *ids, double *logits,
+                                               double *hidden, struct mc_msg *msg)
+{
+    return stack_run(s, pool, 1, pk->cu_seqlens[pk->n_seqs], ids, NULL, pk, logits, hidden, msg);
+}
+
+enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
+                                              const double *h_in, const uint8_t *mask, double *h_out,
+                                              struct mc_msg *msg)
+{
+    size_t n = (size_t)(batch * len * s->D);
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    enum mc_backend_status st = MC_BACKEND_NOMEM;
+    if (x != NULL && y != NULL) {
+        for (size_t i = 0; i < n; i++)
+            h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
+        st = layer_step(s, layer, NULL, batch, len, h_out, mask, NULL, x, y, msg);
+    }
+    free(x);
+    free(y);
+    return st;
+}
+
+enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
+                                              const double *x, const uint8_t *mask, double *y, struct mc_msg *msg)
+{
+    return run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y, msg);
+}

@@ -1,0 +1,108 @@
+/*
+ * stack.h — the stack engine (docs/models.md §1): a whole `...ForCausalLM`
+ * computed as upstream computes it — embedding lookup, per layer pre-norm -> mixer -> residual, the
+ * final norm and the (tied or untied) LM head — with every mixer layer reached through the backend
+ * interface (mixcheck/backend.h): each layer is a model of the backend the caller assigns to it, so
+ * the layers under test run on a backend under test and the rest on the reference.
+ *
+ * Dtype rules (upstream's, for a model stored in dtype T): the embedding is looked up in T; the
+ * residual stream is float32 when residual_in_fp32 (else T); a block norm reads the residual rounded
+ * to T, normalises in float32, rounds to T, multiplies by its T weight in T; the mixer reads and writes
+ * T; the residual add is float32; the final norm keeps float32 (its input is float32), and the head
+ * reads it rounded to T and writes logits in T (then float32). At f32 every step is float32; at f64
+ * every step is float64. The engine computes each step in float64 and rounds where upstream stores.
+ *
+ * Glue is this module's; a backend only ever sees its layer's normalised input, mask and cache.
+ */
+#ifndef MC_STACK_H
+#define MC_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixcheck/backend.h"
+#include "golden/stackgolden.h"
+
+struct mc_stack;
+
+struct mc_stack_cache {
+    int64_t batch;
+    struct mc_cache **layer; /* [n_layers], each from its layer's backend */
+};
+
+/* Creates the stack at dtype with layer l on layer_ops[l] (a backend of the layer's family). The
+ * weights are the golden's, rounded to dtype. A backend that refuses its layer returns its status,
+ * with msg naming the layer; MC_BACKEND_NOMEM when memory runs out. */
+enum mc_backend_status mc_stack_create(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                       const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                       struct mc_stack **out, struct mc_msg *msg);
+void mc_stack_destroy(struct mc_stack *s);
+
+/* Planted glue bugs, for the mutant tests only (tests/stacks): the engine with exactly one
+ * upstream-style glue bug switched on, at `layer` where the bug sits in a layer. MC_STACK_GLUE_NONE is
+ * the engine itself. (Positions counted with padding needs an attention layer: not here yet.) */
+enum mc_stack_glue_fault {
+    MC_STACK_GLUE_NONE,
+    MC_STACK_GLUE_RESIDUAL_NOT_FP32, /* the residual stream rounded to the model dtype after every add */
+    MC_STACK_GLUE_BLOCK_NORM_SKIPPED, /* layer `layer`'s mixer reads the residual without its norm */
+    MC_STACK_GLUE_FINAL_NORM_SKIPPED, /* the head reads the residual without the final norm */
+    MC_STACK_GLUE_HEAD_UNTIED,       /* tied config, but the head is a matrix of its own (a fresh init) */
+};
+void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
+
+/* The reference stack of a reduced dtype (f16/bf16): the glue exactly as mc_stack_create's in dtype,
+ * every layer's model created in float64 on the weights rounded to dtype, fed the dtype values of its
+ * input and its output rounded to dtype (the mixer-level reference run, refrun.h, at the model level). */
+enum mc_backend_status mc_stack_create_ref(const struct mc_stack_golden *g, enum mc_dtype dtype,
+                                           const struct mc_backend_ops *const *layer_ops, int32_t threads,
+                                           struct mc_stack **out, struct mc_msg *msg);
+
+const struct mc_stack_config *mc_stack_config_of(const struct mc_stack *s);
+const struct mc_backend_ops *mc_stack_layer_ops(const struct mc_stack *s, int64_t layer);
+
+/* A fresh cache for `batch` rows (every layer's cache_alloc). */
+enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, struct mc_stack_cache *c,
+                                          struct mc_msg *msg);
+enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_cache *dst,
+                                           const struct mc_stack_cache *src, struct mc_msg *msg);
+void mc_stack_cache_free(struct mc_stack *s, struct mc_stack_cache *c);
+/* Layer `layer`'s cache as float64: conv [B][C][K], state [B][...] (NULL when the layer has none). */
+enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc_stack_cache *c, int64_t layer,
+                                             double *conv, double *state, struct mc_msg *msg);
+
+/* One forward of token ids [B][L] (mask [B][L], 1 = real token, or NULL) through every layer, from
+ * the cache (NULL: a prefill without cache). logits receives [B][L][V]; hidden, when not NULL,
+ * [n_layers + 1][B][L][D]: the residual stream after the embedding and after every layer. */
+enum mc_backend_status mc_stack_forward(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
+                                        const int64_t *ids, const uint8_t *mask, double *logits, double *hidden,
+                                        struct mc_msg *msg);
+
+/* The packed call of serving engines (backend.h struct mc_packed_args) at the model level: n sequences
+ * of token ids back to back, sequence i owning ids [cu_seqlens[i], cu_seqlens[i+1]) and row slots[i] of
+ * the pool (a cache of S >= n rows), from its slot's caches when has_initial_state[i], else from zero.
+ * Every layer's mixer gets the packed call on its own pool; the glue is per token. */
+struct mc_stack_packed {
+    int64_t n_seqs;
+    const int64_t *cu_seqlens;        /* [n + 1] */
+    const int64_t *slots;             /* [n] */
+    const uint8_t *has_initial_state; /* [n] */
+};
+/* logits receives [T][V]; hidden, when not NULL, [n_layers + 1][T][D]. */
+enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_stack_cache *pool,
+                                               const struct mc_stack_packed *pk, const int64_t *ids, double *logits,
+                                               double *hidden, struct mc_msg *msg);
+
+/* Localisation (docs/models.md §5): layer `layer` alone, without cache, on residual input
+ * h_in [B][L][D] (float64 values, rounded as the engine holds the residual): h_out receives the
+ * layer's residual output. */
+enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
+                                              const double *h_in, const uint8_t *mask, double *h_out,
+                                              struct mc_msg *msg);
+/* Layer `layer`'s block norm of residual rows h [rows][D] into x [rows][D], as the engine computes it
+ * in its dtype: the input of that layer's mixer. */
+void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x);
+/* Layer `layer`'s mixer alone, without cache, on x [B][L][D] (rounded to dtype): y receives its output. */
+enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
+                                              const double *x, const uint8_t *mask, double *y, struct mc_msg *msg);
+
+#endif
