@@ -33,7 +33,7 @@
 #include "base/dtype.h"
 #include "golden/golden.h"
 #include "mixcheck/backend.h"
-#include "scenario/probes.h"
+#include "family/probespec.h"
 #include "golden/weightset.h"
 
 #include "cpu.h"

@@ -19,7 +19,7 @@
 
 #include "case/case.h"
 #include "golden/golden.h"
-#include "scenario/scenario.h"
+#include "verdict/check.h"
 
 #define MC_DIAG_MAX_TENSORS 16 /* distinct tensor names one scenario compares over its dtypes */
 #define MC_DIAG_MAX_COND 16    /* conditions of one signature */

@@ -9,7 +9,7 @@
 #define MC_ISOLATE_H
 
 #include "base/error.h"
-#include "scenario/scenario.h"
+#include "verdict/check.h"
 
 struct mc_job {
     struct mc_scenario_ctx ctx;

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "golden/goldenread.h"
 #include "golden/h5read.h"
 #include "base/sha256.h"
 
@@ -25,30 +24,7 @@ static const char *const INPUT_LINKS[] = {"hidden_states", "attention_mask"};
 static const char *const EXPECTED_LINKS[] = {"output", "state_positions", "conv_state", "recurrent_state"};
 #define LAYOUT_MSG "not part of the golden layout (golden/README.md)"
 
-int64_t mc_array_elems(const struct mc_array *a)
-{
-    if (a == NULL || a->ndim <= 0)
-        return 0;
-    int64_t n = 1;
-    for (int i = 0; i < a->ndim; i++)
-        n *= a->dims[i];
-    return n;
-}
-
 /* ---- the file's parts -------------------------------------------------------------------------- */
-
-enum mc_err_code mc_golden_array_read(struct mc_h5_reader *r, const char *name, enum mc_h5_want want,
-                                      const struct mc_h5_shape_rule *rule, struct mc_array *a)
-{
-    void *data = NULL;
-    int64_t dims[MC_MAX_DIMS] = {0};
-    if (mc_h5_dataset_read(r, name, want, rule, dims, &data))
-        return r->err.code;
-    a->ndim = rule->ndim;
-    memcpy(a->dims, dims, sizeof a->dims);
-    a->data = data;
-    return mc_h5_check_finite(r, name, a->ndim, a->dims, a->data);
-}
 
 static enum mc_err_code read_header(struct mc_h5_reader *r, struct mc_golden *g)
 {
@@ -189,7 +165,7 @@ static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_golden *g
         memcpy(rule.dims, specs[i].dims, sizeof rule.dims);
         if ((g->weights[i].name = mc_strdup(specs[i].name)) == NULL)
             return mc_h5_fail_nomem(r, label);
-        if (mc_golden_array_read(r, label, MC_H5_WANT_FLOAT, &rule, &g->weights[i].value))
+        if (mc_h5_array_read(r, label, MC_H5_WANT_FLOAT, &rule, &g->weights[i].value))
             return r->err.code;
     }
     return MC_ERR_NONE;
@@ -207,7 +183,7 @@ static enum mc_err_code read_inputs(struct mc_h5_reader *r, struct mc_golden *g,
         return e < 0 ? r->err.code : mc_h5_fail(r, MC_ERR_INPUT, "/inputs", "missing group");
     if (mc_h5_group_check_links(r, "/inputs", INPUT_LINKS, 2, LAYOUT_MSG))
         return r->err.code;
-    if (mc_golden_array_read(r, "/inputs/hidden_states", MC_H5_WANT_FLOAT, &hs, &g->hidden_states))
+    if (mc_h5_array_read(r, "/inputs/hidden_states", MC_H5_WANT_FLOAT, &hs, &g->hidden_states))
         return r->err.code;
     g->batch = g->hidden_states.dims[0];
     g->len = g->hidden_states.dims[1];
@@ -269,12 +245,12 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *
         return e < 0 ? r->err.code : mc_h5_fail(r, MC_ERR_INPUT, "/expected", "missing group");
     if (mc_h5_group_check_links(r, "/expected", EXPECTED_LINKS, 4, LAYOUT_MSG))
         return r->err.code;
-    if (mc_golden_array_read(r, "/expected/output", MC_H5_WANT_F64, &out, &g->output) || read_positions(r, g))
+    if (mc_h5_array_read(r, "/expected/output", MC_H5_WANT_F64, &out, &g->output) || read_positions(r, g))
         return r->err.code;
     struct mc_h5_shape_rule conv = {.ndim = 4,
                                     .dims = {g->n_positions, g->batch, sh->conv_channels, sh->conv_kernel},
                                     .source = "the configuration and state_positions"};
-    if (mc_golden_array_read(r, "/expected/conv_state", MC_H5_WANT_F64, &conv, &g->conv_state))
+    if (mc_h5_array_read(r, "/expected/conv_state", MC_H5_WANT_F64, &conv, &g->conv_state))
         return r->err.code;
     const char *name = "/expected/recurrent_state";
     if (sh->state_ndim == 0) {
@@ -289,7 +265,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_golden *
                                   .source = "the configuration and state_positions"};
     for (int i = 0; i < sh->state_ndim; i++)
         st.dims[2 + i] = sh->state_dims[i];
-    return mc_golden_array_read(r, name, MC_H5_WANT_F64, &st, &g->recurrent_state);
+    return mc_h5_array_read(r, name, MC_H5_WANT_F64, &st, &g->recurrent_state);
 }
 
 
@@ -321,7 +297,7 @@ static enum mc_err_code read_probes(struct mc_h5_reader *r, struct mc_golden *g)
                                         .source = "the configuration and the inputs"};
         for (int d = 0; d < spec[i].ndim; d++)
             rule.dims[2 + d] = spec[i].dims[d];
-        if (mc_golden_array_read(r, path, MC_H5_WANT_F64, &rule, &g->probes[i]))
+        if (mc_h5_array_read(r, path, MC_H5_WANT_F64, &rule, &g->probes[i]))
             return r->err.code;
         g->has_probes = 1;
     }

@@ -17,20 +17,12 @@
 
 #include "base/error.h"
 #include "family/family.h"
-#include "scenario/probes.h"
+#include "family/probespec.h"
+#include "golden/array.h"
 #include "base/sha256.h"
 
 #define MC_GOLDEN_FORMAT "mixcheck-golden"
 #define MC_GOLDEN_FORMAT_VERSION 1
-
-/* A dense float64 array owned by its holder. */
-struct mc_array {
-    int ndim;
-    int64_t dims[MC_MAX_DIMS];
-    double *data;
-};
-
-int64_t mc_array_elems(const struct mc_array *a);
 
 struct mc_golden_weight {
     char *name;          /* HF parameter name, e.g. "in_proj.weight" */

@@ -581,3 +581,16 @@ enum mc_err_code mc_h5_close(struct mc_h5_reader *r)
     H5Eset_auto2(H5E_DEFAULT, r->saved_func, r->saved_data);
     return r->err.code;
 }
+
+enum mc_err_code mc_h5_array_read(struct mc_h5_reader *r, const char *name, enum mc_h5_want want,
+                                  const struct mc_h5_shape_rule *rule, struct mc_array *a)
+{
+    void *data = NULL;
+    int64_t dims[MC_MAX_DIMS] = {0};
+    if (mc_h5_dataset_read(r, name, want, rule, dims, &data))
+        return r->err.code;
+    a->ndim = rule->ndim;
+    memcpy(a->dims, dims, sizeof a->dims);
+    a->data = data;
+    return mc_h5_check_finite(r, name, a->ndim, a->dims, a->data);
+}

@@ -23,6 +23,7 @@
 
 #include "base/error.h"
 #include "family/family.h" /* MC_MAX_DIMS */
+#include "golden/array.h"
 
 /* Per dataset and per file, in elements; strings and link names, in bytes. */
 #define MC_H5_MAX_ELEMS ((int64_t)1 << 26)
@@ -105,5 +106,10 @@ enum mc_err_code mc_h5_dataset_read(struct mc_h5_reader *r, const char *name, en
 /* Refuses NaN and Inf in data (ndim, dims), naming the first one and its index. */
 enum mc_err_code mc_h5_check_finite(struct mc_h5_reader *r, const char *label, int ndim, const int64_t *dims,
                                     const double *data);
+
+/* Dataset `name` under `rule` (shape) and `want` (element type) into a, NaN/Inf refused; the reader's
+ * error code otherwise (a->data set once read, freed by the array's holder). */
+enum mc_err_code mc_h5_array_read(struct mc_h5_reader *r, const char *name, enum mc_h5_want want,
+                                  const struct mc_h5_shape_rule *rule, struct mc_array *a);
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "golden/goldenread.h"
 #include "golden/h5read.h"
 
 static const char *const ROOT_LINKS[] = {"config", "weights", "inputs", "expected"};
@@ -138,7 +137,7 @@ static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_gol
             goto done;
         }
         g->n_weights = i + 1;
-        if (mc_golden_array_read(r, path, MC_H5_WANT_FLOAT, &rules[i], &g->weights[i].value))
+        if (mc_h5_array_read(r, path, MC_H5_WANT_FLOAT, &rules[i], &g->weights[i].value))
             goto done;
     }
 done:
@@ -206,9 +205,9 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
     struct mc_h5_shape_rule mr = {.ndim = 4, .dims = {c->n_layers, B, L, D},
                                   .source = "num_hidden_layers, the inputs and hidden_size"};
     struct mc_h5_shape_rule pr = {.ndim = 1, .max = {L + 1}, .names = {"T"}, .source = "the inputs"};
-    if (mc_golden_array_read(r, "/expected/logits", MC_H5_WANT_F64, &lr, &g->logits) ||
-        mc_golden_array_read(r, "/expected/hidden_states", MC_H5_WANT_F64, &hr, &g->hidden) ||
-        mc_golden_array_read(r, "/expected/mixer_outputs", MC_H5_WANT_F64, &mr, &g->mixer_outputs) ||
+    if (mc_h5_array_read(r, "/expected/logits", MC_H5_WANT_F64, &lr, &g->logits) ||
+        mc_h5_array_read(r, "/expected/hidden_states", MC_H5_WANT_F64, &hr, &g->hidden) ||
+        mc_h5_array_read(r, "/expected/mixer_outputs", MC_H5_WANT_F64, &mr, &g->mixer_outputs) ||
         read_ints(r, "/expected/state_positions", &pr, dims, &g->state_positions))
         return r->err.code;
     g->n_positions = dims[0];
@@ -227,7 +226,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
             return mc_h5_fail(r, MC_ERR_INPUT, "/expected/greedy_tokens", "token id %lld outside [0, %lld)",
                               (long long)g->greedy_tokens[i], (long long)V);
     struct mc_h5_shape_rule gl = {.ndim = 3, .dims = {B, g->greedy_steps, V}, .source = "/expected/greedy_tokens"};
-    if (mc_golden_array_read(r, "/expected/greedy_logits", MC_H5_WANT_F64, &gl, &g->greedy_logits))
+    if (mc_h5_array_read(r, "/expected/greedy_logits", MC_H5_WANT_F64, &gl, &g->greedy_logits))
         return r->err.code;
     /* per-layer caches */
     char (*lnames)[24] = mc_calloc((size_t)c->n_layers, sizeof *lnames);
@@ -254,7 +253,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
         struct mc_h5_shape_rule cr = {.ndim = 4, .dims = {g->n_positions, B, sh.conv_channels, sh.conv_kernel},
                                       .source = "the positions, the inputs and the layer's configuration"};
         snprintf(path, sizeof path, "%s/conv_state", grp);
-        if (mc_golden_array_read(r, path, MC_H5_WANT_F64, &cr, &g->layers[l].conv_state))
+        if (mc_h5_array_read(r, path, MC_H5_WANT_F64, &cr, &g->layers[l].conv_state))
             break;
         if (sh.state_ndim > 0) {
             struct mc_h5_shape_rule sr = {.ndim = 2 + sh.state_ndim, .dims = {g->n_positions, B},
@@ -262,7 +261,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
             for (int k = 0; k < sh.state_ndim; k++)
                 sr.dims[2 + k] = sh.state_dims[k];
             snprintf(path, sizeof path, "%s/recurrent_state", grp);
-            mc_golden_array_read(r, path, MC_H5_WANT_F64, &sr, &g->layers[l].recurrent_state);
+            mc_h5_array_read(r, path, MC_H5_WANT_F64, &sr, &g->layers[l].recurrent_state);
         }
     }
 out:

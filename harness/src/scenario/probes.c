@@ -10,99 +10,6 @@
 #include "golden/golden.h"
 #include "scenario/session.h"
 
-/* ---- the family tables ------------------------------------------------------------------------ */
-
-static struct mc_probe_spec spec1(const char *name, int64_t d0, const char *n0)
-{
-    return (struct mc_probe_spec){.name = name, .ndim = 1, .dims = {d0}, .dim_names = {n0}};
-}
-
-static struct mc_probe_spec spec2(const char *name, int64_t d0, const char *n0, int64_t d1, const char *n1)
-{
-    return (struct mc_probe_spec){.name = name, .ndim = 2, .dims = {d0, d1}, .dim_names = {n0, n1}};
-}
-
-int mc_probe_specs(const struct mc_family_config *cfg, struct mc_probe_spec out[MC_PROBE_MAX])
-{
-    int n = 0;
-    switch (cfg->family) {
-    case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
-        break;
-    case MC_FAMILY_MAMBA2: {
-        const struct mc_mamba2_config *c = &cfg->u.mamba2;
-        const int64_t inner = c->num_heads * c->head_dim;
-        out[n++] = spec1("conv_out", inner + 2 * c->n_groups * c->state_size, "channel");
-        out[n++] = spec1("dt", c->num_heads, "head");
-        out[n++] = spec2("B", c->n_groups, "group", c->state_size, "state");
-        out[n++] = spec2("C", c->n_groups, "group", c->state_size, "state");
-        out[n++] = spec1("scan_out", inner, "channel");
-        out[n++] = spec1("norm_in", inner, "channel");
-        break;
-    }
-    case MC_FAMILY_MAMBA1: {
-        const struct mc_mamba1_config *c = &cfg->u.mamba1;
-        out[n++] = spec1("conv_out", c->intermediate_size, "channel");
-        out[n++] = spec1("dt", c->intermediate_size, "channel");
-        out[n++] = spec1("B", c->state_size, "state");
-        out[n++] = spec1("C", c->state_size, "state");
-        out[n++] = spec1("scan_out", c->intermediate_size, "channel");
-        out[n++] = spec1("norm_in", c->intermediate_size, "channel");
-        break;
-    }
-    case MC_FAMILY_GDN: {
-        const struct mc_gdn_config *c = &cfg->u.gdn;
-        out[n++] = spec1("conv_out", 2 * c->num_key_heads * c->key_head_dim + c->num_value_heads * c->value_head_dim,
-                         "channel");
-        out[n++] = spec1("beta", c->num_value_heads, "head");
-        out[n++] = spec1("g", c->num_value_heads, "head");
-        out[n++] = spec2("q", c->num_key_heads, "key_head", c->key_head_dim, "key");
-        out[n++] = spec2("k", c->num_key_heads, "key_head", c->key_head_dim, "key");
-        out[n++] = spec2("core_out", c->num_value_heads, "head", c->value_head_dim, "value");
-        break;
-    }
-    case MC_FAMILY_SHORTCONV: {
-        const struct mc_shortconv_config *c = &cfg->u.shortconv;
-        out[n++] = spec1("conv_in", c->hidden_size, "channel");
-        out[n++] = spec1("conv_out", c->hidden_size, "channel");
-        break;
-    }
-    case MC_FAMILY_ATTENTION: /* no stages defined (docs/scenarios.md §1.3) */
-        break;
-    }
-    return n;
-}
-
-int mc_probes_capable(const struct mc_backend_ops *ops)
-{
-    return ops != NULL && (ops->caps & MC_CAP_PROBES) && ops->probe_enable != NULL && ops->probe_read != NULL;
-}
-
-void mc_first_stage_format(const struct mc_first_stage *f, char *buf, size_t len)
-{
-    if (!f->probed) {
-        snprintf(buf, len, "no stage probes compared");
-        return;
-    }
-    if (f->name[0] == '\0') {
-        snprintf(buf, len,
-                 "every probed stage within tolerance over %lld forward%s: the divergence is after the last probe "
-                 "(the norm, gate or out_proj) or in the cache update",
-                 (long long)f->forwards, f->forwards == 1 ? "" : "s");
-        return;
-    }
-    char idx[96] = "";
-    size_t used = 0;
-    for (int i = 0; i < f->ndim && used < sizeof idx; i++) {
-        int w = snprintf(idx + used, sizeof idx - used, ", %s %lld", f->index_names[i], (long long)f->index[i]);
-        used += w > 0 ? (size_t)w : 0;
-    }
-    snprintf(buf, len,
-             "%s: token %lld, batch %lld%s, got %.9g, want %.9g (abs err %.3g, rel err %.3g; atol %.3g, rtol %.3g; "
-             "%lld of %lld elements fail) in %s against the %s",
-             f->name, (long long)f->token, (long long)f->batch, idx, f->got, f->want, f->abs_err, f->rel_err, f->atol,
-             f->rtol, (long long)f->failing, (long long)f->elements, f->call, f->against);
-}
-
 /* ---- the rerun's state ------------------------------------------------------------------------ */
 
 struct mc_probe_session {
@@ -182,7 +89,7 @@ static void ref_model_open(struct mc_session *s, struct mc_probe_session *p)
     free(w);
 }
 
-void mc_probes_model(struct mc_session *s)
+static void probes_model(struct mc_session *s)
 {
     if (!s->ctx->probes || s->broken || s->model == NULL || !mc_probes_capable(s->ops))
         return;
@@ -198,7 +105,7 @@ void mc_probes_model(struct mc_session *s)
     ref_model_open(s, p);
 }
 
-void mc_probes_close(struct mc_session *s)
+static void probes_close(struct mc_session *s)
 {
     struct mc_probe_session *p = s->probe;
     if (p == NULL)
@@ -218,7 +125,7 @@ static int active(const struct mc_session *s)
     return s->probe != NULL && !s->probe->done && !s->broken && mc_probes_capable(s->ops);
 }
 
-int mc_probes_before(struct mc_session *s, const struct mc_session_cache *c, const struct mc_slice *sl)
+static int probes_before(struct mc_session *s, const struct mc_session_cache *c, const struct mc_slice *sl)
 {
     if (!active(s))
         return 0;
@@ -445,7 +352,7 @@ static int compare_stage(const struct mc_probe_spec *sp, const struct mc_slice *
     return 1;
 }
 
-void mc_probes_after(struct mc_session *s, const struct mc_slice *sl, const double *xr, const uint8_t *mask,
+static void probes_after(struct mc_session *s, const struct mc_slice *sl, const double *xr, const uint8_t *mask,
                      const char *call)
 {
     if (!active(s))
@@ -488,3 +395,10 @@ out:
         free(want[k]);
     }
 }
+
+const struct mc_session_probe_hooks mc_probe_hooks = {
+    .model = probes_model,
+    .close = probes_close,
+    .before = probes_before,
+    .after = probes_after,
+};

@@ -15,44 +15,9 @@
 #include "base/rng.h"
 #include "scenario/headshard.h"
 #include "scenario/longrun.h"
+#include "scenario/probes.h"
 #include "scenario/serving.h"
 #include "scenario/session.h"
-
-const char *mc_check_status_name(enum mc_check_status status)
-{
-    switch (status) {
-    case MC_CHECK_PASS:
-        return "pass";
-    case MC_CHECK_FAIL:
-        return "fail";
-    case MC_CHECK_ERROR:
-        return "error";
-    case MC_CHECK_UNSUPPORTED:
-        return "unsupported";
-    case MC_CHECK_SKIPPED:
-        return "skipped";
-    case MC_CHECK_NONDETERMINISTIC:
-        return "nondeterministic";
-    case MC_CHECK_DRIFT:
-        return "drift";
-    case MC_CHECK_STATUS_COUNT:
-        break;
-    }
-    return "unknown";
-}
-
-const char *mc_expected_source_name(enum mc_expected_source e)
-{
-    switch (e) {
-    case MC_EXPECTED_GOLDEN:
-        return "golden";
-    case MC_EXPECTED_F64_REFERENCE:
-        return "f64-reference";
-    case MC_EXPECTED_SELF:
-        return "self";
-    }
-    return "unknown";
-}
 
 /* ---- scenarios ---------------------------------------------------------------------------------- */
 
@@ -903,43 +868,6 @@ enum mc_err_code mc_scenario_validate(const struct mc_case *c, const struct mc_s
                         sp->column, mc_scenario_name(sp->kind));
 }
 
-void mc_scenario_verdict(struct mc_check_result *res)
-{
-    if (res->status != MC_CHECK_PASS)
-        return;
-    const struct mc_tensor_result *snapshot = NULL;
-    for (int i = 0; i < res->n_tensors; i++)
-        if (strcmp(res->tensors[i].name, "snapshot") == 0 && !mc_compare_passed(&res->tensors[i].stats))
-            snapshot = &res->tensors[i];
-    if (snapshot != NULL) {
-        /* a copy's run changed its source: the copies were not independent, which explains two runs
-         * on them that differ (no nondeterminism verdict) and anything that ran on a copy later */
-        res->status = MC_CHECK_FAIL;
-        snprintf(res->message, sizeof res->message,
-                 "the cache the copies were made from changed while a copy ran (%lld of %lld elements): "
-                 "cache_copy shares storage between the copies, or a forward writes its source; other "
-                 "differences of this check may come from it",
-                 (long long)snapshot->stats.n_fail, (long long)snapshot->stats.n_elems);
-        return;
-    }
-    for (int i = 0; i < res->n_tensors; i++) {
-        const struct mc_tensor_result *t = &res->tensors[i];
-        if (mc_compare_passed(&t->stats))
-            continue;
-        if (strcmp(t->name, "determinism") == 0) {
-            /* it explains whatever else differs between two paths: say so first */
-            res->status = MC_CHECK_NONDETERMINISTIC;
-            snprintf(res->message, sizeof res->message,
-                     "the same forward on two copies of the same cache gave different results (%lld of %lld "
-                     "elements differ): the backend is nondeterministic; other differences of this check may "
-                     "come from it",
-                     (long long)t->stats.n_fail, (long long)t->stats.n_elems);
-            return;
-        }
-        res->status = MC_CHECK_FAIL;
-    }
-}
-
 /* The first-stage diagnosis of a failed check (probes.h): the same check once more with stage probes
  * on; its first failing stage goes into res, a backend error of the rerun (a mis-shaped probe) becomes
  * the check's error. The verdict and tensors stay those of the run without probes. */
@@ -950,7 +878,7 @@ static enum mc_err_code rerun_with_probes(const struct mc_scenario_ctx *ctx, str
     if (again == NULL)
         return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
     struct mc_scenario_ctx pctx = *ctx;
-    pctx.probes = 1;
+    pctx.probes = &mc_probe_hooks;
     enum mc_err_code rc = mc_scenario_run(&pctx, again, err);
     if (rc == MC_ERR_NONE) {
         res->first_stage = again->first_stage;
@@ -1043,7 +971,7 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
         rc = err->code;
     }
     mc_session_close(&s);
-    mc_scenario_verdict(res);
+    mc_check_verdict(res);
     if (rc == MC_ERR_NONE && res->status == MC_CHECK_FAIL && !ctx->probes && mc_probes_capable(ctx->ops))
         rc = rerun_with_probes(ctx, res, err);
     res->duration_s = mc_clock_now_s() - t0;

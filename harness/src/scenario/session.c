@@ -8,7 +8,6 @@
 
 #include "base/dtype.h"
 #include "exec/guard.h"
-#include "scenario/probes.h"
 #include "golden/weightset.h"
 
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s)
@@ -221,7 +220,8 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
     for (int i = 0; i < g->n_weights && !s->broken; i++)
         input_unchanged(s, "model_create", g->weights[i].name, bufs[i], ws->data[i],
                         (size_t)mc_array_elems(&g->weights[i].value) * s->esz, s->esz);
-    mc_probes_model(s); /* a diagnosing rerun: probes on (probes.h) */
+    if (s->ctx->probes != NULL) /* a diagnosing rerun: probes on (scenario/probes.h) */
+        s->ctx->probes->model(s);
 out:
     if (gw != NULL)
         for (int i = 0; i < g->n_weights; i++)
@@ -238,7 +238,8 @@ void mc_session_close(struct mc_session *s)
     if (s->model != NULL)
         s->ops->model_destroy(s->model);
     s->model = NULL;
-    mc_probes_close(s);
+    if (s->probe != NULL) /* only a probing rerun's hooks set it */
+        s->ctx->probes->close(s);
 }
 
 int mc_session_cache_new(struct mc_session *s, int64_t batch, struct mc_session_cache *c)
@@ -320,7 +321,7 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
             memcpy(mask + b * sl->len, g->mask + (sl->r0 + b) * g->len + sl->t0, (size_t)sl->len);
         memcpy(mask_copy, mask, nmask);
     }
-    if (mc_probes_before(s, c, sl) != 0)
+    if (s->ctx->probes != NULL && s->ctx->probes->before(s, c, sl) != 0)
         goto out;
     mc_dtype_fill_nan(s->ctx->dtype, yb, n);
     struct mc_forward_args args = {.batch = sl->nrows, .len = sl->len, .x = xb, .mask = mask, .y = yb};
@@ -337,7 +338,7 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     mc_dtype_to_f64(s->ctx->dtype, yb, y, n);
     if (s->probe != NULL) { /* the inputs as the backend got them, for the reference's run of the call */
         mc_dtype_to_f64(s->ctx->dtype, xcopy, xf, n);
-        mc_probes_after(s, sl, xf, mask, call);
+        s->ctx->probes->after(s, sl, xf, mask, call);
     }
     rc = s->broken ? -1 : 0;
 out:

@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "verdict/compare.h"
 #include "family/family.h"
 #include "golden/refrun.h"
-#include "scenario/scenario.h"
+#include "verdict/check.h"
+#include "verdict/compare.h"
 
 struct mc_session {
     const struct mc_scenario_ctx *ctx;
@@ -29,7 +29,7 @@ struct mc_session {
     struct mc_error *err;
     const struct mc_refrun *ref; /* f16/bf16: the reference run on the same rounded inputs, or NULL */
     char run_label[200]; /* the run in progress, e.g. "splits [1, 5]" (mc_session_run_begin), or "" */
-    struct mc_probe_session *probe; /* stage probes of a diagnosing rerun (probes.h), or NULL */
+    struct mc_probe_session *probe; /* the probing rerun's state (scenario/probes.c), or NULL */
     /* the scenario's expected values are the f64 reference run on its own inputs, not the golden:
      * tensors created from now on report `expected: f64-reference` (consistency-type ones stay `self`) */
     int live_reference;
@@ -46,6 +46,18 @@ struct mc_slice {
     int64_t r0, nrows, t0, len;
     int masked;            /* pass the golden's mask slice (when it has one) */
     const double *x;       /* optional [nrows][len][D] replacing the golden's hidden states */
+};
+
+/* What a probing rerun does around the session's model and each forward (scenario/probes.h fills
+ * them; the check's context carries them in mc_scenario_ctx.probes, NULL for a plain run): `model`
+ * after each model_create, `close` when the session closes, `before` ahead of each forward (non-zero:
+ * the forward is not run), `after` past it with the inputs the backend got, in float64. */
+struct mc_session_probe_hooks {
+    void (*model)(struct mc_session *s);
+    void (*close)(struct mc_session *s);
+    int (*before)(struct mc_session *s, const struct mc_session_cache *c, const struct mc_slice *sl);
+    void (*after)(struct mc_session *s, const struct mc_slice *sl, const double *xr, const uint8_t *mask,
+                  const char *call);
 };
 
 /* Opens the session: tolerances for every tensor, weights converted to the dtype, model_create.

@@ -1683,7 +1683,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         free(s.ref_mi);
         free(s.ref_mo);
     }
-    mc_scenario_verdict(res);
+    mc_check_verdict(res);
     res->duration_s = mc_clock_now_s() - t0;
     return err->code;
 }
