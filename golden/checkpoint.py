@@ -19,7 +19,8 @@ import sys
 
 import numpy as np
 
-import generate as G
+import goldens   # the golden file writer (golden/goldens.py)
+import mixers    # GoldenSpec, Golden and the mixer families' config attributes (golden/mixers.py)
 import stacks as S
 
 SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
@@ -130,11 +131,11 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         config["layer_norm_epsilon"] = np.float64(mcfg["layer_norm_epsilon"])
         config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
     elif family == "mamba1":
-        config = {k: np.int64(mcfg[k]) for k in G.MAMBA1_INT_ATTRS}
+        config = {k: np.int64(mcfg[k]) for k in mixers.MAMBA1_INT_ATTRS}
     elif family == "shortconv":
         config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
     elif family == "gdn":
-        config = {k: np.int64(mcfg[k]) for k in G.GDN_INT_ATTRS}
+        config = {k: np.int64(mcfg[k]) for k in mixers.GDN_INT_ATTRS}
         config["rms_norm_eps"] = np.float64(mcfg["rms_norm_eps"])
         config["projection_layout"] = mcfg["projection_layout"]
     else:
@@ -149,11 +150,11 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     tensors["expected/conv_state"] = windows
     if states is not None:
         tensors["expected/recurrent_state"] = states
-    spec = G.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
-                        config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
-    g = G.Golden(config, tensors, [])
+    spec = mixers.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
+                             config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
+    g = mixers.Golden(config, tensors, [])
     tmp = out + ".tmp"
-    G.write(spec, g, tmp)
+    goldens.write(spec, g, tmp)
     os.replace(tmp, out)
 
 

@@ -1,4 +1,5 @@
-"""Float64 oracles of the model-level layers, imported by golden/generate.py (never run on its own).
+"""Float64 oracles of the model-level layers, imported by golden/goldens.py and golden/stacks.py (never run on
+its own).
 
 attention: softmax attention with a KV cache (docs/semantics.md §12), the fifth mixer family: GQA, RoPE
 with partial rotary (rotate_half, NeoX style), per-head q/k RMSNorm (plain as LFM2, zero-centred as
@@ -7,14 +8,14 @@ The oracle is a token-by-token loop over each row's own cache, written from the 
 code; its self-test checks it against the whole-sequence form upstream runs (eager attention over a
 causal + padding mask with position_ids derived from the mask, cos/sin tables of cat(freqs, freqs)).
 
-generate.py calls register(module) once with itself: the families here add their Family and GoldenSpecs
-to its FAMILIES and SPECS and use its helpers (quantize, uniform_init, finish_golden, Reporter, ...).
-Keep each family in functions of its own.
+The families here use the helpers of golden/mixers.py (quantize, uniform_init, finish_golden, Reporter, ...);
+golden/goldens.py adds their Family (ATTENTION_FAMILY) and GoldenSpecs (attention_specs()) to its FAMILIES
+and SPECS, after the four families of mixers.py. Keep each family in functions of its own.
 """
 
 import numpy as np
 
-G = None   # golden/generate.py as a module, set by register()
+import mixers
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -52,13 +53,13 @@ def attention_init(cfg, rng, bits):
     w = {}
     for name, rows, fan_in in (("q_proj", qrows, D), ("k_proj", Hkv * hd, D), ("v_proj", Hkv * hd, D),
                                ("o_proj", D, Hq * hd)):
-        w[name + ".weight"] = G.uniform_init(rng, (rows, fan_in), fan_in, bits)
+        w[name + ".weight"] = mixers.uniform_init(rng, (rows, fan_in), fan_in, bits)
         if bias:
-            w[name + ".bias"] = G.uniform_init(rng, (rows,), fan_in)
+            w[name + ".bias"] = mixers.uniform_init(rng, (rows,), fan_in)
     if cfg["qk_norm"] != "none":
         centre = 0.0 if cfg["qk_norm"] == "zero_centred" else 1.0
         for name in ("q_norm.weight", "k_norm.weight"):
-            w[name] = G.quantize(centre + rng.uniform(-0.5, 0.5, hd), scale=1.0)
+            w[name] = mixers.quantize(centre + rng.uniform(-0.5, 0.5, hd), scale=1.0)
     return w
 
 
@@ -188,24 +189,24 @@ def attention_make_golden(spec):
     config = {k: np.int64(cfg[k]) for k in ATTENTION_INT_ATTRS}
     config.update({k: np.float64(cfg[k]) for k in ATTENTION_FLOAT_ATTRS})
     config["qk_norm"] = cfg["qk_norm"]
-    return G.finish_golden(spec, cfg, rng, weights, attention_forward, config)
+    return mixers.finish_golden(spec, cfg, rng, weights, attention_forward, config)
 
 
 def attention_selftest():
-    report = G.Reporter()
-    for spec in [s for s in G.SPECS.values() if s.family == "attention"]:
+    report = mixers.Reporter()
+    for spec in attention_specs():
         cfg = attention_config(spec)
         g = attention_make_golden(spec)
-        w, u = G.float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
+        w, u = mixers.float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
         mask = g.tensors.get("inputs/attention_mask")
         live = np.ones(u.shape[:2], bool) if mask is None else mask.astype(bool)
         out, windows, states = attention_forward(cfg, w, u, mask)
         up = attention_upstream_form(cfg, w, u, mask)
         report(f"{spec.name} token loop vs upstream whole-sequence form",
-               {"output": G.maxdiff(np.where(live[..., None], out, 0), np.where(live[..., None], up, 0))}, 1e-13)
+               {"output": mixers.maxdiff(np.where(live[..., None], out, 0), np.where(live[..., None], up, 0))}, 1e-13)
         if mask is None:
-            G.split_selftest(spec.name, lambda w_, u_, **kw: attention_forward(cfg, w_, u_, **kw), w, u,
-                             (1, 3, 8, 9), (out, windows, states), report)
+            mixers.split_selftest(spec.name, lambda w_, u_, **kw: attention_forward(cfg, w_, u_, **kw), w, u,
+                                  (1, 3, 8, 9), (out, windows, states), report)
         else:   # each row's real tokens alone: same outputs, caches frozen through padding
             d = {"output": 0.0, "pad output": 0.0, "conv_state": 0.0, "recurrent_state": 0.0}
             pad_out = w.get("o_proj.bias", np.zeros(u.shape[2]))
@@ -213,10 +214,10 @@ def attention_selftest():
                 idx = np.flatnonzero(live[b])
                 o, ws, ss = attention_forward(cfg, w, u[b:b + 1, idx])
                 consumed = np.concatenate([[0], np.cumsum(live[b])])
-                d["output"] = max(d["output"], G.maxdiff(o[0], out[b, idx]))
-                d["pad output"] = max(d["pad output"], G.maxdiff(out[b, ~live[b]], pad_out))
-                d["conv_state"] = max(d["conv_state"], G.maxdiff(ws[consumed, 0], windows[:, b]))
-                d["recurrent_state"] = max(d["recurrent_state"], G.maxdiff(ss[consumed, 0], states[:, b]))
+                d["output"] = max(d["output"], mixers.maxdiff(o[0], out[b, idx]))
+                d["pad output"] = max(d["pad output"], mixers.maxdiff(out[b, ~live[b]], pad_out))
+                d["conv_state"] = max(d["conv_state"], mixers.maxdiff(ws[consumed, 0], windows[:, b]))
+                d["recurrent_state"] = max(d["recurrent_state"], mixers.maxdiff(ss[consumed, 0], states[:, b]))
             report(f"{spec.name} padded rows vs rows alone", d, 1e-13)
     return report.ok
 
@@ -250,17 +251,11 @@ ATTENTION_SPEC_ARGS = [
 
 
 def attention_specs():
-    return [G.GoldenSpec(name, "attention", why, config, **kw) for name, why, config, kw in ATTENTION_SPEC_ARGS]
+    return [mixers.GoldenSpec(name, "attention", why, config, **kw) for name, why, config, kw in ATTENTION_SPEC_ARGS]
 
 
 # ---------------------------------------------------------------------------------------------------
-# registration
+# registration (golden/goldens.py: FAMILIES["attention"], and SPECS after the mixers.py goldens)
 # ---------------------------------------------------------------------------------------------------
 
-def register(generate):
-    """Adds this file's families and goldens to golden/generate.py (passed as its module)."""
-    global G
-    G = generate
-    generate.FAMILIES["attention"] = generate.Family(make_golden=attention_make_golden, selftest=attention_selftest)
-    for spec in attention_specs():
-        generate.SPECS[spec.key] = spec
+ATTENTION_FAMILY = mixers.Family(make_golden=attention_make_golden, selftest=attention_selftest)

@@ -3,7 +3,7 @@
 The stack glue is written from the upstream modeling files (transformers `Mamba2ForCausalLM`,
 `MambaForCausalLM`, `Lfm2ForCausalLM`): embedding lookup, per layer RMSNorm -> mixer -> residual (lfm2: then
 RMSNorm -> SwiGLU feed-forward -> residual), final RMSNorm, LM head (tied to the embedding or not, per
-config). The mixer layers are the float64 sequential oracles of generate.py (mamba2_forward,
+config). The mixer layers are the float64 sequential oracles of mixers.py (mamba2_forward,
 mamba1_forward, shortconv_forward) and models.py (attention_forward), never the C code under test. Weights are stored under the
 upstream checkpoint names (`state_dict()` keys), so they load into the upstream class with
 load_state_dict(strict=True) (README "Model-level checks").
@@ -31,10 +31,11 @@ from typing import Optional
 
 import numpy as np
 
-import generate as G
-import models as M   # the attention family's oracle (registered by generate)
+import goldens   # the golden files: format, checksum, read / compare (golden/goldens.py)
+import mixers    # the mixer families' float64 oracle (golden/mixers.py)
+import models as M   # the attention family's oracle (golden/models.py)
 
-MODELS_DIR = os.path.join(G.GOLDEN_DIR, "models")
+MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ LFM2_ATTENTION_NAMES = {"o_proj.weight": "out_proj.weight", "q_norm.weight": "q_
 
 
 def mixer_config(cfg, kind=None):
-    """The mixer-level (generate.py / models.py) configuration of one layer of the model."""
+    """The mixer-level (mixers.py / models.py) configuration of one layer of the model."""
     kind = kind or cfg["model_type"]
     if kind == "shortconv":
         return dict(hidden_size=cfg["hidden_size"], conv_L_cache=cfg["conv_L_cache"], conv_bias=int(cfg["conv_bias"]))
@@ -233,14 +234,14 @@ def mixer_config(cfg, kind=None):
 def mixer_init(kind, mcfg, rng):
     """Family-named weights of one mixer layer."""
     if kind == "mamba2":
-        return G.mamba2_init(mcfg, rng)
+        return mixers.mamba2_init(mcfg, rng)
     if kind == "mamba":
-        return G.mamba1_init(mcfg, rng, G.GRID_BITS)
+        return mixers.mamba1_init(mcfg, rng, mixers.GRID_BITS)
     if kind == "shortconv":
-        return G.shortconv_init(mcfg, rng, G.GRID_BITS)
+        return mixers.shortconv_init(mcfg, rng, mixers.GRID_BITS)
     if kind == "gdn":
-        return G.gdn_init(mcfg, rng, G.GRID_BITS)
-    return M.attention_init(mcfg, rng, G.GRID_BITS)
+        return mixers.gdn_init(mcfg, rng, mixers.GRID_BITS)
+    return M.attention_init(mcfg, rng, mixers.GRID_BITS)
 
 
 def mixer_forward(kind, mcfg, w, u, mask, cache):
@@ -248,13 +249,13 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
     after the segment and the per-position caches (windows [L+1], states [L+1] or None)."""
     window, state = cache if cache is not None else (None, None)
     if kind == "mamba2":
-        out, windows, states, _ = G.mamba2_forward(mcfg, w, u, mask, window, state)
+        out, windows, states, _ = mixers.mamba2_forward(mcfg, w, u, mask, window, state)
     elif kind == "mamba":
-        out, windows, states = G.mamba1_forward(mcfg, w, u, mask, window, state)
+        out, windows, states = mixers.mamba1_forward(mcfg, w, u, mask, window, state)
     elif kind == "shortconv":
-        out, windows, states = G.shortconv_forward(mcfg, w, u, mask, window, state)
+        out, windows, states = mixers.shortconv_forward(mcfg, w, u, mask, window, state)
     elif kind == "gdn":
-        out, windows, states = G.gdn_forward(mcfg, w, u, mask, window, state)
+        out, windows, states = mixers.gdn_forward(mcfg, w, u, mask, window, state)
     else:
         out, windows, states = M.attention_forward(mcfg, w, u, mask, window, state)
     return out, (windows[-1], None if states is None else states[-1]), windows, states
@@ -303,26 +304,26 @@ def init_weights(cfg, rng):
     """Checkpoint-named weights, drawn in a fixed order: embedding, then per layer its norm, its mixer and
     (lfm2) its feed-forward norm and w1, w3, w2, then the final norm, then lm_head (drawn even when tied, so
     the draw order does not depend on tying). Stored as float32 values on the bf16-exact grid
-    (generate.py "Quantization")."""
+    (mixers.py "Quantization")."""
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
-    w = {nm["embed"]: G.quantize(rng.standard_normal((V, D)), scale=1.0)}
+    w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
     for i in range(cfg["num_hidden_layers"]):
         pre = nm["layer"].format(i)
         kind = layer_kind(cfg, i)
         centre = 0.0 if zero_centred(cfg) else 1.0   # Qwen3_5RMSNorm holds w of 1 + w
-        w[pre + nm["norm"]] = G.quantize(centre + 0.1 * rng.standard_normal(D))
+        w[pre + nm["norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
         for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
             w[checkpoint_name(cfg, i, k)] = v
         if nm["ffn"]:
             F = ffn_size(cfg)
             gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
-            w[pre + nm["ffn_norm"]] = G.quantize(centre + 0.1 * rng.standard_normal(D))
-            w[gate] = G.uniform_init(rng, (F, D), D)
-            w[up] = G.uniform_init(rng, (F, D), D)
-            w[down] = G.uniform_init(rng, (D, F), F)
-    w[nm["final"]] = G.quantize((0.0 if zero_centred(cfg) else 1.0) + 0.1 * rng.standard_normal(D))
-    head = G.quantize(rng.standard_normal((V, D)), scale=1.0)
+            w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+            w[gate] = mixers.uniform_init(rng, (F, D), D)
+            w[up] = mixers.uniform_init(rng, (F, D), D)
+            w[down] = mixers.uniform_init(rng, (D, F), F)
+    w[nm["final"]] = mixers.quantize((0.0 if zero_centred(cfg) else 1.0) + 0.1 * rng.standard_normal(D))
+    head = mixers.quantize(rng.standard_normal((V, D)), scale=1.0)
     # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
     w[nm["head"]] = w[nm["embed"]].copy() if cfg["tie_word_embeddings"] else head
     return w
@@ -367,7 +368,7 @@ class Stack:
         pre = self.nm["layer"].format(i)
         x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps, self.zc)
         gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
-        return (G.silu(x @ gate.T) * (x @ up.T)) @ down.T
+        return (mixers.silu(x @ gate.T) * (x @ up.T)) @ down.T
 
     def forward(self, ids, mask, caches=None):
         """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
@@ -447,11 +448,11 @@ def assemble(spec, cfg, weights, ids, mask):
         assert np.all(np.isfinite(v)), f"{spec.name}: non-finite values in {k}"
     config = {"model_type": spec.model_type, "config_json": json.dumps(cfg, sort_keys=True)}
     notes = [margin_note(logits, mask), "greedy " + margin_note(glogits)]
-    return G.Golden(config, tensors, notes)
+    return mixers.Golden(config, tensors, notes)
 
 
 def identity_attrs(spec):
-    return {"format": G.FORMAT, "format_version": np.int64(G.FORMAT_VERSION), "kind": "model",
+    return {"format": goldens.FORMAT, "format_version": np.int64(goldens.FORMAT_VERSION), "kind": "model",
             "model_type": spec.model_type, "name": spec.name, "description": spec.description,
             "seed": np.int64(spec.seed)}
 
@@ -473,20 +474,20 @@ def selftest(spec, report):
     d = {"logits": 0.0, "hidden": 0.0}
     for b, p in enumerate(spec.left_pad):
         lo, ho, _, _, _ = st.forward(ids[b:b + 1, p:], None)
-        d["logits"] = max(d["logits"], G.maxdiff(lo[0], logits[b, p:]))
-        d["hidden"] = max(d["hidden"], G.maxdiff(ho[:, 0], hidden[:, b, p:]))
+        d["logits"] = max(d["logits"], mixers.maxdiff(lo[0], logits[b, p:]))
+        d["hidden"] = max(d["hidden"], mixers.maxdiff(ho[:, 0], hidden[:, b, p:]))
     report(f"{spec.key} left pad vs rows alone", d, 1e-12)
     tokens, glogits = st.greedy(ids, mask, spec.greedy)
     full = np.concatenate([ids, tokens[:, :-1]], axis=1)
     fmask = np.concatenate([mask, np.ones_like(tokens[:, :-1], dtype=np.int8)], axis=1)
     lf, _, _, _, _ = st.forward(full, fmask)
-    report(f"{spec.key} greedy cached vs full", {"logits": G.maxdiff(lf[:, spec.length - 1:], glogits)}, 1e-12)
+    report(f"{spec.key} greedy cached vs full", {"logits": mixers.maxdiff(lf[:, spec.length - 1:], glogits)}, 1e-12)
     s = spec.length // 2
     l1, _, c1, _, _ = st.forward(ids[:, :s], mask[:, :s])
     l2, _, _, _, _ = st.forward(ids[:, s:], mask[:, s:], c1)
     both = np.concatenate([l1, l2], axis=1)
     live = mask.astype(bool)
-    report(f"{spec.key} split at {s} vs one pass", {"logits": G.maxdiff(both[live], logits[live])}, 1e-12)
+    report(f"{spec.key} split at {s} vs one pass", {"logits": mixers.maxdiff(both[live], logits[live])}, 1e-12)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -494,11 +495,11 @@ def selftest(spec, report):
 # ---------------------------------------------------------------------------------------------------
 
 def write(spec_attrs, g, path, provenance=None):
-    """As generate.write, with the model golden's identity attributes."""
+    """As goldens.write, with the model golden's identity attributes."""
     import h5py
     with h5py.File(path, "w") as f:
-        for k, v in {**spec_attrs, **(provenance or G.provenance_attrs()),
-                     "content_sha256": G.content_sha256(g.tensors)}.items():
+        for k, v in {**spec_attrs, **(provenance or goldens.provenance_attrs()),
+                     "content_sha256": goldens.content_sha256(g.tensors)}.items():
             f.attrs[k] = v
         cfg = f.create_group("config")
         for k, v in g.config.items():
@@ -522,11 +523,10 @@ def write_atomic(attrs, g, path, provenance=None):
 
 
 def wants_models(argv):
-    """True when a generate.py command line is about model goldens (handled here)."""
+    """True when a generate.py list / regenerate / check command line is about model goldens (handled here by
+    main; `from-checkpoint` is golden/checkpoint.py's, which generate.py dispatches to first)."""
     if not argv:
         return False
-    if argv[0] == "from-checkpoint":
-        return True
     return argv[0] in ("list", "regenerate", "check") and any(a == "models" or a.startswith("models/")
                                                                 for a in argv[1:])
 
@@ -563,12 +563,12 @@ def cmd_regenerate(names):
         print(f"{spec.key} -> golden/models/{spec.name}.h5")
         for note in g.notes:
             print(f"  {note}")
-        old = G.read_file(spec.path) if os.path.exists(spec.path) else (None, {}, {})
-        keep = (G.bit_identical(g.tensors, old[0]) and not G.attr_differences(g.config, old[1])
-                and all(k in old[2] for k in G.PROVENANCE_KEYS))
+        old = goldens.read_file(spec.path) if os.path.exists(spec.path) else (None, {}, {})
+        keep = (goldens.bit_identical(g.tensors, old[0]) and not goldens.attr_differences(g.config, old[1])
+                and all(k in old[2] for k in goldens.PROVENANCE_KEYS))
         write_atomic(identity_attrs(spec), g, spec.path,
-                     {k: old[2][k] for k in G.PROVENANCE_KEYS} if keep else None)
-        for key, text, _ in G.compare(g.tensors, old[0]):
+                     {k: old[2][k] for k in goldens.PROVENANCE_KEYS} if keep else None)
+        for key, text, _ in goldens.compare(g.tensors, old[0]):
             if text != "max|change| = 0.000e+00":
                 print(f"  {key:<36} {text}")
         print(f"  {os.path.getsize(spec.path)} bytes")
@@ -579,7 +579,7 @@ def cmd_check(names, selftest_first):
     ok = True
     specs = select(names)
     if selftest_first:
-        rep = G.Reporter()
+        rep = mixers.Reporter()
         for spec in specs:
             selftest(spec, rep)
         ok &= rep.ok
@@ -589,15 +589,15 @@ def cmd_check(names, selftest_first):
             ok = False
             continue
         g = build(spec)
-        stored, stored_config, stored_root = G.read_file(spec.path)
-        rows = G.compare(g.tensors, stored)
+        stored, stored_config, stored_root = goldens.read_file(spec.path)
+        rows = goldens.compare(g.tensors, stored)
         ident = identity_attrs(spec)
-        changed = (["config/" + k for k in G.attr_differences(g.config, stored_config)]
-                   + G.attr_differences(ident, stored_root, keys=sorted(ident)))
+        changed = (["config/" + k for k in goldens.attr_differences(g.config, stored_config)]
+                   + goldens.attr_differences(ident, stored_root, keys=sorted(ident)))
         recorded = stored_root.get("content_sha256")
         if isinstance(recorded, bytes):
             recorded = recorded.decode("utf-8", "replace")
-        same = all(m for _, _, m in rows) and not changed and recorded == G.content_sha256(stored)
+        same = all(m for _, _, m in rows) and not changed and recorded == goldens.content_sha256(stored)
         print(f"{spec.key}: {'ok' if same else 'DIFFERS'}")
         for key, text, match in rows:
             if not match:
@@ -609,9 +609,7 @@ def cmd_check(names, selftest_first):
 
 
 def main(argv):
-    if argv[0] == "from-checkpoint":
-        import checkpoint
-        return checkpoint.main(argv[1:])
+    """generate.py list / regenerate / check on model goldens (argv as generate.py got it; wants_models(argv))."""
     names = [a for a in argv[1:] if not a.startswith("-")]
     if argv[0] == "list":
         return cmd_list(names)

@@ -12,7 +12,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "golden"))
-from generate import content_sha256  # noqa: E402
+from goldens import content_sha256  # noqa: E402
 
 B, L = 1, 2
 

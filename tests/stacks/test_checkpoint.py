@@ -18,7 +18,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "golden"))
-import generate  # noqa: E402,F401  (registers the attention family)
+import goldens  # noqa: E402
 import checkpoint as C  # noqa: E402
 import stacks as S  # noqa: E402
 
@@ -120,7 +120,7 @@ def main():
 
 
 def G_read(path):
-    return generate.read_file(path)
+    return goldens.read_file(path)
 
 
 if __name__ == "__main__":
