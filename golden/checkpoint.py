@@ -21,39 +21,89 @@ import numpy as np
 
 import goldens   # the golden file writer (golden/goldens.py)
 import mixers    # GoldenSpec, Golden and the mixer families' config attributes (golden/mixers.py)
+import configkeys as K   # what each config.json key does (golden/configkeys.py)
 import stacks as S
 
 SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
 
 
-def read_safetensors(path):
-    """{name: float64 ndarray} of a safetensors file (F64, F32, F16, BF16 and integer tensors)."""
-    with open(path, "rb") as f:
-        raw = f.read()
+def read_safetensors(path, names=None):
+    """{name: float32 / float64 ndarray} of a safetensors file (F64, F32, F16, BF16 and integer tensors), or of
+    the tensors `names` of it. Every defect is a ValueError naming the file and the tensor."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read: {e.strerror}") from None
     if len(raw) < 8:
         raise ValueError(f"{path}: not a safetensors file (shorter than its header length)")
     n = int.from_bytes(raw[:8], "little")
     if n > len(raw) - 8:
-        raise ValueError(f"{path}: header length {n} exceeds the file")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
+        raise ValueError(f"{path}: header length {n} exceeds the file ({len(raw)} bytes): truncated?")
+    try:
+        header = json.loads(raw[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: the header is not JSON ({e}): truncated or not a safetensors file") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: the header is not a JSON object")
     body = raw[8 + n:]
     out = {}
     for name, info in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__" or (names is not None and name not in names):
             continue
-        lo, hi = info["data_offsets"]
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+            raise ValueError(f"{path}: {name}: header entry without dtype, shape and data_offsets")
+        try:
+            lo, hi = (int(x) for x in info["data_offsets"])
+            shape = tuple(int(x) for x in info["shape"])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: {name}: data_offsets / shape are not integers") from None
         if not 0 <= lo <= hi <= len(body):
-            raise ValueError(f"{path}: {name}: data_offsets {lo}..{hi} outside the data ({len(body)} bytes)")
-        buf, dt, shape = body[lo:hi], info["dtype"], tuple(info["shape"])
+            raise ValueError(f"{path}: {name}: data_offsets {lo}..{hi} outside the data ({len(body)} bytes): truncated?")
+        buf, dt = body[lo:hi], info["dtype"]
+        width = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4}.get(dt)
+        if width is None:
+            raise ValueError(f"{path}: {name}: dtype {dt} is not read (F64, F32, F16, BF16, I64, I32)")
+        if len(buf) != width * int(np.prod(shape)):
+            raise ValueError(f"{path}: {name}: {len(buf)} bytes for shape {list(shape)} of {dt}")
         if dt == "BF16":
             v = (np.frombuffer(buf, "<u2").astype(np.uint32) << 16).view(np.float32)
-        elif dt in SAFETENSORS_DTYPES:
-            v = np.frombuffer(buf, SAFETENSORS_DTYPES[dt])
         else:
-            raise ValueError(f"{path}: {name}: dtype {dt} is not read")
-        if v.size != int(np.prod(shape)):
-            raise ValueError(f"{path}: {name}: {v.size} values for shape {shape}")
-        out[name] = v.reshape(shape).astype(np.float32 if dt != "F64" else np.float64)
+            v = np.frombuffer(buf, SAFETENSORS_DTYPES[dt])
+        v = v.reshape(shape).astype(np.float32 if dt != "F64" else np.float64)
+        if not np.all(np.isfinite(v)):
+            bad = int(np.flatnonzero(~np.isfinite(v.ravel()))[0])
+            raise ValueError(f"{path}: {name}: a non-finite value ({v.ravel()[bad]}) at flat index {bad}")
+        out[name] = v
+    return out
+
+
+def read_weights(folder):
+    """Every tensor of a checkpoint folder: model.safetensors, or the shards model.safetensors.index.json
+    names (its weight_map: tensor -> file), each tensor from the file the index gives."""
+    index = os.path.join(folder, "model.safetensors.index.json")
+    single = os.path.join(folder, "model.safetensors")
+    if not os.path.exists(index):
+        if not os.path.exists(single):
+            raise ValueError(f"{folder}: neither model.safetensors nor model.safetensors.index.json")
+        return read_safetensors(single)
+    try:
+        with open(index, encoding="utf-8") as f:
+            wm = json.load(f).get("weight_map")
+    except (OSError, json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"{index}: not a safetensors index ({e})") from None
+    if not isinstance(wm, dict) or not wm:
+        raise ValueError(f"{index}: no weight_map")
+    out = {}
+    for shard in sorted(set(wm.values())):
+        if not isinstance(shard, str) or os.path.basename(shard) != shard:
+            raise ValueError(f"{index}: shard {shard!r} is not a file name in the folder")
+        want = {k for k, v in wm.items() if v == shard}
+        got = read_safetensors(os.path.join(folder, shard), want)
+        missing = sorted(want - set(got))
+        if missing:
+            raise ValueError(f"{os.path.join(folder, shard)}: {missing[0]}: named by the index, not in the shard")
+        out.update(got)
     return out
 
 
@@ -71,23 +121,61 @@ def write_safetensors(path, tensors):
         f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
-def load_checkpoint(folder):
-    """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder."""
-    with open(os.path.join(folder, "config.json")) as f:
-        raw = json.load(f)
+MULTIMODAL_TEXT = {"qwen3_5": ("qwen3_5_text", "model.language_model.", "model.", ("model.visual.", "mtp."))}
+
+
+def load_checkpoint(folder, semantics=None):
+    """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder. Every
+    config key is honoured or refused (configkeys.py); the text part of a multimodal checkpoint is read
+    as its text model; `semantics` ({entry: choice}) overrides mixcheck_semantics."""
+    where = os.path.join(folder, "config.json")
+    if not os.path.exists(where):
+        raise ValueError(f"{folder}: no config.json")
+    raw = K.load_json(where)
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: not a JSON object")
+    rename = None
+    mm = MULTIMODAL_TEXT.get(raw.get("model_type"))
+    if mm is not None:
+        text = raw.get("text_config")
+        if not isinstance(text, dict):
+            raise ValueError(f"{where}: model_type {raw['model_type']!r} without a text_config: no text model to read")
+        text = dict(text)
+        text.setdefault("model_type", mm[0])
+        if text["model_type"] != mm[0]:
+            raise ValueError(f"{where}: text_config.model_type {text['model_type']!r} is not {mm[0]!r}")
+        if "transformers_version" in raw:
+            text.setdefault("transformers_version", raw["transformers_version"])
+        text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
+        raw, rename, where = text, mm, where + " (text_config)"
     mt = raw.get("model_type")
     if mt not in S.MODEL_DEFAULTS:
-        raise ValueError(f"{folder}/config.json: model_type {mt!r} is not one of {', '.join(S.MODEL_DEFAULTS)}")
-    cfg = dict(S.MODEL_DEFAULTS[mt])
+        raise ValueError(f"{where}: model_type {mt!r} is not one of {', '.join(S.MODEL_DEFAULTS)}")
+    if semantics:
+        raw = dict(raw)
+        raw["mixcheck_semantics"] = {**(raw.get("mixcheck_semantics") or {}), **semantics}
+    K.check(raw, where)
+    # the model's defaults fill what the file leaves out, except the rope keys: their defaults depend on
+    # which of them the file gives (configkeys.rope_params resolves them as transformers does)
+    cfg = {k: v for k, v in S.MODEL_DEFAULTS[mt].items() if k not in K.ROPE_KEYS}
     cfg.update(raw)
-    w = read_safetensors(os.path.join(folder, "model.safetensors"))
+    cfg = K.normalise(cfg)
+    w = read_weights(folder)
+    if rename is not None:
+        _, old, new, dropped = rename
+        w = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in w.items()
+             if not k.startswith(dropped)}
     nm = S.names(cfg)
-    if nm["head"] not in w and cfg["tie_word_embeddings"]:
-        w[nm["head"]] = w[nm["embed"]].copy()   # a tied checkpoint stores the embedding only
-    want = set(S.init_weights(cfg, np.random.default_rng(0)))
-    missing, extra = sorted(want - set(w)), sorted(set(w) - want)
+    if cfg["tie_word_embeddings"] and nm["embed"] in w:
+        w[nm["head"]] = w[nm["embed"]].copy()   # tied: the head is the embedding (a tied checkpoint stores only it)
+    want = S.init_weights(cfg, np.random.default_rng(0))
+    missing, extra = sorted(set(want) - set(w)), sorted(set(w) - set(want))
     if missing or extra:
-        raise ValueError(f"{folder}: weights do not match the config: missing {missing[:5]}, unexpected {extra[:5]}")
+        raise ValueError(f"{folder}: the weights do not match the config: missing {missing[:5]}, unexpected "
+                         f"{extra[:5]}")
+    for k, v in want.items():
+        if w[k].shape != v.shape:
+            raise ValueError(f"{folder}: {k}: shape {list(w[k].shape)}, the config makes it {list(v.shape)}")
     return cfg, {k: w[k] for k in want}
 
 
@@ -169,9 +257,19 @@ def main(argv):
     ap.add_argument("--layer", type=int, help="write a mixer-level golden of this layer")
     ap.add_argument("--family", help="the layer's family (with --layer)")
     ap.add_argument("--name", help="the golden's name (default: the folder's name)")
+    ap.add_argument("--semantics", action="append", default=[], metavar="ENTRY=CHOICE",
+                    help="a version-dependent behaviour to follow instead of the checkpoint's transformers_version: "
+                         + "; ".join(f"{k}={'|'.join(v)}" for k, v in K.SEMANTICS.items()))
     args = ap.parse_args(argv)
     try:
-        cfg, weights = load_checkpoint(args.dir)
+        sem = {}
+        for item in args.semantics:
+            k, eq, v = item.partition("=")
+            if not eq or k not in K.SEMANTICS or v not in K.SEMANTICS[k]:
+                raise ValueError(f"--semantics {item!r}: one of " +
+                                 ", ".join(f"{k}={c}" for k, cs in K.SEMANTICS.items() for c in cs))
+            sem[k] = v
+        cfg, weights = load_checkpoint(args.dir, sem)
         ids, mask = prompts(args, cfg["vocab_size"])
         name = args.name or os.path.basename(os.path.normpath(args.dir))
         if (args.layer is None) != (args.family is None):
@@ -203,7 +301,7 @@ def main(argv):
         S.write_atomic(S.identity_attrs(spec), g, args.out)
         print(f"{args.out}: {cfg['model_type']} model, B={ids.shape[0]} L={L} G={args.greedy}")
         return 0
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"from-checkpoint: {e}", file=sys.stderr)
         return 2
 

@@ -31,6 +31,7 @@ from typing import Optional
 
 import numpy as np
 
+import configkeys   # what each config.json key does (golden/configkeys.py)
 import goldens   # the golden files: format, checksum, read / compare (golden/goldens.py)
 import mixers    # the mixer families' float64 oracle (golden/mixers.py)
 import models as M   # the attention family's oracle (golden/models.py)
@@ -190,41 +191,43 @@ def mixer_config(cfg, kind=None):
         return dict(hidden_size=D, num_heads=H, head_dim=P, state_size=cfg["mamba_d_state"],
                     n_groups=cfg["mamba_n_groups"], conv_kernel=cfg["mamba_d_conv"], chunk_size=cfg["mamba_chunk_size"],
                     layer_norm_epsilon=cfg["rms_norm_eps"], use_bias=int(cfg["mamba_proj_bias"]),
-                    use_conv_bias=int(cfg["mamba_conv_bias"]), time_step_limit=(0.0, float("inf")),
-                    norm_group_size=H * P)   # BambaRMSNormGated over the full intermediate row
+                    use_conv_bias=int(cfg["mamba_conv_bias"]),
+                    time_step_limit=tuple(cfg.get("time_step_limit") or (0.0, float("inf"))),
+                    norm_group_size=configkeys.gated_norm_group_size(cfg, H * P, cfg["mamba_n_groups"]))
     if kind == "gdn":
         m = {k: cfg[k] for k in ("hidden_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                                  "linear_value_head_dim", "linear_conv_kernel_dim")}
         m.update(chunk_size=64, rms_norm_eps=cfg["rms_norm_eps"], projection_layout="qwen3_5")
         return m
     if kind == "attention" and cfg["model_type"] == "qwen3_5_text":
-        rp = cfg.get("rope_parameters") or {}
+        theta, prf = configkeys.rope_params(cfg)
         return dict(hidden_size=cfg["hidden_size"], num_attention_heads=cfg["num_attention_heads"],
                     num_key_value_heads=cfg["num_key_value_heads"], head_dim=cfg["head_dim"],
-                    cache_length=cfg["max_position_embeddings"],
-                    partial_rotary_factor=rp.get("partial_rotary_factor", cfg["partial_rotary_factor"]),
-                    rope_theta=rp.get("rope_theta", 10000.0), rms_norm_eps=cfg["rms_norm_eps"], qk_norm="zero_centred",
+                    cache_length=cfg["max_position_embeddings"], partial_rotary_factor=prf,
+                    rope_theta=theta, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="zero_centred",
                     attn_output_gate=1, attention_bias=int(cfg["attention_bias"]))
     if kind == "attention" and cfg["model_type"] == "bamba":
         H = cfg["num_attention_heads"]
+        theta, prf = configkeys.rope_params(cfg)
         return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
                     head_dim=cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
-                    partial_rotary_factor=cfg["partial_rotary_factor"], rope_theta=cfg["rope_theta"],
+                    partial_rotary_factor=prf, rope_theta=theta,
                     rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none", attn_output_gate=0,
                     attention_bias=int(cfg["attention_bias"]))
     if kind == "attention":
         H = cfg["num_attention_heads"]
         return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H, num_key_value_heads=cfg["num_key_value_heads"],
                     head_dim=cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
-                    partial_rotary_factor=1.0, rope_theta=cfg["rope_theta"], rms_norm_eps=cfg["norm_eps"],
+                    partial_rotary_factor=1.0, rope_theta=configkeys.rope_params(cfg)[0], rms_norm_eps=cfg["norm_eps"],
                     qk_norm="rms", attn_output_gate=0, attention_bias=0)
     if cfg["model_type"] == "mamba2":
         m = {k: cfg[k] for k in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel",
                                  "chunk_size", "layer_norm_epsilon")}
         m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]),
-                 time_step_limit=tuple(cfg.get("time_step_limit", (0.0, float("inf")))),
-                 norm_group_size=cfg["num_heads"] * cfg["head_dim"])
-        assert m["norm_group_size"] == cfg["expand"] * cfg["hidden_size"], "num_heads * head_dim != expand * D"
+                 time_step_limit=tuple(cfg.get("time_step_limit") or (0.0, float("inf"))),
+                 norm_group_size=configkeys.gated_norm_group_size(cfg, cfg["num_heads"] * cfg["head_dim"],
+                                                                  cfg["n_groups"]))
+        assert cfg["num_heads"] * cfg["head_dim"] == cfg["expand"] * cfg["hidden_size"], "num_heads * head_dim != expand * D"
         return m
     m = {k: cfg[k] for k in ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank")}
     m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]))
@@ -446,7 +449,7 @@ def assemble(spec, cfg, weights, ids, mask):
     tensors["expected/greedy_logits"] = glogits
     for k, v in tensors.items():
         assert np.all(np.isfinite(v)), f"{spec.name}: non-finite values in {k}"
-    config = {"model_type": spec.model_type, "config_json": json.dumps(cfg, sort_keys=True)}
+    config = {"model_type": spec.model_type, "config_json": configkeys.dumps(cfg)}
     notes = [margin_note(logits, mask), "greedy " + margin_note(glogits)]
     return mixers.Golden(config, tensors, notes)
 

@@ -117,11 +117,123 @@ static int positive(struct reader *r, const char *key, int64_t v, int64_t max)
     return -1;
 }
 
+/* A float as transformers writes it: a JSON number, or {"__float__": "Infinity" | "-Infinity" | "NaN"}
+ * (its encoder's form of a non-finite float). 0, or -1 when v is neither. */
+static int float_value(const struct mc_json_value *v, double *out)
+{
+    if (v->type == MC_JSON_NUMBER) {
+        *out = v->number;
+        return 0;
+    }
+    const struct mc_json_value *f = v->type == MC_JSON_OBJECT && v->len == 1 ? mc_json_get(v, "__float__") : NULL;
+    if (f == NULL || f->type != MC_JSON_STRING)
+        return -1;
+    if (strcmp(f->string, "Infinity") == 0)
+        *out = INFINITY;
+    else if (strcmp(f->string, "-Infinity") == 0)
+        *out = -INFINITY;
+    else if (strcmp(f->string, "NaN") == 0)
+        *out = NAN;
+    else
+        return -1;
+    return 0;
+}
+
+/* time_step_limit [lo, hi] (hi may be {"__float__": "Infinity"}); absent or null: (0, inf), no clamp. */
+static int time_step_limit(struct reader *r, double out[2])
+{
+    out[0] = 0.0;
+    out[1] = INFINITY;
+    const struct mc_json_value *tsl = mc_json_get(r->root, "time_step_limit");
+    if (tsl == NULL || tsl->type == MC_JSON_NULL)
+        return 0;
+    if (tsl->type != MC_JSON_ARRAY || tsl->len != 2 || float_value(&tsl->items[0], &out[0]) != 0 ||
+        float_value(&tsl->items[1], &out[1]) != 0 || !(out[0] >= 0.0 && out[1] >= out[0])) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'time_step_limit' must be [lo, hi] with 0 <= lo <= hi",
+                     r->where);
+        return -1;
+    }
+    return 0;
+}
+
+/* The group size of Mamba2's and Bamba's gated RMSNorm over `intermediate` channels in n_groups groups.
+ * transformers normalises each group of intermediate / n_groups from 5.23.0 on and the whole row before:
+ * the golden says which it follows in mixcheck_semantics.mamba2_gated_norm ("per_group" / "full_row",
+ * golden/configkeys.py); without it, the config's transformers_version decides, and the newest behaviour
+ * holds when that is absent. */
+static int gated_norm_group_size(struct reader *r, int64_t intermediate, int64_t n_groups, int64_t *out)
+{
+    int per_group = 1;
+    const struct mc_json_value *sem = mc_json_get(r->root, "mixcheck_semantics");
+    const struct mc_json_value *g = sem != NULL && sem->type == MC_JSON_OBJECT ? mc_json_get(sem, "mamba2_gated_norm")
+                                                                              : NULL;
+    if (g != NULL) {
+        if (g->type != MC_JSON_STRING || (strcmp(g->string, "per_group") != 0 && strcmp(g->string, "full_row") != 0)) {
+            mc_error_set(r->err, MC_ERR_INPUT,
+                         "%s: config_json: 'mixcheck_semantics.mamba2_gated_norm' must be \"per_group\" or \"full_row\"",
+                         r->where);
+            return -1;
+        }
+        per_group = strcmp(g->string, "per_group") == 0;
+    } else {
+        const struct mc_json_value *tv = mc_json_get(r->root, "transformers_version");
+        int major = 0, minor = 0;
+        if (tv != NULL && tv->type == MC_JSON_STRING && sscanf(tv->string, "%d.%d", &major, &minor) == 2)
+            per_group = major > 5 || (major == 5 && minor >= 23);
+    }
+    if (n_groups < 1 || intermediate % n_groups != 0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: n_groups (%lld) must divide the intermediate size (%lld)",
+                     r->where, (long long)n_groups, (long long)intermediate);
+        return -1;
+    }
+    *out = per_group ? intermediate / n_groups : intermediate;
+    return 0;
+}
+
+/* rope_theta and partial_rotary_factor as transformers resolves them: the `rope_parameters` object (or its
+ * older name `rope_scaling`) first, then the top-level keys, then the model's defaults (theta, prf); Bamba
+ * (`top_prf` 0) reads no top-level partial_rotary_factor. Only the default rotary embedding is computed. */
+static int rope_params(struct reader *r, double theta, double prf, int top_prf, struct mc_attention_config *at)
+{
+    if (get_num(r, "rope_theta", 0, 0, theta, &at->rope_theta) ||
+        (top_prf && get_num(r, "partial_rotary_factor", 0, 0, prf, &at->partial_rotary_factor)))
+        return -1;
+    if (!top_prf)
+        at->partial_rotary_factor = prf;
+    const struct mc_json_value *rp = mc_json_get(r->root, "rope_scaling");
+    if (rp == NULL || rp->type == MC_JSON_NULL)
+        rp = mc_json_get(r->root, "rope_parameters");
+    if (rp == NULL || rp->type == MC_JSON_NULL)
+        return 0;
+    if (rp->type != MC_JSON_OBJECT) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'rope_parameters' must be an object", r->where);
+        return -1;
+    }
+    const struct mc_json_value *type = mc_json_get(rp, "rope_type");
+    if (type == NULL)
+        type = mc_json_get(rp, "type");
+    if (type != NULL && (type->type != MC_JSON_STRING || strcmp(type->string, "default") != 0)) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'rope_parameters.rope_type' %s: only the default rotary embedding is computed",
+                     r->where, type->type == MC_JSON_STRING ? type->string : "(not a string)");
+        return -1;
+    }
+    struct reader sub = {rp, r->where, r->err};
+    if (get_num(&sub, "rope_theta", 0, 0, at->rope_theta, &at->rope_theta) ||
+        get_num(&sub, "partial_rotary_factor", 0, 0, at->partial_rotary_factor, &at->partial_rotary_factor))
+        return -1;
+    if (!(at->rope_theta > 0.0) || !(at->partial_rotary_factor > 0.0 && at->partial_rotary_factor <= 1.0)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: rope_theta must be > 0 and partial_rotary_factor in (0, 1]",
+                     r->where);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_mamba2(struct reader *r, struct mc_stack_config *cfg)
 {
     struct mc_mamba2_config m = {0};
     int64_t expand = 2;
-    double lo = 0.0, hi = INFINITY;
     m.hidden_size = cfg->hidden;
     if (get_int(r, "num_heads", 1, 0, &m.num_heads) || get_int(r, "head_dim", 1, 0, &m.head_dim) ||
         get_int(r, "state_size", 1, 0, &m.state_size) || get_int(r, "n_groups", 0, 1, &m.n_groups) ||
@@ -129,21 +241,10 @@ static int parse_mamba2(struct reader *r, struct mc_stack_config *cfg)
         get_int(r, "expand", 0, 2, &expand) || get_bool(r, "use_bias", 0, &m.use_bias) ||
         get_bool(r, "use_conv_bias", 1, &m.use_conv_bias))
         return -1;
-    const struct mc_json_value *tsl = mc_json_get(r->root, "time_step_limit");
-    if (tsl != NULL && tsl->type != MC_JSON_NULL) {
-        if (tsl->type != MC_JSON_ARRAY || tsl->len != 2 || tsl->items[0].type != MC_JSON_NUMBER ||
-            tsl->items[1].type != MC_JSON_NUMBER) {
-            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'time_step_limit' must be [lo, hi]", r->where);
-            return -1;
-        }
-        lo = tsl->items[0].number;
-        hi = tsl->items[1].number;
-    }
+    if (time_step_limit(r, m.time_step_limit) ||
+        gated_norm_group_size(r, m.num_heads * m.head_dim, m.n_groups, &m.norm_group_size))
+        return -1;
     m.layer_norm_epsilon = cfg->norm_eps;
-    m.time_step_limit[0] = lo;
-    m.time_step_limit[1] = hi;
-    /* Mamba2Mixer's gated norm (MambaRMSNormGated over intermediate_size) normalises the full row */
-    m.norm_group_size = m.num_heads * m.head_dim;
     if (m.num_heads * m.head_dim != expand * cfg->hidden) {
         mc_error_set(r->err, MC_ERR_INPUT,
                      "%s: config_json: num_heads * head_dim (%lld) must equal expand * hidden_size (%lld)", r->where,
@@ -228,7 +329,7 @@ static int parse_lfm2(struct reader *r, struct mc_stack_config *cfg)
         get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
         get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
         get_int(r, "max_position_embeddings", 0, 128000, &at.cache_length) ||
-        get_num(r, "rope_theta", 0, 0, 1000000.0, &at.rope_theta) || get_int(r, "intermediate_size", 1, 0, &inter) ||
+        rope_params(r, 1000000.0, 1.0, 1, &at) || get_int(r, "intermediate_size", 1, 0, &inter) ||
         get_bool(r, "block_auto_adjust_ff_dim", 1, &adjust) || get_int(r, "block_multiple_of", 0, 256, &multiple) ||
         positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
         positive(r, "block_multiple_of", multiple, 1 << 20) || positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
@@ -247,8 +348,12 @@ static int parse_lfm2(struct reader *r, struct mc_stack_config *cfg)
     if (positive(r, "intermediate_size", inter, 1 << 20))
         return -1;
     cfg->ffn_size = inter;
+    if (at.partial_rotary_factor != 1.0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: partial_rotary_factor %g: Lfm2Attention rotates the whole head",
+                     r->where, at.partial_rotary_factor);
+        return -1;
+    }
     at.head_dim = cfg->hidden / at.num_attention_heads;
-    at.partial_rotary_factor = 1.0;
     at.rms_norm_eps = cfg->norm_eps;
     at.qk_norm = MC_QK_NORM_RMS;
     const struct mc_family_config conv = {.family = MC_FAMILY_SHORTCONV, .u.shortconv = sc};
@@ -271,8 +376,7 @@ static int parse_bamba(struct reader *r, struct mc_stack_config *cfg)
         get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
         get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
         get_int(r, "max_position_embeddings", 0, 262144, &at.cache_length) ||
-        get_num(r, "rope_theta", 0, 0, 10000.0, &at.rope_theta) ||
-        get_num(r, "partial_rotary_factor", 0, 0, 0.5, &at.partial_rotary_factor) ||
+        rope_params(r, 10000.0, 0.5, 0, &at) ||
         get_bool(r, "attention_bias", 0, &at.attention_bias) || get_int(r, "intermediate_size", 1, 0, &cfg->ffn_size) ||
         positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
         positive(r, "intermediate_size", cfg->ffn_size, 1 << 20))
@@ -283,9 +387,9 @@ static int parse_bamba(struct reader *r, struct mc_stack_config *cfg)
     else if (get_int(r, "mamba_d_head", 1, 0, &m.head_dim))
         return -1;
     m.layer_norm_epsilon = cfg->norm_eps;
-    m.time_step_limit[0] = 0.0;
-    m.time_step_limit[1] = INFINITY;
-    m.norm_group_size = m.num_heads * m.head_dim; /* BambaRMSNormGated over the full intermediate row */
+    if (time_step_limit(r, m.time_step_limit) ||
+        gated_norm_group_size(r, m.num_heads * m.head_dim, m.n_groups, &m.norm_group_size))
+        return -1;
     at.head_dim = cfg->hidden / at.num_attention_heads;
     at.rms_norm_eps = cfg->norm_eps;
     at.qk_norm = MC_QK_NORM_NONE;
@@ -324,7 +428,7 @@ static int parse_bamba(struct reader *r, struct mc_stack_config *cfg)
 static int parse_qwen3_5(struct reader *r, struct mc_stack_config *cfg)
 {
     struct mc_gdn_config gd = {.hidden_size = cfg->hidden, .chunk_size = 64, .layout = MC_GDN_LAYOUT_QWEN3_5};
-    struct mc_attention_config at = {.hidden_size = cfg->hidden, .rope_theta = 10000.0, .partial_rotary_factor = 0.25};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
     if (get_int(r, "linear_num_key_heads", 1, 0, &gd.num_key_heads) ||
         get_int(r, "linear_num_value_heads", 1, 0, &gd.num_value_heads) ||
         get_int(r, "linear_key_head_dim", 1, 0, &gd.key_head_dim) ||
@@ -333,18 +437,11 @@ static int parse_qwen3_5(struct reader *r, struct mc_stack_config *cfg)
         get_int(r, "num_attention_heads", 1, 0, &at.num_attention_heads) ||
         get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
         get_int(r, "head_dim", 1, 0, &at.head_dim) || get_int(r, "max_position_embeddings", 0, 32768, &at.cache_length) ||
-        get_num(r, "partial_rotary_factor", 0, 0, 0.25, &at.partial_rotary_factor) ||
+        rope_params(r, 10000.0, 0.25, 1, &at) ||
         get_bool(r, "attention_bias", 0, &at.attention_bias) || get_int(r, "intermediate_size", 1, 0, &cfg->ffn_size) ||
         positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
         positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
         return -1;
-    const struct mc_json_value *rp = mc_json_get(r->root, "rope_parameters");
-    if (rp != NULL && rp->type == MC_JSON_OBJECT) {
-        struct reader sub = {rp, r->where, r->err};
-        if (get_num(&sub, "rope_theta", 0, 0, at.rope_theta, &at.rope_theta) ||
-            get_num(&sub, "partial_rotary_factor", 0, 0, at.partial_rotary_factor, &at.partial_rotary_factor))
-            return -1;
-    }
     gd.rms_norm_eps = cfg->norm_eps;
     at.rms_norm_eps = cfg->norm_eps;
     at.qk_norm = MC_QK_NORM_ZERO_CENTRED;

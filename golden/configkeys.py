@@ -1,0 +1,344 @@
+"""What each key of a checkpoint's config.json does to the computation, per model type.
+
+A checkpoint (generate.py from-checkpoint) brings an upstream config.json. Every key in it is one of:
+  - honoured: the oracle (golden/stacks.py) and the C engine (harness/src/family/stackconfig.c) read it,
+    with the upstream default when it is absent; a value the oracle cannot compute is refused;
+  - inert: it cannot change the logits of a forward (token ids, the initialisers' parameters, dropout at
+    inference, the dtype the weights were saved in, ...), listed here with the reason;
+  - refused: anything else. check() raises ConfigError naming the key and its value, which from-checkpoint
+    turns into exit 2 — nothing is silently defaulted.
+
+Where upstream changed behaviour between releases, the golden records which behaviour it follows under
+the key `mixcheck_semantics` of its config_json (semantics()):
+  - mamba2_gated_norm: Mamba2's and Bamba's gated RMSNorm normalises groups of intermediate_size // n_groups
+    channels from transformers 5.23.0 on ("per_group"); releases up to 5.22.x normalise the whole row
+    ("full_row"). The two agree when n_groups is 1.
+The rope parameters follow transformers' precedence (rope_params()): the `rope_parameters` dict (or its
+legacy name `rope_scaling`), then top-level `rope_theta` / `partial_rotary_factor`, then the model's default.
+"""
+
+import json
+import math
+import re
+
+# -------------------------------------------------------------------------------------------------
+# JSON as transformers writes it
+# -------------------------------------------------------------------------------------------------
+
+NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _decode_float_objects(obj):
+    """transformers writes a non-finite float as {"__float__": "Infinity"} (its JSON encoder)."""
+    if set(obj) == {"__float__"} and obj["__float__"] in NONFINITE:
+        return NONFINITE[obj["__float__"]]
+    return obj
+
+
+def loads(text):
+    """JSON, plus the two ways upstream writes a non-finite float — the bare Infinity / -Infinity / NaN of
+    Python's json module and transformers' {"__float__": "Infinity"} — read as floats."""
+    return json.loads(text, object_hook=_decode_float_objects, parse_constant=lambda c: NONFINITE[c])
+
+
+def load_json(path):
+    """A config.json (loads()); ConfigError naming the file, line and column when it is not JSON."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+
+
+def _encode_nonfinite(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"__float__": "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")}
+    if isinstance(v, dict):
+        return {k: _encode_nonfinite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_encode_nonfinite(x) for x in v]
+    return v
+
+
+def dumps(cfg):
+    """The config as strict JSON (RFC 8259: no bare Infinity), non-finite floats as transformers writes
+    them; what a golden's config_json holds and the C reader accepts."""
+    return json.dumps(_encode_nonfinite(cfg), sort_keys=True, allow_nan=False)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+# -------------------------------------------------------------------------------------------------
+# the key tables
+# -------------------------------------------------------------------------------------------------
+
+# Keys that cannot change the computation of a forward, for every model type, with the reason.
+INERT_COMMON = {
+    "transformers_version": "the release that wrote the file (read for mixcheck_semantics only)",
+    "architectures": "the class name; model_type decides the stack",
+    "model_type": "checked against the model types mixcheck knows",
+    "_name_or_path": "where the checkpoint came from",
+    "dtype": "the dtype the weights were saved in (read from the safetensors header instead)",
+    "torch_dtype": "the dtype the weights were saved in (older name)",
+    "output_hidden_states": "what a forward returns, not what it computes",
+    "output_attentions": "what a forward returns, not what it computes",
+    "return_dict": "what a forward returns, not what it computes",
+    "use_cache": "whether a forward returns a cache; the scenarios pass one explicitly",
+    "pad_token_id": "a token id: padding is the attention mask's business",
+    "bos_token_id": "a token id",
+    "eos_token_id": "a token id",
+    "sep_token_id": "a token id",
+    "decoder_start_token_id": "a token id",
+    "id2label": "labels of classification heads, not the LM head",
+    "label2id": "labels of classification heads, not the LM head",
+    "problem_type": "classification heads only",
+    "initializer_range": "the initialiser's scale; the weights come from the checkpoint",
+    "chunk_size_feed_forward": "a memory knob of feed-forward chunking: the same function",
+    "is_encoder_decoder": "false for every model type here",
+    "tokenizer_class": "the tokenizer; mixcheck takes token ids",
+    "task_specific_params": "generation presets",
+    "generation_config": "generation presets",
+    "keys_to_ignore_at_inference": "which outputs a pipeline drops",
+    "num_logits_to_keep": "how many positions' logits a forward returns, not their values",
+    "tie_embedding": "an old name of tie_word_embeddings (Lfm2Config); read as that",
+}
+
+# Keys of the Mamba-style initialisers: the weights come from the checkpoint.
+INERT_MAMBA_INIT = {
+    "time_step_min": "dt_bias initialisation only",
+    "time_step_max": "dt_bias initialisation only",
+    "time_step_floor": "dt_bias initialisation only",
+    "time_step_scale": "dt_proj initialisation only",
+    "time_step_init_scheme": "dt_proj initialisation only",
+    "rescale_prenorm_residual": "out_proj initialisation only",
+}
+
+_SILU = ("silu",)
+
+
+def _one_of(*allowed):
+    def check(v):
+        return None if v in allowed else f"mixcheck's oracle computes only {', '.join(map(repr, allowed))}"
+    return check
+
+
+def _false(v):
+    return None if v in (False, 0, None) else "mixcheck's oracle has no such parameters (only false is read)"
+
+
+def _none(v):
+    return None if v is None else "mixcheck's oracle does not compute it (only null is read)"
+
+
+def _any(v):
+    return None
+
+
+def _time_step_limit(v):
+    if v is None:
+        return None
+    if (not isinstance(v, (list, tuple)) or len(v) != 2 or
+            not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
+        return "must be [lo, hi] (numbers; hi may be Infinity)"
+    lo, hi = v
+    if math.isnan(lo) or math.isnan(hi) or lo < 0 or hi < lo:
+        return "must be 0 <= lo <= hi"
+    return None
+
+
+def _rope_dict(v):
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        return "must be an object"
+    if any(isinstance(x, dict) for x in v.values()):
+        return "per-layer-type rope parameters are not read by mixcheck's oracle"
+    t = v.get("rope_type", v.get("type", "default"))
+    if t != "default":
+        return (f"rope_type {t!r}: mixcheck's oracle computes only the default rotary embedding "
+                "(linear, dynamic, yarn, longrope, llama3 scaling are not implemented)")
+    extra = set(v) - {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+    if extra:
+        return f"holds {sorted(extra)}, which the default rotary embedding does not read"
+    for k in ("rope_theta", "partial_rotary_factor"):
+        if k in v and (not isinstance(v[k], (int, float)) or isinstance(v[k], bool) or not v[k] > 0):
+            return f"{k} must be a positive number"
+    if "partial_rotary_factor" in v and not v["partial_rotary_factor"] <= 1:
+        return "partial_rotary_factor must be <= 1"
+    return None
+
+
+def _mixcheck_semantics(v):
+    if not isinstance(v, dict):
+        return "must be an object"
+    for k, x in v.items():
+        if k not in SEMANTICS:
+            return f"unknown entry {k!r} (known: {', '.join(SEMANTICS)})"
+        if x not in SEMANTICS[k]:
+            return f"{k}: {x!r} is not one of {', '.join(SEMANTICS[k])}"
+    return None
+
+
+ROPE_KEYS = {"rope_parameters": _rope_dict, "rope_scaling": _rope_dict, "rope_theta": _any,
+             "partial_rotary_factor": _any}
+
+# Honoured keys per model type, each with its value check (None: any value the oracle reads is fine).
+HONOURED = {
+    "mamba2": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "num_heads": _any, "head_dim": _any, "state_size": _any, "n_groups": _any, "expand": _any,
+        "conv_kernel": _any, "chunk_size": _any, "layer_norm_epsilon": _any, "use_bias": _any,
+        "use_conv_bias": _any, "hidden_act": _one_of(*_SILU), "residual_in_fp32": _any,
+        "time_step_limit": _time_step_limit,
+        # Mamba2Mixer has no dt_proj: time_step_rank is read by no layer of Mamba2ForCausalLM
+        "time_step_rank": _any,
+    },
+    "mamba": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "expand": _any, "state_size": _any, "conv_kernel": _any,
+        "time_step_rank": _any, "use_bias": _any, "use_conv_bias": _any, "hidden_act": _one_of(*_SILU),
+        "layer_norm_epsilon": _any, "residual_in_fp32": _any,
+        # implementation choices of MambaMixer's slow path: the same recurrence
+        "use_mambapy": _any, "use_associative_scan": _any,
+    },
+    "lfm2": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "block_ff_dim": _any, "num_attention_heads": _any,
+        "num_key_value_heads": _any, "max_position_embeddings": _any, "norm_eps": _any, "conv_bias": _any,
+        "conv_L_cache": _any, "block_multiple_of": _any, "block_ffn_dim_multiplier": _any,
+        "block_auto_adjust_ff_dim": _any, "layer_types": _any, "full_attn_idxs": _any, **ROPE_KEYS,
+    },
+    "bamba": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "num_attention_heads": _any, "num_key_value_heads": _any,
+        "hidden_act": _one_of(*_SILU), "rms_norm_eps": _any, "max_position_embeddings": _any,
+        "attn_layer_indices": _any, "mamba_n_heads": _any, "mamba_d_head": _any, "mamba_n_groups": _any,
+        "mamba_d_state": _any, "mamba_d_conv": _any, "mamba_expand": _any, "mamba_chunk_size": _any,
+        "mamba_conv_bias": _any, "mamba_proj_bias": _any, "time_step_limit": _time_step_limit,
+        "attention_bias": _any, "mlp_bias": _false, **ROPE_KEYS,
+    },
+    "qwen3_5_text": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "num_attention_heads": _any, "num_key_value_heads": _any, "head_dim": _any,
+        "hidden_act": _one_of(*_SILU), "max_position_embeddings": _any, "rms_norm_eps": _any,
+        "attention_bias": _any, "linear_conv_kernel_dim": _any, "linear_key_head_dim": _any,
+        "linear_value_head_dim": _any, "linear_num_key_heads": _any, "linear_num_value_heads": _any,
+        "layer_types": _any, **ROPE_KEYS,
+    },
+}
+for _t in HONOURED.values():
+    _t["mixcheck_semantics"] = _mixcheck_semantics
+
+INERT = {
+    "mamba2": {**INERT_COMMON, **INERT_MAMBA_INIT},
+    "mamba": {**INERT_COMMON, **INERT_MAMBA_INIT},
+    "lfm2": dict(INERT_COMMON),
+    "bamba": {**INERT_COMMON, "attention_dropout": "dropout is off at inference",
+              "z_loss_coefficient": "a training loss term"},
+    "qwen3_5_text": {**INERT_COMMON, "attention_dropout": "dropout is off at inference"},
+}
+
+# Values an inert key must still have for it to be inert.
+INERT_VALUES = {"is_encoder_decoder": _false, "attention_dropout": lambda v: None if v in (0, 0.0, None) else
+                "dropout at inference is not computed by mixcheck (only 0 is read)"}
+
+SEMANTICS = {"mamba2_gated_norm": ("per_group", "full_row")}
+GATED_NORM_TYPES = ("mamba2", "bamba")
+PER_GROUP_SINCE = (5, 23, 0)
+
+
+def _release(v):
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", str(v or ""))
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def semantics(cfg):
+    """{entry: choice} of the version-dependent behaviours that apply to the model type: the config's own
+    `mixcheck_semantics` entry, else what its transformers_version did, else the newest behaviour."""
+    out = {}
+    given = cfg.get("mixcheck_semantics") or {}
+    if cfg.get("model_type") in GATED_NORM_TYPES:
+        rel = _release(cfg.get("transformers_version"))
+        out["mamba2_gated_norm"] = given.get("mamba2_gated_norm") or (
+            "full_row" if rel is not None and rel < PER_GROUP_SINCE else "per_group")
+    return out
+
+
+def gated_norm_group_size(cfg, intermediate, n_groups):
+    return intermediate // n_groups if semantics(cfg).get("mamba2_gated_norm") == "per_group" else intermediate
+
+
+# transformers' defaults where the model class sets its own (Lfm2Config.default_theta; Bamba hard-codes a
+# partial rotary factor of 0.5 over any top-level value; Qwen3.5 defaults it to 0.25)
+ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_text": (10000.0, 0.25)}
+
+
+def rope_params(cfg):
+    """(rope_theta, partial_rotary_factor) as transformers resolves them: rope_parameters (or rope_scaling)
+    first, then the top-level keys, then the model's default (Bamba: 0.5 whatever the top level says)."""
+    theta0, prf0 = ROPE_DEFAULTS[cfg["model_type"]]
+    rp = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    theta = rp.get("rope_theta", cfg.get("rope_theta", theta0))
+    if cfg["model_type"] == "bamba":
+        prf = rp.get("partial_rotary_factor", prf0)
+    else:
+        prf = rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor", prf0))
+    return float(theta), float(prf)
+
+
+def check(cfg, where):
+    """Raises ConfigError for the first key of cfg that is neither honoured nor inert, or whose value the
+    oracle cannot compute; `where` names the file in the message."""
+    mt = cfg.get("model_type")
+    if mt not in HONOURED:
+        raise ConfigError(f"{where}: model_type {mt!r} is not one of {', '.join(HONOURED)}")
+    honoured, inert = HONOURED[mt], INERT[mt]
+    for key in sorted(cfg):
+        v = cfg[key]
+        if key in honoured:
+            why = honoured[key](v)
+        elif key in inert:
+            why = INERT_VALUES.get(key, _any)(v)
+        else:
+            why = f"not a key of {mt} that mixcheck reads or knows to be inert"
+        if why:
+            shown = json.dumps(_encode_nonfinite(v), allow_nan=False)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise ConfigError(f"{where}: '{key}' = {shown}: {why}")
+    if "rope_scaling" in cfg and "rope_parameters" in cfg and cfg["rope_scaling"] != cfg["rope_parameters"]:
+        raise ConfigError(f"{where}: 'rope_scaling' and 'rope_parameters' both given and different")
+    if mt == "lfm2" and rope_params(cfg)[1] != 1.0:
+        raise ConfigError(f"{where}: 'partial_rotary_factor' = {rope_params(cfg)[1]}: Lfm2Attention rotates the whole "
+                          "head (only 1.0 is read)")
+    if mt == "lfm2" and "layer_types" in cfg and cfg.get("full_attn_idxs") is not None:
+        derived = ["full_attention" if i in cfg["full_attn_idxs"] else "conv"
+                   for i in range(cfg.get("num_hidden_layers", 0))]
+        if derived != cfg["layer_types"]:
+            raise ConfigError(f"{where}: 'full_attn_idxs' {cfg['full_attn_idxs']} and 'layer_types' disagree")
+
+
+def normalise(cfg):
+    """The upstream aliases transformers resolves at load time, resolved (Lfm2Config: tie_embedding,
+    block_ff_dim, layer_types from full_attn_idxs; Bamba: mamba_d_head "auto"), so that the golden's
+    config_json says what was computed. Returns a new dict."""
+    cfg = dict(cfg)
+    if cfg["model_type"] == "lfm2":
+        if "tie_embedding" in cfg:
+            cfg["tie_word_embeddings"] = cfg.pop("tie_embedding")
+        if "block_ff_dim" in cfg:
+            cfg["intermediate_size"] = cfg.pop("block_ff_dim")
+        if cfg.get("layer_types") is None:
+            idx = cfg.get("full_attn_idxs")
+            idx = list(range(cfg["num_hidden_layers"])) if idx is None else idx
+            cfg["layer_types"] = ["full_attention" if i in idx else "conv" for i in range(cfg["num_hidden_layers"])]
+    if cfg["model_type"] == "bamba" and cfg.get("mamba_d_head", "auto") == "auto":
+        cfg["mamba_d_head"] = cfg.get("mamba_expand", 2) * cfg["hidden_size"] // cfg["mamba_n_heads"]
+    if "rope_scaling" in cfg:
+        cfg["rope_parameters"] = cfg.pop("rope_scaling")
+    sem = semantics(cfg)
+    if sem:
+        cfg["mixcheck_semantics"] = sem
+    return cfg

@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""Every config key of a checkpoint honoured or refused (golden/configkeys.py), without transformers.
+
+1. Enumeration: every key transformers 5.24 writes for each supported model type (fixtures/hf_config_keys.json,
+   the keys of each config class's defaults) is honoured or on the inert list; when the HF Python
+   ($MIXCHECK_HF_PYTHON) can import transformers, its own config classes are enumerated too.
+2. The details real checkpoints carry, each written as a checkpoint (config.json + safetensors) and read by
+   generate.py from-checkpoint; the golden must follow the detail (it differs from the golden without it, and
+   equals the golden of an equivalent spelling of it where one exists), and mixcheck must pass the golden on
+   reference and cpu at f32 (so the C engine reads the detail the same way):
+   - n_groups 2 (Mamba2) / mamba_n_groups 2 (Bamba): the gated norm per group from transformers 5.23.0 on,
+     over the whole row before (transformers_version, or --semantics);
+   - rope_theta inside rope_parameters (LFM2, Bamba, Qwen3.5) equal to the same rope_theta at the top level;
+   - Bamba's time_step_limit (0, 0.05);
+   - Mamba2's default time_step_limit as transformers writes it, [0.0, {"__float__": "Infinity"}], and as
+     bare JSON Infinity: the golden's config_json is strict JSON either way;
+   - a sharded checkpoint (model.safetensors.index.json) gives the golden of the single file; BF16- and
+     F16-stored weights load; the text part of a multimodal Qwen3.5 checkpoint loads.
+3. Refusals, exit 2 naming the file and the key or tensor, never a traceback: an unknown key, a rope_type
+   that is not computed, a truncated safetensors header, a tensor of the wrong shape, a missing tensor, NaN
+   in a weight, a shard the index names but the folder lacks.
+Usage: test_config_keys.py MIXCHECK_BINARY
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "golden"))
+import checkpoint as C  # noqa: E402
+import configkeys as K  # noqa: E402
+import stacks as S  # noqa: E402
+
+MIXCHECK = sys.argv[1]
+GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py"), "from-checkpoint"]
+PROMPT = ["--prompt", "5 17 200 3 9 41 77", "--prompt", "250 1 33 4", "--greedy", "4"]
+TOL = os.path.join(ROOT, "cases", "tolerances")
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg)
+
+
+def base(name, **over):
+    """The bundled spec's config with overrides, and weights drawn for it."""
+    spec = S.SPECS["models/" + name]
+    cfg = S.model_config(spec)
+    cfg.update(over)
+    return cfg, S.init_weights(K.normalise(cfg), np.random.default_rng(spec.seed))
+
+
+def write(folder, cfg, weights, text=None, dtype="F32"):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        f.write(text if text is not None else K.dumps(cfg))
+    saved = dict(weights)
+    if cfg.get("tie_word_embeddings"):
+        saved.pop("lm_head.weight", None)
+    write_safetensors(os.path.join(folder, "model.safetensors"), saved, dtype)
+
+
+def write_safetensors(path, tensors, dtype="F32"):
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        v = np.ascontiguousarray(tensors[name], np.float32)
+        if dtype == "BF16":
+            b = (v.view(np.uint32) >> 16).astype("<u2").tobytes()   # the weights are bf16-exact
+        elif dtype == "F16":
+            b = v.astype("<f2").tobytes()
+        else:
+            b = v.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def golden(folder, out, extra=(), want=0):
+    p = subprocess.run(GEN + [folder, "--out", out] + PROMPT + list(extra), capture_output=True, text=True)
+    if "Traceback" in p.stderr:
+        fail(f"{folder}: a traceback:\n{p.stderr}")
+    if p.returncode != want:
+        fail(f"{folder}: from-checkpoint exit {p.returncode} (want {want}): {p.stderr.strip()}")
+    return p.stderr.strip()
+
+
+def logits(path):
+    with h5py.File(path, "r") as f:
+        cj = f["config"].attrs["config_json"]
+        try:
+            json.loads(cj, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+        except ValueError as e:
+            fail(f"{path}: config_json is not strict JSON ({e}): the C reader refuses it")
+        return f["expected/logits"][()], K.loads(cj)
+
+
+def passes(path, tmp, model_type, backends="reference, cpu"):
+    """mixcheck passes the golden on reference and cpu at f32 (prefill, decode, greedy)."""
+    tol = os.path.join(TOL, "models-%s.yaml" % model_type) if os.path.exists(
+        os.path.join(TOL, "models-%s.yaml" % model_type)) else os.path.join(TOL, "models.yaml")
+    yml = path[:-3] + ".yaml"
+    with open(yml, "w") as f:
+        f.write(f"id: keys-{os.path.basename(path)[:-3]}\nwhy: \"config key honoured\"\nmodel: {model_type}\n"
+                f"golden: {path}\ntolerance: {tol}\nbackends: [{backends}]\ndtypes: [f32]\nscenarios:\n"
+                "  prefill: {}\n  decode: {prefill: 5}\n  greedy: {steps: 4, top_k: 3}\n")
+    p = subprocess.run([MIXCHECK, "run", yml, "-q"], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"{path}: mixcheck exit {p.returncode}:\n{p.stdout[-3000:]}{p.stderr[-2000:]}")
+
+
+def differ(a, b, what):
+    la, lb = logits(a)[0], logits(b)[0]
+    d = float(np.max(np.abs(la - lb)))
+    if not d > 1e-6:
+        fail(f"{what}: the goldens do not differ (max |d logits| {d:.2e}): the detail is not honoured")
+    return d
+
+
+def same(a, b, what):
+    la, lb = logits(a)[0], logits(b)[0]
+    d = float(np.max(np.abs(la - lb)))
+    if d != 0.0:
+        fail(f"{what}: the goldens differ by {d:.2e}: two spellings of one config read differently")
+
+
+def enumeration():
+    with open(os.path.join(ROOT, "tests", "stacks", "fixtures", "hf_config_keys.json")) as f:
+        fx = json.load(f)
+    sets = {("fixture " + fx["transformers_version"]): fx["keys"]}
+    py = os.environ.get("MIXCHECK_HF_PYTHON", "")
+    if py and os.path.exists(py):
+        code = ("import json, transformers as T; print(json.dumps({m: sorted(c().to_dict()) for m, c in ["
+                "('mamba2', T.Mamba2Config), ('mamba', T.MambaConfig), ('lfm2', T.Lfm2Config), "
+                "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig)]}))")
+        p = subprocess.run([py, "-c", code], capture_output=True, text=True)
+        if p.returncode == 0:
+            sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
+    for label, keys in sets.items():
+        for mt, names in keys.items():
+            unknown = [k for k in names if k not in K.HONOURED[mt] and k not in K.INERT[mt]]
+            if unknown:
+                fail(f"{label}: {mt}: keys neither honoured nor inert: {unknown}")
+            print(f"{label}: {mt}: {len(names)} keys, every one honoured or inert")
+
+
+def main():
+    enumeration()
+    with tempfile.TemporaryDirectory() as tmp:
+        def path(n):
+            return os.path.join(tmp, n)
+
+        # n_groups 2: per group (5.23.0 on) or over the whole row (up to 5.22.x)
+        for name, key in (("mamba2", "n_groups"), ("bamba", "mamba_n_groups")):
+            cfg, w = base(name, **{key: 2})
+            outs = {}
+            for ver in ("5.24.0", "5.22.2"):
+                c = dict(cfg, transformers_version=ver)
+                write(path(f"{name}-g2-{ver}"), c, w)
+                outs[ver] = path(f"{name}-g2-{ver}.h5")
+                golden(path(f"{name}-g2-{ver}"), outs[ver])
+                sem = logits(outs[ver])[1].get("mixcheck_semantics", {}).get("mamba2_gated_norm")
+                want = "per_group" if ver == "5.24.0" else "full_row"
+                if sem != want:
+                    fail(f"{name} n_groups 2, transformers {ver}: the golden records {sem!r}, want {want!r}")
+                passes(outs[ver], tmp, cfg["model_type"])
+            d = differ(outs["5.24.0"], outs["5.22.2"], f"{name} n_groups 2 per group vs full row")
+            print(f"{name}: n_groups 2, per group (5.24.0) vs full row (5.22.2): max |d logits| {d:.3g}")
+            golden(path(f"{name}-g2-5.24.0"), path(f"{name}-g2-forced.h5"), ["--semantics", "mamba2_gated_norm=full_row"])
+            same(path(f"{name}-g2-forced.h5"), outs["5.22.2"], f"{name}: --semantics mamba2_gated_norm=full_row")
+
+        # rope_theta inside rope_parameters
+        for name in ("lfm2", "bamba", "qwen3_5"):
+            cfg, w = base(name)
+            mt = cfg["model_type"]
+            inside = {k: v for k, v in cfg.items() if k not in ("rope_theta", "rope_parameters")}
+            inside["rope_parameters"] = {"rope_type": "default", "rope_theta": 500.0}
+            if mt == "qwen3_5_text":
+                inside["rope_parameters"]["partial_rotary_factor"] = 0.25
+            top = dict(inside)
+            del top["rope_parameters"]
+            top["rope_theta"] = 500.0
+            write(path(f"{name}-rp"), inside, w)
+            write(path(f"{name}-top"), top, w)
+            write(path(f"{name}-default"), cfg, w)
+            for n in ("rp", "top", "default"):
+                golden(path(f"{name}-{n}"), path(f"{name}-{n}.h5"))
+            same(path(f"{name}-rp.h5"), path(f"{name}-top.h5"), f"{name}: rope_parameters.rope_theta vs rope_theta")
+            d = differ(path(f"{name}-rp.h5"), path(f"{name}-default.h5"), f"{name}: rope_theta 500")
+            print(f"{name}: rope_parameters.rope_theta 500 = top-level rope_theta 500; vs default: {d:.3g}")
+            # cpu computes the rotary angles in float32 (as upstream does): at rope_theta 500 the angles
+            # of Qwen3.5's KV cache err by ~1.5e-6, past the f32 recurrent_state tolerance measured on the
+            # bundled golden (rope_theta 10000), so the reference alone is asked here (docs/models.md §2)
+            passes(path(f"{name}-rp.h5"), tmp, mt, "reference" if mt == "qwen3_5_text" else "reference, cpu")
+
+        # Bamba's time_step_limit; Mamba2's infinite limit as transformers writes it, and as bare Infinity
+        cfg, w = base("bamba", time_step_limit=[0.0, 0.05])
+        write(path("bamba-tsl"), cfg, w)
+        golden(path("bamba-tsl"), path("bamba-tsl.h5"))
+        d = differ(path("bamba-tsl.h5"), path("bamba-default.h5"), "bamba time_step_limit (0, 0.05)")
+        print(f"bamba: time_step_limit (0, 0.05) vs none: {d:.3g}")
+        passes(path("bamba-tsl.h5"), tmp, "bamba")
+        cfg, w = base("mamba2", time_step_limit=[0.0, float("inf")])
+        write(path("m2-inf"), cfg, w)
+        write(path("m2-bare"), cfg, w, text=json.dumps(cfg))   # Python's json: bare Infinity
+        write(path("m2-none"), {k: v for k, v in cfg.items() if k != "time_step_limit"}, w)
+        with open(os.path.join(path("m2-inf"), "config.json")) as f:
+            if '{"__float__": "Infinity"}' not in f.read():
+                fail("the test's Mamba2 config does not carry transformers' {\"__float__\": \"Infinity\"}")
+        for n in ("m2-inf", "m2-bare", "m2-none"):
+            golden(path(n), path(n + ".h5"))
+        same(path("m2-inf.h5"), path("m2-none.h5"), "mamba2 time_step_limit [0, Infinity] vs absent")
+        same(path("m2-bare.h5"), path("m2-none.h5"), "mamba2 time_step_limit [0, bare Infinity] vs absent")
+        cj = logits(path("m2-inf.h5"))[1]
+        if cj.get("time_step_limit") != [0.0, float("inf")]:
+            fail(f"the golden's config_json time_step_limit reads back as {cj.get('time_step_limit')}")
+        passes(path("m2-inf.h5"), tmp, "mamba2")
+
+        # a sharded checkpoint; BF16 / F16 storage
+        cfg, w = base("qwen3_5")
+        write(path("q-single"), cfg, w)
+        golden(path("q-single"), path("q-single.h5"))
+        sh = path("q-sharded")
+        os.makedirs(sh)
+        shutil.copy(os.path.join(path("q-single"), "config.json"), sh)
+        names = sorted(w)
+        half = len(names) // 2
+        wm = {}
+        for i, part in enumerate((names[:half], names[half:])):
+            fn = f"model-{i + 1:05d}-of-00002.safetensors"
+            write_safetensors(os.path.join(sh, fn), {k: w[k] for k in part})
+            wm.update({k: fn for k in part})
+        with open(os.path.join(sh, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, f)
+        golden(sh, path("q-sharded.h5"))
+        same(path("q-sharded.h5"), path("q-single.h5"), "a sharded checkpoint vs the single file")
+        for dt in ("BF16", "F16"):
+            write(path(f"q-{dt}"), cfg, w, dtype=dt)
+            golden(path(f"q-{dt}"), path(f"q-{dt}.h5"))
+            if dt == "BF16":   # the weights are on the bf16 grid: the same golden
+                same(path("q-BF16.h5"), path("q-single.h5"), "BF16-stored bf16-exact weights vs F32")
+        print("qwen3_5: sharded = single file; BF16- and F16-stored weights load")
+
+        # the text part of a multimodal Qwen3.5 checkpoint
+        mm = path("q-multimodal")
+        os.makedirs(mm)
+        text = {k: v for k, v in cfg.items() if k != "architectures"}
+        with open(os.path.join(mm, "config.json"), "w") as f:
+            f.write(K.dumps({"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"],
+                             "text_config": text, "vision_config": {"depth": 2}, "transformers_version": "5.24.0",
+                             "tie_word_embeddings": False}))
+        mw = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v for k, v in w.items()}
+        mw["model.visual.patch_embed.proj.weight"] = np.zeros((4, 3), np.float32)
+        mw["mtp.fc.weight"] = np.zeros((2, 2), np.float32)
+        write_safetensors(os.path.join(mm, "model.safetensors"), mw)
+        golden(mm, path("q-multimodal.h5"))
+        same(path("q-multimodal.h5"), path("q-single.h5"), "the text part of a multimodal checkpoint")
+        print("qwen3_5: the text part of a multimodal checkpoint = the text checkpoint")
+
+        # refusals: exit 2, the file and the key / tensor named, no traceback
+        def refused(folder, needle, what):
+            err = golden(folder, os.path.join(tmp, "refused.h5"), want=2)
+            if needle not in err:
+                fail(f"{what}: the message does not name {needle!r}: {err}")
+            else:
+                print(f"refused ({what}): {err}")
+
+        cfg, w = base("mamba2")
+        for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
+                                   ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
+                                   ("quantization_config", {"quant_method": "gptq"}, "'quantization_config'")):
+            write(path("bad-" + key), dict(cfg, **{key: value}), w)
+            refused(path("bad-" + key), needle, f"key {key}")
+        lcfg, lw = base("lfm2")
+        for rt in ("yarn", "linear", "dynamic"):
+            c = {k: v for k, v in lcfg.items() if k != "rope_theta"}
+            c["rope_parameters"] = {"rope_type": rt, "rope_theta": 10000.0, "factor": 2.0}
+            write(path("bad-rope-" + rt), c, lw)
+            refused(path("bad-rope-" + rt), "'rope_parameters'", f"rope_type {rt}")
+        write(path("bad-trunc"), cfg, w)
+        st = os.path.join(path("bad-trunc"), "model.safetensors")
+        with open(st, "rb") as f:
+            raw = f.read()
+        with open(st, "wb") as f:
+            f.write(raw[:40])
+        refused(path("bad-trunc"), "model.safetensors", "a truncated header")
+        wrong = dict(w)
+        wrong["backbone.layers.0.mixer.D"] = np.zeros(3, np.float32)
+        write(path("bad-shape"), cfg, wrong)
+        refused(path("bad-shape"), "backbone.layers.0.mixer.D", "a tensor of the wrong shape")
+        missing = {k: v for k, v in w.items() if k != "backbone.layers.1.mixer.dt_bias"}
+        write(path("bad-missing"), cfg, missing)
+        refused(path("bad-missing"), "backbone.layers.1.mixer.dt_bias", "a missing tensor")
+        nan = dict(w)
+        nan["backbone.layers.2.mixer.A_log"] = w["backbone.layers.2.mixer.A_log"].copy()
+        nan["backbone.layers.2.mixer.A_log"][1] = np.nan
+        write(path("bad-nan"), cfg, nan)
+        refused(path("bad-nan"), "backbone.layers.2.mixer.A_log", "NaN in a weight")
+        gone = path("bad-shard")
+        shutil.copytree(sh, gone)
+        os.remove(os.path.join(gone, "model-00002-of-00002.safetensors"))
+        refused(gone, "model-00002-of-00002.safetensors", "a shard the index names")
+        with open(os.path.join(path("bad-nan"), "config.json"), "w") as f:
+            f.write('{"model_type": "mamba2", ')
+        refused(path("bad-nan"), "config.json", "a config.json that is not JSON")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("every detail honoured, every defect refused")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
