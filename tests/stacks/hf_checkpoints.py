@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The transformers side of test_hf_checkpoints.py: runs under a Python with torch and transformers.
+
+Usage: hf_checkpoints.py OUT_DIR PROMPT_JSON
+For each variant below: the upstream config class with the variant's keys, a model drawn with a fixed
+seed, written with save_pretrained (safetensors; sharded where the variant says so; in bfloat16 where it
+says so), read back, and run in float64 with upstream's float32 casts promoted to float64 (as
+golden/upstream.py does) on the prompt (left-padded rows, attention_mask, position_ids over real tokens);
+its logits go to OUT_DIR/NAME.npz beside the checkpoint OUT_DIR/NAME/. Exit 77 without torch/transformers.
+"""
+import json
+import os
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import transformers
+except ImportError as e:
+    print(f"SKIP: {e}")
+    sys.exit(77)
+
+TINY = {
+    "mamba2": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_heads=4, head_dim=16, expand=2,
+                   state_size=8, n_groups=1, conv_kernel=4, chunk_size=8),
+    "mamba": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, intermediate_size=64, state_size=8,
+                  conv_kernel=4, time_step_rank=4),
+    "lfm2": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=48, block_auto_adjust_ff_dim=False, conv_L_cache=3, max_position_embeddings=64,
+                 layer_types=["conv", "full_attention"]),
+    "bamba": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=48, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_chunk_size=8,
+                  mamba_n_groups=1, attn_layer_indices=[1], max_position_embeddings=64),
+    "qwen3_5_text": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=16, intermediate_size=48, linear_num_key_heads=2,
+                         linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+                         max_position_embeddings=64, layer_types=["linear_attention", "full_attention"]),
+}
+CONFIGS = {"mamba2": "Mamba2Config", "mamba": "MambaConfig", "lfm2": "Lfm2Config", "bamba": "BambaConfig",
+           "qwen3_5_text": "Qwen3_5TextConfig"}
+MODELS = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
+          "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM"}
+
+# name: (model type, keys over TINY, save options)
+VARIANTS = {
+    "mamba2-default-tsl": ("mamba2", {}, {}),
+    "mamba2-groups2": ("mamba2", {"n_groups": 2}, {}),
+    "mamba2-tied": ("mamba2", {"tie_word_embeddings": True}, {}),
+    "mamba2-sharded": ("mamba2", {}, {"max_shard_size": "20KB"}),
+    "mamba2-bf16": ("mamba2", {}, {"bf16": True}),
+    "mamba-tied": ("mamba", {}, {}),
+    "mamba-untied": ("mamba", {"tie_word_embeddings": False}, {}),
+    "lfm2-rope500": ("lfm2", {"rope_parameters": {"rope_type": "default", "rope_theta": 500.0}}, {}),
+    "bamba-groups2": ("bamba", {"mamba_n_groups": 2}, {}),
+    "bamba-rope500": ("bamba", {"rope_parameters": {"rope_type": "default", "rope_theta": 500.0}}, {}),
+    "bamba-tsl": ("bamba", {"time_step_limit": [0.0, 0.05]}, {}),
+    "qwen3_5-rope500": ("qwen3_5_text", {"rope_parameters": {"rope_type": "default", "rope_theta": 500.0,
+                                                             "partial_rotary_factor": 0.25}}, {}),
+}
+
+
+def promoted(on):
+    """Upstream's float32 casts read as float64 inside a float64 model (golden/upstream.py)."""
+    f32 = promoted.saved
+    torch.float32 = torch.float = torch.float64 if on else f32[0]
+    torch.Tensor.float = torch.Tensor.double if on else f32[1]
+    torch.set_default_dtype(torch.float64 if on else f32[0])
+
+
+promoted.saved = (torch.float32, torch.Tensor.float)
+
+
+def main():
+    out, prompt = sys.argv[1], json.loads(sys.argv[2])
+    rows = [[int(t) for t in p.split()] for p in prompt]
+    L = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), L), np.int64)
+    mask = np.zeros((len(rows), L), np.int64)
+    for b, r in enumerate(rows):
+        ids[b, L - len(r):] = r
+        mask[b, L - len(r):] = 1
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}")
+    for name, (mt, keys, save) in VARIANTS.items():
+        cfg = getattr(transformers, CONFIGS[mt])(**{**TINY[mt], **keys})
+        torch.manual_seed(7)
+        model = getattr(transformers, MODELS[mt])(cfg).eval()
+        with torch.no_grad():   # draw every parameter, so that norms and biases are not all ones / zeros
+            for p in model.parameters():
+                p.add_(0.05 * torch.randn_like(p))
+        folder = os.path.join(out, name)
+        if save.get("bf16"):
+            model = model.to(torch.bfloat16)
+        model.save_pretrained(folder, max_shard_size=save.get("max_shard_size", "50GB"))
+        # read back as from_pretrained reads it (the index of a sharded checkpoint, tied heads, bfloat16), then
+        # into a model built with the casts promoted: its rotary frequencies are computed at construction
+        loaded = getattr(transformers, MODELS[mt]).from_pretrained(folder, dtype=torch.float64)
+        state = {k: v.detach().clone() for k, v in loaded.state_dict().items()}
+        try:
+            promoted(True)
+            back = getattr(transformers, MODELS[mt])(loaded.config).to(torch.float64).eval()
+            back.load_state_dict(state, strict=True)
+            with torch.no_grad():
+                t_ids, t_mask = torch.from_numpy(ids), torch.from_numpy(mask)
+                pos = (t_mask.cumsum(-1) - 1).clamp(min=0)
+                logits = back(input_ids=t_ids, attention_mask=t_mask, position_ids=pos, use_cache=False).logits
+        finally:
+            promoted(False)
+        np.savez(os.path.join(out, name + ".npz"), logits=logits.double().numpy(), mask=mask, ids=ids)
+        files = sorted(os.listdir(folder))
+        print(f"  {name}: {mt}, wrote {', '.join(files)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
