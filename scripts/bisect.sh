@@ -21,7 +21,9 @@
 #                 --prefix it must build the mixcheck executable into the build folder.
 #   --build-dir DIR  the build folder (default build-bisect at the top of the work tree). Without
 #                 --build it is configured with `cmake -S . -B DIR -DCMAKE_BUILD_TYPE=Release` (plus
-#                 the prefix) unless it holds a configured build already.
+#                 the prefix) unless it holds a configured build already; with --prefix, one that
+#                 found another mixcheck is refused.
+# A relative --prefix or --build-dir is taken from the current directory.
 #
 # --max-drift R: hunt for a drift within tolerance. GOOD is built and run first with RUN OPTIONS and
 # its JSON report becomes the baseline; every step then runs with --baseline <that report>
@@ -87,7 +89,6 @@ done
 good_arg=$1 bad_arg=$2
 shift 2
 top=$(git rev-parse --show-toplevel 2>/dev/null) || die "not inside a git work tree"
-cd "$top" || exit 2
 build=$top/build-bisect prefix="" build_cmd="" max_drift=""
 run_opts=()
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (--help)"; }
@@ -100,6 +101,8 @@ while [ $# -gt 0 ]; do
     *) run_opts+=("$1"); shift ;;
   esac
 done
+# --prefix and --build-dir are resolved from the current directory; the run options from the top
+cd "$top" || exit 2
 good=$(git rev-parse -q --verify "$good_arg^{commit}") || die "unknown commit '$good_arg'"
 bad=$(git rev-parse -q --verify "$bad_arg^{commit}") || die "unknown commit '$bad_arg'"
 if [ -n "$prefix" ]; then
@@ -142,7 +145,8 @@ stop_child() {
 }
 cleanup() {
   local rc=$?
-  trap - EXIT INT TERM HUP
+  trap - EXIT
+  trap '' INT TERM HUP # a second signal must not stop the restoring half way
   stop_child
   if [ -e "$(git rev-parse --git-path BISECT_START)" ]; then
     git bisect reset >/dev/null 2>&1 || echo "bisect: git bisect reset failed" >&2

@@ -10,9 +10,10 @@
 # and a branch `broken` off c1 whose source does not compile. Every run is shortconv-tiny/prefill on
 # backend example in f64. Checks: the script names c3 (the default port build with --prefix, and a
 # --build command); every exit path (GOOD fails, BAD passes, GOOD or BAD does not build, usage errors
-# before and after the first checkout, a dirty tree, only skipped commits, SIGTERM during the search)
-# has its exit code and leaves the repository on main at c5, clean, with no bisect running; a run
-# started on a detached HEAD ends there. MIXCHECK is the built command (cmake --install does not build).
+# before and after the first checkout, a dirty tree, a bisect already running, only skipped commits,
+# SIGTERM during the search) has its exit code and leaves the repository on main at c5, clean, with
+# no bisect running; a run started on a detached HEAD ends there. MIXCHECK is the built command
+# (cmake --install does not build).
 set -euo pipefail
 src=$1 build=$2 scratch=$3 built=$4 cmake=$5 cc=$6 bindir=$7
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -99,8 +100,9 @@ case $found in "$prefix"/*) ;; *) fail "the --build command found mixcheck at '$
 
 expect 3 "GOOD \($c3\) does not pass with these options \(exit 1\): nothing to bisect" "GOOD fails" \
   "$c3" "$c5" --prefix "$prefix" "${sel[@]}" --plugin "$plugin"
-expect 3 "BAD \($c2\) passes with these options: nothing to bisect" "BAD passes" \
-  "$c1" "$c2" --prefix "$prefix" "${sel[@]}" --plugin "$plugin"
+# (from a folder below the top: a relative --prefix is taken from there, the plugin from the top)
+(cd build-bisect && expect 3 "BAD \($c2\) passes with these options: nothing to bisect" "BAD passes" \
+  "$c1" "$c2" --prefix ../../prefix "${sel[@]}" --plugin "$plugin")
 expect 3 "GOOD \($broken\) does not build: nothing to bisect" "GOOD does not build" \
   broken "$c5" --prefix "$prefix" "${sel[@]}" --plugin "$plugin"
 expect 3 "BAD \($broken\) does not build: nothing to bisect" "BAD does not build" \
