@@ -25,7 +25,7 @@ mkdir -p "$scratch"
 "$cmake" --install "$build" --prefix "$scratch/prefix" >/dev/null
 prefix=$scratch/prefix
 [ -x "$prefix/bin/mixcheck" ] || fail "no bin/mixcheck installed"
-export CC=$cc CMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+export CC=$cc
 # the cmake used by the script's default build and by the --build commands below
 PATH=$(dirname "$cmake"):$PATH
 
@@ -64,7 +64,7 @@ broken=$(git rev-parse HEAD)
 git checkout -q main
 
 sel=("$src/cases/shortconv/tiny.yaml" --backend example --dtype f64 --scenario prefill)
-plugin=build-bisect/libmixcheck_example.so
+plugin="build-bisect/libmixcheck_example.so"
 
 # restored: on main at c5, no tracked change, no bisect running
 restored() {
