@@ -89,6 +89,7 @@ done
 good_arg=$1 bad_arg=$2
 shift 2
 top=$(git rev-parse --show-toplevel 2>/dev/null) || die "not inside a git work tree"
+self=$(realpath "$0")
 build=$top/build-bisect prefix="" build_cmd="" max_drift=""
 run_opts=()
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (--help)"; }
@@ -166,7 +167,7 @@ trap 'echo "bisect: interrupted (SIGINT)" >&2; exit 130' INT
 trap 'echo "bisect: interrupted (SIGTERM)" >&2; exit 143' TERM
 trap 'echo "bisect: interrupted (SIGHUP)" >&2; exit 129' HUP
 
-cp "$0" "$tmp/bisect.sh"
+cp "$self" "$tmp/bisect.sh"
 export MC_BISECT_BUILD_DIR=$build MC_BISECT_MIXCHECK=$mixcheck MC_BISECT_LOG=$tmp/step.log \
   MC_BISECT_STATUS=$tmp/step.status MC_BISECT_BASELINE="" MC_BISECT_MAX_DRIFT=$max_drift
 if [ -n "$build_cmd" ]; then

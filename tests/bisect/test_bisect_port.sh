@@ -100,8 +100,9 @@ case $found in "$prefix"/*) ;; *) fail "the --build command found mixcheck at '$
 
 expect 3 "GOOD \($c3\) does not pass with these options \(exit 1\): nothing to bisect" "GOOD fails" \
   "$c3" "$c5" --prefix "$prefix" "${sel[@]}" --plugin "$plugin"
-# (from a folder below the top: a relative --prefix is taken from there, the plugin from the top)
-(cd build-bisect && expect 3 "BAD \($c2\) passes with these options: nothing to bisect" "BAD passes" \
+# (from a folder below the top, the script named by a relative path: a relative --prefix is taken from
+# there, the plugin from the top)
+(cd build-bisect && bisect=$(realpath --relative-to=. "$bisect") && expect 3 "BAD \($c2\) passes with these options: nothing to bisect" "BAD passes" \
   "$c1" "$c2" --prefix ../../prefix "${sel[@]}" --plugin "$plugin")
 expect 3 "GOOD \($broken\) does not build: nothing to bisect" "GOOD does not build" \
   broken "$c5" --prefix "$prefix" "${sel[@]}" --plugin "$plugin"
