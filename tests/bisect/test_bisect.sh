@@ -3,8 +3,9 @@
 # HEAD, then 8 commits, the 5th of which scales the cpu Mamba2 D term by 1 + 1e-5 (the drift of
 # tests/drift, planted in the kernel: within tolerance, a drift against the baseline). `bisect.sh
 # --max-drift 1.3` must name the 5th commit; without --max-drift every commit passes and it must say
-# there is nothing to bisect (exit 3). One Debug build folder serves every step (3-4 incremental
-# builds per bisect); the runs are restricted to two checks with -k. Exit 77 outside a git checkout.
+# there is nothing to bisect (exit 3); after both the repository is back on its branch. One Debug
+# build folder serves every step (3-4 incremental builds per bisect); the runs are restricted to two
+# checks with -k. Exit 77 outside a git checkout.
 set -euo pipefail
 src=$1 scratch=$2
 git -C "$src" rev-parse -q --verify HEAD >/dev/null 2>&1 || { echo "not a git checkout: skipped"; exit 77; }
@@ -33,6 +34,13 @@ for i in 1 2 3 4 5 6 7 8; do
   fi
 done
 bad=$(git rev-parse HEAD)
+branch=$(git symbolic-ref HEAD)
+# restored NAME: back on the branch at BAD, no bisect running
+restored() {
+  [ "$(git symbolic-ref -q HEAD)" = "$branch" ] || { echo "FAIL: $1: not back on $branch"; exit 1; }
+  [ "$(git rev-parse HEAD)" = "$bad" ] || { echo "FAIL: $1: the work tree was not restored"; exit 1; }
+  [ ! -e "$(git rev-parse --git-path BISECT_START)" ] || { echo "FAIL: $1: a bisect is still running"; exit 1; }
+}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 sel=(cases/mamba2 --backend cpu --dtype f32 -k mamba2-decay/prefill -k mamba2-tiny/prefill)
 
@@ -43,7 +51,7 @@ set -e
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: bisect --max-drift exit $rc"; exit 1; }
 echo "$out" | grep -q "^first bad commit: $planted " || { echo "FAIL: the planted commit $planted not found"; exit 1; }
-[ "$(git rev-parse HEAD)" = "$bad" ] || { echo "FAIL: the work tree was not restored"; exit 1; }
+restored "bisect --max-drift"
 
 set +e
 out=$(scripts/bisect.sh "$good" "$bad" --build-dir "$build" "${sel[@]}" 2>&1)
@@ -53,4 +61,5 @@ echo "$out"
 [ $rc -eq 3 ] || { echo "FAIL: without --max-drift: exit $rc, expected 3 (nothing to bisect)"; exit 1; }
 echo "$out" | grep -q "passes with these options: nothing to bisect" || { echo "FAIL: no 'nothing to bisect'"; exit 1; }
 if echo "$out" | grep -q "first bad commit"; then echo "FAIL: found a commit without --max-drift"; exit 1; fi
+restored "bisect without --max-drift"
 echo "ok: --max-drift finds $planted; without it nothing to bisect"
