@@ -14,7 +14,9 @@ Commands (paths are relative to this script's directory, whatever the cwd):
                                             gated delta rule / closed-form scan, split invariance, padding)
 NAME is family/name (gdn/tiny), a family (gdn: all of it), or a bare mamba2 name (tiny = mamba2/tiny).
 Model-level goldens (whole stacks) are named models/NAME or `models` and live in golden/stacks.py;
-`generate.py from-checkpoint DIR` (a golden from a Hugging Face checkpoint folder) is golden/checkpoint.py.
+`generate.py from-checkpoint DIR` (a golden from a Hugging Face checkpoint folder) is golden/checkpoint.py;
+`generate.py calibration-set MODEL_TYPE --count N --seed S --out DIR` (random checkpoints with released-model
+weight statistics, as model goldens and cases, for measuring tolerances) is golden/calibration.py.
 Nothing is written unless `regenerate` is given, with the names to rewrite or --all.
 
 This file is the command line only: it parses the arguments and dispatches. The modules, each importing
@@ -25,6 +27,7 @@ only those before it:
                  files and their content checksum, and the list / regenerate / check commands
   stacks.py      model-level goldens: whole ...ForCausalLM stacks, and their list / regenerate / check
   checkpoint.py  from-checkpoint: goldens from a Hugging Face checkpoint folder
+  calibration.py calibration sets: random checkpoints with released-model statistics, as model goldens
 """
 
 import argparse
@@ -32,15 +35,36 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import calibration  # noqa: E402
 import checkpoint  # noqa: E402
 import goldens  # noqa: E402
 import stacks  # noqa: E402
+
+
+def calibration_set(argv):
+    ap = argparse.ArgumentParser(prog="generate.py calibration-set",
+                                 description="random checkpoints of one model type as model goldens and cases")
+    ap.add_argument("model_type", choices=sorted(calibration.MODEL_SPECS))
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0, help="the first checkpoint's seed (sets never overlap in seeds)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--tolerance", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases",
+                                                        "tolerances", "models.yaml"))
+    a = ap.parse_args(argv)
+    if a.count < 1 or a.seed < 0:
+        print("calibration-set: --count >= 1 and --seed >= 0", file=sys.stderr)
+        return 2
+    files = calibration.write_set(a.model_type, a.count, a.seed, a.out, a.tolerance)
+    print(f"{a.out}: {len(files)} {a.model_type} checkpoint(s), seeds {a.seed}..{a.seed + a.count - 1}")
+    return 0
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "from-checkpoint":
         return checkpoint.main(argv[1:])
+    if argv and argv[0] == "calibration-set":
+        return calibration_set(argv[1:])
     if stacks.wants_models(argv):   # list / regenerate / check naming models/... or `models`
         return stacks.main(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -55,9 +55,15 @@ static void print_tensor_diagnosis(const struct mc_console *con, const struct mc
     fprintf(con->out, "      %s%s%s%s: ", paint(con, C_RED), t->name, paint(con, C_RESET),
             runs > 1 ? " (all runs)" : "");
     print_where(con, s, "        ");
-    fprintf(con->out, "        max abs err %.3g, max rel err %.3g, headroom %.3g, tolerance atol %.3g rtol %.3g, "
+    char atol[96];
+    if (t->tol.atol_scale > 0.0) /* the absolute part in units of the compared magnitude (case/tolerance.h) */
+        snprintf(atol, sizeof atol, "%.3g (%.3g x max|expected| %.3g%s)", s->atol_applied, t->tol.atol_scale,
+                 s->max_abs_expected, t->tol.atol > 0.0 ? " + atol" : "");
+    else
+        snprintf(atol, sizeof atol, "%.3g", t->tol.atol);
+    fprintf(con->out, "        max abs err %.3g, max rel err %.3g, headroom %.3g, tolerance atol %s rtol %.3g, "
                       "cosine %.9f, nmse %.3g, expected: %s\n",
-            s->max_abs_err, s->max_rel_err, s->headroom, t->tol.atol, t->tol.rtol, mc_compare_cosine(s),
+            s->max_abs_err, s->max_rel_err, s->headroom, atol, t->tol.rtol, mc_compare_cosine(s),
             mc_compare_nmse(s), mc_expected_source_name(t->expected));
     const struct mc_logits_metrics *m = &t->logits;
     if (m->present)

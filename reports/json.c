@@ -173,6 +173,11 @@ static void write_record(struct mc_writer *w, const struct mc_check_result *r, c
         kv_num(w, "nmse", mc_compare_nmse(s));
         kv_num(w, "atol", t->tol.atol);
         kv_num(w, "rtol", t->tol.rtol);
+        if (t->tol.atol_scale > 0.0) {
+            kv_num(w, "atol_scale", t->tol.atol_scale);
+            kv_num(w, "atol_applied", s->atol_applied);
+        }
+        kv_num(w, "max_abs_expected", s->max_abs_expected);
         kv_int(w, "comparisons", t->comparisons);
         kv_str(w, "expected", mc_expected_source_name(t->expected), 1);
         if (strcmp(r->by_step.tensor, t->name) == 0)

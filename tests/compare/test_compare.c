@@ -31,7 +31,7 @@ static struct mc_compare_stats run(const double *a, const double *b, int64_t n, 
     struct mc_compare_view v = tokens_view(n);
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {atol, rtol};
+    struct mc_tolerance tol = {atol, rtol, 0.0};
     mc_compare_accumulate(a, b, &v, tol, &s);
     return s;
 }
@@ -142,7 +142,7 @@ static void test_offsets_and_padding(void **state)
     double a[3] = {123.0, 1.0, 5.0}, b[3] = {0.0, 1.0, 1.0};
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {1e-6, 0};
+    struct mc_tolerance tol = {1e-6, 0, 0.0};
     mc_compare_accumulate(a, b, &v, tol, &s);
     assert_int_equal(s.n_elems, 2); /* the padding token is not compared */
     assert_int_equal(s.first_fail_token, 12);
@@ -162,7 +162,7 @@ static void test_merge_keeps_worst_and_first(void **state)
     (void)state;
     double b[2] = {1, 1}, a1[2] = {1, 1.2}, a2[2] = {1.5, 1};
     struct mc_compare_view v = tokens_view(2);
-    struct mc_tolerance tol = {0.1, 0};
+    struct mc_tolerance tol = {0.1, 0, 0.0};
     struct mc_compare_stats one, two, all;
     mc_compare_stats_init(&one);
     mc_compare_stats_init(&two);
@@ -189,7 +189,7 @@ static void test_profile_per_position(void **state)
     v.token_offset = 2; /* positions 2..6 */
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {0.1, 0.0};
+    struct mc_tolerance tol = {0.1, 0.0, 0.0};
     mc_compare_accumulate(a, b, &v, tol, &s);
     const struct mc_position_profile *p = &s.profile;
     assert_int_equal(p->width, 1);
@@ -219,7 +219,7 @@ static void test_profile_folds_and_merges(void **state)
         a[i] = 1.0 + 1e-6 * (i % 7);
     }
     a[777] = 1.5;
-    struct mc_tolerance tol = {1e-3, 0.0};
+    struct mc_tolerance tol = {1e-3, 0.0, 0.0};
     struct mc_compare_view v = tokens_view(N);
     struct mc_compare_stats whole;
     mc_compare_stats_init(&whole);
@@ -258,6 +258,41 @@ static void test_format_index(void **state)
     assert_string_equal(buf, "batch=0 token=1 channel=0");
 }
 
+/* atol_scale: the absolute tolerance in units of the array's largest |expected| (padding and non-finite
+ * expected values excluded from it); merged stats keep the largest magnitude and applied atol. */
+static void test_atol_scale(void **state)
+{
+    (void)state;
+    double b[4] = {8.0, -0.5, 0.25, 1.0}, a[4] = {8.0, -0.5, 0.25 + 0.079, 1.0};
+    struct mc_compare_view v = tokens_view(4);
+    struct mc_compare_stats s;
+    mc_compare_stats_init(&s);
+    struct mc_tolerance tol = {0.0, 0.0, 0.01}; /* 0.01 * 8 = 0.08 */
+    mc_compare_accumulate(a, b, &v, tol, &s);
+    assert_true(mc_compare_passed(&s));
+    assert_true(s.max_abs_expected == 8.0);
+    assert_true(fabs(s.atol_applied - 0.08) < 1e-15);
+    assert_true(fabs(s.headroom - 0.079 / 0.08) < 1e-12);
+    a[2] = 0.25 + 0.081;
+    mc_compare_stats_init(&s);
+    mc_compare_accumulate(a, b, &v, tol, &s);
+    assert_false(mc_compare_passed(&s));
+    /* the same error against a smaller array fails: the scale is the array's own */
+    double b2[4] = {1.0, -0.5, 0.25, 1.0}, a2[4] = {1.0, -0.5, 0.25 + 0.079, 1.0};
+    mc_compare_stats_init(&s);
+    mc_compare_accumulate(a2, b2, &v, tol, &s);
+    assert_false(mc_compare_passed(&s));
+    assert_true(s.max_abs_expected == 1.0);
+    /* padding does not count towards M */
+    uint8_t valid[4] = {0, 1, 1, 1};
+    v.valid = valid;
+    mc_compare_stats_init(&s);
+    mc_compare_accumulate(a, b, &v, tol, &s);
+    assert_true(s.max_abs_expected == 1.0);
+    assert_false(mc_compare_passed(&s));
+    assert_true(fabs(mc_tolerance_atol_at(tol, 3.0) - 0.03) < 1e-15);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_format_index),
         cmocka_unit_test(test_profile_per_position),
         cmocka_unit_test(test_profile_folds_and_merges),
+        cmocka_unit_test(test_atol_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

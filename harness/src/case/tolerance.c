@@ -18,7 +18,8 @@
 
 enum { TK_PROFILE, TK_WHY, TK_DEVICES, TK_COUNT };
 static const char *const TOL_KEYS[TK_COUNT] = {"profile", "why", "devices"};
-static const char *const ENTRY_KEYS[] = {"atol", "rtol", "why"};
+static const char *const ENTRY_KEYS[] = {"atol", "rtol", "why", "atol_scale"};
+#define REQUIRED_ENTRY_KEYS 3 /* atol_scale is optional (0) */
 
 static enum mc_err_code ld_tol_entry(struct mc_yaml_doc *ld, yaml_node_t *n, const char *kp,
                                      struct mc_tolerance_entry *e)
@@ -30,7 +31,7 @@ static enum mc_err_code ld_tol_entry(struct mc_yaml_doc *ld, yaml_node_t *n, con
     if ((rc = mc_yaml_expect(ld, n, kp, YAML_MAPPING_NODE)) != MC_ERR_NONE ||
         (rc = mc_yaml_fields(ld, n, kp, ENTRY_KEYS, COUNT(ENTRY_KEYS), v, NULL)) != MC_ERR_NONE)
         return rc;
-    for (size_t i = 0; i < COUNT(ENTRY_KEYS); i++) {
+    for (size_t i = 0; i < REQUIRED_ENTRY_KEYS; i++) {
         if ((rc = mc_yaml_require(ld, n, kp, ENTRY_KEYS[i], v[i])) != MC_ERR_NONE)
             return rc;
     }
@@ -42,6 +43,10 @@ static enum mc_err_code ld_tol_entry(struct mc_yaml_doc *ld, yaml_node_t *n, con
         return rc;
     mc_yaml_kp_key(fkp, kp, "why");
     if ((rc = mc_yaml_string(ld, v[2], fkp, &why)) != MC_ERR_NONE)
+        return rc;
+    e->tol.atol_scale = 0.0;
+    mc_yaml_kp_key(fkp, kp, "atol_scale");
+    if (v[3] != NULL && (rc = mc_yaml_number_nonneg(ld, v[3], fkp, &e->tol.atol_scale)) != MC_ERR_NONE)
         return rc;
     if ((e->why = mc_strdup(why)) == NULL)
         return mc_yaml_nomem(ld);

@@ -11,9 +11,13 @@
 #include "case/casenames.h"
 #include "case/yamldoc.h"
 
+/* An element passes iff |a - b| <= atol + atol_scale * M + rtol * |b|, M the largest |b| of the array it is
+ * compared in (verdict/compare.h): atol_scale states an absolute tolerance in units of the tensor's own
+ * magnitude, so that one profile holds for weights of any scale (0: atol alone). */
 struct mc_tolerance {
     double atol;
     double rtol;
+    double atol_scale;
 };
 
 /* One (device, dtype, tensor) entry of a profile; tensor MC_TENSOR_COUNT means the dtype's default. */

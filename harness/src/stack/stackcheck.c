@@ -642,7 +642,7 @@ static void run_speculative(struct sess *s)
     if ((after = cache_all(s, &snap, &n_after)) != NULL && n_after == n_before) {
         struct mc_tensor_result *t = tensor(s, "snapshot", MC_TENSOR_CONSISTENCY);
         if (t != NULL) {
-            t->tol = (struct mc_tolerance){0.0, 0.0}; /* bit for bit */
+            t->tol = (struct mc_tolerance){.atol = 0.0, .rtol = 0.0}; /* bit for bit */
             struct mc_compare_view w = {.ndim = 1, .dims = {n_after}, .dim_names = {"cache"}, .token_axis = -1,
                                         .token_offset = P};
             compare(s, "snapshot", MC_TENSOR_CONSISTENCY, after, before, &w, NULL);
@@ -876,7 +876,7 @@ static void run_packed(struct sess *s)
     if ((after = pool_rows(s, &pool, keep, &na)) != NULL && na == nb && na > 0) {
         struct mc_tensor_result *t = tensor(s, "untouched", MC_TENSOR_CONSISTENCY);
         if (t != NULL) {
-            t->tol = (struct mc_tolerance){0.0, 0.0}; /* bit for bit */
+            t->tol = (struct mc_tolerance){.atol = 0.0, .rtol = 0.0}; /* bit for bit */
             struct mc_compare_view w = {.ndim = 1, .dims = {na}, .dim_names = {"cache"}, .token_axis = -1};
             compare(s, "untouched", MC_TENSOR_CONSISTENCY, after, before, &w, NULL);
         }
@@ -975,7 +975,7 @@ static void run_greedy(struct sess *s)
     struct mc_tensor_result *tt = tensor(s, "greedy_tokens", MC_TENSOR_LOGITS);
     if (tt == NULL)
         goto drop;
-    tt->tol = (struct mc_tolerance){0.0, 0.0};
+    tt->tol = (struct mc_tolerance){.atol = 0.0, .rtol = 0.0};
     int64_t bad_row = -1, bad_step = -1;
     char why[200] = "";
     for (int64_t gi = 0; gi < G && !s->broken; gi++) {

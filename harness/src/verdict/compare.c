@@ -164,6 +164,11 @@ static void note_worst_nonfinite(struct mc_compare_stats *s, const struct mc_com
     }
 }
 
+double mc_tolerance_atol_at(struct mc_tolerance tol, double M)
+{
+    return tol.atol + (tol.atol_scale > 0.0 ? tol.atol_scale * M : 0.0);
+}
+
 void mc_compare_accumulate(const double *actual, const double *expected, const struct mc_compare_view *v,
                            struct mc_tolerance tol, struct mc_compare_stats *s)
 {
@@ -173,6 +178,20 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
     int64_t len_tokens = v->token_axis >= 0 ? v->dims[v->token_axis] : 1;
     if (n > 0)
         profile_fit(&s->profile, v->token_offset + len_tokens - 1);
+    double M = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t token, batch, local_token;
+        element_position(v, i, &token, &batch, &local_token);
+        if (v->valid != NULL && v->token_axis >= 0 && !v->valid[(batch - v->batch_offset) * len_tokens + local_token])
+            continue;
+        if (isfinite(expected[i]) && fabs(expected[i]) > M)
+            M = fabs(expected[i]);
+    }
+    if (M > s->max_abs_expected)
+        s->max_abs_expected = M;
+    tol.atol = mc_tolerance_atol_at(tol, M);
+    if (tol.atol > s->atol_applied)
+        s->atol_applied = tol.atol;
     for (int64_t i = 0; i < n; i++) {
         double a = actual[i], b = expected[i];
         int64_t token, batch, local_token;
@@ -242,6 +261,10 @@ void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compa
         into->max_abs_err = from->max_abs_err;
     if (from->max_rel_err > into->max_rel_err)
         into->max_rel_err = from->max_rel_err;
+    if (from->max_abs_expected > into->max_abs_expected)
+        into->max_abs_expected = from->max_abs_expected;
+    if (from->atol_applied > into->atol_applied)
+        into->atol_applied = from->atol_applied;
     into->sum_ab += from->sum_ab;
     into->sum_aa += from->sum_aa;
     into->sum_bb += from->sum_bb;

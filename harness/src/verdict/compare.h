@@ -1,7 +1,8 @@
 /*
  * compare.h — the comparator (docs/scenarios.md §3).
  *
- * An element passes iff |a - b| <= atol + rtol*|b|. NaN or Inf on either side fails and is counted
+ * An element passes iff |a - b| <= atol + atol_scale*M + rtol*|b|, M the largest finite |b| of the array
+ * compared in one call (case/tolerance.h). NaN or Inf on either side fails and is counted
  * as non-finite (equal infinities too: outputs and caches are finite by contract); NaN never passes
  * by a comparison that is false for NaN. Every comparison reports max abs / rel error, headroom (worst |a-b| / (atol + rtol|b|),
  * < 1 passes, +inf when a non-finite value was seen or a nonzero error met a zero tolerance), the
@@ -53,6 +54,8 @@ struct mc_compare_stats {
     int64_t n_nan;         /* NaN in actual */
     double max_abs_err;    /* over finite pairs */
     double max_rel_err;    /* |a-b|/|b| over finite pairs with b != 0 */
+    double max_abs_expected; /* the largest finite |b| compared (M of atol_scale, and a calibration's scale) */
+    double atol_applied;   /* the largest atol + atol_scale*M any comparison applied */
     double headroom;
     int has_worst;
     int worst_ndim;
@@ -71,6 +74,9 @@ void mc_compare_stats_init(struct mc_compare_stats *s);
 /* Compares actual against expected (both laid out as `view` describes) and merges into *s. */
 void mc_compare_accumulate(const double *actual, const double *expected, const struct mc_compare_view *view,
                            struct mc_tolerance tol, struct mc_compare_stats *s);
+
+/* The absolute tolerance a comparison of expected values of largest magnitude M applies. */
+double mc_tolerance_atol_at(struct mc_tolerance tol, double M);
 
 /* The first position of bucket b. */
 int64_t mc_compare_profile_position(const struct mc_position_profile *p, int b);

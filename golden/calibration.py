@@ -1,0 +1,145 @@
+"""Calibration sets: random tiny checkpoints with the weight statistics of released models, as model goldens.
+
+  generate.py calibration-set MODEL_TYPE --count N --seed S --out DIR [--tolerance PROFILE]
+
+writes DIR/<model>-<seed + i>.h5 (a model golden, golden/README.md "Model goldens") and a case beside each
+(DIR/<model>-<seed + i>.yaml: every model scenario but the long ones, on the backends and dtypes the caller
+selects with mixcheck run's --backend / --dtype). A set is what a tolerance profile is measured on
+(mixcheck calibrate) and what it is validated on: two sets of different seeds never share a checkpoint, so
+the set a profile was derived from and the set it is judged on stay apart.
+
+The draw (draw()), per checkpoint, from its own seed:
+  - the shape: the bundled spec of the model type with hidden size 32 or 48, 2 to 4 layers, the mixers'
+    group count 1 or 2 where the model has one, vocab 128 or 256;
+  - every weight matrix (projections, embedding, head) N(0, std^2) with std = 0.02 x a scale drawn
+    log-uniformly from [0.5, 8] per checkpoint (HF's init_range 0.02 and the larger spread of trained weights);
+    norm weights 1 + N(0, 0.1^2) (Qwen3.5's zero-centred ones N(0, 0.1^2)); Mamba's A_log = log U(1, 16), dt
+    log-uniform in [1e-3, 1e-1] (dt_bias its inverse softplus), D 1 + N(0, 0.1^2); convolutions U(+-1/sqrt(K));
+    every value rounded to bfloat16 (the storage of released checkpoints) — the float32 stored is bf16-exact;
+  - the prompt: 2 or 3 rows of 6 to 20 tokens, left-padded to the longest.
+"""
+
+import os
+
+import numpy as np
+
+import configkeys
+import stacks as S
+
+MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5"}
+
+
+def to_bf16(v):
+    bits = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32)
+    bits = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+    return bits.view(np.float32)
+
+
+def _config(model_type, rng):
+    spec = S.SPECS["models/" + MODEL_SPECS[model_type]]
+    cfg = S.model_config(spec)
+    D = int(rng.choice([32, 48]))
+    n = int(rng.integers(2, 5))
+    cfg.update(hidden_size=D, num_hidden_layers=n, vocab_size=int(rng.choice([128, 256])))
+    if model_type == "mamba2":
+        cfg.update(num_heads=2 * D // 16, head_dim=16, n_groups=int(rng.choice([1, 2])))
+    elif model_type == "mamba":
+        cfg.update(intermediate_size=2 * D, time_step_rank=int(rng.choice([2, 4])))
+    elif model_type == "bamba":
+        cfg.update(mamba_n_heads=2 * D // 16, mamba_d_head=16, mamba_n_groups=int(rng.choice([1, 2])),
+                   attn_layer_indices=[int(rng.integers(0, n))])
+    elif model_type == "lfm2":
+        kinds = ["conv", "full_attention"] * 2
+        rng.shuffle(kinds)
+        cfg["layer_types"] = kinds[:n] if "full_attention" in kinds[:n] else kinds[:n - 1] + ["full_attention"]
+    elif model_type == "qwen3_5_text":
+        kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
+        rng.shuffle(kinds)
+        cfg["layer_types"] = kinds
+    cfg["max_position_embeddings"] = 64
+    return cfg
+
+
+def _weights(cfg, rng):
+    """The spec's weights by name and shape, redrawn with released-model statistics (module docstring)."""
+    w = S.init_weights(configkeys.normalise(cfg), np.random.default_rng(int(rng.integers(1 << 31))))
+    std = 0.02 * float(np.exp(rng.uniform(np.log(0.5), np.log(8.0))))
+    zero_centred = S.zero_centred(cfg)
+    out = {}
+    for k, v in w.items():
+        leaf = k.rsplit(".", 2)[-2] if k.endswith(".weight") else k.rsplit(".", 1)[-1]
+        if k.endswith("A_log"):
+            x = np.log(rng.uniform(1.0, 16.0, v.shape))
+        elif k.endswith("dt_bias"):
+            dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), v.shape))
+            x = dt + np.log(-np.expm1(-dt))
+        elif k.endswith(".D") or k.endswith("mixer.D") or leaf == "D":
+            x = 1.0 + 0.1 * rng.standard_normal(v.shape)
+        elif "conv" in k and v.ndim == 3:
+            kk = v.shape[-1]
+            x = rng.uniform(-1.0, 1.0, v.shape) / np.sqrt(kk)
+        elif v.ndim == 1 and ("norm" in k or "layernorm" in k):
+            x = (0.0 if zero_centred else 1.0) + 0.1 * rng.standard_normal(v.shape)
+        elif v.ndim == 1:
+            x = 0.1 * rng.standard_normal(v.shape)   # biases, small
+        else:
+            x = std * rng.standard_normal(v.shape)
+        out[k] = to_bf16(x)
+    nm = S.names(cfg)
+    if cfg["tie_word_embeddings"]:
+        out[nm["head"]] = out[nm["embed"]].copy()
+    return out
+
+
+def _prompt(cfg, rng):
+    B = int(rng.integers(2, 4))
+    lens = rng.integers(6, 21, B)
+    lens[0] = lens.max()          # one row without padding
+    L = int(lens.max())
+    ids = np.zeros((B, L), np.int64)
+    mask = np.zeros((B, L), np.int8)
+    for b, n in enumerate(lens):
+        ids[b, L - n:] = rng.integers(0, cfg["vocab_size"], n)
+        mask[b, L - n:] = 1
+    return ids, mask
+
+
+def draw(model_type, seed):
+    """(ModelSpec, config, weights, ids, mask) of checkpoint `seed` of a model type's calibration set."""
+    rng = np.random.default_rng([0x6d63, seed, list(MODEL_SPECS).index(model_type)])
+    cfg = _config(model_type, rng)
+    weights = _weights(cfg, rng)
+    ids, mask = _prompt(cfg, rng)
+    B, L = ids.shape
+    spec = S.ModelSpec(name=f"{MODEL_SPECS[model_type]}-{seed}", model_type=model_type,
+                       description=f"calibration checkpoint {seed} of {model_type}", config=cfg, batch=B, length=L,
+                       left_pad=tuple(int(L - m.sum()) for m in mask), greedy=4, seed=seed, positions=(L // 2, L))
+    return spec, configkeys.normalise(cfg), weights, ids, mask
+
+
+def case_text(spec, golden, tolerance):
+    L = spec.length
+    p = max(2, L // 2)
+    return (f"id: calib-{spec.name}\n"
+            f"why: \"calibration checkpoint {spec.seed} of {spec.model_type} (golden/calibration.py)\"\n"
+            f"model: {spec.model_type}\ngolden: {golden}\ntolerance: {tolerance}\n"
+            "backends: [reference, cpu]\ndtypes: [f32, bf16, f16]\nscenarios:\n"
+            "  prefill: {}\n"
+            f"  decode: {{prefill: {p}}}\n"
+            f"  chunked: {{splits: [[1, {p}], [{max(1, L - 3)}]]}}\n"
+            f"  left_padded_batch: {{prefill: {p}, decode: {min(2, L - p - 1)}}}\n"
+            "  batch_invariance: {}\n")
+
+
+def write_set(model_type, count, seed, out, tolerance):
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for i in range(count):
+        spec, cfg, weights, ids, mask = draw(model_type, seed + i)
+        g = S.assemble(spec, cfg, weights, ids, mask)
+        h5 = os.path.join(out, spec.name + ".h5")
+        S.write_atomic(S.identity_attrs(spec), g, h5)
+        with open(os.path.join(out, spec.name + ".yaml"), "w") as f:
+            f.write(case_text(spec, os.path.basename(h5), os.path.relpath(os.path.abspath(tolerance), out)))
+        written.append(h5)
+    return written
