@@ -1,10 +1,14 @@
 /*
  * html.c — the HTML report (see report.h): one self-contained page, no network and no external
- * script or style. It holds the totals, a headroom matrix (a row per case and backend, a column per
+ * script or style. It holds the totals, the likely bug classes (per backend over the run, per case and
+ * backend), a headroom matrix (a row per case and backend, a column per
  * scenario, each cell the worst headroom over the dtypes and tensors of those checks, coloured by the
  * worst verdict), and for each failing or most-drifted check a plot of its tensors' headroom against
  * token position (against decode step for long_decode) as inline SVG (svg.c); when nothing failed or
- * drifted, the five checks closest to their tolerance get one instead. A short inline script
+ * drifted, the five checks closest to their tolerance get one instead. Above a plot, each tensor's
+ * numbers (labelled "(all runs)" when pooled over several comparisons), the first failing run with its
+ * own numbers, the first failing stage and the bug class of the check's case and backend, in the
+ * console's words. A short inline script
  * counts the plotted lines into the page (body attribute data-polylines), which the CTest reads back
  * from a headless browser.
  */
@@ -12,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnosis/diagnose.h"
 #include "run/baseline.h"
 #include "family/family.h"
 #include "exec/provenance.h"
@@ -189,6 +194,78 @@ static void write_matrix(struct mc_writer *w, const struct mc_run_report *rep, c
     free(cell);
 }
 
+/* "first failing run: <run>" and, when the check kept it, that run's own numbers (the tensor lines pool
+ * every run). */
+static void first_run_text(struct mc_writer *w, const struct mc_check_result *r)
+{
+    FILE *f = w->f;
+    const struct mc_compare_stats *s = &r->first_fail;
+    fputs("<p class=\"firstrun\">first failing run: ", f);
+    mc_writer_xml_text(w, r->detail);
+    if (r->first_fail_tensor[0]) {
+        char idx[256];
+        mc_compare_format_index(s, idx, sizeof idx);
+        fputs(" — ", f);
+        mc_writer_xml_text(w, r->first_fail_tensor);
+        fputs(": headroom ", f);
+        headroom_text(f, s->headroom);
+        fprintf(f, ", max abs err %.3g, %lld of %lld elements outside tolerance", s->max_abs_err, (long long)s->n_fail,
+                (long long)s->n_elems);
+        if (s->first_fail_token >= 0)
+            fprintf(f, ", first failing position %lld (batch %lld)", (long long)s->first_fail_token,
+                    (long long)s->first_fail_batch);
+        if (s->has_worst) {
+            fputs("; worst at ", f);
+            mc_writer_xml_text(w, idx);
+            fprintf(f, ": got %.9g, expected %.9g", s->worst_actual, s->worst_expected);
+        }
+    }
+    fputs("</p>\n", f);
+}
+
+/* The bug class of a case on a backend (diagnose.h) in the console's words, as a <p> or <li>. */
+static void bug_class_text(struct mc_writer *w, const struct mc_diagnosis *d, const char *tag)
+{
+    char line[1024], also[1024];
+    mc_rank_diagnosis_text(d, line, sizeof line, also, sizeof also);
+    fprintf(w->f, "<%s class=\"bugclass\">bug class of ", tag);
+    mc_writer_xml_text(w, d->case_id);
+    fputs(" on ", w->f);
+    mc_writer_xml_text(w, d->backend);
+    fputs(": ", w->f);
+    mc_writer_xml_text(w, line);
+    if (also[0]) {
+        fputs("<br>", w->f);
+        mc_writer_xml_text(w, also);
+    }
+    fprintf(w->f, "</%s>\n", tag);
+}
+
+/* The likely bug classes: per backend over the run, then per case and backend with a failing check. */
+static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    if (rep->n_diagnoses == 0)
+        return;
+    FILE *f = w->f;
+    char line[1024], also[1024];
+    fprintf(f, "<h2>Likely bug classes (%d diagnosed case(s))</h2>\n<ul>\n", rep->n_diagnoses);
+    for (int i = 0; i < rep->n_diagnoses; i++)
+        if (mc_rank_diagnosis_summary_text(rep, i, line, sizeof line, also, sizeof also)) {
+            fputs("<li class=\"bugsummary\"><b>", f);
+            mc_writer_xml_text(w, rep->diagnoses[i].backend);
+            fputs("</b> ", f);
+            mc_writer_xml_text(w, line);
+            if (also[0]) {
+                fputs("<br>", f);
+                mc_writer_xml_text(w, also);
+            }
+            fputs("</li>\n", f);
+        }
+    for (int i = 0; i < rep->n_diagnoses; i++)
+        bug_class_text(w, &rep->diagnoses[i], "li");
+    fputs("</ul>\n", f);
+}
+
 /* One check's plot: a series per tensor with a profile, headroom against position. */
 static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int k)
 {
@@ -205,9 +282,9 @@ static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int
         mc_writer_xml_text(w, r->message);
         fputs("</p>\n", f);
     }
-    if (r->detail[0]) {
-        fputs("<p>first failing run: ", f);
-        mc_writer_xml_text(w, r->detail);
+    if (r->diagnosis[0]) {
+        fputs("<p>diagnosis: ", f);
+        mc_writer_xml_text(w, r->diagnosis);
         fputs("</p>\n", f);
     }
     struct mc_svg_series series[MC_CHECK_MAX_TENSORS];
@@ -226,7 +303,7 @@ static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int
         const struct mc_drift *d = mc_baseline_drift_of(rep->baseline, k, t);
         fputs("<p>", f);
         mc_writer_xml_text(w, tr->name);
-        fprintf(f, ": headroom ");
+        fprintf(f, "%s: headroom ", tr->comparisons > 1 ? " (all runs)" : "");
         headroom_text(f, tr->stats.headroom);
         fprintf(f, ", max abs err %.3g, %lld of %lld elements outside tolerance", tr->stats.max_abs_err,
                 (long long)tr->stats.n_fail, (long long)tr->stats.n_elems);
@@ -241,6 +318,18 @@ static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int
             continue;
         series[n++] = (struct mc_svg_series){.label = tr->name, .x = x, .y = y, .n = m};
     }
+    if (r->detail[0])
+        first_run_text(w, r);
+    if (r->first_stage.probed) {
+        char stage[512];
+        mc_first_stage_format(&r->first_stage, stage, sizeof stage);
+        fprintf(f, "<p>%s: ", r->first_stage.name[0] ? "first failing stage" : "stage probes");
+        mc_writer_xml_text(w, stage);
+        fputs("</p>\n", f);
+    }
+    const struct mc_diagnosis *dg = mc_rank_is_failure(r->status) ? mc_rank_diagnosis_of(rep, r) : NULL;
+    if (dg)
+        bug_class_text(w, dg, "p");
     int long_decode = strcmp(mc_scenario_name(r->scenario), "long_decode") == 0;
     struct mc_svg_plot plot = {.x_label = long_decode ? "decode step" : "token position",
                                .y_label = "headroom (error / tolerance)",
@@ -298,6 +387,7 @@ enum mc_err_code mc_report_html_write(const char *path, const struct mc_run_repo
         mc_writer_xml_text(&w, rep->problems[i].msg);
         fputs("</p>\n", f);
     }
+    write_diagnoses(&w, rep);
     choose_plots(rep, plotted);
     write_matrix(&w, rep, plotted);
     int n_plots = 0;

@@ -11,6 +11,7 @@ HTML page's self-containment. MODE "browser": the HTML page rendered by headless
 own script counts the drawn lines into the DOM (--dump-dom), and a screenshot holds the plot colours;
 exit 77 (skipped) without Chromium.
 """
+import html as htmllib
 import json
 import os
 import re
@@ -51,6 +52,117 @@ def prepare():
     rep = json.load(open(path("r.json")))
     html = open(path("r.html"), encoding="utf-8").read()
     n_series = html.count('<polyline class="series"')
+
+
+def md_escape(t):
+    return "".join("\\" + c if c in "|*_`<>[]\\" else c for c in t)
+
+
+def check_id(r):
+    return "%s/%s/%s/%s" % (r["case"], r["scenario"], r["backend"], r["dtype"])
+
+
+def md_items(md):
+    """The failing-check items of the Markdown summary: id -> the item's lines."""
+    items, cur = {}, None
+    for line in md.splitlines():
+        m = re.match(r"^- \*\*[A-Z]+\*\* `([^`]+)`$", line)
+        if m:
+            cur = items.setdefault(m.group(1), [])
+        elif cur is not None and line.startswith("  - "):
+            cur.append(line[4:])
+        else:
+            cur = None
+    return items
+
+
+def html_plots(page):
+    """The plots of the HTML page: check id -> the plot's text (tags stripped, entities decoded)."""
+    plots = {}
+    for part in page.split('<div class="plot" id="check-')[1:]:
+        body = part.split("</div>", 1)[0]
+        m = re.search(r"<h3>(.*?) — ", body)
+        text = re.sub(r"<svg.*?</svg>", "", body, flags=re.S)
+        plots[htmllib.unescape(m.group(1))] = htmllib.unescape(re.sub(r"<[^>]+>", "\n", text))
+    return plots
+
+
+def check_labels(md, root):
+    """Numbers pooled over a check's runs say "(all runs)", and the first failing run's own numbers follow
+    its label, in the Markdown, the JUnit failure text and the HTML plots, as on the console; the
+    bug-class line of every diagnosed case and backend is in all three."""
+    items = md_items(md)
+    failures = {c.get("classname")[len("mixcheck."):] + "/" + c.get("name"): c.find("failure").text
+                for x in root for c in x.findall("testcase") if c.find("failure") is not None}
+    plots = html_plots(html)
+    firsts = [r for r in rep["results"] if "first_failing_run" in r and r["status"] == "fail"]
+    # the first run's numbers are not the pooled ones (else the labels would not matter)
+    assert any(r["first_failing_run"]["first_fail_token"] != r["first_fail_token"] for r in firsts), firsts[:1]
+    checked = 0
+    for r in firsts:
+        cid, f = check_id(r), r["first_failing_run"]
+        pooled = [t for t in rep["results"] if check_id(t) == cid and t["tensor"] and t["failing"]]
+        # Markdown (the first 50 failing checks are listed)
+        if cid in items:
+            lines = items[cid]
+            for t in pooled:
+                label = "`%s`%s: " % (t["tensor"], " (all runs)" if t["comparisons"] > 1 else "")
+                assert any(l.startswith(label + "%d of %d elements" % (t["failing"], t["elements"])) for l in lines), \
+                    (cid, label, lines)
+            want = "first failing run: %s — `%s`: %d of " % (md_escape(f["run"]), r["tensor"], f["failing"])
+            line = next((l for l in lines if l.startswith(want)), None)
+            assert line, (cid, want, lines)
+            if f["first_fail_token"] is not None:
+                assert "first failing token %d (batch" % f["first_fail_token"] in line, line
+            checked += 1
+        # JUnit
+        text = failures[cid]
+        for t in pooled:
+            label = "%s%s: %d/%d elements fail" % (t["tensor"], " (all runs)" if t["comparisons"] > 1 else "",
+                                                  t["failing"], t["elements"])
+            assert ("\n" + text).count("\n" + label) == 1, (cid, label, text)
+        want = "first failing run: %s\n  %s: %d/" % (f["run"], r["tensor"], f["failing"])
+        assert want in text, (cid, want, text)
+        if f["first_fail_token"] is not None:
+            after = text.split(want, 1)[1].split("\n", 1)[0]
+            assert "first failing token %d," % f["first_fail_token"] in after, after
+        # HTML (a plot per failing check, up to 40)
+        if cid in plots:
+            page = plots[cid]
+            for t in pooled:
+                assert "\n%s%s: headroom" % (t["tensor"], " (all runs)" if t["comparisons"] > 1 else "") in page, \
+                    (cid, t["tensor"], page[:800])
+            want = "first failing run: %s — %s: headroom" % (f["run"], r["tensor"])
+            assert want in page, (cid, want, page[:1500])
+            if f["first_fail_token"] is not None:
+                line = page.split(want, 1)[1].split("\n", 1)[0]
+                assert "first failing position %d (batch" % f["first_fail_token"] in line, line
+    assert checked > 0
+    # ---- the bug classes of the JSON's diagnoses
+    diags = rep["diagnoses"]
+    assert diags and all(d["message"] for d in diags)
+    page = htmllib.unescape(re.sub(r"<[^>]+>", "\n", html))
+    for d in diags:
+        md_line = "- `%s` on `%s`: %s" % (d["case"], d["backend"], md_escape(d["message"]))
+        assert md_line in md.splitlines(), md_line
+        words = "bug class of %s on %s: %s" % (d["case"], d["backend"], d["message"])
+        assert words in page, words
+        mine = [k for k, t in failures.items() if k.startswith(d["case"] + "/") and k.split("/")[2] == d["backend"]]
+        assert mine, d
+        for k in mine:
+            assert words + "\n" in failures[k], (k, failures[k])
+            if k in plots:
+                assert words in plots[k], (k, plots[k][:1500])
+    # a failing check whose case and backend have no diagnosis names none (the drifted drifty checks)
+    for k, t in failures.items():
+        if not any(k.startswith(d["case"] + "/") and k.split("/")[2] == d["backend"] for d in diags):
+            assert "bug class of" not in t, (k, t)
+    # the run's line per backend, as on the console
+    for s_ in rep["diagnosis_summary"]:
+        want = "over %d diagnosed case(s) (first in %d): %s" % (s_["cases"], s_["cases_naming_first"], s_["message"])
+        assert md_escape(want) in md, want
+        assert want in page, want
+    return checked
 
 
 def check_files():
@@ -110,6 +222,7 @@ def check_files():
             assert set(k.tag for k in c) <= {"properties", "skipped", "error", "failure", "system-out", "system-err"}
             for p in c.iter("property"):
                 assert p.get("name") is not None and p.get("value") is not None
+    labelled = check_labels(md, root)
     passing = [c for c in cases if len([k for k in c if k.tag != "properties"]) == 0]
     assert passing
     for c in passing:
@@ -134,7 +247,8 @@ def check_files():
     assert 'class="fail"' in html and 'class="drift"' in html
     assert html.count('<div class="plot"') >= min(40, s["fail"])
     assert n_series > 0
-    print("files: %d records, %d failing checks, %d lines in the HTML plots" % (len(recs), len(items), n_series))
+    print("files: %d records, %d failing checks (%d with a first failing run), %d lines in the HTML plots" %
+          (len(recs), len(items), labelled, n_series))
 
 
 def png_pixels(data):
