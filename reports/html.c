@@ -1,16 +1,16 @@
 /*
  * html.c — the HTML report (see report.h): one self-contained page, no network and no external
- * script or style. It holds the totals, the likely bug classes (per backend over the run, per case and
- * backend), a headroom matrix (a row per case and backend, a column per
- * scenario, each cell the worst headroom over the dtypes and tensors of those checks, coloured by the
- * worst verdict), and for each failing or most-drifted check a plot of its tensors' headroom against
+ * script or style. It holds the totals, a headroom matrix (a table per family, a row per case and
+ * backend, a column per scenario, each cell the worst headroom over the dtypes and tensors of those
+ * checks, coloured by the worst verdict), the likely bug classes (per backend over the run, per case
+ * and backend), and for each failing or most-drifted check a plot of its tensors' headroom against
  * token position (against decode step for long_decode) as inline SVG (svg.c); when nothing failed or
  * drifted, the five checks closest to their tolerance get one instead. Above a plot, each tensor's
  * numbers (labelled "(all runs)" when pooled over several comparisons), the first failing run with its
  * own numbers, the first failing stage and the bug class of the check's case and backend, in the
- * console's words. A short inline script
- * counts the plotted lines into the page (body attribute data-polylines), which the CTest reads back
- * from a headless browser.
+ * console's words. A short inline script counts the plotted lines into the page (body attribute
+ * data-polylines) and measures the matrix (data-matrix-right: the right edge of its widest table, in
+ * CSS px; data-page-width), which the CTest reads back from a headless browser.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,12 +33,15 @@ static const char style[] =
     "body{font-family:sans-serif;margin:1.5em;color:#222}"
     "table{border-collapse:collapse;font-size:12px}"
     "th,td{border:1px solid #ccc;padding:2px 5px;text-align:right;white-space:nowrap}"
-    "th{background:#f4f4f4}td.row{text-align:left}"
+    "th{background:#f4f4f4;vertical-align:bottom}td.row{text-align:left}"
     "td.fail{background:#f4a6a6;font-weight:bold}td.drift{background:#f7c98b;font-weight:bold}"
     "td.na{background:#eee;color:#888}td a{color:inherit}"
     ".plot{margin:1.5em 0;border-top:1px solid #ddd;padding-top:.5em}.plot h3{font-size:14px;margin:.3em 0}"
     ".plot p{font-size:12px;margin:.2em 0;color:#444}.pass{color:#080}.bad{color:#b00}"
-    ".matrix{overflow-x:auto}";
+    ".matrix{overflow-x:auto}table.matrix{margin:0 0 1em 0}caption{text-align:left;font-weight:bold;padding:4px 0}"
+    "th.s{vertical-align:bottom;padding:4px 2px}"
+    "th.s div{writing-mode:vertical-rl;transform:rotate(180deg);margin:0 auto}"
+    "td.row{white-space:normal;overflow-wrap:anywhere;max-width:14em}";
 
 /* The severity of a verdict in a matrix cell: the worst of its checks wins. */
 static int severity(enum mc_check_status s)
@@ -58,7 +61,15 @@ static int severity(enum mc_check_status s)
 
 struct row_key {
     const char *case_id, *backend;
+    int family; /* the table it sits in (family_slot) */
 };
+
+/* Families get a table each, in enum order; a value outside the enum shares the last slot. */
+#define FAMILY_SLOTS 8
+static int family_slot(enum mc_family f)
+{
+    return (unsigned)f < FAMILY_SLOTS ? (int)f : FAMILY_SLOTS - 1;
+}
 
 static int find_row(const struct row_key *rows, int n, const struct mc_check_result *r)
 {
@@ -107,12 +118,51 @@ static void choose_plots(const struct mc_run_report *rep, unsigned char *plotted
     }
 }
 
+/* One matrix cell: check k, the worst of its (case, backend, scenario). */
+static void write_cell(struct mc_writer *w, const struct mc_run_report *rep, const unsigned char *plotted, int k)
+{
+    FILE *f = w->f;
+    if (k < 0) {
+        fputs("<td></td>", f);
+        return;
+    }
+    const struct mc_check_result *r = &rep->checks[k];
+    double h = check_headroom(r);
+    int sev = severity(r->status);
+    char id[512];
+    mc_rank_check_id(r, id, sizeof id);
+    if (sev == 1) {
+        double t = isfinite(h) ? (h < 1 ? h : 1) : 1;
+        fprintf(f, "<td style=\"background:hsl(%.0f,70%%,85%%)\"", 120.0 - 70.0 * t);
+    } else {
+        fprintf(f, "<td class=\"%s\"", sev == 0 ? "na" : sev == 2 ? "drift" : "fail");
+    }
+    fputs(" title=\"", f);
+    mc_writer_xml_text(w, id);
+    fprintf(f, ": %s\">", mc_check_status_name(r->status));
+    if (plotted[k])
+        fprintf(f, "<a href=\"#check-%d\">", k);
+    if (sev == 0)
+        fputs("n/a", f);
+    else if (r->n_tensors == 0) /* compared nothing: the verdict, short enough for a narrow column */
+        fputs(r->status == MC_CHECK_NONDETERMINISTIC ? "nondet" : r->status == MC_CHECK_ERROR ? "error"
+                                                                                             : mc_check_status_name(r->status),
+              f);
+    else
+        headroom_text(f, h);
+    fputs(plotted[k] ? "</a></td>" : "</td>", f);
+}
+
+/* The headroom matrix: a table per family (its cases' rows, the scenarios its checks ran as columns),
+ * the scenario names written upwards so that the columns are as narrow as their numbers and the
+ * tables fit a window of about 1400 px whatever the scenarios (the page's script measures them). */
 static void write_matrix(struct mc_writer *w, const struct mc_run_report *rep, const unsigned char *plotted)
 {
     FILE *f = w->f;
     struct row_key *rows = calloc((size_t)rep->n_checks + 1, sizeof *rows);
     int *cell = malloc(((size_t)rep->n_checks + 1) * MC_SCENARIO_COUNT * sizeof *cell); /* worst check per cell */
-    int n_rows = 0, used[MC_SCENARIO_COUNT] = {0};
+    int n_rows = 0, used[FAMILY_SLOTS][MC_SCENARIO_COUNT];
+    memset(used, 0, sizeof used);
     if (rows == NULL || cell == NULL) {
         fputs("<p>(out of memory for the matrix)</p>\n", f);
         free(rows);
@@ -124,12 +174,12 @@ static void write_matrix(struct mc_writer *w, const struct mc_run_report *rep, c
         int row = find_row(rows, n_rows, r);
         if (row < 0) {
             row = n_rows++;
-            rows[row] = (struct row_key){r->case_id, r->backend};
+            rows[row] = (struct row_key){r->case_id, r->backend, family_slot(r->family)};
             for (int s = 0; s < MC_SCENARIO_COUNT; s++)
                 cell[row * MC_SCENARIO_COUNT + s] = -1;
         }
         int *c = &cell[row * MC_SCENARIO_COUNT + (int)r->scenario];
-        used[r->scenario] = 1;
+        used[rows[row].family][r->scenario] = 1;
         if (*c < 0) {
             *c = i;
         } else {
@@ -140,56 +190,44 @@ static void write_matrix(struct mc_writer *w, const struct mc_run_report *rep, c
         }
     }
     fputs("<h2>Headroom matrix</h2>\n<p>Worst headroom (error / tolerance, &lt; 1 passes) over the dtypes and "
-          "tensors of each case, backend and scenario; red: failed, errored or nondeterministic; orange: drifted "
-          "from the baseline; grey: unsupported. Linked cells have a plot below.</p>\n<div class=\"matrix\"><table>"
-          "<tr><th>case</th><th>backend</th>",
+          "tensors of each case, backend and scenario, a table per family; red: failed, errored or "
+          "nondeterministic; orange: drifted from the baseline; grey: unsupported. Linked cells have a plot "
+          "below.</p>\n<div class=\"matrix\">\n",
           f);
-    for (int s = 0; s < MC_SCENARIO_COUNT; s++)
-        if (used[s]) {
-            fputs("<th>", f);
-            mc_writer_xml_text(w, mc_scenario_name((enum mc_scenario_kind)s));
-            fputs("</th>", f);
-        }
-    fputs("</tr>\n", f);
-    for (int row = 0; row < n_rows; row++) {
-        fputs("<tr><td class=\"row\">", f);
-        mc_writer_xml_text(w, rows[row].case_id);
-        fputs("</td><td class=\"row\">", f);
-        mc_writer_xml_text(w, rows[row].backend);
-        fputs("</td>", f);
-        for (int s = 0; s < MC_SCENARIO_COUNT; s++) {
-            if (!used[s])
-                continue;
-            int k = cell[row * MC_SCENARIO_COUNT + s];
-            if (k < 0) {
-                fputs("<td></td>", f);
-                continue;
+    for (int fam = 0; fam < FAMILY_SLOTS; fam++) {
+        int any = 0;
+        for (int row = 0; row < n_rows && !any; row++)
+            any = rows[row].family == fam;
+        if (!any)
+            continue;
+        fputs("<table class=\"matrix\" data-family=\"", f);
+        mc_writer_xml_text(w, mc_family_name((enum mc_family)fam));
+        fputs("\"><caption>", f);
+        mc_writer_xml_text(w, mc_family_name((enum mc_family)fam));
+        fputs("</caption>\n<tr><th>case</th><th>backend</th>", f);
+        for (int s = 0; s < MC_SCENARIO_COUNT; s++)
+            if (used[fam][s]) {
+                fputs("<th class=\"s\"><div>", f);
+                mc_writer_xml_text(w, mc_scenario_name((enum mc_scenario_kind)s));
+                fputs("</div></th>", f);
             }
-            const struct mc_check_result *r = &rep->checks[k];
-            double h = check_headroom(r);
-            int sev = severity(r->status);
-            char id[512];
-            mc_rank_check_id(r, id, sizeof id);
-            if (sev == 1) {
-                double t = isfinite(h) ? (h < 1 ? h : 1) : 1;
-                fprintf(f, "<td style=\"background:hsl(%.0f,70%%,85%%)\"", 120.0 - 70.0 * t);
-            } else {
-                fprintf(f, "<td class=\"%s\"", sev == 0 ? "na" : sev == 2 ? "drift" : "fail");
-            }
-            fputs(" title=\"", f);
-            mc_writer_xml_text(w, id);
-            fprintf(f, ": %s\">", mc_check_status_name(r->status));
-            if (plotted[k])
-                fprintf(f, "<a href=\"#check-%d\">", k);
-            if (sev == 0 || r->n_tensors == 0)
-                mc_writer_xml_text(w, sev == 0 ? "n/a" : mc_check_status_name(r->status));
-            else
-                headroom_text(f, h);
-            fputs(plotted[k] ? "</a></td>" : "</td>", f);
-        }
         fputs("</tr>\n", f);
+        for (int row = 0; row < n_rows; row++) {
+            if (rows[row].family != fam)
+                continue;
+            fputs("<tr><td class=\"row\">", f);
+            mc_writer_xml_text(w, rows[row].case_id);
+            fputs("</td><td class=\"row\">", f);
+            mc_writer_xml_text(w, rows[row].backend);
+            fputs("</td>", f);
+            for (int s = 0; s < MC_SCENARIO_COUNT; s++)
+                if (used[fam][s])
+                    write_cell(w, rep, plotted, cell[row * MC_SCENARIO_COUNT + s]);
+            fputs("</tr>\n", f);
+        }
+        fputs("</table>\n", f);
     }
-    fputs("</table></div>\n", f);
+    fputs("</div>\n", f);
     free(rows);
     free(cell);
 }
@@ -387,9 +425,9 @@ enum mc_err_code mc_report_html_write(const char *path, const struct mc_run_repo
         mc_writer_xml_text(&w, rep->problems[i].msg);
         fputs("</p>\n", f);
     }
-    write_diagnoses(&w, rep);
     choose_plots(rep, plotted);
     write_matrix(&w, rep, plotted);
+    write_diagnoses(&w, rep);
     int n_plots = 0;
     for (int i = 0; i < rep->n_checks; i++)
         n_plots += plotted[i];
@@ -406,6 +444,12 @@ enum mc_err_code mc_report_html_write(const char *path, const struct mc_run_repo
           "  document.body.setAttribute('data-polylines', String(n));\n"
           "  var e = document.getElementById('drawn');\n"
           "  if (e) e.textContent = n + ' line(s) drawn.';\n"
+          "  var right = 0;\n"
+          "  document.querySelectorAll('table.matrix').forEach(function (t) {\n"
+          "    right = Math.max(right, Math.ceil(t.getBoundingClientRect().right));\n"
+          "  });\n"
+          "  document.body.setAttribute('data-matrix-right', String(right));\n"
+          "  document.body.setAttribute('data-page-width', String(document.documentElement.scrollWidth));\n"
           "})();\n</script>\n</body></html>\n",
           f);
     free(plotted);

@@ -296,14 +296,42 @@ def check_browser():
         sys.exit(77)
     flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + path("profile")]
     url = "file://" + path("r.html")
-    dom = subprocess.run(flags + ["--dump-dom", url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         timeout=120).stdout
+
+    def dump(u):
+        return subprocess.run(flags + ["--window-size=1400,1000", "--dump-dom", u], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, timeout=120).stdout
+
+    def matrix_fits(dom, what):
+        # the page's script measured its matrix tables in a 1400-px window: they fit, with every column
+        right = re.search(r'data-matrix-right="([0-9]+)"', dom)
+        width = re.search(r'data-page-width="([0-9]+)"', dom)
+        assert right and width, (what, dom[:300])
+        assert 0 < int(right.group(1)) <= 1400 and int(width.group(1)) <= 1400, (what, right.group(1), width.group(1))
+        return int(right.group(1))
+
+    dom = dump(url)
     m = re.search(r'data-polylines="([0-9]+)"', dom)
     assert m, dom[:500]
     assert int(m.group(1)) == n_series > 0, (m.group(1), n_series)
     assert "%d line(s) drawn." % n_series in dom
+    right = matrix_fits(dom, "r.html")
+    # the bundled suite's matrix (every family, every scenario) at one backend and dtype
+    run(["run", "cases/", "--backend", "cpu", "--dtype", "f32", "-q", "--json", path("c.json"), "--html",
+         path("c.html")], 0)
+    cj = json.load(open(path("c.json")))
+    page = open(path("c.html"), encoding="utf-8").read()
+    cols = {}
+    for r in cj["results"]:
+        cols.setdefault(r["family"], set()).add(r["scenario"])
+    assert max(len(c) for c in cols.values()) >= 17, cols
+    for fam, scen in cols.items():
+        table = re.search(r'<table class="matrix" data-family="%s">.*?</table>' % fam, page, re.S)
+        assert table, fam
+        heads = re.findall(r'<th class="s"><div>([a-z_0-9]+)</div></th>', table.group(0))
+        assert sorted(heads) == sorted(scen), (fam, heads, scen)
+    suite_right = matrix_fits(dump("file://" + path("c.html")), "c.html")
     shot = path("r.png")
-    subprocess.run(flags + ["--window-size=1200,1800", "--screenshot=" + shot, url], stdout=subprocess.DEVNULL,
+    subprocess.run(flags + ["--window-size=1400,3000", "--screenshot=" + shot, url], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=120)
     w, h, ch, rows = png_pixels(open(shot, "rb").read())
     def count(rgb):
@@ -313,8 +341,8 @@ def check_browser():
     blue = count((0x1f, 0x77, 0xb4))  # the first series (output)
     red_cells = count((0xf4, 0xa6, 0xa6))  # failing cells of the matrix
     assert blue > 200 and red_cells > 200, (blue, red_cells)
-    print("browser: %d lines drawn; screenshot %dx%d with %d line pixels, %d failing-cell pixels" %
-          (n_series, w, h, blue, red_cells))
+    print("browser: %d lines drawn; matrix right edge %d px (bundled suite %d px); screenshot %dx%d with %d line "
+          "pixels, %d failing-cell pixels" % (n_series, right, suite_right, w, h, blue, red_cells))
 
 
 def check_history():
