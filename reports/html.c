@@ -8,8 +8,9 @@
  * drifted, the five checks closest to their tolerance get one instead. Above a plot, each tensor's
  * numbers (labelled "(all runs)" when pooled over several comparisons), the first failing run with its
  * own numbers, the first failing stage and the bug class of the check's case and backend, in the
- * console's words. A short inline script counts the plotted lines into the page (body attribute
- * data-polylines) and measures the matrix (data-matrix-right: the right edge of its widest table, in
+ * console's words. With a baseline, each plotted tensor's curve in the baseline's run is drawn dashed
+ * next to the run's (baseprof.h). A short inline script counts the plotted lines into the page (body
+ * attributes data-polylines, data-baselines) and measures the matrix (data-matrix-right: the right edge of its widest table, in
  * CSS px; data-page-width), which the CTest reads back from a headless browser.
  */
 #include <math.h>
@@ -20,6 +21,7 @@
 #include "run/baseline.h"
 #include "family/family.h"
 #include "exec/provenance.h"
+#include "baseprof.h"
 #include "rank.h"
 #include "report.h"
 #include "svg.h"
@@ -304,8 +306,9 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
     fputs("</ul>\n", f);
 }
 
-/* One check's plot: a series per tensor with a profile, headroom against position. */
-static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int k)
+/* One check's plot: a series per tensor with a profile, headroom against position, and with a baseline
+ * (bp, may be NULL) that tensor's curve in the baseline's run. */
+static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, const struct mc_baseprof *bp, int k)
 {
     FILE *f = w->f;
     const struct mc_check_result *r = &rep->checks[k];
@@ -325,8 +328,10 @@ static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int
         mc_writer_xml_text(w, r->diagnosis);
         fputs("</p>\n", f);
     }
-    struct mc_svg_series series[MC_CHECK_MAX_TENSORS];
-    double *buf = malloc((size_t)MC_CHECK_MAX_TENSORS * 2 * MC_PROFILE_BUCKETS * sizeof *buf);
+    struct mc_svg_series series[2 * MC_CHECK_MAX_TENSORS];
+    int of_tensor[MC_CHECK_MAX_TENSORS]; /* the tensor of each run series */
+    char labels[MC_CHECK_MAX_TENSORS][MC_TENSOR_NAME_LEN + 16];
+    double *buf = malloc((size_t)MC_CHECK_MAX_TENSORS * 4 * MC_PROFILE_BUCKETS * sizeof *buf);
     int n = 0;
     for (int t = 0; t < r->n_tensors && buf != NULL; t++) {
         const struct mc_tensor_result *tr = &r->tensors[t];
@@ -354,8 +359,30 @@ static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, int
         fputs("</p>\n", f);
         if (m == 0)
             continue;
+        of_tensor[n] = t;
         series[n++] = (struct mc_svg_series){.label = tr->name, .x = x, .y = y, .n = m};
     }
+    /* the baseline's curve of each plotted tensor, dashed in its colour */
+    int n_run = n, n_base = 0;
+    for (int i = 0; i < n_run && bp != NULL; i++) {
+        const struct mc_tensor_result *tr = &r->tensors[of_tensor[i]];
+        char key[1024];
+        mc_report_key(key, sizeof key, r->case_id, mc_scenario_name(r->scenario), r->backend, mc_dtype_name(r->dtype),
+                      tr->name);
+        double *x = buf + (size_t)(MC_CHECK_MAX_TENSORS + n_base) * 2 * MC_PROFILE_BUCKETS, *y = x + MC_PROFILE_BUCKETS;
+        int m = mc_baseprof_headroom(bp, key, x, y, MC_PROFILE_BUCKETS);
+        if (m == 0)
+            continue;
+        snprintf(labels[n_base], sizeof labels[n_base], "%s (baseline)", tr->name);
+        series[n++] = (struct mc_svg_series){.label = labels[n_base], .x = x, .y = y, .n = m, .baseline = 1,
+                                             .color = i + 1};
+        n_base++;
+    }
+    if (bp != NULL && n_run > 0)
+        fprintf(f, "<p class=\"basecurves\">baseline: %s</p>\n",
+                n_base == n_run ? "each tensor's curve dashed in its colour"
+                : n_base > 0    ? "dashed, for the tensors the baseline has per-position numbers of"
+                                : "it has no per-position numbers of these tensors (they are not in it, or it was written without them)");
     if (r->detail[0])
         first_run_text(w, r);
     if (r->first_stage.probed) {
@@ -433,15 +460,21 @@ enum mc_err_code mc_report_html_write(const char *path, const struct mc_run_repo
         n_plots += plotted[i];
     fprintf(f, "<h2>Error against position (%d check(s))</h2>\n<p>Each line is a tensor's worst headroom at each "
                "token position (per decode step for long_decode; when a tensor spans more than 256 positions, "
-               "each point is the worst of a bucket of positions); the dashed line is the tolerance; crosses on "
-               "the top edge are non-finite values. <span id=\"drawn\"></span></p>\n",
+               "each point is the worst of a bucket of positions); the black dashed line is the tolerance; crosses on "
+               "the top edge are non-finite values; with a baseline, its curve of each tensor is dashed in the "
+               "tensor's colour. <span id=\"drawn\"></span></p>\n",
             n_plots);
+    struct mc_baseprof bp;
+    int have_bp = rep->baseline && rep->baseline->path && mc_baseprof_open(&bp, rep->baseline->path) == 0;
     for (int i = 0; i < rep->n_checks; i++)
         if (plotted[i])
-            write_plot(&w, rep, i);
+            write_plot(&w, rep, have_bp ? &bp : NULL, i);
+    if (have_bp)
+        mc_baseprof_close(&bp);
     fputs("<script>\n(function () {\n"
           "  var n = document.querySelectorAll('svg polyline.series').length;\n"
           "  document.body.setAttribute('data-polylines', String(n));\n"
+          "  document.body.setAttribute('data-baselines', String(document.querySelectorAll('svg polyline.baseline').length));\n"
           "  var e = document.getElementById('drawn');\n"
           "  if (e) e.textContent = n + ' line(s) drawn.';\n"
           "  var right = 0;\n"

@@ -165,6 +165,48 @@ def check_labels(md, root):
     return checked
 
 
+def plot_lines(page):
+    """The lines of each plot: check id -> [(class, label, [(x, y) pixels])] in drawing order."""
+    out = {}
+    for part in page.split('<div class="plot" id="check-')[1:]:
+        body = part.split("</div>", 1)[0]
+        cid = htmllib.unescape(re.search(r"<h3>(.*?) — ", body).group(1))
+        out[cid] = [(k, htmllib.unescape(label), [tuple(map(float, p.split(","))) for p in pts.split()])
+                    for k, pts, label in re.findall(r'<polyline class="(series|baseline)"[^>]*points="([^"]*)"/>.*?'
+                                                    r'<text x="[0-9.]+" y="[0-9.]+" font-size="11">([^<]*)</text>',
+                                                    body, re.S)]
+    return out
+
+
+def check_baseline_curves():
+    """A plotted check with a baseline record draws that record's by_position next to the run's curve:
+    one dashed line per tensor, as many points as the baseline's profile, and for the drifted output
+    lower than the run's (the baseline's headroom was smaller)."""
+    base = {"%s/%s" % (check_id(r), r["tensor"]): r for r in json.load(open(path("base.json")))["results"]
+            if r["tensor"]}
+    lines = plot_lines(html)
+    drawn = lower = 0
+    for cid, ls in lines.items():
+        run_lines = {label: pts for k, label, pts in ls if k == "series"}
+        base_lines = {label: pts for k, label, pts in ls if k == "baseline"}
+        want = {t for t in run_lines if cid + "/" + t in base and base[cid + "/" + t]["by_position"]["positions"]}
+        assert set(base_lines) == {t + " (baseline)" for t in want}, (cid, sorted(base_lines), sorted(want))
+        for t in want:
+            b, pts = base[cid + "/" + t]["by_position"], base_lines[t + " (baseline)"]
+            assert len(pts) == len(b["positions"]), (cid, t, len(pts), len(b["positions"]))
+            drawn += 1
+            if t == "output" and cid.split("/")[2] == "drifty" and base[cid + "/" + t]["headroom"] > 0:
+                r = next(x for x in rep["results"] if check_id(x) == cid and x["tensor"] == t)
+                if r["headroom"] > 2 * base[cid + "/" + t]["headroom"]:
+                    # pixels grow downwards: the baseline's smaller headroom sits lower
+                    mean = lambda p: sum(y for _, y in p) / len(p)
+                    assert mean(pts) > mean(run_lines[t]) + 5, (cid, mean(pts), mean(run_lines[t]))
+                    lower += 1
+    assert drawn > 0 and lower > 0, (drawn, lower)
+    assert html.count('<polyline class="baseline"') == drawn
+    return drawn
+
+
 def check_files():
     prepare()
     # ---- by_position: every tensor record, bounded, sorted, its max the record's headroom
@@ -223,6 +265,7 @@ def check_files():
             for p in c.iter("property"):
                 assert p.get("name") is not None and p.get("value") is not None
     labelled = check_labels(md, root)
+    curves = check_baseline_curves()
     passing = [c for c in cases if len([k for k in c if k.tag != "properties"]) == 0]
     assert passing
     for c in passing:
@@ -247,8 +290,8 @@ def check_files():
     assert 'class="fail"' in html and 'class="drift"' in html
     assert html.count('<div class="plot"') >= min(40, s["fail"])
     assert n_series > 0
-    print("files: %d records, %d failing checks (%d with a first failing run), %d lines in the HTML plots" %
-          (len(recs), len(items), labelled, n_series))
+    print("files: %d records, %d failing checks (%d with a first failing run), %d lines in the HTML plots and %d "
+          "baseline curves" % (len(recs), len(items), labelled, n_series, curves))
 
 
 def png_pixels(data):
@@ -314,6 +357,8 @@ def check_browser():
     assert m, dom[:500]
     assert int(m.group(1)) == n_series > 0, (m.group(1), n_series)
     assert "%d line(s) drawn." % n_series in dom
+    m = re.search(r'data-baselines="([0-9]+)"', dom)
+    assert m and int(m.group(1)) == html.count('<polyline class="baseline"') > 0, m and m.group(1)
     right = matrix_fits(dom, "r.html")
     # the bundled suite's matrix (every family, every scenario) at one backend and dtype
     run(["run", "cases/", "--backend", "cpu", "--dtype", "f32", "-q", "--json", path("c.json"), "--html",
