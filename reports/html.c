@@ -383,7 +383,7 @@ static void write_plot(struct mc_writer *w, const struct mc_run_report *rep, con
                 n_base == n_run ? "each tensor's curve dashed in its colour"
                 : n_base > 0    ? "dashed, for the tensors the baseline has per-position numbers of"
                                 : "it has no per-position numbers of these tensors (they are not in it, or it was written without them)");
-    if (r->detail[0])
+    if (r->detail[0] || r->first_fail_tensor[0])
         first_run_text(w, r);
     if (r->first_stage.probed) {
         char stage[512];

@@ -74,7 +74,7 @@ static void write_failure_text(struct mc_writer *w, const struct mc_run_report *
                  t->stats.headroom, t->tol.atol, t->tol.rtol);
         mc_writer_xml_text(w, line);
     }
-    if (r->detail[0]) {
+    if (r->detail[0] || r->first_fail_tensor[0]) {
         mc_writer_xml_text(w, "first failing run: ");
         mc_writer_xml_text(w, r->detail);
         fputc('\n', w->f);

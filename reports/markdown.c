@@ -138,7 +138,7 @@ static void failure_item(struct mc_writer *w, const struct mc_run_report *rep, i
         if (!mc_compare_passed(&r->tensors[t].stats))
             tensor_line(w, &r->tensors[t]);
     }
-    if (r->detail[0])
+    if (r->detail[0] || r->first_fail_tensor[0])
         first_run_line(w, r);
     if (r->first_stage.probed) {
         char stage[512];

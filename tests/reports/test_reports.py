@@ -6,10 +6,12 @@ reference Mamba2 at f32), then the same plugin with its D term scaled by 1 + 1e-
 tolerance) next to mutant 8.1c (no chaining: fails from the first continued token) against it.
 
 MODE "files": by_position in the JSON, the Markdown summary, the JUnit structure (Jenkins' junit-10.xsd
-rules plus testcase properties and testsuites/@skipped), problems named by case and scenario, and the
-HTML page's self-containment. MODE "browser": the HTML page rendered by headless Chromium: the page's
-own script counts the drawn lines into the DOM (--dump-dom), and a screenshot holds the plot colours;
-exit 77 (skipped) without Chromium.
+rules plus testcase properties and testsuites/@skipped), pooled numbers labelled "(all runs)" and the
+first failing run's own numbers and the bug classes in Markdown, JUnit and HTML, the baseline's curves in
+the HTML plots, problems named by case and scenario, and the HTML page's self-containment. MODE
+"browser": the HTML page rendered by headless Chromium in a 1400-px window: the page's own script counts
+the drawn lines and measures the matrix into the DOM (--dump-dom; the matrix fits, the bundled suite's
+too), and a screenshot holds the plot colours; exit 77 (skipped) without Chromium.
 """
 import html as htmllib
 import json
