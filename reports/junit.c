@@ -3,20 +3,58 @@
  * testsuite "problems" with a testcase per problem, named by its case and scenario where known. The
  * structure is the one Jenkins' junit-10.xsd describes (xunit plugin), plus what pytest and other
  * common writers add and readers accept: `skipped` on <testsuites>, and <properties> in a <testcase>
- * (its worst headroom, tensor and max abs error).
+ * (its worst headroom, tensor and max abs error). A failing testcase's text is the console's diagnosis of
+ * the check, the bug class of its case and backend included.
  */
 #include <math.h>
 #include <string.h>
 
+#include "diagnosis/diagnose.h"
 #include "run/baseline.h"
 #include "family/family.h"
 #include "exec/provenance.h"
+#include "rank.h"
 #include "report.h"
 #include "writer.h"
 
-static void write_failure_text(struct mc_writer *w, const struct mc_check_result *r, const char *rerun_options)
+/* "N/M elements fail (K non-finite), first failing token T, worst at I: got G expected E" */
+static void where_text(char *buf, size_t len, const struct mc_compare_stats *s)
 {
-    char line[1024];
+    char idx[256];
+    mc_compare_format_index(s, idx, sizeof idx);
+    snprintf(buf, len, "%lld/%lld elements fail (%lld non-finite), first failing token %lld, worst at %s: got %.9g "
+                       "expected %.9g",
+             (long long)s->n_fail, (long long)s->n_elems, (long long)s->n_nonfinite, (long long)s->first_fail_token,
+             idx, s->worst_actual, s->worst_expected);
+}
+
+/* The bug class of the check's case and backend (diagnose.h), in the console's words. */
+static void write_bug_class(struct mc_writer *w, const struct mc_run_report *rep, const struct mc_check_result *r)
+{
+    const struct mc_diagnosis *d = mc_rank_diagnosis_of(rep, r);
+    if (d == NULL)
+        return;
+    char line[1024], also[1024];
+    mc_rank_diagnosis_text(d, line, sizeof line, also, sizeof also);
+    mc_writer_xml_text(w, "bug class of ");
+    mc_writer_xml_text(w, d->case_id);
+    mc_writer_xml_text(w, " on ");
+    mc_writer_xml_text(w, d->backend);
+    mc_writer_xml_text(w, ": ");
+    mc_writer_xml_text(w, line);
+    fputc('\n', w->f);
+    if (also[0]) {
+        mc_writer_xml_text(w, also);
+        fputc('\n', w->f);
+    }
+}
+
+/* The text of a failing testcase, as the console prints a failing check: its message and localisation,
+ * each failing tensor (labelled "(all runs)" when pooled over several comparisons), the first failing
+ * run with that run's own numbers, the first failing stage, the case's bug class, the rerun command. */
+static void write_failure_text(struct mc_writer *w, const struct mc_run_report *rep, const struct mc_check_result *r)
+{
+    char line[1024], where[768];
     if (r->message[0]) {
         mc_writer_xml_text(w, r->message);
         fputc('\n', w->f);
@@ -30,19 +68,23 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
         const struct mc_tensor_result *t = &r->tensors[i];
         if (mc_compare_passed(&t->stats))
             continue;
-        char idx[256];
-        mc_compare_format_index(&t->stats, idx, sizeof idx);
-        snprintf(line, sizeof line,
-                 "%s: %lld/%lld elements fail (%lld non-finite), first failing token %lld, worst at %s: got %.9g "
-                 "expected %.9g, max abs %.3g, max rel %.3g, headroom %.3g, atol %.3g rtol %.3g\n",
-                 t->name, (long long)t->stats.n_fail, (long long)t->stats.n_elems, (long long)t->stats.n_nonfinite,
-                 (long long)t->stats.first_fail_token, idx, t->stats.worst_actual, t->stats.worst_expected,
-                 t->stats.max_abs_err, t->stats.max_rel_err, t->stats.headroom, t->tol.atol, t->tol.rtol);
+        where_text(where, sizeof where, &t->stats);
+        snprintf(line, sizeof line, "%s%s: %s, max abs %.3g, max rel %.3g, headroom %.3g, atol %.3g rtol %.3g\n",
+                 t->name, t->comparisons > 1 ? " (all runs)" : "", where, t->stats.max_abs_err, t->stats.max_rel_err,
+                 t->stats.headroom, t->tol.atol, t->tol.rtol);
         mc_writer_xml_text(w, line);
     }
-    if (r->detail[0]) {
+    if (r->detail[0] || r->first_fail_tensor[0]) {
+        mc_writer_xml_text(w, "first failing run: ");
         mc_writer_xml_text(w, r->detail);
         fputc('\n', w->f);
+        if (r->first_fail_tensor[0]) {
+            /* that run's own numbers, not the pooled ones above */
+            where_text(where, sizeof where, &r->first_fail);
+            snprintf(line, sizeof line, "  %s: %s, max abs %.3g, headroom %.3g\n", r->first_fail_tensor, where,
+                     r->first_fail.max_abs_err, r->first_fail.headroom);
+            mc_writer_xml_text(w, line);
+        }
     }
     if (r->first_stage.probed) {
         char stage[512];
@@ -51,7 +93,8 @@ static void write_failure_text(struct mc_writer *w, const struct mc_check_result
                  stage);
         mc_writer_xml_text(w, line);
     }
-    mc_report_rerun_command(r, "mixcheck", rerun_options, line, sizeof line);
+    write_bug_class(w, rep, r);
+    mc_report_rerun_command(r, "mixcheck", rep->rerun_options, line, sizeof line);
     mc_writer_xml_text(w, line);
 }
 
@@ -232,7 +275,7 @@ enum mc_err_code mc_report_junit_write(const char *path, const struct mc_run_rep
                                                       : "backend error");
                 if (r->status == MC_CHECK_DRIFT)
                     write_drift_text(&w, rep, k);
-                write_failure_text(&w, r, rep->rerun_options);
+                write_failure_text(&w, rep, r);
                 fprintf(w.f, "</%s>\n", tag);
             }
             fputs("    </testcase>\n", w.f);

@@ -1,11 +1,13 @@
 /*
  * markdown.c — the Markdown summary (see report.h), for a CI step summary ($GITHUB_STEP_SUMMARY and
- * the like): the verdict and totals, every failing check with its diagnosis and rerun command, the
- * problems, the most-drifted tensors when the run had a baseline, and the slowest checks.
+ * the like): the verdict and totals, the likely bug classes, every failing check with its diagnosis and
+ * rerun command, the problems, the most-drifted tensors when the run had a baseline, and the slowest
+ * checks.
  */
 #include <math.h>
 #include <string.h>
 
+#include "diagnosis/diagnose.h"
 #include "run/baseline.h"
 #include "family/family.h"
 #include "exec/provenance.h"
@@ -16,6 +18,7 @@
 #define MD_MAX_FAILURES 50
 #define MD_MAX_DRIFTED 15
 #define MD_MAX_SLOWEST 10
+#define MD_MAX_DIAGNOSES 50
 
 /* Text for a table cell or a list item: '|' escaped, newlines as spaces, Markdown specials escaped. */
 static void md_text(struct mc_writer *w, const char *s)
@@ -55,16 +58,13 @@ static const char *status_word(enum mc_check_status s)
     }
 }
 
-static void tensor_line(struct mc_writer *w, const struct mc_tensor_result *t)
+/* Where a comparison failed: "N of M elements outside tolerance, first failing token T (batch b); worst
+ * at `index`: got G, expected E" (the console's wording). */
+static void where_text(struct mc_writer *w, const struct mc_compare_stats *s)
 {
-    const struct mc_compare_stats *s = &t->stats;
-    char idx[256], line[768];
+    char idx[256];
     mc_compare_format_index(s, idx, sizeof idx);
-    fputs("  - ", w->f);
-    md_code(w, t->name);
-    snprintf(line, sizeof line, ": %lld of %lld elements outside tolerance", (long long)s->n_fail,
-             (long long)s->n_elems);
-    fputs(line, w->f);
+    fprintf(w->f, "%lld of %lld elements outside tolerance", (long long)s->n_fail, (long long)s->n_elems);
     if (s->n_nonfinite)
         fprintf(w->f, " (%lld non-finite, %lld NaN)", (long long)s->n_nonfinite, (long long)s->n_nan);
     if (s->first_fail_token >= 0)
@@ -75,13 +75,39 @@ static void tensor_line(struct mc_writer *w, const struct mc_tensor_result *t)
         md_code(w, idx);
         fprintf(w->f, ": got %.9g, expected %.9g", s->worst_actual, s->worst_expected);
     }
+}
+
+/* A failing tensor's numbers; "(all runs)" when they pool several comparisons (the first failing run's
+ * own numbers are an item of their own). */
+static void tensor_line(struct mc_writer *w, const struct mc_tensor_result *t)
+{
+    const struct mc_compare_stats *s = &t->stats;
+    fputs("  - ", w->f);
+    md_code(w, t->name);
+    fputs(t->comparisons > 1 ? " (all runs): " : ": ", w->f);
+    where_text(w, s);
     fprintf(w->f, "; headroom %.3g, max abs err %.3g (atol %.3g, rtol %.3g)\n", s->headroom, s->max_abs_err,
             t->tol.atol, t->tol.rtol);
 }
 
-/* The diagnosis of one failing check: its message, the first failing run, each failing tensor and
- * the drift against the baseline. Further diagnoses of a check (a bug class, a first stage) belong
- * here, one list item each. */
+/* "first failing run: <run>" and, when the check kept it, that run's own numbers. */
+static void first_run_line(struct mc_writer *w, const struct mc_check_result *r)
+{
+    fputs("  - first failing run: ", w->f);
+    md_text(w, r->detail);
+    if (r->first_fail_tensor[0]) {
+        fputs(" — ", w->f);
+        md_code(w, r->first_fail_tensor);
+        fputs(": ", w->f);
+        where_text(w, &r->first_fail);
+        fprintf(w->f, "; headroom %.3g, max abs err %.3g", r->first_fail.headroom, r->first_fail.max_abs_err);
+    }
+    fputc('\n', w->f);
+}
+
+/* The diagnosis of one failing check: its message, its localisation, each failing tensor (pooled over
+ * its runs), the first failing run with that run's own numbers, the first failing stage and the drift
+ * against the baseline, one list item each. The bug class is the case's (write_diagnoses). */
 static void failure_item(struct mc_writer *w, const struct mc_run_report *rep, int k)
 {
     const struct mc_check_result *r = &rep->checks[k];
@@ -89,14 +115,15 @@ static void failure_item(struct mc_writer *w, const struct mc_run_report *rep, i
     mc_rank_check_id(r, id, sizeof id);
     fprintf(w->f, "- **%s** ", status_word(r->status));
     md_code(w, id);
-    if (r->detail[0]) {
-        fputs(" — first failing run: ", w->f);
-        md_text(w, r->detail);
-    }
     fputc('\n', w->f);
     if (r->message[0]) {
         fputs("  - ", w->f);
         md_text(w, r->message);
+        fputc('\n', w->f);
+    }
+    if (r->diagnosis[0]) {
+        fputs("  - diagnosis: ", w->f);
+        md_text(w, r->diagnosis);
         fputc('\n', w->f);
     }
     for (int t = 0; t < r->n_tensors; t++) {
@@ -110,6 +137,15 @@ static void failure_item(struct mc_writer *w, const struct mc_run_report *rep, i
         }
         if (!mc_compare_passed(&r->tensors[t].stats))
             tensor_line(w, &r->tensors[t]);
+    }
+    if (r->detail[0] || r->first_fail_tensor[0])
+        first_run_line(w, r);
+    if (r->first_stage.probed) {
+        char stage[512];
+        mc_first_stage_format(&r->first_stage, stage, sizeof stage);
+        fprintf(w->f, "  - %s: ", r->first_stage.name[0] ? "first failing stage" : "stage probes");
+        md_text(w, stage);
+        fputc('\n', w->f);
     }
     mc_report_rerun_command(r, "mixcheck", rep->rerun_options, cmd, sizeof cmd);
     fputs("  - rerun: ", w->f);
@@ -140,6 +176,48 @@ static void write_totals(struct mc_writer *w, const struct mc_run_report *rep, i
             rep->counts[MC_CHECK_FAIL], rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_NONDETERMINISTIC],
             rep->counts[MC_CHECK_DRIFT], rep->counts[MC_CHECK_UNSUPPORTED], rep->counts[MC_CHECK_SKIPPED],
             rep->n_problems);
+}
+
+/* The likely bug classes (diagnose.h): per case and backend with a failing check, and per backend over
+ * the run, in the console's words. */
+static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep)
+{
+    if (rep->n_diagnoses == 0)
+        return;
+    char line[1024], also[1024];
+    fprintf(w->f, "\n### Likely bug classes (%d diagnosed case(s))\n\n", rep->n_diagnoses);
+    for (int i = 0; i < rep->n_diagnoses; i++)
+        if (mc_rank_diagnosis_summary_text(rep, i, line, sizeof line, also, sizeof also)) {
+            fputs("- **", w->f);
+            md_text(w, rep->diagnoses[i].backend);
+            fputs("** ", w->f);
+            md_text(w, line);
+            if (also[0]) {
+                fputs("; ", w->f);
+                md_text(w, also);
+            }
+            fputc('\n', w->f);
+        }
+    fputc('\n', w->f);
+    int shown = rep->n_diagnoses < MD_MAX_DIAGNOSES ? rep->n_diagnoses : MD_MAX_DIAGNOSES;
+    for (int i = 0; i < shown; i++) {
+        const struct mc_diagnosis *d = &rep->diagnoses[i];
+        mc_rank_diagnosis_text(d, line, sizeof line, also, sizeof also);
+        fputs("- ", w->f);
+        md_code(w, d->case_id);
+        fputs(" on ", w->f);
+        md_code(w, d->backend);
+        fputs(": ", w->f);
+        md_text(w, line);
+        fputc('\n', w->f);
+        if (also[0]) {
+            fputs("  - ", w->f);
+            md_text(w, also);
+            fputc('\n', w->f);
+        }
+    }
+    if (rep->n_diagnoses > shown)
+        fprintf(w->f, "\n… and %d more (see the JSON report's diagnoses).\n", rep->n_diagnoses - shown);
 }
 
 static void write_failures(struct mc_writer *w, const struct mc_run_report *rep)
@@ -235,6 +313,7 @@ enum mc_err_code mc_report_markdown_write(const char *path, const struct mc_run_
     if (mc_writer_open(&w, path, err) != MC_ERR_NONE)
         return err->code;
     write_totals(&w, rep, exit_code);
+    write_diagnoses(&w, rep);
     write_failures(&w, rep);
     write_problems(&w, rep);
     write_drifted(&w, rep);

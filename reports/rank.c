@@ -3,7 +3,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "diagnosis/diagnose.h"
 #include "family/family.h"
 
 void mc_rank_check_id(const struct mc_check_result *r, char *buf, size_t len)
@@ -73,4 +75,57 @@ int mc_rank_most_drifted(const struct mc_run_report *rep, const struct mc_drift 
     free(keys);
     free(idx);
     return n;
+}
+
+const struct mc_diagnosis *mc_rank_diagnosis_of(const struct mc_run_report *rep, const struct mc_check_result *r)
+{
+    for (int i = 0; i < rep->n_diagnoses; i++) {
+        const struct mc_diagnosis *d = &rep->diagnoses[i];
+        if (strcmp(d->case_id, r->case_id) == 0 && d->backend && r->backend && strcmp(d->backend, r->backend) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+/* "also possible: A (id); B (id)" for the classes top[from..n) */
+static void also_text(const struct mc_diag_match *top, int n, int from, char *also, size_t len)
+{
+    size_t used = 0;
+    also[0] = '\0';
+    for (int k = from; k < n && used < len; k++) {
+        int w = snprintf(also + used, len - used, "%s %s (%s)", k > from ? ";" : "also possible:", top[k].sig->title,
+                         top[k].sig->id);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+void mc_rank_diagnosis_text(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len)
+{
+    also[0] = '\0';
+    if (d->n == 0) {
+        snprintf(line, len, "no known bug class matches these failures");
+        return;
+    }
+    mc_diag_format_best(d->top, d->n, line, len);
+    also_text(d->top, d->n, mc_diag_named_in_line(d->top, d->n), also, also_len);
+}
+
+int mc_rank_diagnosis_summary_text(const struct mc_run_report *rep, int i, char *line, size_t len, char *also,
+                                   size_t also_len)
+{
+    if (!mc_diagnose_backend_first(rep->diagnoses, i))
+        return 0;
+    struct mc_diag_match top[MC_DIAG_TOP];
+    int cases = 0, first = 0;
+    int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, top, &cases, &first);
+    if (n == 0)
+        return 0;
+    char what[1024];
+    mc_diag_format_summary(top, n, cases, first, what, sizeof what);
+    snprintf(line, len, "over %d diagnosed case(s) (first in %d): %s", cases, first, what);
+    /* as the console: the line names one class when most cases name it first, else two */
+    also_text(top, n, 2 * first > cases ? 1 : n > 1 ? 2 : 1, also, also_len);
+    return 1;
 }

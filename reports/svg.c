@@ -5,7 +5,7 @@
 #include <string.h>
 
 #define MARGIN_L 64
-#define MARGIN_R 150
+#define MARGIN_R 190
 #define MARGIN_T 12
 #define MARGIN_B 40
 #define MARKERS_UP_TO 40
@@ -155,6 +155,8 @@ static void axes(FILE *f, const struct frame *fr, const struct mc_svg_plot *plot
 int mc_svg_write(FILE *f, const struct mc_svg_plot *plot, const struct mc_svg_series *series, int n_series)
 {
     int W = plot->width > 0 ? plot->width : 760, H = plot->height > 0 ? plot->height : 260;
+    if (H < MARGIN_T + 44 + 16 * n_series + MARGIN_B) /* every legend entry beside the plot area */
+        H = MARGIN_T + 44 + 16 * n_series + MARGIN_B;
     struct frame fr = {.log_y = plot->log_y, .w = W - MARGIN_L - MARGIN_R, .h = H - MARGIN_T - MARGIN_B};
     set_range(&fr, plot, series, n_series);
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -164,8 +166,11 @@ int mc_svg_write(FILE *f, const struct mc_svg_plot *plot, const struct mc_svg_se
     int drawn = 0;
     for (int i = 0; i < n_series; i++) {
         const struct mc_svg_series *s = &series[i];
-        const char *color = palette[i % (int)(sizeof palette / sizeof palette[0])];
-        fprintf(f, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
+        int ci = s->color > 0 ? s->color - 1 : i;
+        const char *color = palette[ci % (int)(sizeof palette / sizeof palette[0])];
+        fprintf(f, "<polyline class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"",
+                s->baseline ? "baseline" : "series", color, s->baseline ? "1.2" : "1.5",
+                s->baseline ? " stroke-dasharray=\"4 3\" stroke-opacity=\"0.8\"" : "");
         for (int k = 0; k < s->n; k++) {
             double y = isfinite(s->y[k]) ? s->y[k] : INFINITY;
             fprintf(f, "%s%.1f,%.1f", k ? " " : "", px(&fr, s->x[k]), py(&fr, y == INFINITY ? pow(10.0, 300) : y));
@@ -179,13 +184,18 @@ int mc_svg_write(FILE *f, const struct mc_svg_plot *plot, const struct mc_svg_se
                 fprintf(f, "<path class=\"nonfinite\" d=\"M%.1f %.1fl6 6m0 -6l-6 6\" stroke=\"#d00\" "
                            "stroke-width=\"2\" transform=\"translate(-3 -3)\"/>",
                         X, Y);
-            } else if (s->n <= MARKERS_UP_TO) {
+            } else if (s->n <= MARKERS_UP_TO && !s->baseline) {
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>", X, py(&fr, s->y[k]), color);
             }
         }
-        fprintf(f, "\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\" "
-                   "font-size=\"11\">",
-                MARGIN_L + fr.w + 8, MARGIN_T + 36 + 16 * i, color, MARGIN_L + fr.w + 24, MARGIN_T + 40 + 16 * i);
+        if (s->baseline) /* the legend's sample dashed too */
+            fprintf(f, "\n<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
+                       "stroke-dasharray=\"4 3\"/>",
+                    MARGIN_L + fr.w + 8, MARGIN_T + 37 + 16 * i, MARGIN_L + fr.w + 20, MARGIN_T + 37 + 16 * i, color);
+        else
+            fprintf(f, "\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>", MARGIN_L + fr.w + 8,
+                    MARGIN_T + 36 + 16 * i, color);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", MARGIN_L + fr.w + 24, MARGIN_T + 40 + 16 * i);
         text_escaped(f, s->label ? s->label : "");
         fputs("</text>\n", f);
     }

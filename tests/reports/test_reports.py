@@ -6,11 +6,14 @@ reference Mamba2 at f32), then the same plugin with its D term scaled by 1 + 1e-
 tolerance) next to mutant 8.1c (no chaining: fails from the first continued token) against it.
 
 MODE "files": by_position in the JSON, the Markdown summary, the JUnit structure (Jenkins' junit-10.xsd
-rules plus testcase properties and testsuites/@skipped), problems named by case and scenario, and the
-HTML page's self-containment. MODE "browser": the HTML page rendered by headless Chromium: the page's
-own script counts the drawn lines into the DOM (--dump-dom), and a screenshot holds the plot colours;
-exit 77 (skipped) without Chromium.
+rules plus testcase properties and testsuites/@skipped), pooled numbers labelled "(all runs)" and the
+first failing run's own numbers and the bug classes in Markdown, JUnit and HTML, the baseline's curves in
+the HTML plots, problems named by case and scenario, and the HTML page's self-containment. MODE
+"browser": the HTML page rendered by headless Chromium in a 1400-px window: the page's own script counts
+the drawn lines and measures the matrix into the DOM (--dump-dom; the matrix fits, the bundled suite's
+too), and a screenshot holds the plot colours; exit 77 (skipped) without Chromium.
 """
+import html as htmllib
 import json
 import os
 import re
@@ -51,6 +54,159 @@ def prepare():
     rep = json.load(open(path("r.json")))
     html = open(path("r.html"), encoding="utf-8").read()
     n_series = html.count('<polyline class="series"')
+
+
+def md_escape(t):
+    return "".join("\\" + c if c in "|*_`<>[]\\" else c for c in t)
+
+
+def check_id(r):
+    return "%s/%s/%s/%s" % (r["case"], r["scenario"], r["backend"], r["dtype"])
+
+
+def md_items(md):
+    """The failing-check items of the Markdown summary: id -> the item's lines."""
+    items, cur = {}, None
+    for line in md.splitlines():
+        m = re.match(r"^- \*\*[A-Z]+\*\* `([^`]+)`$", line)
+        if m:
+            cur = items.setdefault(m.group(1), [])
+        elif cur is not None and line.startswith("  - "):
+            cur.append(line[4:])
+        else:
+            cur = None
+    return items
+
+
+def html_plots(page):
+    """The plots of the HTML page: check id -> the plot's text (tags stripped, entities decoded)."""
+    plots = {}
+    for part in page.split('<div class="plot" id="check-')[1:]:
+        body = part.split("</div>", 1)[0]
+        m = re.search(r"<h3>(.*?) — ", body)
+        text = re.sub(r"<svg.*?</svg>", "", body, flags=re.S)
+        plots[htmllib.unescape(m.group(1))] = htmllib.unescape(re.sub(r"<[^>]+>", "\n", text))
+    return plots
+
+
+def check_labels(md, root):
+    """Numbers pooled over a check's runs say "(all runs)", and the first failing run's own numbers follow
+    its label, in the Markdown, the JUnit failure text and the HTML plots, as on the console; the
+    bug-class line of every diagnosed case and backend is in all three."""
+    items = md_items(md)
+    failures = {c.get("classname")[len("mixcheck."):] + "/" + c.get("name"): c.find("failure").text
+                for x in root for c in x.findall("testcase") if c.find("failure") is not None}
+    plots = html_plots(html)
+    firsts = [r for r in rep["results"] if "first_failing_run" in r and r["status"] == "fail"]
+    # the first run's numbers are not the pooled ones (else the labels would not matter)
+    assert any(r["first_failing_run"]["first_fail_token"] != r["first_fail_token"] for r in firsts), firsts[:1]
+    checked = 0
+    for r in firsts:
+        cid, f = check_id(r), r["first_failing_run"]
+        pooled = [t for t in rep["results"] if check_id(t) == cid and t["tensor"] and t["failing"]]
+        # Markdown (the first 50 failing checks are listed)
+        if cid in items:
+            lines = items[cid]
+            for t in pooled:
+                label = "`%s`%s: " % (t["tensor"], " (all runs)" if t["comparisons"] > 1 else "")
+                assert any(l.startswith(label + "%d of %d elements" % (t["failing"], t["elements"])) for l in lines), \
+                    (cid, label, lines)
+            want = "first failing run: %s — `%s`: %d of " % (md_escape(f["run"]), r["tensor"], f["failing"])
+            line = next((l for l in lines if l.startswith(want)), None)
+            assert line, (cid, want, lines)
+            if f["first_fail_token"] is not None:
+                assert "first failing token %d (batch" % f["first_fail_token"] in line, line
+            checked += 1
+        # JUnit
+        text = failures[cid]
+        for t in pooled:
+            label = "%s%s: %d/%d elements fail" % (t["tensor"], " (all runs)" if t["comparisons"] > 1 else "",
+                                                  t["failing"], t["elements"])
+            assert ("\n" + text).count("\n" + label) == 1, (cid, label, text)
+        want = "first failing run: %s\n  %s: %d/" % (f["run"], r["tensor"], f["failing"])
+        assert want in text, (cid, want, text)
+        if f["first_fail_token"] is not None:
+            after = text.split(want, 1)[1].split("\n", 1)[0]
+            assert "first failing token %d," % f["first_fail_token"] in after, after
+        # HTML (a plot per failing check, up to 40)
+        if cid in plots:
+            page = plots[cid]
+            for t in pooled:
+                assert "\n%s%s: headroom" % (t["tensor"], " (all runs)" if t["comparisons"] > 1 else "") in page, \
+                    (cid, t["tensor"], page[:800])
+            want = "first failing run: %s — %s: headroom" % (f["run"], r["tensor"])
+            assert want in page, (cid, want, page[:1500])
+            if f["first_fail_token"] is not None:
+                line = page.split(want, 1)[1].split("\n", 1)[0]
+                assert "first failing position %d (batch" % f["first_fail_token"] in line, line
+    assert checked > 0
+    # ---- the bug classes of the JSON's diagnoses
+    diags = rep["diagnoses"]
+    assert diags and all(d["message"] for d in diags)
+    page = htmllib.unescape(re.sub(r"<[^>]+>", "\n", html))
+    for d in diags:
+        md_line = "- `%s` on `%s`: %s" % (d["case"], d["backend"], md_escape(d["message"]))
+        assert md_line in md.splitlines(), md_line
+        words = "bug class of %s on %s: %s" % (d["case"], d["backend"], d["message"])
+        assert words in page, words
+        mine = [k for k, t in failures.items() if k.startswith(d["case"] + "/") and k.split("/")[2] == d["backend"]]
+        assert mine, d
+        for k in mine:
+            assert words + "\n" in failures[k], (k, failures[k])
+            if k in plots:
+                assert words in plots[k], (k, plots[k][:1500])
+    # a failing check whose case and backend have no diagnosis names none (the drifted drifty checks)
+    for k, t in failures.items():
+        if not any(k.startswith(d["case"] + "/") and k.split("/")[2] == d["backend"] for d in diags):
+            assert "bug class of" not in t, (k, t)
+    # the run's line per backend, as on the console
+    for s_ in rep["diagnosis_summary"]:
+        want = "over %d diagnosed case(s) (first in %d): %s" % (s_["cases"], s_["cases_naming_first"], s_["message"])
+        assert md_escape(want) in md, want
+        assert want in page, want
+    return checked
+
+
+def plot_lines(page):
+    """The lines of each plot: check id -> [(class, label, [(x, y) pixels])] in drawing order."""
+    out = {}
+    for part in page.split('<div class="plot" id="check-')[1:]:
+        body = part.split("</div>", 1)[0]
+        cid = htmllib.unescape(re.search(r"<h3>(.*?) — ", body).group(1))
+        out[cid] = [(k, htmllib.unescape(label), [tuple(map(float, p.split(","))) for p in pts.split()])
+                    for k, pts, label in re.findall(r'<polyline class="(series|baseline)"[^>]*points="([^"]*)"/>.*?'
+                                                    r'<text x="[0-9.]+" y="[0-9.]+" font-size="11">([^<]*)</text>',
+                                                    body, re.S)]
+    return out
+
+
+def check_baseline_curves():
+    """A plotted check with a baseline record draws that record's by_position next to the run's curve:
+    one dashed line per tensor, as many points as the baseline's profile, and for the drifted output
+    lower than the run's (the baseline's headroom was smaller)."""
+    base = {"%s/%s" % (check_id(r), r["tensor"]): r for r in json.load(open(path("base.json")))["results"]
+            if r["tensor"]}
+    lines = plot_lines(html)
+    drawn = lower = 0
+    for cid, ls in lines.items():
+        run_lines = {label: pts for k, label, pts in ls if k == "series"}
+        base_lines = {label: pts for k, label, pts in ls if k == "baseline"}
+        want = {t for t in run_lines if cid + "/" + t in base and base[cid + "/" + t]["by_position"]["positions"]}
+        assert set(base_lines) == {t + " (baseline)" for t in want}, (cid, sorted(base_lines), sorted(want))
+        for t in want:
+            b, pts = base[cid + "/" + t]["by_position"], base_lines[t + " (baseline)"]
+            assert len(pts) == len(b["positions"]), (cid, t, len(pts), len(b["positions"]))
+            drawn += 1
+            if t == "output" and cid.split("/")[2] == "drifty" and base[cid + "/" + t]["headroom"] > 0:
+                r = next(x for x in rep["results"] if check_id(x) == cid and x["tensor"] == t)
+                if r["headroom"] > 2 * base[cid + "/" + t]["headroom"]:
+                    # pixels grow downwards: the baseline's smaller headroom sits lower
+                    mean = lambda p: sum(y for _, y in p) / len(p)
+                    assert mean(pts) > mean(run_lines[t]) + 5, (cid, mean(pts), mean(run_lines[t]))
+                    lower += 1
+    assert drawn > 0 and lower > 0, (drawn, lower)
+    assert html.count('<polyline class="baseline"') == drawn
+    return drawn
 
 
 def check_files():
@@ -110,6 +266,8 @@ def check_files():
             assert set(k.tag for k in c) <= {"properties", "skipped", "error", "failure", "system-out", "system-err"}
             for p in c.iter("property"):
                 assert p.get("name") is not None and p.get("value") is not None
+    labelled = check_labels(md, root)
+    curves = check_baseline_curves()
     passing = [c for c in cases if len([k for k in c if k.tag != "properties"]) == 0]
     assert passing
     for c in passing:
@@ -134,7 +292,8 @@ def check_files():
     assert 'class="fail"' in html and 'class="drift"' in html
     assert html.count('<div class="plot"') >= min(40, s["fail"])
     assert n_series > 0
-    print("files: %d records, %d failing checks, %d lines in the HTML plots" % (len(recs), len(items), n_series))
+    print("files: %d records, %d failing checks (%d with a first failing run), %d lines in the HTML plots and %d "
+          "baseline curves" % (len(recs), len(items), labelled, n_series, curves))
 
 
 def png_pixels(data):
@@ -182,14 +341,44 @@ def check_browser():
         sys.exit(77)
     flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + path("profile")]
     url = "file://" + path("r.html")
-    dom = subprocess.run(flags + ["--dump-dom", url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         timeout=120).stdout
+
+    def dump(u):
+        return subprocess.run(flags + ["--window-size=1400,1000", "--dump-dom", u], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, timeout=120).stdout
+
+    def matrix_fits(dom, what):
+        # the page's script measured its matrix tables in a 1400-px window: they fit, with every column
+        right = re.search(r'data-matrix-right="([0-9]+)"', dom)
+        width = re.search(r'data-page-width="([0-9]+)"', dom)
+        assert right and width, (what, dom[:300])
+        assert 0 < int(right.group(1)) <= 1400 and int(width.group(1)) <= 1400, (what, right.group(1), width.group(1))
+        return int(right.group(1))
+
+    dom = dump(url)
     m = re.search(r'data-polylines="([0-9]+)"', dom)
     assert m, dom[:500]
     assert int(m.group(1)) == n_series > 0, (m.group(1), n_series)
     assert "%d line(s) drawn." % n_series in dom
+    m = re.search(r'data-baselines="([0-9]+)"', dom)
+    assert m and int(m.group(1)) == html.count('<polyline class="baseline"') > 0, m and m.group(1)
+    right = matrix_fits(dom, "r.html")
+    # the bundled suite's matrix (every family, every scenario) at one backend and dtype
+    run(["run", "cases/", "--backend", "cpu", "--dtype", "f32", "-q", "--json", path("c.json"), "--html",
+         path("c.html")], 0)
+    cj = json.load(open(path("c.json")))
+    page = open(path("c.html"), encoding="utf-8").read()
+    cols = {}
+    for r in cj["results"]:
+        cols.setdefault(r["family"], set()).add(r["scenario"])
+    assert max(len(c) for c in cols.values()) >= 17, cols
+    for fam, scen in cols.items():
+        table = re.search(r'<table class="matrix" data-family="%s">.*?</table>' % fam, page, re.S)
+        assert table, fam
+        heads = re.findall(r'<th class="s"><div>([a-z_0-9]+)</div></th>', table.group(0))
+        assert sorted(heads) == sorted(scen), (fam, heads, scen)
+    suite_right = matrix_fits(dump("file://" + path("c.html")), "c.html")
     shot = path("r.png")
-    subprocess.run(flags + ["--window-size=1200,1800", "--screenshot=" + shot, url], stdout=subprocess.DEVNULL,
+    subprocess.run(flags + ["--window-size=1400,3000", "--screenshot=" + shot, url], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=120)
     w, h, ch, rows = png_pixels(open(shot, "rb").read())
     def count(rgb):
@@ -199,8 +388,8 @@ def check_browser():
     blue = count((0x1f, 0x77, 0xb4))  # the first series (output)
     red_cells = count((0xf4, 0xa6, 0xa6))  # failing cells of the matrix
     assert blue > 200 and red_cells > 200, (blue, red_cells)
-    print("browser: %d lines drawn; screenshot %dx%d with %d line pixels, %d failing-cell pixels" %
-          (n_series, w, h, blue, red_cells))
+    print("browser: %d lines drawn; matrix right edge %d px (bundled suite %d px); screenshot %dx%d with %d line "
+          "pixels, %d failing-cell pixels" % (n_series, right, suite_right, w, h, blue, red_cells))
 
 
 def check_history():
