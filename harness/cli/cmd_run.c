@@ -602,6 +602,7 @@ int mc_cmd_run(int argc, char **argv)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
     mc_python_unload();
+    mc_registry_free(&reg);
     mc_provenance_free(&cli->prov);
     mc_report_doc_free(&cli->baseline);
     free(cli);
