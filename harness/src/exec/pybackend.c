@@ -1165,7 +1165,8 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
         spec = from != NULL && from->type == MC_JSON_STRING ? from->string : spec;
         const struct mc_json_value *name = mc_json_get(e, "name"), *fam = mc_json_get(e, "family"),
                                    *attr = mc_json_get(e, "attr"), *dts = mc_json_get(e, "dtypes"),
-                                   *packed = mc_json_get(e, "packed"), *hidden = mc_json_get(e, "hidden");
+                                   *packed = mc_json_get(e, "packed"), *hidden = mc_json_get(e, "hidden"),
+                                   *chunked = mc_json_get(e, "chunked");
         enum mc_family family = MC_FAMILY_STACK;
         if (name == NULL || fam == NULL || attr == NULL || dts == NULL || packed == NULL ||
             fam->type != MC_JSON_STRING ||
@@ -1223,7 +1224,9 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
                 .device = opt->device ? opt->device : "cpu",
                 .family = family,
                 .dtypes = bits,
-                .caps = packed->type == MC_JSON_TRUE ? MC_CAP_PACKED : 0,
+                /* chunked: the class honours Options.chunk_size (model_create sends desc->chunk_size) */
+                .caps = (packed->type == MC_JSON_TRUE ? MC_CAP_PACKED : 0) |
+                        (chunked != NULL && chunked->type == MC_JSON_TRUE ? MC_CAP_CHUNK_SIZE : 0),
                 .model_create = creates[n_slots],
                 .model_destroy = model_destroy,
                 .cache_alloc = cache_alloc,
