@@ -1159,5 +1159,6 @@ done:
         code = mc_error_exit_code(err.code);
     }
     mc_plugins_unload(&plugins);
+    mc_registry_free(&reg);
     return code;
 }

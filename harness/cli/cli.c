@@ -62,6 +62,49 @@ int mc_cli_load_python(struct mc_registry *reg, const struct mc_plugins *plugins
     return 0;
 }
 
+int mc_cli_python_option(struct mc_cli_python *py, const char *option, const char *value)
+{
+    if (strcmp(option, "--python") == 0) {
+        py->opt.python = value;
+    } else if (strcmp(option, "--python-device") == 0) {
+        if (value[0] == '\0') {
+            fprintf(stderr, "mixcheck: --python-device: expected a device name, e.g. cuda (got '%s')\n", value);
+            return 2;
+        }
+        py->opt.device = value;
+    } else if (strcmp(option, "--python-backend") == 0) {
+        if (py->n >= MC_PYTHON_MAX_BACKENDS) {
+            fprintf(stderr, "mixcheck: --python-backend: at most %d (got '%s' too)\n", MC_PYTHON_MAX_BACKENDS, value);
+            return 2;
+        }
+        py->specs[py->n++] = value;
+    } else {
+        fprintf(stderr, "mixcheck: internal error: '%s' is not a Python backend option\n", option);
+        return 2;
+    }
+    return 0;
+}
+
+int mc_cli_python_check(const struct mc_cli_python *py)
+{
+    if ((py->opt.python || py->opt.device) && py->n == 0) {
+        fprintf(stderr, "mixcheck: --python%s: needs --python-backend SPEC (the backends to run)\n",
+                py->opt.device ? "-device" : "");
+        return 2;
+    }
+    return 0;
+}
+
+int mc_cli_python_start(struct mc_registry *reg, const struct mc_plugins *plugins, struct mc_cli_python *py,
+                        int bisect)
+{
+    if (py->n == 0)
+        return 0;
+    if (py->opt.python == NULL)
+        py->opt.python = "python3";
+    return mc_cli_load_python(reg, plugins, &py->opt, py->specs, py->n, bisect);
+}
+
 int mc_cli_parse_count(const char *text, int max, int *out)
 {
     char *end = NULL;

@@ -28,6 +28,28 @@ int mc_cli_load_backends(struct mc_registry *reg, struct mc_plugins *plugins, co
 int mc_cli_load_python(struct mc_registry *reg, const struct mc_plugins *plugins, const struct mc_python_options *opt,
                        const char *const *specs, int n, int bisect);
 
+/* The Python backends a subcommand was asked for: --python PY, --python-backend SPEC (repeatable),
+ * --python-device DEV, with the meaning `mixcheck run --help` gives them. */
+struct mc_cli_python {
+    const char *specs[MC_PYTHON_MAX_BACKENDS];
+    int n;
+    struct mc_python_options opt; /* NULL members: not given */
+};
+
+/* Takes the value of one of those options (`option` as typed: "--python", "--python-backend" or
+ * "--python-device"). 0, or 2 after printing what is wrong (too many specs, an empty device). */
+int mc_cli_python_option(struct mc_cli_python *py, const char *option, const char *value);
+
+/* After the options: --python or --python-device without --python-backend is a usage error (2,
+ * printed); else 0. */
+int mc_cli_python_check(const struct mc_cli_python *py);
+
+/* Loads the Python backends asked for (none: nothing) as the plugins after the loaded ones, the
+ * interpreter defaulting to python3; the exit code of mc_cli_load_python. The struct must outlive the
+ * registry's use (its options and specs are kept). */
+int mc_cli_python_start(struct mc_registry *reg, const struct mc_plugins *plugins, struct mc_cli_python *py,
+                        int bisect);
+
 /* Parses a decimal integer in [1, max]; 0 on success. */
 int mc_cli_parse_count(const char *text, int max, int *out);
 

@@ -1,6 +1,6 @@
 /*
  * cmd_list.c — `mixcheck list`: the cases under the given paths with their scenarios, backends and
- * dtypes, the registered backends (built-in and from plugins), and with --coverage the family x
+ * dtypes, the registered backends (built-in, from plugins and Python backends), and with --coverage the family x
  * scenario table of how many cases exercise each pair.
  */
 #include <getopt.h>
@@ -15,11 +15,19 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mixcheck list [PATH...] [--coverage] [--plugin LIB]...\n"
-                 "Lists the cases under PATH (default %s/), the backends (built-in and from each --plugin),\n"
-                 "and with --coverage how many cases exercise each family x scenario pair ('-' none,\n"
-                 "'n/a' the scenario does not apply to the family).\n"
-                 "exit: 0, or 2 when a case does not load or an option is wrong\n",
+    fprintf(out, "usage: mixcheck list [PATH...] [--coverage] [--plugin LIB]... [--python-backend SPEC]...\n"
+                 "                     [--python PY] [--python-device DEV]\n"
+                 "Lists the cases under PATH (default %s/), the backends (built-in, from each --plugin and\n"
+                 "from each --python-backend), and with --coverage how many cases exercise each family x\n"
+                 "scenario pair ('-' none, 'n/a' the scenario does not apply to the family).\n"
+                 "  --plugin LIB    load backends from a shared library (repeatable)\n"
+                 "  --python-backend SPEC\n"
+                 "                  load backends written in Python (python/mixcheck_backend): SPEC is MODULE,\n"
+                 "                  MODULE:CLASS, FILE.py or FILE.py:CLASS (repeatable), as for mixcheck run\n"
+                 "  --python PY     the interpreter for them, a path or a name in PATH (default python3)\n"
+                 "  --python-device DEV\n"
+                 "                  the device they run on and are listed with (default cpu)\n"
+                 "exit: 0, or 2 when a case does not load, an option is wrong or a backend cannot be loaded\n",
             MC_DEFAULT_CASES);
 }
 
@@ -92,6 +100,8 @@ static int list(const char *const *paths, int n_paths, int coverage, const struc
         for (int d = MC_DTYPE_F64; d <= MC_DTYPE_BF16; d++)
             if (o->dtypes & MC_DTYPE_BIT(d))
                 printf(" %s", mc_dtype_name((enum mc_dtype)d));
+        if (o->caps & MC_CAP_CHUNK_SIZE)
+            printf("  chunk_size");
         printf("  (%s)\n", reg->entries[i].origin);
     }
     if (coverage)
@@ -104,10 +114,14 @@ int mc_cmd_list(int argc, char **argv)
     static const struct option longopts[] = {
         {"coverage", no_argument, NULL, 'c'},
         {"plugin", required_argument, NULL, 'p'},
+        {"python", required_argument, NULL, 'y'},
+        {"python-backend", required_argument, NULL, 'b'},
+        {"python-device", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *plugins[MC_PLUGIN_MAX];
+    struct mc_cli_python py = {0};
     int n_plugins = 0, coverage = 0, c;
     opterr = 0;
     optind = 2; /* argv[1] is the command */
@@ -123,6 +137,13 @@ int mc_cmd_list(int argc, char **argv)
             }
             plugins[n_plugins++] = optarg;
             break;
+        case 'y':
+        case 'b':
+        case 'd':
+            if (mc_cli_python_option(&py, c == 'y' ? "--python" : c == 'b' ? "--python-backend" : "--python-device",
+                                     optarg) != 0)
+                return 2;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -132,6 +153,8 @@ int mc_cmd_list(int argc, char **argv)
             return 2;
         }
     }
+    if (mc_cli_python_check(&py) != 0)
+        return 2;
     static const char *default_paths[] = {MC_DEFAULT_CASES};
     int n_paths = argc - optind;
     const char *const *paths = n_paths ? (const char *const *)(argv + optind) : default_paths;
@@ -141,7 +164,11 @@ int mc_cmd_list(int argc, char **argv)
     mc_plugins_init(&pl);
     int code = mc_cli_load_backends(&reg, &pl, plugins, n_plugins, 0);
     if (code == 0)
+        code = mc_cli_python_start(&reg, &pl, &py, 0);
+    if (code == 0)
         code = list(paths, n_paths ? n_paths : 1, coverage, &reg);
     mc_plugins_unload(&pl);
+    mc_python_unload();
+    mc_registry_free(&reg);
     return code;
 }

@@ -46,6 +46,9 @@ static void usage(FILE *out)
             "  --python PY     the interpreter for them, a path or a name in PATH (default python3)\n"
             "  --python-device DEV\n"
             "                  the device they run on and are checked as (default cpu; e.g. cuda)\n"
+            "  --stack-backend B\n"
+            "                  in model cases, the layers not under test run on B (default: reference, or\n"
+            "                  cpu at a dtype the reference lacks: f16, bf16)\n"
             "  --tolerance F   a tolerance profile consulted before each case's own: the first profile\n"
             "                  with entries for a check's (device, dtype) gives its tolerances (repeatable)\n"
             "  --device-profile DEV=AS\n"
@@ -144,6 +147,7 @@ enum {
     OPT_PYTHON,
     OPT_PYTHON_BACKEND,
     OPT_PYTHON_DEVICE,
+    OPT_STACK_BACKEND,
     OPT_HELP
 };
 
@@ -234,6 +238,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"python", required_argument, NULL, OPT_PYTHON},
         {"python-backend", required_argument, NULL, OPT_PYTHON_BACKEND},
         {"python-device", required_argument, NULL, OPT_PYTHON_DEVICE},
+        {"stack-backend", required_argument, NULL, OPT_STACK_BACKEND},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -312,6 +317,10 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
                 return usage_error("--python-backend: at most 32 (got '%s' too)", optarg);
             cli->python_specs[cli->n_python++] = optarg;
             rerun_option(cli, &used, "--python-backend", optarg);
+            break;
+        case OPT_STACK_BACKEND:
+            o->stack_backend = optarg;
+            rerun_option(cli, &used, "--stack-backend", optarg);
             break;
         case OPT_TOLERANCE:
             if (o->n_tolerances >= MC_RUN_MAX_TOLERANCES)
@@ -602,6 +611,7 @@ int mc_cmd_run(int argc, char **argv)
         mc_tolerance_free(&cli->tolerances[i]);
     mc_plugins_unload(&plugins);
     mc_python_unload();
+    mc_registry_free(&reg);
     mc_provenance_free(&cli->prov);
     mc_report_doc_free(&cli->baseline);
     free(cli);

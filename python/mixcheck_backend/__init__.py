@@ -67,7 +67,9 @@ class Options:
         device: ``--python-device`` (default ``"cpu"``). The backend runs there and is checked against
             that device's tolerance profile; host<->device copies are the backend's job (the arrays the
             worker hands over and takes back are host numpy arrays).
-        chunk_size: an internal chunk length asked for (0 = the backend's default).
+        chunk_size: the internal chunk length asked for (0 = the backend's default). Only a backend
+            that declares ``chunked = True`` is asked for others: ``chunk_size_invariance`` runs it at
+            each chunk length of the case, and each must match the golden.
         threads: worker threads asked for (0 = the backend's default).
         conv_shape: ``(C, K)``, one batch row of the exported conv window.
         state_shape: one batch row of the exported recurrent state (``()`` for ShortConv, which has none).
@@ -91,6 +93,11 @@ class Backend:
         family: ``"mamba2"``, ``"mamba1"``, ``"gdn"``, ``"shortconv"`` or ``"attention"``.
         dtypes: the storage dtypes accepted, a subset of ``("f64", "f32", "f16", "bf16")``.
 
+        chunked: ``True`` when the backend has an internal chunk length and honours
+            ``options.chunk_size`` (``MC_CAP_CHUNK_SIZE``; Mamba2 and GDN ports of chunked kernels).
+            ``chunk_size_invariance`` then creates one model per chunk length of the case; without it
+            that scenario is not scheduled for the backend. Default ``False``.
+
     A subclass that defines :meth:`forward_packed` has the packed call (``MC_CAP_PACKED``); without
     it the serving-path scenarios report ``unsupported``.
     """
@@ -98,6 +105,7 @@ class Backend:
     name = None
     family = None
     dtypes = ("f64", "f32")
+    chunked = False
 
     def __init__(self, family, dtype, config, weights, options):
         """Creates the model.
@@ -190,7 +198,8 @@ class StackBackend(Backend):
     of an upstream ``...ForCausalLM`` (docs/models.md §7). Token ids in, logits out, one cache for every
     layer. ``cache_alloc`` and ``cache_copy`` are :class:`Backend`'s.
 
-    Class attributes a subclass sets: ``name``, ``dtypes`` (``family`` is ``"stack"``), and ``hidden``:
+    Class attributes a subclass sets: ``name``, ``dtypes`` (``family`` is ``"stack"``; ``chunked`` does not
+    apply: a whole stack is created without a chunk length), and ``hidden``:
     True when :meth:`forward` returns the hidden states, mixer inputs and mixer outputs it is asked for
     (``MC_CAP_STACK_HIDDEN``).
     """

@@ -133,6 +133,12 @@ def load_spec(spec):
         bad = [d for d in cls.dtypes if d not in NUMPY_DTYPES]
         if bad:
             raise TypeError("%s: %s.dtypes has unknown %s" % (spec, cls.__name__, bad))
+        chunked = getattr(cls, "chunked", False)
+        if not isinstance(chunked, bool):
+            raise TypeError("%s: %s.chunked is %r (expected True or False)" % (spec, cls.__name__, chunked))
+        if chunked and cls.family == "stack":
+            raise TypeError("%s: %s: a whole-stack backend has no chunk length (chunked applies to mixer "
+                            "backends)" % (spec, cls.__name__))
     return mod, classes
 
 
@@ -171,6 +177,7 @@ def describe(specs):
             backends.append({"spec": spec, "attr": cls.__qualname__, "name": cls.name, "family": cls.family,
                              "dtypes": list(cls.dtypes),
                              "packed": callable(getattr(cls, "forward_packed", None)),
+                             "chunked": getattr(cls, "chunked", False) is True,
                              "hidden": bool(getattr(cls, "hidden", False)) and cls.family == "stack"})
     return {"backends": backends, "specs": files,
             "python": {"executable": sys.executable, "version": platform.python_version(),

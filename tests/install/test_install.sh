@@ -7,7 +7,10 @@
 #   3. runs the installed mixcheck on cases/shortconv with the out-of-tree plugin: exit 0, at least
 #      one PASS, no FAIL or ERROR;
 #   4. configures cases_consumer/ (find_package, mixcheck_add_case_tests on cases/shortconv): one CTest
-#      per case, selected by name (-R) and label (-L), one of them run.
+#      per case, selected by name (-R) and label (-L), one of them run;
+#   5. (with /usr/bin/python3 and numpy) copies the prefix once more and runs a Python backend from each
+#      copy's mixcheck: the mixcheck_backend package it uses is that copy's share/mixcheck/python, not the
+#      source tree's python/ (where_shortconv.py checks it), and MIXCHECK_PYTHON_DIR still overrides it.
 # MIXCHECK is the built command (it must exist: `cmake --install` does not build).
 set -euo pipefail
 build=$1 scratch=$2 built=$3 cmake=$4 cc=$5 bindir=$6 libdir=$7 includedir=$8
@@ -56,4 +59,33 @@ n=$("$ctest_bin" --test-dir "$scratch/cases" -N -L shortconv | sed -n 's/^Total 
 n=$("$ctest_bin" --test-dir "$scratch/cases" -N -R 'port[.]shortconv-tiny$' | sed -n 's/^Total Tests: //p')
 [ "$n" = 1 ] || fail "ctest -R port.shortconv-tiny lists $n tests"
 "$ctest_bin" --test-dir "$scratch/cases" -R 'port[.]shortconv-tiny$' --output-on-failure || fail "the case test failed"
+echo "== the installed Python backend package"
+pydir=${MC_PYTHON_INSTALL_DIR:-share/mixcheck/python}
+[ -f "$prefix/$pydir/mixcheck_backend/worker.py" ] || fail "$prefix/$pydir/mixcheck_backend not installed"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  cp -a "$prefix" "$scratch/copied"
+  unset MIXCHECK_PYTHON_DIR
+  for p in "$prefix" "$scratch/copied"; do
+    rc=0
+    out=$(MC_EXPECT_PYTHON_DIR="$p/$pydir" "$p/$bindir/mixcheck" run cases/shortconv/k4.yaml --python /usr/bin/python3 \
+            --python-backend "$here/where_shortconv.py" --backend np-shortconv -k /prefill/ --color never 2>&1) || rc=$?
+    echo "$out"
+    [ "$rc" -eq 0 ] || fail "$p/$bindir/mixcheck with a Python backend exited $rc"
+    grep -q '^PASS  shortconv-k4 .* np-shortconv' <<<"$out" || fail "no PASS line of np-shortconv"
+  done
+  # the check can fail: the source tree's package is not the installed one
+  rc=0
+  out=$(MC_EXPECT_PYTHON_DIR="$PWD/python" "$prefix/$bindir/mixcheck" list cases/shortconv/k4.yaml \
+          --python /usr/bin/python3 --python-backend "$here/where_shortconv.py" 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] && grep -q "mixcheck_backend was imported from $(realpath "$prefix/$pydir")" <<<"$out" ||
+    fail "where_shortconv.py accepted a package from the wrong place (exit $rc): $out"
+  # MIXCHECK_PYTHON_DIR overrides the installed package
+  mkdir -p "$scratch/override"
+  cp -a "$prefix/$pydir/mixcheck_backend" "$scratch/override/"
+  MIXCHECK_PYTHON_DIR="$scratch/override" MC_EXPECT_PYTHON_DIR="$scratch/override" "$prefix/$bindir/mixcheck" list \
+    cases/shortconv/k4.yaml --python /usr/bin/python3 --python-backend "$here/where_shortconv.py" | grep -q np-shortconv ||
+    fail "MIXCHECK_PYTHON_DIR did not override the installed package"
+else
+  echo "install_package: /usr/bin/python3 with numpy not found: the Python backend part is not run"
+fi
 echo "install_package: ok"

@@ -64,4 +64,11 @@ class LeaksCache(NumpyShortConv):
         return super().forward(cache, x, None)
 
 
+class BadChunked(NumpyShortConv):
+    """Declares its internal chunk length with a string: refused when the spec loads (not in
+    MIXCHECK_BACKENDS: named as broken_shortconv.py:BadChunked)."""
+    name = "np-badchunked"
+    chunked = "yes"
+
+
 MIXCHECK_BACKENDS = [MathMutant, Raises, Hangs, Segfaults, WrongShape, LeaksCache]

@@ -5,7 +5,10 @@
  * exception errors with its traceback, a segfault errors with its signal and Python stack, a hang
  * runs into the time limit and leaves no worker behind, a wrong shape is refused; the JSON and JUnit
  * reports' provenance name the interpreter, its version, the spec's file with its SHA-256 and the
- * package versions the worker reports. Needs
+ * package versions the worker reports. A Python backend that declares an internal chunk length
+ * (tests/python/np_chunked_mamba2.py, `chunked = True`) runs chunk_size_invariance at every chunk
+ * length of the case, each reaching its model_create, and a bug at one of them fails it; `mixcheck
+ * list` loads and lists Python backends with the options of `mixcheck run`. Needs
  * /usr/bin/python3 with numpy (scripts/bootstrap.sh installs it); skipped (77) without.
  */
 #define _DEFAULT_SOURCE /* usleep */
@@ -26,6 +29,7 @@
 #define MIXCHECK MC_BINARY_DIR "/mixcheck"
 #define PY " --python /usr/bin/python3 "
 #define BROKEN " --python-backend tests/python/broken_shortconv.py:"
+#define CHUNKED " --python-backend tests/python/np_chunked_mamba2.py"
 
 static char out[1 << 18];
 
@@ -165,6 +169,83 @@ static void test_bad_interpreter_and_module_are_input_errors(void **state)
     expect("has no attribute 'NoSuchClass'");
 }
 
+/* How many lines of the file read exactly `line`. */
+static int count_lines(const char *path, const char *line)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[256];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f) != NULL) {
+        buf[strcspn(buf, "\n")] = '\0';
+        n += strcmp(buf, line) == 0;
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_chunked_backend_runs_chunk_size_invariance(void **state)
+{
+    (void)state;
+    char log[] = "/tmp/mc-pychunk-XXXXXX", cmd[2048];
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd,
+             "MC_TEST_CHUNK_LOG=%s " MIXCHECK " run cases/mamba2/tiny.yaml" PY CHUNKED
+             " --backend np-chunked-mamba2 -k /prefill/ -k /chunk_size_invariance/",
+             log);
+    int rc = run(cmd);
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    expect("PASS  mamba2-tiny              chunk_size_invariance  np-chunked-mamba2 f64");
+    expect("PASS  mamba2-tiny              chunk_size_invariance  np-chunked-mamba2 f32");
+    expect("4 check(s): 4 passed");
+    /* each chunk length of the case (tiny.yaml: 1, 5, 8, 16, 256) reached a model, at both dtypes; the
+     * prefills asked for none (0) */
+    static const char *const lengths[] = {"1", "5", "8", "16", "256"};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
+        if (count_lines(log, lengths[i]) != 2)
+            fail_msg("chunk length %s reached %d model(s), expected 2", lengths[i], count_lines(log, lengths[i]));
+    assert_true(count_lines(log, "0") >= 2);
+    unlink(log);
+    /* a kernel wrong at one chunk length only: prefill passes, chunk_size_invariance fails at that length */
+    assert_int_equal(run(MIXCHECK " run cases/mamba2/tiny.yaml" PY CHUNKED
+                                  " --backend np-chunk1-mutant --dtype f64 -k /prefill/ -k /chunk_size_invariance/"),
+                     1);
+    expect("PASS  mamba2-tiny              prefill                np-chunk1-mutant f64");
+    expect("FAIL  mamba2-tiny              chunk_size_invariance  np-chunk1-mutant f64");
+    expect("first failing run: chunk_size [1]");
+    /* a malformed declaration is refused when the spec loads */
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "BadChunked"), 2);
+    expect("BadChunked.chunked is 'yes' (expected True or False)");
+}
+
+static void test_list_loads_python_backends(void **state)
+{
+    (void)state;
+    int rc = run(MIXCHECK " list cases/mamba2/tiny.yaml" PY CHUNKED " --python-device cpu");
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    expect("  np-chunked-mamba2 mamba2    device cpu   dtypes f64 f32  chunk_size  (tests/python/np_chunked_mamba2.py)");
+    expect("  np-chunk1-mutant mamba2    device cpu   dtypes f64 f32  chunk_size  (tests/python/np_chunked_mamba2.py)");
+    expect("  reference    mamba2    device cpu   dtypes f64 f32  (built-in)");
+    rc = run(MIXCHECK " list cases/shortconv/k4.yaml --python-backend examples/python/np_shortconv.py"
+                      " --python /usr/bin/python3 --python-device mydev");
+    if (rc != 0)
+        fail_msg("exit %d:\n%.6000s", rc, out);
+    expect("  np-shortconv shortconv device mydev dtypes f64 f32  (examples/python/np_shortconv.py)");
+    /* the errors of mixcheck run */
+    assert_int_equal(run(MIXCHECK " list cases/shortconv/k4.yaml --python /usr/bin/python3"), 2);
+    expect("--python: needs --python-backend SPEC");
+    assert_int_equal(run(MIXCHECK " list cases/shortconv/k4.yaml" PY "--python-backend no_such_module_here"), 2);
+    expect("--python-backend no_such_module_here: ModuleNotFoundError: No module named 'no_such_module_here'");
+    assert_int_equal(run(MIXCHECK " list cases/shortconv/k4.yaml --python /no/such/python" BROKEN "Raises"), 2);
+    expect("cannot run /no/such/python");
+    assert_int_equal(run(MIXCHECK " list --python-device ''" BROKEN "Raises"), 2);
+    expect("--python-device: expected a device name");
+}
+
 /* The contents of a file (static storage; at most one at a time). */
 static const char *slurp(const char *path)
 {
@@ -260,6 +341,8 @@ int main(void)
         cmocka_unit_test(test_bad_interpreter_and_module_are_input_errors),
         cmocka_unit_test(test_bench_python_overhead_runs),
         cmocka_unit_test(test_reports_record_the_python_backends_provenance),
+        cmocka_unit_test(test_chunked_backend_runs_chunk_size_invariance),
+        cmocka_unit_test(test_list_loads_python_backends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,8 +24,13 @@
 #include "exec/provenance.h"
 #include "family/stackconfig.h"
 
+/* the package in the build tree (the source tree's python/), and where an installed mixcheck has it
+ * relative to the directory of its executable (<prefix>/bin -> <prefix>/share/mixcheck/python) */
 #ifndef MC_PYTHON_DIR
 #define MC_PYTHON_DIR "python"
+#endif
+#ifndef MC_PYTHON_RELDIR
+#define MC_PYTHON_RELDIR "../share/mixcheck/python"
 #endif
 
 enum {
@@ -98,10 +103,36 @@ struct py_cache {
     int64_t h, batch;
 };
 
+/* DIR/mixcheck_backend/worker.py exists: DIR holds the package. */
+static int holds_package(const char *dir)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/mixcheck_backend/worker.py", dir);
+    return n > 0 && (size_t)n < sizeof path && access(path, R_OK) == 0;
+}
+
 const char *mc_python_package_dir(void)
 {
     const char *env = getenv("MIXCHECK_PYTHON_DIR");
-    return env && env[0] ? env : MC_PYTHON_DIR;
+    if (env && env[0])
+        return env;
+    /* installed: next to the executable, wherever the prefix was moved (found once per process) */
+    static char installed[4096];
+    static int looked;
+    if (!looked) {
+        looked = 1;
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        char *slash = n > 0 ? memrchr(exe, '/', (size_t)n) : NULL;
+        if (slash != NULL) {
+            *slash = '\0';
+            int w = MC_PYTHON_RELDIR[0] == '/' ? snprintf(installed, sizeof installed, "%s", MC_PYTHON_RELDIR)
+                                               : snprintf(installed, sizeof installed, "%s/%s", exe, MC_PYTHON_RELDIR);
+            if (w <= 0 || (size_t)w >= sizeof installed || !holds_package(installed))
+                installed[0] = '\0';
+        }
+    }
+    return installed[0] ? installed : MC_PYTHON_DIR;
 }
 
 static enum mc_backend_status fail(struct mc_msg *msg, enum mc_backend_status st, const char *fmt, ...)
@@ -1165,7 +1196,8 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
         spec = from != NULL && from->type == MC_JSON_STRING ? from->string : spec;
         const struct mc_json_value *name = mc_json_get(e, "name"), *fam = mc_json_get(e, "family"),
                                    *attr = mc_json_get(e, "attr"), *dts = mc_json_get(e, "dtypes"),
-                                   *packed = mc_json_get(e, "packed"), *hidden = mc_json_get(e, "hidden");
+                                   *packed = mc_json_get(e, "packed"), *hidden = mc_json_get(e, "hidden"),
+                                   *chunked = mc_json_get(e, "chunked");
         enum mc_family family = MC_FAMILY_STACK;
         if (name == NULL || fam == NULL || attr == NULL || dts == NULL || packed == NULL ||
             fam->type != MC_JSON_STRING ||
@@ -1223,7 +1255,9 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
                 .device = opt->device ? opt->device : "cpu",
                 .family = family,
                 .dtypes = bits,
-                .caps = packed->type == MC_JSON_TRUE ? MC_CAP_PACKED : 0,
+                /* chunked: the class honours Options.chunk_size (model_create sends desc->chunk_size) */
+                .caps = (packed->type == MC_JSON_TRUE ? MC_CAP_PACKED : 0) |
+                        (chunked != NULL && chunked->type == MC_JSON_TRUE ? MC_CAP_CHUNK_SIZE : 0),
                 .model_create = creates[n_slots],
                 .model_destroy = model_destroy,
                 .cache_alloc = cache_alloc,

@@ -43,7 +43,10 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
  * before a load and after mc_python_unload. */
 const struct mc_provenance_python *mc_python_provenance(void);
 
-/* The directory of the shipped mixcheck_backend package (MIXCHECK_PYTHON_DIR overrides the build's). */
+/* The directory holding the shipped mixcheck_backend package: MIXCHECK_PYTHON_DIR when set; else, for
+ * an installed mixcheck, <dir of the executable>/../share/mixcheck/python (found through
+ * /proc/self/exe, so a moved prefix still finds its own) when it holds the package; else the build
+ * tree's (the source tree's python/). */
 const char *mc_python_package_dir(void);
 
 /* Ends this process's worker and the zygote and frees what the load kept; the registry must not be

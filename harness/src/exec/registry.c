@@ -2,6 +2,7 @@
 #include "exec/registry.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "family/family.h"
@@ -9,6 +10,39 @@
 void mc_registry_init(struct mc_registry *r)
 {
     memset(r, 0, sizeof *r);
+    r->entries = r->first;
+    r->cap = MC_REGISTRY_INLINE;
+}
+
+void mc_registry_free(struct mc_registry *r)
+{
+    for (int i = MC_REGISTRY_INLINE; i < r->n; i++)
+        free((void *)r->entries[i].ops);
+    if (r->entries != r->first)
+        free(r->entries);
+    mc_registry_init(r);
+}
+
+/* Room for one more entry and its copy; NULL when out of memory. The copies of the first entries are
+ * in the struct, later ones on the heap, so no copy moves when `entries` grows. */
+static struct mc_backend_ops *reserve(struct mc_registry *r)
+{
+    if (r->entries == NULL) /* a zeroed struct that was never initialised */
+        r->entries = r->first, r->cap = MC_REGISTRY_INLINE;
+    if (r->n < MC_REGISTRY_INLINE)
+        return &r->first_ops[r->n];
+    if (r->n >= r->cap) {
+        int cap = r->cap * 2;
+        struct mc_registry_entry *grown = malloc((size_t)cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        memcpy(grown, r->entries, (size_t)r->n * sizeof *grown);
+        if (r->entries != r->first)
+            free(r->entries);
+        r->entries = grown;
+        r->cap = cap;
+    }
+    return malloc(sizeof(struct mc_backend_ops));
 }
 
 enum mc_err_code mc_registry_add(struct mc_registry *r, const struct mc_backend_ops *ops, const char *origin,
@@ -72,30 +106,29 @@ enum mc_err_code mc_registry_add_plugin(struct mc_registry *r, const struct mc_b
                             mc_family_name(ops->family));
     if (r->n >= MC_REGISTRY_MAX)
         return mc_error_set(err, MC_ERR_BACKEND, "%s: too many backends (at most %d)", origin, MC_REGISTRY_MAX);
-    struct mc_registry_entry *e = &r->entries[r->n];
+    struct mc_backend_ops *copy = reserve(r);
+    if (copy == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "%s: out of memory registering backend '%s'", origin, ops->name);
     /* what the backend's struct has, and NULL for what it is too old to have */
-    memset(&e->copy, 0, sizeof e->copy);
-    memcpy(&e->copy, ops, ops->struct_size < sizeof e->copy ? ops->struct_size : sizeof e->copy);
-    e->copy.struct_size = (uint32_t)sizeof e->copy;
-    e->ops = &e->copy;
-    e->origin = origin;
-    if ((e->copy.caps & MC_CAP_PACKED) && e->copy.forward_packed == NULL)
-        e->copy.caps &= ~MC_CAP_PACKED;
-    if ((e->copy.caps & MC_CAP_PROBES) && (e->copy.probe_enable == NULL || e->copy.probe_read == NULL))
-        e->copy.caps &= ~MC_CAP_PROBES;
-    if (!(e->copy.caps & MC_CAP_PROBES))
-        e->copy.probe_enable = NULL, e->copy.probe_read = NULL;
-    if (!(e->copy.caps & MC_CAP_PACKED))
-        e->copy.forward_packed = NULL;
-    if ((e->copy.caps & MC_CAP_STACK_PACKED) && e->copy.stack_forward_packed == NULL)
-        e->copy.caps &= ~MC_CAP_STACK_PACKED;
-    if (!(e->copy.caps & MC_CAP_STACK_PACKED))
-        e->copy.stack_forward_packed = NULL;
+    *copy = seen;
+    copy->struct_size = (uint32_t)sizeof *copy;
+    if ((copy->caps & MC_CAP_PACKED) && copy->forward_packed == NULL)
+        copy->caps &= ~MC_CAP_PACKED;
+    if ((copy->caps & MC_CAP_PROBES) && (copy->probe_enable == NULL || copy->probe_read == NULL))
+        copy->caps &= ~MC_CAP_PROBES;
+    if (!(copy->caps & MC_CAP_PROBES))
+        copy->probe_enable = NULL, copy->probe_read = NULL;
+    if (!(copy->caps & MC_CAP_PACKED))
+        copy->forward_packed = NULL;
+    if ((copy->caps & MC_CAP_STACK_PACKED) && copy->stack_forward_packed == NULL)
+        copy->caps &= ~MC_CAP_STACK_PACKED;
+    if (!(copy->caps & MC_CAP_STACK_PACKED))
+        copy->stack_forward_packed = NULL;
     /* the stack entries belong to whole-stack backends only; a mixer backend's are ignored */
     if (!whole)
-        e->copy.caps &= ~(MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED), e->copy.stack_create = NULL,
-        e->copy.stack_forward = NULL, e->copy.stack_cache_export = NULL, e->copy.stack_forward_packed = NULL;
-    r->entries[r->n].plugin = plugin;
+        copy->caps &= ~(MC_CAP_STACK | MC_CAP_STACK_HIDDEN | MC_CAP_STACK_PACKED), copy->stack_create = NULL,
+        copy->stack_forward = NULL, copy->stack_cache_export = NULL, copy->stack_forward_packed = NULL;
+    r->entries[r->n] = (struct mc_registry_entry){.ops = copy, .origin = origin, .plugin = plugin};
     r->n++;
     return MC_ERR_NONE;
 }

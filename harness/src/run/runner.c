@@ -719,13 +719,15 @@ static int add_golden(struct mc_run_report *rep, const struct mc_case *c, const 
 /* ---- model cases (docs/models.md §3) ------------------------------------------------------------ */
 
 /* Which backend each layer runs on for backend `name` under test: the layers the case names (all when it
- * names none) whose family `name` is registered for, the others on the reference. Returns how many
- * layers run on the backend under test (0: it has none of this stack's families), or -1 with `missing`
- * naming a family without a reference. A whole-stack backend runs every layer itself (`whole`): each
- * layer's reference is then what localisation compares its layers with. */
+ * names none) whose family `name` is registered for, the others on `other` (--stack-backend, by default
+ * the reference; without --stack-backend, `fallback` gets each layer's cpu backend, which a layer the
+ * reference has no dtype for runs on, stackcheck.h). Returns how many layers run on the backend under
+ * test (0: it has none of this stack's families), or -1 with `missing` naming a family `other` lacks. A
+ * whole-stack backend runs every layer itself (`whole`): each layer's reference is then what
+ * localisation compares its layers with. */
 static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *g, const struct mc_registry *reg,
-                         const char *name, int whole, const struct mc_backend_ops **ops, uint8_t *under,
-                         enum mc_family *missing)
+                         const char *name, int whole, const char *other, const struct mc_backend_ops **ops,
+                         const struct mc_backend_ops **fallback, uint8_t *under, enum mc_family *missing)
 {
     int n = 0;
     for (int64_t l = 0; l < g->config.n_layers; l++) {
@@ -746,7 +748,8 @@ static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *
         const struct mc_backend_ops *o = named ? mc_registry_find(reg, name, fam) : NULL;
         under[l] = o != NULL;
         n += o != NULL;
-        ops[l] = o != NULL ? o : mc_registry_find(reg, "reference", fam);
+        ops[l] = o != NULL ? o : mc_registry_find(reg, other ? other : "reference", fam);
+        fallback[l] = o == NULL && other == NULL ? mc_registry_find(reg, "cpu", fam) : NULL;
         if (ops[l] == NULL) {
             *missing = fam;
             return -1;
@@ -807,7 +810,9 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
     struct mc_stack_ctx *stack = calloc((size_t)cap, sizeof *stack);
     const struct mc_backend_ops **ref_ops = calloc((size_t)nl, sizeof *ref_ops);
-    if (names == NULL || ops == NULL || under == NULL || jobs == NULL || stack == NULL || ref_ops == NULL) {
+    const struct mc_backend_ops **fallback = calloc((size_t)nl, sizeof *fallback);
+    if (names == NULL || ops == NULL || under == NULL || jobs == NULL || stack == NULL || ref_ops == NULL ||
+        fallback == NULL) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -819,11 +824,12 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
         const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
         enum mc_family missing = c->family;
-        int covered = assign_layers(c, &g, reg, names[bi], bops != NULL && bops->family == MC_FAMILY_STACK, ops, under,
-                                    &missing);
+        int covered = assign_layers(c, &g, reg, names[bi], bops != NULL && bops->family == MC_FAMILY_STACK,
+                                    opt->stack_backend, ops, fallback, under, &missing);
         if (covered < 0 || bops == NULL) {
             mc_error_set(&e, MC_ERR_BACKEND, "%s: backend '%s' is not available for %s (load it with --plugin)",
-                         c->path, covered < 0 ? "reference" : names[bi], mc_family_name(missing));
+                         c->path, covered < 0 ? (opt->stack_backend ? opt->stack_backend : "reference") : names[bi],
+                         mc_family_name(missing));
             add_problem(rep, c->path, c->id, NULL, &e, cb, err);
             mc_error_clear(&e);
             continue;
@@ -854,7 +860,8 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                 stack[n] = (struct mc_stack_ctx){.c = c, .spec = sp, .g = &g, .layer_ops = ops, .under_test = under,
                                                  .ops = bops, .dtype = c->dtypes[di], .threads = opt->threads,
                                                  .seed_offset = opt->seed_offset, .tolerance = prof,
-                                                 .tolerance_device = tdev, .ref_layer_ops = have_ref ? ref_ops : NULL};
+                                                 .tolerance_device = tdev, .ref_layer_ops = have_ref ? ref_ops : NULL,
+                                                 .fallback_layer_ops = fallback};
                 jobs[n++] = (struct mc_job){.ctx = {.c = c, .spec = sp, .ops = bops, .dtype = c->dtypes[di]}};
             }
         }
@@ -890,6 +897,7 @@ out:
     free(jobs);
     free(stack);
     free(ref_ops);
+    free(fallback);
     mc_stack_golden_free(&g);
 }
 
@@ -970,6 +978,13 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                         struct mc_run_report *rep, struct mc_error *err)
 {
+    if (opt->stack_backend != NULL && !mc_registry_has_name(reg, opt->stack_backend)) {
+        char known[1024];
+        memset(rep, 0, sizeof *rep);
+        mc_registry_names(reg, known, sizeof known);
+        return mc_error_set(err, MC_ERR_USAGE, "--stack-backend: unknown backend '%s' (known: %s)", opt->stack_backend,
+                            known);
+    }
     if (opt->shard_count <= 1)
         return run_all(paths, n_paths, reg, opt, cb, rep, err);
     struct mc_shard_item *items = NULL;

@@ -56,6 +56,9 @@ struct mc_run_options {
     int long_cases;       /* --long: also the cases under `long/` directories (mc_run_discover_long) */
     /* --shard K/N (shard.h): run only shard K (1-based) of N; 0/0 = unsharded */
     int shard_index, shard_count;
+    /* --stack-backend: the backend the layers of a model case not under test run on (NULL: the
+     * reference, or cpu at a dtype the reference does not declare; stackcheck.h) */
+    const char *stack_backend;
 };
 
 /* A case file that could not be run, a backend it names that is missing (MC_ERR_BACKEND), or

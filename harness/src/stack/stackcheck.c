@@ -1596,6 +1596,22 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         if (mc_tolerance_lookup(prof, dev, ctx->dtype, (enum mc_tensor_kind)k, &s.tol[k], err) != MC_ERR_NONE)
             return err->code;
     int whole = ctx->ops->family == MC_FAMILY_STACK;
+    /* the layers not under test at this dtype: on their fallback where their backend lacks it */
+    const struct mc_backend_ops *lops[MC_STACK_MAX_LAYERS];
+    struct mc_stack_ctx here;
+    if (!whole && ctx->fallback_layer_ops != NULL && s.n <= MC_STACK_MAX_LAYERS) {
+        here = *ctx;
+        for (int64_t l = 0; l < s.n; l++) {
+            const struct mc_backend_ops *fb = ctx->fallback_layer_ops[l];
+            lops[l] = ctx->layer_ops[l];
+            if (!ctx->under_test[l] && !(lops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype)) && fb != NULL &&
+                (fb->dtypes & MC_DTYPE_BIT(ctx->dtype)))
+                lops[l] = fb;
+        }
+        here.layer_ops = lops;
+        ctx = &here;
+        s.ctx = ctx;
+    }
     for (int64_t l = 0; l < s.n && !whole; l++)
         if (!(ctx->layer_ops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
             res->status = MC_CHECK_UNSUPPORTED;

@@ -1,6 +1,7 @@
 /*
  * stackcheck.h — the scenarios of a model case (docs/models.md §3): a whole stack (stack.h) with
- * the layers under test on the backend under test and the others on the reference, driven through
+ * the layers under test on the backend under test and the others on the stack backend (the reference,
+ * or cpu at a dtype the reference does not declare, or the one --stack-backend names), driven through
  * prefill, decode, chunked, first-token causality, left-padded and batch-invariance runs and greedy
  * generation, compared with a model golden (stackgolden.h) on logits (elementwise tolerance, plus the
  * metrics of logits.h), on the residual stream after every layer, and on every layer's cache.
@@ -24,6 +25,11 @@ struct mc_stack_ctx {
     const struct mc_scenario_spec *spec;
     const struct mc_stack_golden *g;
     const struct mc_backend_ops *const *layer_ops; /* [n_layers]: the backend each layer runs on */
+    /* [n_layers] or NULL: for a layer not under test whose layer_ops entry does not declare the check's
+     * dtype (the reference at f16/bf16), the backend it runs on instead when that one declares it (the
+     * family's cpu backend; NULL entries: none). A check with such a layer and no fallback that declares
+     * the dtype is unsupported */
+    const struct mc_backend_ops *const *fallback_layer_ops;
     const uint8_t *under_test;                     /* [n_layers]: 1 where that is the backend under test */
     const struct mc_backend_ops *ops;              /* the backend under test */
     enum mc_dtype dtype;
