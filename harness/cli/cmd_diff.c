@@ -241,6 +241,15 @@ int mc_cmd_diff(int argc, char **argv)
         r->moved = r->status_changed || beyond(r->headroom_ratio, threshold) || beyond(r->abs_ratio, threshold);
         n_moved += r->moved;
     }
+    if (n_rows == 0) {
+        /* nothing was compared: two reports of different selections say nothing of each other */
+        fprintf(stderr, "mixcheck: diff: %s and %s have no record (case/scenario/backend/dtype/tensor) in common "
+                        "(%d and %d record(s)): nothing to compare\n", a.path, b.path, a.n_records, b.n_records);
+        free(rows);
+        mc_report_doc_free(&a);
+        mc_report_doc_free(&b);
+        return 2;
+    }
     qsort(rows, (size_t)n_rows, sizeof *rows, cmp_row);
     printf("mixcheck diff %s -> %s: %d record(s) compared, %d moved beyond x%g\n", a.path, b.path, n_rows, n_moved,
            threshold);
@@ -263,12 +272,6 @@ int mc_cmd_diff(int argc, char **argv)
     print_missing("only in A:", &a, &b);
     print_missing("only in B:", &b, &a);
     int code = n_moved ? 1 : 0;
-    if (n_rows == 0) {
-        /* nothing was compared: two reports of different selections say nothing of each other */
-        fprintf(stderr, "mixcheck: diff: %s and %s have no record (case/scenario/backend/dtype/tensor) in common "
-                        "(%d and %d record(s)): nothing to compare\n", a.path, b.path, a.n_records, b.n_records);
-        code = 2;
-    }
     if (json_path && write_json(json_path, &a, &b, threshold, rows, n_rows) != 0)
         code = 2;
     free(rows);

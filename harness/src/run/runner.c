@@ -455,7 +455,7 @@ static int max_backends(const struct mc_case *c, const struct mc_registry *reg)
  * reports it. Needs no golden, so a filtered-out case costs only its YAML. */
 static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_registry *reg,
                                        const struct mc_run_options *opt, int *selected, int *not_applicable,
-                                       struct mc_error *err)
+                                       struct mc_run_report *note, struct mc_error *err)
 {
     const char **names = calloc((size_t)max_backends(c, reg), sizeof *names);
     if (names == NULL)
@@ -469,10 +469,13 @@ static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
                                          c->dtypes[di]))
                     continue;
-                if (ops == NULL || mc_run_applies(ops, c->scenarios[si].kind, c->dtypes[di]))
+                if (ops == NULL || mc_run_applies(ops, c->scenarios[si].kind, c->dtypes[di])) {
                     (*selected)++;
-                else
+                } else {
                     (*not_applicable)++;
+                    if (note != NULL)
+                        not_scheduled(note, ops, c->scenarios[si].kind, c->dtypes[di], err);
+                }
             }
     }
     free(names);
@@ -492,10 +495,13 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
     if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
         loaded = 1;
         int selected = 0, not_applicable = 0;
-        if (count_selected(c, reg, opt, &selected, &not_applicable, err) != MC_ERR_NONE)
+        if (count_selected(c, reg, opt, &selected, &not_applicable, NULL, err) != MC_ERR_NONE)
             return -1;
         if (selected == 0) {
+            /* what was selected of it, none scheduled: noted for the backends under test */
             rep->n_not_applicable += not_applicable;
+            if (not_applicable > 0 && count_selected(c, reg, opt, &selected, &not_applicable, rep, err) != MC_ERR_NONE)
+                return -1;
             return 1;
         }
         if (c->model_type != NULL)
