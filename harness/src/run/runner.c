@@ -1284,7 +1284,7 @@ static enum mc_err_code run_all(const char *const *paths, int n_paths, const str
         mc_run_files_free(files, n_files);
     }
     if (err->code == MC_ERR_NONE && n_files_total == 0)
-        mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
+        mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml, *.yml) under the given paths");
     rep->duration_s = mc_clock_now_s() - t0;
     if (opt->filter.shard) {
         /* a shard runs part of the selection: what another shard runs is not missing here (an empty

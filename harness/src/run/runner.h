@@ -134,13 +134,13 @@ struct mc_run_callbacks {
     void *user;
 };
 
-/* Expands paths (files, or directories searched recursively for *.yaml, skipping `tolerances/`)
- * into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
+/* Expands paths (files, or directories searched recursively for *.yaml and *.yml, skipping
+ * `tolerances/`) into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
 enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
                                  struct mc_error *err);
 /* As mc_run_discover, leaving out the cases under `long/` directories found while searching a
  * directory unless include_long (mixcheck run --long); *n_long counts the files left out. A path
- * given itself is always taken. */
+ * given itself is always taken, a long/ directory or a file in one included. */
 enum mc_err_code mc_run_discover_long(const char *const *paths, int n_paths, int include_long, int *n_long,
                                       char ***files, int *n_files, struct mc_error *err);
 void mc_run_files_free(char **files, int n_files);
