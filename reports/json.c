@@ -475,9 +475,17 @@ enum mc_err_code mc_report_json_write_flags(const char *path, const struct mc_ru
             rep->n_cases, rep->n_checks, rep->counts[MC_CHECK_PASS], rep->counts[MC_CHECK_FAIL],
             rep->counts[MC_CHECK_ERROR], rep->counts[MC_CHECK_UNSUPPORTED], rep->counts[MC_CHECK_SKIPPED],
             rep->counts[MC_CHECK_NONDETERMINISTIC], rep->counts[MC_CHECK_DRIFT], rep->n_problems, exit_code);
-    if (rep->shard_count > 1)
-        fprintf(w.f, "  \"shard\": {\"index\": %d, \"count\": %d, \"checks_all_shards\": %d},\n", rep->shard_index,
-                rep->shard_count, rep->shard_checks);
+    if (rep->shard_count > 1) {
+        fprintf(w.f, "  \"shard\": {\"index\": %d, \"count\": %d, \"checks_all_shards\": %d, \"plan_sha256\": ",
+                rep->shard_index, rep->shard_count, rep->shard_checks);
+        mc_writer_json_string(&w, rep->shard_plan_sha256);
+        fputs(", \"must_test\": [", w.f);
+        for (int i = 0; i < rep->n_must_test; i++) {
+            fputs(i ? ", " : "", w.f);
+            mc_writer_json_string(&w, rep->must_test[i]);
+        }
+        fputs("]},\n", w.f);
+    }
     fputs("  \"problems\": [", w.f);
     for (int i = 0; i < rep->n_problems; i++) {
         const struct mc_run_problem *p = &rep->problems[i];

@@ -2,7 +2,8 @@
  * cmd_diff.c — `mixcheck diff A.json B.json`: the tensor records of two JSON reports whose numbers
  * moved, most first. Records are matched by case/scenario/backend/dtype/tensor; the ratios are B over
  * A with the floor of the baseline rule (baseline.h). Exit 0 nothing moved beyond the threshold, 1
- * something did, 2 usage or input error (a report that does not parse names file:line:column).
+ * something did, 2 usage or input error (a report that does not parse names file:line:column; two
+ * reports with no record in common).
  */
 #include <getopt.h>
 #include <math.h>
@@ -31,7 +32,8 @@ static void usage(FILE *out)
             "  --threshold R   the ratio that counts as moved, R > 1 (default %.1f)\n"
             "  --json FILE     also write the moved records as JSON (format \"mixcheck-diff\")\n"
             "\n"
-            "exit: 0 nothing moved beyond the threshold, 1 something did, 2 usage or input error\n",
+            "exit: 0 nothing moved beyond the threshold, 1 something did, 2 usage or input error (also:\n"
+            "no record in common)\n",
             MC_DIFF_DEFAULT_THRESHOLD);
 }
 
@@ -238,6 +240,15 @@ int mc_cmd_diff(int argc, char **argv)
         r->status_changed = !same_status(ra->status, rb->status);
         r->moved = r->status_changed || beyond(r->headroom_ratio, threshold) || beyond(r->abs_ratio, threshold);
         n_moved += r->moved;
+    }
+    if (n_rows == 0) {
+        /* nothing was compared: two reports of different selections say nothing of each other */
+        fprintf(stderr, "mixcheck: diff: %s and %s have no record (case/scenario/backend/dtype/tensor) in common "
+                        "(%d and %d record(s)): nothing to compare\n", a.path, b.path, a.n_records, b.n_records);
+        free(rows);
+        mc_report_doc_free(&a);
+        mc_report_doc_free(&b);
+        return 2;
     }
     qsort(rows, (size_t)n_rows, sizeof *rows, cmp_row);
     printf("mixcheck diff %s -> %s: %d record(s) compared, %d moved beyond x%g\n", a.path, b.path, n_rows, n_moved,

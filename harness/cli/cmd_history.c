@@ -2,11 +2,13 @@
  * cmd_history.c — `mixcheck history DIR [-k PATTERN]... [--threshold R] [--all]`: the trend of each
  * tensor record (case/scenario/backend/dtype/tensor) over the runs of a history store (history.h,
  * `run --record DIR`), oldest first, and the steps in it: a change between consecutive runs larger
- * than the run-to-run spread, named with the commit of the first run that shows it. The spread of a
- * record is the largest change between consecutive runs of one commit (what repeating a run moves);
+ * than the run-to-run spread, named with the build of the first run that shows it. A build is what was
+ * tested: mixcheck's commit and the SHA-256 of every plugin and Python spec file of the run
+ * (reportread.h), so a port rebuilt under one mixcheck commit is a build of its own. The spread of a
+ * record is the largest change between consecutive runs of one build (what repeating a run moves);
  * a step has to exceed both it and R (default 1.1). Changes are the ratios of the baseline rule
  * (baseline.h: headroom and max abs error, floored at 1e-3 of the tolerance). Exit 0 no step, 1 a step,
- * 2 usage or input error.
+ * 2 usage or input error (also: a folder without runs, no record, a -k pattern that matches none).
  */
 #include <getopt.h>
 #include <math.h>
@@ -29,14 +31,16 @@ static void usage(FILE *out)
             "The trend of every tensor record over the runs recorded in DIR (mixcheck run --record DIR),\n"
             "oldest first, and its steps: a change of headroom or max abs error between consecutive runs\n"
             "beyond both R and the record's run-to-run spread (the largest change between consecutive\n"
-            "runs of one commit), with the commit of the first run that shows it.\n"
+            "runs of one build), with the build of the first run that shows it. A build is mixcheck's\n"
+            "commit and the SHA-256 of every plugin and Python spec file the run loaded.\n"
             "\n"
             "  -k PATTERN      only records whose case/scenario/backend/dtype/tensor contains PATTERN (a\n"
             "                  glob when it holds * ? or [); repeatable. Matched records are all printed\n"
             "  --threshold R   the smallest change that counts as a step, R > 1 (default %.1f)\n"
             "  --all           print every record's trend (default: only those with a step, or matched by -k)\n"
             "\n"
-            "exit: 0 no step, 1 a step, 2 usage or input error\n",
+            "exit: 0 no step, 1 a step, 2 usage or input error (DIR holds no run, no record to follow,\n"
+            "a -k pattern matching no record)\n",
             MC_HISTORY_DEFAULT_THRESHOLD);
 }
 
@@ -55,9 +59,12 @@ static double change(const struct mc_report_record *a, const struct mc_report_re
     return lh >= la ? lh : la;
 }
 
-static int same_commit(const struct mc_report_doc *a, const struct mc_report_doc *b)
+/* 1 when two runs are of one build: the same known mixcheck commit and the same plugin and Python spec
+ * files (by SHA-256). */
+static int same_build(const struct mc_report_doc *a, const struct mc_report_doc *b)
 {
-    return strcmp(a->git_commit, "unknown") != 0 && strcmp(a->git_commit, b->git_commit) == 0;
+    return strcmp(a->git_commit, "unknown") != 0 && strcmp(a->git_commit, b->git_commit) == 0 &&
+           strcmp(a->tested_key, b->tested_key) == 0;
 }
 
 static void print_value(double v)
@@ -73,7 +80,7 @@ static int series(const struct mc_history *h, const char *key, struct point *pts
 {
     double spread = 0.0, ratio;
     for (int i = 1; i < n; i++)
-        if (same_commit(&h->runs[pts[i - 1].run], &h->runs[pts[i].run])) {
+        if (same_build(&h->runs[pts[i - 1].run], &h->runs[pts[i].run])) {
             double c = change(pts[i - 1].r, pts[i].r, &ratio);
             if (c > spread)
                 spread = c;
@@ -81,7 +88,7 @@ static int series(const struct mc_history *h, const char *key, struct point *pts
     double limit = log(threshold) > spread ? log(threshold) : spread;
     int steps = 0;
     for (int i = 1; i < n; i++)
-        steps += change(pts[i - 1].r, pts[i].r, &ratio) > limit && !same_commit(&h->runs[pts[i - 1].run], &h->runs[pts[i].run]);
+        steps += change(pts[i - 1].r, pts[i].r, &ratio) > limit && !same_build(&h->runs[pts[i - 1].run], &h->runs[pts[i].run]);
     if (!steps && !show)
         return 0;
     double lo = INFINITY, hi = 0.0;
@@ -95,14 +102,18 @@ static int series(const struct mc_history *h, const char *key, struct point *pts
         printf(" ...");
     for (int i = from; i < n; i++)
         print_value(pts[i].r->headroom);
-    printf(" (min %.3g, max %.3g); spread between runs of one commit x%.3g\n", lo, hi, exp(spread));
+    printf(" (min %.3g, max %.3g); spread between runs of one build x%.3g\n", lo, hi, exp(spread));
     for (int i = 1; i < n; i++) {
         const struct mc_report_doc *a = &h->runs[pts[i - 1].run], *b = &h->runs[pts[i].run];
-        if (!(change(pts[i - 1].r, pts[i].r, &ratio) > limit) || same_commit(a, b))
+        if (!(change(pts[i - 1].r, pts[i].r, &ratio) > limit) || same_build(a, b))
             continue;
-        printf("  STEP x%.3g: headroom %.3g -> %.3g, max abs err %.3g -> %.3g, from run %d: commit %.12s (%s) %s\n",
+        printf("  STEP x%.3g: headroom %.3g -> %.3g, max abs err %.3g -> %.3g, from run %d: commit %.12s (%s) %s",
                ratio, pts[i - 1].r->headroom, pts[i].r->headroom, pts[i - 1].r->max_abs_err, pts[i].r->max_abs_err,
                pts[i].run + 1, b->git_commit, b->git_describe, b->started_utc);
+        if (strcmp(a->tested_key, b->tested_key) != 0)
+            printf("; tested files changed: %s -> %s", a->tested[0] ? a->tested : "none",
+                   b->tested[0] ? b->tested : "none");
+        printf("\n");
     }
     return steps;
 }
@@ -163,6 +174,13 @@ int mc_cmd_history(int argc, char **argv)
         fprintf(stderr, "mixcheck: history: %s\n", err.msg);
         return mc_error_exit_code(err.code);
     }
+    if (h.n_runs == 0) {
+        fprintf(stderr, "mixcheck: history: %s holds no run (*.json): record runs into it with mixcheck run --record "
+                        "%s\n", dir, dir);
+        mc_history_free(&h);
+        return 2;
+    }
+    int hits[MC_RUN_MAX_PATTERNS] = {0};
     /* every key of every run, once */
     int n_keys = 0, cap = 0;
     const char **keys = NULL;
@@ -172,8 +190,11 @@ int mc_cmd_history(int argc, char **argv)
             if (!r->has_numbers)
                 continue;
             int hit = n_patterns == 0;
-            for (int p = 0; p < n_patterns && !hit; p++)
-                hit = mc_run_pattern_match(patterns[p], r->key);
+            for (int p = 0; p < n_patterns; p++)
+                if (mc_run_pattern_match(patterns[p], r->key)) {
+                    hits[p]++;
+                    hit = 1;
+                }
             if (!hit)
                 continue;
             if (n_keys == cap) {
@@ -195,16 +216,37 @@ int mc_cmd_history(int argc, char **argv)
     for (int i = 0; i < n_keys; i++)
         if (i == 0 || strcmp(keys[i], keys[i - 1]) != 0)
             keys[n_unique++] = keys[i];
-    int n_commits = 0;
-    for (int i = 0; i < h.n_runs; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = strcmp(h.runs[j].git_commit, h.runs[i].git_commit) == 0;
-        n_commits += !seen;
+    int bad = 0;
+    for (int p = 0; p < n_patterns; p++)
+        if (hits[p] == 0) {
+            fprintf(stderr, "mixcheck: history: -k '%s' matched no record of the %d run(s) in %s\n", patterns[p],
+                    h.n_runs, dir);
+            bad = 1;
+        }
+    if (!bad && n_unique == 0) {
+        fprintf(stderr, "mixcheck: history: the %d run(s) in %s hold no tensor record to follow\n", h.n_runs, dir);
+        bad = 1;
     }
-    printf("history %s: %d run(s) of %d commit(s), %d record(s)%s; a step is a change beyond x%g and the "
-           "spread between runs of one commit\n\n",
-           dir, h.n_runs, n_commits, n_unique, n_patterns ? " matching -k" : "", threshold);
+    if (bad) {
+        free(keys);
+        mc_history_free(&h);
+        return 2;
+    }
+    int n_commits = 0, n_builds = 0;
+    for (int i = 0; i < h.n_runs; i++) {
+        int seen = 0, seen_build = 0;
+        for (int j = 0; j < i; j++) {
+            seen |= strcmp(h.runs[j].git_commit, h.runs[i].git_commit) == 0;
+            seen_build |= strcmp(h.runs[j].git_commit, h.runs[i].git_commit) == 0 &&
+                          strcmp(h.runs[j].tested_key, h.runs[i].tested_key) == 0;
+        }
+        n_commits += !seen;
+        n_builds += !seen_build;
+    }
+    printf("history %s: %d run(s) of %d commit(s) and %d build(s), %d record(s)%s; a step is a change beyond x%g "
+           "and the spread between runs of one build (a mixcheck commit and the SHA-256 of each plugin and Python "
+           "spec file)\n\n",
+           dir, h.n_runs, n_commits, n_builds, n_unique, n_patterns ? " matching -k" : "", threshold);
     struct point *pts = malloc(((size_t)h.n_runs + 1) * sizeof *pts);
     int steps = 0, stepped = 0;
     for (int k = 0; k < n_unique && pts != NULL; k++) {

@@ -5,8 +5,15 @@
  * added up (cases counted once), problems once each (a case-level problem is reported by every shard
  * that loads the case), the first shard's provenance and the goldens of all; the kill matrix and
  * baseline sections are not merged. JUnit inputs (mixcheck's own) give the JUnit output: the test suites
- * of every shard, the <testsuites> totals added up, its time the longest shard's. Exit 0, or 2 for a
- * usage error or an input that cannot be read.
+ * of every shard, the <testsuites> totals added up, its time the longest shard's.
+ *
+ * The JSON reports must be every shard of one plan: each holds its "shard" object (index, count and the
+ * plan's SHA-256, runner.h), and a report of another plan, a shard twice or a shard missing is an input
+ * error naming it. A backend under test whose checks the shards could not judge alone ("must_test") that
+ * no shard gave a verdict is not tested (125). The command exits the merged run's code: 2 when a shard
+ * had an input error, else 1 when a check failed, else 125 when something could not be tested (a
+ * problem of kind "untestable", a must_test backend without a verdict, no check passed), else 0; 2 for a
+ * usage error or an input that cannot be read or does not belong.
  */
 #include <getopt.h>
 #include <math.h>
@@ -24,7 +31,10 @@ static void usage(FILE *out)
     fprintf(out, "usage: mixcheck merge [--json OUT.json] [--junit OUT.xml] SHARD.json|SHARD.xml...\n"
                  "Joins the JSON and JUnit reports of the shards of one run (mixcheck run --shard K/N) into\n"
                  "one of each, whose totals are those of the run unsharded. Inputs ending in .xml are JUnit.\n"
-                 "exit: 0 merged, 2 usage or input error\n");
+                 "The JSON reports must be every shard of one plan (the same selection, cases, backends and\n"
+                 "dtypes, each shard once); the JUnit reports are checked only against their number.\n"
+                 "exit: the merged run's: 0 passed, 1 a check failed, 125 something could not be tested,\n"
+                 "2 usage or input error (a shard missing, twice, or of another plan)\n");
 }
 
 /* A JSON value written back: numbers in the shortest form that reads back the same. */
@@ -99,18 +109,51 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The exit code of the whole run from those of its shards: an input error, else a failure, else a pass
- * when some shard tested something, else could not test. */
-static int merged_exit(const int *codes, int n)
+/* The exit code of the whole run from those of its shards: an input error, else a failure, else could
+ * not test when something was not tested (`untestable`) or no check passed, else a pass. */
+static int merged_exit(const int *codes, int n, int untestable, double passed)
 {
-    int any0 = 0, any1 = 0;
+    int any1 = 0;
     for (int i = 0; i < n; i++) {
         if (codes[i] == 2)
             return 2;
         any1 |= codes[i] == 1;
-        any0 |= codes[i] == 0;
     }
-    return any1 ? 1 : any0 ? 0 : 125;
+    return any1 ? 1 : untestable || !(passed > 0) ? 125 : 0;
+}
+
+/* The "shard" object of a shard report, checked against the first one's: the same plan, each index once.
+ * `seen` has room for every index of the plan. 0, or 2 after printing the error. */
+static int check_shard(const char *path, const struct mc_json_value *doc, const char *first_path, int *count,
+                       const char **plan, double *checks, char **seen_by)
+{
+    const struct mc_json_value *sh = mc_json_get(doc, "shard");
+    const struct mc_json_value *idx = mc_json_get(sh, "index"), *cnt = mc_json_get(sh, "count");
+    const char *sha = str_of(sh, "plan_sha256");
+    if (sh == NULL || sh->type != MC_JSON_OBJECT || idx == NULL || idx->type != MC_JSON_NUMBER || cnt == NULL ||
+        cnt->type != MC_JSON_NUMBER || !(cnt->number >= 2 && cnt->number <= 100000) || !(idx->number >= 1) ||
+        idx->number > cnt->number || sha[0] == '\0') {
+        fprintf(stderr, "mixcheck: merge: %s: not a shard report (no \"shard\" object with index, count and "
+                        "plan_sha256: written by mixcheck run --shard K/N with N > 1)\n", path);
+        return 2;
+    }
+    int k = (int)idx->number, n = (int)cnt->number;
+    if (*plan == NULL) {
+        *plan = sha;
+        *count = n;
+        *checks = num_of(sh, "checks_all_shards");
+    } else if (n != *count || strcmp(sha, *plan) != 0) {
+        fprintf(stderr, "mixcheck: merge: %s is a shard of another plan than %s (%d shard(s), plan %.12s; %d "
+                        "shard(s), plan %.12s): not the shards of one run\n",
+                path, first_path, n, sha, *count, *plan);
+        return 2;
+    }
+    if (seen_by[k - 1] != NULL) {
+        fprintf(stderr, "mixcheck: merge: shard %d of %d given twice: %s and %s\n", k, n, seen_by[k - 1], path);
+        return 2;
+    }
+    seen_by[k - 1] = (char *)path;
+    return 0;
 }
 
 static int merge_json(const char *out, char **in, int n)
@@ -120,6 +163,10 @@ static int merge_json(const char *out, char **in, int n)
     struct rec *recs = NULL;
     const struct mc_json_value **probs = NULL, **golds = NULL;
     const char **cases = NULL;
+    char **seen_by = NULL;
+    const char *plan = NULL;
+    int plan_count = 0;
+    double plan_checks = 0;
     int *codes = calloc((size_t)n + 1, sizeof *codes);
     if (docs == NULL || codes == NULL)
         goto done;
@@ -142,7 +189,32 @@ static int merge_json(const char *out, char **in, int n)
         n_problems += p && p->type == MC_JSON_ARRAY ? (int)p->len : 0;
         const struct mc_json_value *g = mc_json_get(mc_json_get(docs[i], "provenance"), "goldens");
         n_goldens += g && g->type == MC_JSON_ARRAY ? (int)g->len : 0;
+        const struct mc_json_value *cnt = mc_json_get(mc_json_get(docs[i], "shard"), "count");
+        int want = cnt && cnt->type == MC_JSON_NUMBER && cnt->number >= 1 && cnt->number <= 100000 ? (int)cnt->number : 1;
+        if (seen_by == NULL && (seen_by = calloc((size_t)want, sizeof *seen_by)) == NULL)
+            goto done;
+        if (check_shard(in[i], docs[i], in[0], &plan_count, &plan, &plan_checks, seen_by) != 0)
+            goto done;
     }
+    for (int k = 0; k < plan_count; k++)
+        if (seen_by[k] == NULL) {
+            char missing[512] = "";
+            size_t used = 0;
+            int n_missing = 0;
+            for (int j = 0; j < plan_count; j++)
+                if (seen_by[j] == NULL && used < sizeof missing - 16) {
+                    used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", n_missing ? ", " : "",
+                                             j + 1);
+                    n_missing++;
+                }
+            double given = 0;
+            for (int j = 0; j < n; j++)
+                given += num_of(mc_json_get(docs[j], "summary"), "checks");
+            fprintf(stderr, "mixcheck: merge: shard%s %s of %d missing: the %d report(s) given hold %.0f of the plan's "
+                            "%.0f check(s); give every shard's report\n",
+                    n_missing > 1 ? "s" : "", missing, plan_count, n, given, plan_checks);
+            goto done;
+        }
     recs = calloc((size_t)n_results + 1, sizeof *recs);
     probs = calloc((size_t)n_problems + 1, sizeof *probs);
     golds = calloc((size_t)n_goldens + 1, sizeof *golds);
@@ -200,6 +272,31 @@ static int merge_json(const char *out, char **in, int n)
     int n_cases = 0;
     for (int i = 0; i < nc; i++)
         n_cases += i == 0 || strcmp(cases[i], cases[i - 1]) != 0;
+    /* a backend the shards could not judge alone: tested when some shard gave one of its checks a verdict */
+    int untestable = 0, n_untested = 0;
+    const char *untested[64];
+    for (int j = 0; j < np; j++)
+        untestable |= strcmp(str_of(probs[j], "kind"), "untestable") == 0;
+    for (int i = 0; i < n; i++) {
+        const struct mc_json_value *mt = mc_json_get(mc_json_get(docs[i], "shard"), "must_test");
+        for (size_t k = 0; mt && mt->type == MC_JSON_ARRAY && k < mt->len; k++) {
+            const char *name = mt->items[k].type == MC_JSON_STRING ? mt->items[k].string : "";
+            int known = 0, verdict = 0;
+            for (int j = 0; j < n_untested && !known; j++)
+                known = strcmp(untested[j], name) == 0;
+            for (int j = 0; j < nr && !verdict && !known; j++)
+                verdict = strcmp(str_of(recs[j].v, "backend"), name) == 0 &&
+                          strcmp(str_of(recs[j].v, "status"), "unsupported") != 0 &&
+                          strcmp(str_of(recs[j].v, "status"), "skipped") != 0;
+            if (known || verdict || name[0] == '\0' || n_untested == 64)
+                continue;
+            untested[n_untested++] = name;
+            untestable = 1;
+            fprintf(stderr, "mixcheck: merge: backend '%s' was not tested: no shard gave any of its checks a verdict "
+                            "(all unsupported)\n", name);
+        }
+    }
+    int code = merged_exit(codes, n, untestable, sums[1]);
     /* the results count each check once per tensor; the summary's checks come from the shards */
     struct mc_writer w;
     struct mc_error err = {0};
@@ -229,13 +326,23 @@ static int merge_json(const char *out, char **in, int n)
     fprintf(w.f, "%s]},\n  \"summary\": {\"cases\": %d", ng ? "\n    " : "", n_cases);
     for (int k = 0; k < 8; k++)
         fprintf(w.f, ", \"%s\": %.0f", counted[k], sums[k]);
-    fprintf(w.f, ", \"problems\": %d, \"exit_code\": %d, \"shards\": %d},\n  \"problems\": [", np, merged_exit(codes, n),
-            n);
+    fprintf(w.f, ", \"problems\": %d, \"exit_code\": %d, \"shards\": %d},\n  \"problems\": [", np + n_untested,
+            code, n);
     for (int i = 0; i < np; i++) {
         fputs(i ? ",\n    " : "\n    ", w.f);
         write_value(&w, probs[i], 1);
     }
-    fputs(np ? "\n  ],\n  \"results\": [" : "],\n  \"results\": [", w.f);
+    for (int i = 0; i < n_untested; i++) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "backend '%s' was not tested: no shard gave any of its checks a verdict (all "
+                                  "unsupported)", untested[i]);
+        fputs(np + i ? ",\n    {\"path\": \"merge\", \"case\": null, \"scenario\": null, \"kind\": \"untestable\", \"message\": "
+                     : "\n    {\"path\": \"merge\", \"case\": null, \"scenario\": null, \"kind\": \"untestable\", \"message\": ",
+              w.f);
+        mc_writer_json_string(&w, msg);
+        fputc('}', w.f);
+    }
+    fputs(np + n_untested ? "\n  ],\n  \"results\": [" : "],\n  \"results\": [", w.f);
     for (int i = 0; i < nr; i++) {
         fputs(i ? ",\n    " : "\n    ", w.f);
         write_value(&w, recs[i].v, 1);
@@ -245,13 +352,17 @@ static int merge_json(const char *out, char **in, int n)
         fprintf(stderr, "mixcheck: merge: --json: %s\n", err.msg);
         goto done;
     }
-    rc = 0;
+    printf("merged %d shard(s) of %d: %.0f check(s): %.0f passed, %.0f failed, %.0f errored, %.0f unsupported; %d "
+           "problem(s); exit %d\n",
+           n, plan_count, sums[0], sums[1], sums[2], sums[3], sums[4], np + n_untested, code);
+    rc = code;
 done:
     for (int i = 0; docs && i < n; i++)
         if (docs[i])
             mc_json_free(docs[i]);
     free(docs);
     free(codes);
+    free(seen_by);
     free(recs);
     free(probs);
     free(golds);
@@ -407,11 +518,20 @@ int mc_cmd_merge(int argc, char **argv)
         fprintf(stderr, "mixcheck: merge: %s given but no %s shard report\n", json_out && nj == 0 ? "--json" : "--junit",
                 json_out && nj == 0 ? "JSON" : "JUnit (.xml)");
         rc = 2;
+    } else if (json_out && junit_out && nj != nx) {
+        fprintf(stderr, "mixcheck: merge: %d JSON and %d JUnit shard report(s): give both reports of every shard\n",
+                nj, nx);
+        rc = 2;
     } else {
         if (json_out)
             rc = merge_json(json_out, json_in, nj);
-        if (rc == 0 && junit_out)
-            rc = merge_junit(junit_out, xml_in, nx);
+        else
+            fprintf(stderr, "mixcheck: merge: warning: JUnit reports say nothing of their plan: give the shards' "
+                            "JSON reports too (--json) to check that every shard of one run is there\n");
+        if (rc != 2 && junit_out) {
+            int jrc = merge_junit(junit_out, xml_in, nx);
+            rc = jrc != 0 ? jrc : rc;
+        }
     }
     free(json_in);
     free(xml_in);

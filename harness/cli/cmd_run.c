@@ -4,7 +4,9 @@
  * failed, errored or was nondeterministic, 2 usage or input error (including a report that cannot be
  * written and anything asked for that ran no check), 125 could not test.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +58,10 @@ static void usage(FILE *out)
             "                  (e.g. a plugin's own device against cpu's numbers; repeatable). Never\n"
             "                  implied: a device without tolerances is an input error\n"
             "running:\n"
-            "  --long          also the cases under long/ directories (long_decode, length_sweep on the\n"
-            "                  realistic shapes...: minutes, not seconds); without it they are left out\n"
-            "                  and counted in the summary. A case file named on the command line always runs\n"
+            "  --long          also the cases under long/ directories found while searching a PATH\n"
+            "                  (long_decode, length_sweep on the realistic shapes...: minutes, not seconds);\n"
+            "                  without it they are left out and counted in the summary. A PATH named on the\n"
+            "                  command line always runs, a long/ directory or a file in one included\n"
             "  --seeds N       randomised scenarios (random splits, distractors) over N seeds; the worst\n"
             "                  headroom over the seeds is reported\n"
             "  --threads N     worker threads for backends that take them (default: theirs)\n"
@@ -69,6 +72,10 @@ static void usage(FILE *out)
             "                  Under Bazel, TEST_TOTAL_SHARDS/TEST_SHARD_INDEX give it, TEST_SHARD_STATUS_FILE\n"
             "                  is touched and the JUnit report goes to XML_OUTPUT_FILE (unless --junit)\n"
             "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
+            "  --allow-unsupported\n"
+            "                  a backend under test (a --plugin's or --python-backend's, the one --backend\n"
+            "                  names) none of whose checks ran (all unsupported or not scheduled) is not an\n"
+            "                  exit 125 (\"not tested\"); its checks are still counted as unsupported\n"
             "  --bisect        for `git bisect run`: a plugin that cannot be loaded exits 125 (skip the\n"
             "                  commit); everything else keeps its code, so a typo is 2, not a skip\n"
             "baseline:\n"
@@ -76,7 +83,8 @@ static void usage(FILE *out)
             "                  compare every tensor with the same case/scenario/backend/dtype/tensor record\n"
             "                  of an earlier JSON report: a check that passes but whose headroom or max abs\n"
             "                  error grew by more than --max-drift times is DRIFT (exit 1). An old value of 0\n"
-            "                  counts as 1e-3 of the tolerance. Records on one side only are listed, not failed\n"
+            "                  counts as 1e-3 of the tolerance. Records on one side only are listed, not failed;\n"
+            "                  a baseline with no tensor record in common with the run is an input error\n"
             "  --max-drift R   the growth allowed over the baseline, R > 1 (default 1.3)\n"
             "reports:\n"
             "  --json FILE     the JSON report          --junit FILE   the JUnit XML report\n"
@@ -89,9 +97,12 @@ static void usage(FILE *out)
             "  --color WHEN    auto (default: on a terminal, unless NO_COLOR is set), always, never\n"
             "  -q, --quiet     print only failures, problems and the summary\n"
             "\n"
+            "Case files are *.yaml or *.yml. Two report options naming one file are a usage error.\n"
+            "\n"
             "exit: 0 all passed; 1 a check failed, errored or was nondeterministic; 2 usage or input\n"
             "error (a report that cannot be written, something asked for that ran no check); 125 could\n"
-            "not test (a backend a case names is missing, every check unsupported)\n",
+            "not test (a backend a case names is missing, every check unsupported, a backend under test\n"
+            "none of whose checks ran)\n",
             MC_DEFAULT_CASES, MC_DEFAULT_TIMEOUT_S);
 }
 
@@ -148,6 +159,7 @@ enum {
     OPT_PYTHON_BACKEND,
     OPT_PYTHON_DEVICE,
     OPT_STACK_BACKEND,
+    OPT_ALLOW_UNSUPPORTED,
     OPT_HELP
 };
 
@@ -206,6 +218,40 @@ static int bazel_shard(struct mc_run_options *o)
     return 0;
 }
 
+/* The file a report option names, for comparing two of them: the real path of its folder and its own
+ * name (the file itself need not exist yet), else the text as given. */
+static void report_identity(const char *path, char *buf, size_t len)
+{
+    char dir[4096], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    if (realpath(dir, real) != NULL)
+        snprintf(buf, len, "%s/%s", real, name);
+    else
+        snprintf(buf, len, "%s", path);
+}
+
+/* Two report options naming one file would leave only the last written: a usage error before the run. */
+static int distinct_reports(const struct run_cli *cli)
+{
+    static const char *const opts[] = {"--json", "--junit", "--markdown", "--html"};
+    const char *paths[] = {cli->json_path, cli->junit_path, cli->markdown_path, cli->html_path};
+    char ids[4][4096 + PATH_MAX];
+    for (int i = 0; i < 4; i++) {
+        if (paths[i] == NULL)
+            continue;
+        report_identity(paths[i], ids[i], sizeof ids[i]);
+        for (int k = 0; k < i; k++)
+            if (paths[k] != NULL && strcmp(ids[i], ids[k]) == 0) {
+                fprintf(stderr, "mixcheck: %s %s and %s %s name the same file: give each report its own\n", opts[k],
+                        paths[k], opts[i], paths[i]);
+                return 2;
+            }
+    }
+    return 0;
+}
+
 /* Parses argv (argv[1] == "run"); 0, or the exit code of a usage error (already printed). */
 static int parse_args(int argc, char **argv, struct run_cli *cli)
 {
@@ -239,6 +285,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"python-backend", required_argument, NULL, OPT_PYTHON_BACKEND},
         {"python-device", required_argument, NULL, OPT_PYTHON_DEVICE},
         {"stack-backend", required_argument, NULL, OPT_STACK_BACKEND},
+        {"allow-unsupported", no_argument, NULL, OPT_ALLOW_UNSUPPORTED},
         {NULL, 0, NULL, 0},
     };
     struct mc_run_options *o = &cli->opt;
@@ -343,6 +390,10 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         case OPT_BISECT:
             cli->bisect = 1;
             break;
+        case OPT_ALLOW_UNSUPPORTED:
+            o->allow_unsupported = 1;
+            mc_cli_append_arg(cli->rerun, sizeof cli->rerun, &used, "--allow-unsupported");
+            break;
         case OPT_BASELINE:
             cli->baseline_path = optarg;
             rerun_option(cli, &used, "--baseline", optarg);
@@ -404,7 +455,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
     cli->paths = (const char **)(argv + optind);
     cli->n_paths = argc - optind;
     o->rerun_options = cli->rerun;
-    return 0;
+    return distinct_reports(cli);
 }
 
 /* Names a filter value that no backend, scenario, family or dtype has, with the known ones. */
@@ -481,6 +532,15 @@ static int load_tolerances(struct run_cli *cli)
     return 0;
 }
 
+/* 1 when a path as given names a long/ directory or something in one. */
+static int in_long_dir(const char *path)
+{
+    for (const char *p = path; (p = strstr(p, "long")) != NULL; p += 4)
+        if ((p == path || p[-1] == '/') && (p[4] == '\0' || p[4] == '/'))
+            return 1;
+    return 0;
+}
+
 static int run(struct run_cli *cli, const struct mc_registry *reg)
 {
     static const char *default_paths[] = {MC_DEFAULT_CASES};
@@ -492,6 +552,11 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
                                  .argv0 = "mixcheck",
                                  .rerun_options = cli->rerun}};
     struct mc_run_callbacks cb = {.on_check = on_check, .on_problem = on_problem, .on_diagnosis = on_diagnosis, .user = &pr};
+    for (int i = 0; i < n_paths && !cli->opt.long_cases && !cli->quiet; i++)
+        if (in_long_dir(paths[i]))
+            printf("note: %s is in a long/ directory: its cases run because it is named (--long is for the long/ "
+                   "directories found while searching)\n",
+                   paths[i]);
     struct mc_run_report rep;
     struct mc_error err = {0};
     int code;
@@ -511,6 +576,13 @@ static int run(struct run_cli *cli, const struct mc_registry *reg)
         } else {
             rep.baseline = &drift;
             code = mc_run_exit_code(&rep);
+            if (drift.n_compared == 0 && rep.n_checks > 0) {
+                fprintf(stderr,
+                        "mixcheck: --baseline %s: the baseline does not cover this run: no tensor record "
+                        "(case/scenario/backend/dtype/tensor) in common (%d in the baseline, %d check(s) run)\n",
+                        cli->baseline_path, cli->baseline.n_records, rep.n_checks);
+                code = 2;
+            }
         }
     }
     /* a report asked for and not written is an input error whatever the checks said: a gate must

@@ -7,7 +7,7 @@
 #   3. runs the installed mixcheck on cases/shortconv with the out-of-tree plugin: exit 0, at least
 #      one PASS, no FAIL or ERROR;
 #   4. configures cases_consumer/ (find_package, mixcheck_add_case_tests on cases/shortconv): one CTest
-#      per case, selected by name (-R) and label (-L), one of them run;
+#      per case, selected by name (-R) and label (-L), one of them run with its summary test;
 #   5. (with /usr/bin/python3 and numpy) copies the prefix once more and runs a Python backend from each
 #      copy's mixcheck: the mixcheck_backend package it uses is that copy's share/mixcheck/python, not the
 #      source tree's python/ (where_shortconv.py checks it), and MIXCHECK_PYTHON_DIR still overrides it.
@@ -54,11 +54,13 @@ echo "== mixcheck_add_case_tests from the installed package"
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF -DMC_CASES_DIR="$PWD/cases/shortconv"
 ctest_bin=$(dirname "$cmake")/ctest
 n_cases=$(ls cases/shortconv/*.yaml | wc -l)
-n=$("$ctest_bin" --test-dir "$scratch/cases" -N -L shortconv | sed -n 's/^Total Tests: //p')
+# -FA: without the two fixture tests that frame any selection (port.cases-start, port.not-tested)
+n=$("$ctest_bin" --test-dir "$scratch/cases" -N -L shortconv -FA '.*' | sed -n 's/^Total Tests: //p')
 [ "$n" = "$n_cases" ] || fail "ctest -L shortconv lists $n tests, expected $n_cases"
-n=$("$ctest_bin" --test-dir "$scratch/cases" -N -R 'port[.]shortconv-tiny$' | sed -n 's/^Total Tests: //p')
+n=$("$ctest_bin" --test-dir "$scratch/cases" -N -R 'port[.]shortconv-tiny$' -FA '.*' | sed -n 's/^Total Tests: //p')
 [ "$n" = 1 ] || fail "ctest -R port.shortconv-tiny lists $n tests"
-"$ctest_bin" --test-dir "$scratch/cases" -R 'port[.]shortconv-tiny$' --output-on-failure || fail "the case test failed"
+out=$("$ctest_bin" --test-dir "$scratch/cases" -R 'port[.]shortconv-tiny$' --output-on-failure -V) || fail "the case test failed"
+grep -q 'all 1 case(s) run were tested' <<<"$out" || fail "no summary of the cases tested: $out"
 echo "== the installed Python backend package"
 pydir=${MC_PYTHON_INSTALL_DIR:-share/mixcheck/python}
 [ -f "$prefix/$pydir/mixcheck_backend/worker.py" ] || fail "$prefix/$pydir/mixcheck_backend not installed"

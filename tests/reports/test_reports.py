@@ -393,8 +393,8 @@ def check_browser():
 
 
 def check_history():
-    """--record: one file per run, concurrent runs safe; history finds the step and its commit, not
-    within the spread of one commit; diff reads the store's files."""
+    """--record: one file per run, concurrent runs safe; history finds the step and its build (the
+    commit and the plugin files), not within the spread of one build; diff reads the store's files."""
     store = path("store")
     sel = ["run", "cases/mamba2", "--backend", "drifty", "-q", "--record", store]
     procs = [subprocess.Popen([mixcheck] + sel + ["--plugin", base_lib], stdout=subprocess.DEVNULL) for _ in range(2)]
@@ -408,9 +408,16 @@ def check_history():
     assert len(files) == 4 and all(f.endswith(".json") for f in files), files
     docs = [json.load(open(os.path.join(store, f))) for f in files]
     assert all("by_position" not in r for d in docs for r in d["results"])
-    # one build made them all: the same commit, so the D scale is within its spread and is no step
-    out = run(["history", store], 0)
-    assert "0 step(s)" in out, out[-500:]
+    # one mixcheck commit made them all, but the plugin file changed after two runs: two builds, and the
+    # D scale is a step from the first run of the scaled plugin, naming the file that changed
+    out = run(["history", store], 1)
+    assert re.search(r"of 1 commit\(s\) and 2 build\(s\)", out), out[:500]
+    assert re.search(r"from run 3: .*; tested files changed: plugin \S*drifty_base\S* sha256 [0-9a-f]{12} -> "
+                     r"plugin \S*drifty_scaled\S* sha256 [0-9a-f]{12}", out), out[-1500:]
+    # runs with neither a record nor a match are not an empty pass
+    os.makedirs(path("empty"))
+    run(["history", path("empty")], 2)
+    run(["history", store, "-k", "no-such-record"], 2)
     # give the runs commits: base, base = commit a; scaled, scaled = commit b
     for f, d, c in zip(files, docs, "aabb"):
         d["provenance"]["git_commit"] = c * 40
@@ -434,7 +441,7 @@ def check_history():
             r["max_abs_err"] *= 10
     json.dump(d1, open(os.path.join(store, files[1]), "w"))
     out = run(["history", store, "-k", key], 0)
-    assert "spread between runs of one commit x10" in out and "STEP" not in out, out
+    assert "spread between runs of one build x10" in out and "STEP" not in out, out
     print("history: %d steps over 4 runs, as many as diff moved" % steps)
 
 
@@ -447,7 +454,8 @@ def check_shards():
     for k in (1, 2, 3):
         run(sel + ["--shard", "%d/3" % k, "--json", path("s%d.json" % k), "--junit", path("s%d.xml" % k)], None)
         ins += [path("s%d.json" % k), path("s%d.xml" % k)]
-    run(["merge", "--json", path("m.json"), "--junit", path("m.xml")] + ins, 0)
+    # the shards hold failing checks: merge exits the merged run's code, the unsharded run's
+    run(["merge", "--json", path("m.json"), "--junit", path("m.xml")] + ins, 1)
     a, m = json.load(open(path("all.json"))), json.load(open(path("m.json")))
     for k, v in a["summary"].items():
         assert m["summary"][k] == v, (k, m["summary"][k], v)

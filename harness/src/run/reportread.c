@@ -117,6 +117,38 @@ static enum mc_err_code read_record(const char *path, const struct mc_json_value
     return MC_ERR_NONE;
 }
 
+/* Appends one file of the provenance (a plugin or a Python spec) to the doc's tested_key and tested. */
+static void add_tested(char *key, size_t key_len, size_t *key_used, char *text, size_t text_len, size_t *text_used,
+                       const char *what, const struct mc_json_value *file)
+{
+    const struct mc_json_value *sha = mc_json_get(file, "sha256");
+    const struct mc_json_value *name = mc_json_get(file, strcmp(what, "plugin") == 0 ? "path" : "spec");
+    const char *hex = sha && sha->type == MC_JSON_STRING ? sha->string : "?";
+    if (*key_used < key_len)
+        *key_used += (size_t)snprintf(key + *key_used, key_len - *key_used, "%s%s:%s", *key_used ? "," : "", what, hex);
+    if (*text_used < text_len)
+        *text_used += (size_t)snprintf(text + *text_used, text_len - *text_used, "%s%s %s sha256 %.12s",
+                                       *text_used ? ", " : "", what,
+                                       name && name->type == MC_JSON_STRING ? name->string : "?", hex);
+}
+
+/* The plugin and Python spec files of a report's provenance (reportread.h: tested_key, tested). */
+static void read_tested(const struct mc_json_value *prov, struct mc_report_doc *doc, struct mc_error *err)
+{
+    char key[4096] = "", text[4096] = "";
+    size_t ku = 0, tu = 0;
+    const struct mc_json_value *plugins = mc_json_get(prov, "plugins");
+    const struct mc_json_value *specs = mc_json_get(mc_json_get(prov, "python"), "specs");
+    for (size_t i = 0; plugins && plugins->type == MC_JSON_ARRAY && i < plugins->len; i++)
+        add_tested(key, sizeof key, &ku, text, sizeof text, &tu, "plugin", &plugins->items[i]);
+    for (size_t i = 0; specs && specs->type == MC_JSON_ARRAY && i < specs->len; i++)
+        add_tested(key, sizeof key, &ku, text, sizeof text, &tu, "python", &specs->items[i]);
+    doc->tested_key = mc_strdup(key);
+    doc->tested = mc_strdup(text);
+    if (doc->tested_key == NULL || doc->tested == NULL)
+        mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+}
+
 static int cmp_record(const void *a, const void *b)
 {
     const struct mc_report_record *x = a, *y = b;
@@ -154,6 +186,8 @@ enum mc_err_code mc_report_read(const char *path, struct mc_report_doc *doc, str
         doc->started_unix = su && su->type == MC_JSON_NUMBER ? (int64_t)su->number : 0;
         if (doc->git_commit == NULL || doc->git_describe == NULL || doc->started_utc == NULL)
             mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+        else
+            read_tested(prov, doc, err);
     }
     if (err->code == MC_ERR_NONE && ((doc->path = mc_strdup(path)) == NULL ||
                                      (res->len && (doc->records = calloc(res->len, sizeof *doc->records)) == NULL)))
@@ -191,6 +225,8 @@ void mc_report_doc_free(struct mc_report_doc *doc)
     free(doc->git_commit);
     free(doc->git_describe);
     free(doc->started_utc);
+    free(doc->tested_key);
+    free(doc->tested);
     memset(doc, 0, sizeof *doc);
 }
 

@@ -31,6 +31,10 @@ struct mc_report_doc {
     /* the run: its provenance's commit ("unknown" when the report has none) and start */
     char *git_commit, *git_describe, *started_utc;
     int64_t started_unix;  /* 0 when absent */
+    /* what else the numbers came from: the SHA-256 of every plugin and Python spec file of the run's
+     * provenance, in order ("" without any; "?" for a file that could not be read), and the same
+     * for a human: "plugin PATH sha256 0123456789ab, python SPEC sha256 ..." */
+    char *tested_key, *tested;
     struct mc_report_record *records; /* sorted by key */
     int n_records;
 };

@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/sha256.h"
 #include "diagnosis/diagnose.h"
 #include "family/family.h"
 #include "golden/golden.h"
@@ -222,6 +223,62 @@ static struct mc_check_result *next_check(struct mc_run_report *rep, struct mc_e
     return &rep->checks[rep->n_checks];
 }
 
+/* What became of a selected (backend, scenario, dtype): outcome 0 a check gave a verdict, 1 the backend
+ * answered unsupported (or the check was skipped), 2 it was not scheduled; `reason` says why for 1 and 2. */
+enum { COMBO_RAN, COMBO_UNSUPPORTED, COMBO_NOT_SCHEDULED };
+
+static void note_combo(struct mc_run_report *rep, const char *backend, enum mc_scenario_kind kind, enum mc_dtype dtype,
+                       int outcome, const char *reason, struct mc_error *err)
+{
+    struct mc_run_combo *c = NULL;
+    for (int i = rep->n_combos - 1; i >= 0 && c == NULL; i--)
+        if (rep->combos[i].scenario == kind && rep->combos[i].dtype == dtype && strcmp(rep->combos[i].backend, backend) == 0)
+            c = &rep->combos[i];
+    if (c == NULL) {
+        if (rep->n_combos == rep->cap_combos) {
+            int cap = rep->cap_combos ? 2 * rep->cap_combos : 32;
+            struct mc_run_combo *v = realloc(rep->combos, (size_t)cap * sizeof *v);
+            if (v == NULL) {
+                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+                return;
+            }
+            rep->combos = v;
+            rep->cap_combos = cap;
+        }
+        c = &rep->combos[rep->n_combos++];
+        *c = (struct mc_run_combo){.backend = backend, .scenario = kind, .dtype = dtype};
+    }
+    c->ran += outcome == COMBO_RAN;
+    c->unsupported += outcome == COMBO_UNSUPPORTED;
+    c->not_scheduled += outcome == COMBO_NOT_SCHEDULED;
+    if (outcome != COMBO_RAN && c->reason[0] == '\0')
+        snprintf(c->reason, sizeof c->reason, "%s", reason && reason[0] ? reason : "no reason given");
+}
+
+/* A check's result, for note_combo. */
+static void note_result(struct mc_run_report *rep, const struct mc_check_result *res, struct mc_error *err)
+{
+    int unsup = res->status == MC_CHECK_UNSUPPORTED || res->status == MC_CHECK_SKIPPED;
+    note_combo(rep, res->backend, res->scenario, res->dtype, unsup ? COMBO_UNSUPPORTED : COMBO_RAN, res->message, err);
+}
+
+/* Why mc_run_applies says no. */
+static void not_scheduled(struct mc_run_report *rep, const struct mc_backend_ops *ops, enum mc_scenario_kind kind,
+                          enum mc_dtype dtype, struct mc_error *err)
+{
+    char why[256];
+    if (!(ops->dtypes & MC_DTYPE_BIT(dtype)))
+        snprintf(why, sizeof why, "not scheduled: the backend does not declare dtype %s", mc_dtype_name(dtype));
+    else if (kind == MC_SCENARIO_HEAD_SHARD)
+        snprintf(why, sizeof why, "not scheduled: head_shard runs at f32 and f64 only");
+    else if (kind == MC_SCENARIO_CHUNK_SIZE_INVARIANCE)
+        snprintf(why, sizeof why, "not scheduled: chunk_size_invariance needs an internal chunk length "
+                                  "(MC_CAP_CHUNK_SIZE)");
+    else
+        snprintf(why, sizeof why, "not scheduled: the backend implements none of this stack's layer families");
+    note_combo(rep, ops->name, kind, dtype, COMBO_NOT_SCHEDULED, why, err);
+}
+
 /* The diagnosis of every backend with a failing check among the case's checks [first, rep->n_checks):
  * once per case, after its checks (diagnose.h). */
 static void diagnose_case(const struct mc_case *c, const struct mc_golden *g, int first, struct mc_run_report *rep,
@@ -398,7 +455,7 @@ static int max_backends(const struct mc_case *c, const struct mc_registry *reg)
  * reports it. Needs no golden, so a filtered-out case costs only its YAML. */
 static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_registry *reg,
                                        const struct mc_run_options *opt, int *selected, int *not_applicable,
-                                       struct mc_error *err)
+                                       struct mc_run_report *note, struct mc_error *err)
 {
     const char **names = calloc((size_t)max_backends(c, reg), sizeof *names);
     if (names == NULL)
@@ -412,10 +469,13 @@ static enum mc_err_code count_selected(const struct mc_case *c, const struct mc_
                 if (!mc_run_filter_match(&opt->filter, c->id, c->family, c->scenarios[si].kind, names[bi],
                                          c->dtypes[di]))
                     continue;
-                if (ops == NULL || mc_run_applies(ops, c->scenarios[si].kind, c->dtypes[di]))
+                if (ops == NULL || mc_run_applies(ops, c->scenarios[si].kind, c->dtypes[di])) {
                     (*selected)++;
-                else
+                } else {
                     (*not_applicable)++;
+                    if (note != NULL)
+                        not_scheduled(note, ops, c->scenarios[si].kind, c->dtypes[di], err);
+                }
             }
     }
     free(names);
@@ -435,10 +495,13 @@ static int prepare_case(const char *path, const struct mc_registry *reg, const s
     if (mc_case_load(path, c, &e) == MC_ERR_NONE) {
         loaded = 1;
         int selected = 0, not_applicable = 0;
-        if (count_selected(c, reg, opt, &selected, &not_applicable, err) != MC_ERR_NONE)
+        if (count_selected(c, reg, opt, &selected, &not_applicable, NULL, err) != MC_ERR_NONE)
             return -1;
         if (selected == 0) {
+            /* what was selected of it, none scheduled: noted for the backends under test */
             rep->n_not_applicable += not_applicable;
+            if (not_applicable > 0 && count_selected(c, reg, opt, &selected, &not_applicable, rep, err) != MC_ERR_NONE)
+                return -1;
             return 1;
         }
         if (c->model_type != NULL)
@@ -554,6 +617,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                     continue;
                 if (!mc_run_applies(ops, sp->kind, c->dtypes[di])) {
                     rep->n_not_applicable++;
+                    not_scheduled(rep, ops, sp->kind, c->dtypes[di], err);
                     continue;
                 }
                 if (!mc_tolerance_covers(prof, tdev, c->dtypes[di])) {
@@ -602,6 +666,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
         *res = jobs[i].res;
         rep->n_checks++;
         rep->counts[res->status]++;
+        note_result(rep, res, err);
         if (cb && cb->on_check)
             cb->on_check(res, cb->user);
     }
@@ -651,10 +716,13 @@ static void describe_filters(const struct mc_run_filter *f, char *buf, size_t le
 #undef ADD
 }
 
-/* After the run: every path, plugin and -k pattern the user gave must have selected a check. */
+/* After the run: every path, plugin and -k pattern the user gave must have selected a check (a plugin:
+ * some backend of it was selected for a scenario and dtype of a case, run or not: `combos`, the run's
+ * own or, for a shard, the whole plan's; account_backends judges whether one ran). */
 static void account_requests(const char *const *paths, int n_paths, const int *path_checks, const int *pattern_hits,
                              const struct mc_registry *reg, const struct mc_run_options *opt,
-                             const struct mc_run_callbacks *cb, struct mc_run_report *rep, struct mc_error *err)
+                             const struct mc_run_report *combos, const struct mc_run_callbacks *cb,
+                             struct mc_run_report *rep, struct mc_error *err)
 {
     char filters[512];
     describe_filters(&opt->filter, filters, sizeof filters);
@@ -678,8 +746,8 @@ static void account_requests(const char *const *paths, int n_paths, const int *p
             if (used < sizeof names)
                 used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", used ? ", " : "",
                                          e->ops->name, mc_family_name(e->ops->family));
-            for (int c = 0; c < rep->n_checks && !ran; c++)
-                ran = rep->checks[c].backend == e->ops->name;
+            for (int c = 0; c < combos->n_combos && !ran; c++)
+                ran = strcmp(combos->combos[c].backend, e->ops->name) == 0;
         }
         if (origin == NULL)
             break;
@@ -687,6 +755,80 @@ static void account_requests(const char *const *paths, int n_paths, const int *p
             not_run(rep, origin, cb, err, "plugin %s: none of its backends ran a check (backends: %s; filters:%s)",
                     origin, names, filters[0] ? filters : " none");
     }
+}
+
+/* The backends under test: each plugin's and Python spec's backends and the one --backend names, by
+ * name (a name a plugin registers for several families once), with where each came from. */
+static int backends_under_test(const struct mc_registry *reg, const struct mc_run_options *opt, const char **names,
+                               const char **origins)
+{
+    int n = 0;
+    for (int i = 0; i < reg->n; i++) {
+        const struct mc_registry_entry *e = &reg->entries[i];
+        int explicit = opt->filter.backend && strcmp(opt->filter.backend, e->ops->name) == 0;
+        if (e->plugin == 0 && !explicit)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = strcmp(names[k], e->ops->name) == 0;
+        if (!seen && n < MC_REGISTRY_MAX) {
+            names[n] = e->ops->name;
+            origins[n++] = e->plugin ? e->origin : "--backend";
+        }
+    }
+    return n;
+}
+
+/* Counts over the combinations of `combos` that are backend `name`'s. */
+static void backend_outcome(const struct mc_run_report *combos, const char *name, int *n, int *ran, int *unsup,
+                            int *unscheduled)
+{
+    *n = *ran = *unsup = *unscheduled = 0;
+    for (int i = 0; i < combos->n_combos; i++) {
+        const struct mc_run_combo *c = &combos->combos[i];
+        if (strcmp(c->backend, name) != 0)
+            continue;
+        (*n)++;
+        *ran += c->ran;
+        *unsup += c->unsupported;
+        *unscheduled += c->not_scheduled;
+    }
+}
+
+/* A backend under test that was selected for some scenario and dtype (`combos`) but gave no verdict on
+ * any: not tested (MC_ERR_BACKEND, exit 125), one problem naming it and then one per scenario/dtype with
+ * the reason, unless --allow-unsupported. Returns how many backends were not tested. */
+static int account_backends(const struct mc_registry *reg, const struct mc_run_options *opt,
+                            const struct mc_run_report *combos, const struct mc_run_callbacks *cb,
+                            struct mc_run_report *rep, struct mc_error *err)
+{
+    const char *names[MC_REGISTRY_MAX], *origins[MC_REGISTRY_MAX];
+    int nb = backends_under_test(reg, opt, names, origins), untested = 0;
+    for (int b = 0; b < nb && err->code == MC_ERR_NONE; b++) {
+        int n, ran, unsup, unscheduled;
+        backend_outcome(combos, names[b], &n, &ran, &unsup, &unscheduled);
+        if (n == 0 || ran > 0)
+            continue;
+        untested++;
+        if (opt->allow_unsupported)
+            continue;
+        struct mc_error e = {.code = MC_ERR_BACKEND};
+        snprintf(e.msg, sizeof e.msg,
+                 "backend '%s' (%s) was not tested: none of its checks ran (%d unsupported, %d not scheduled, over %d "
+                 "scenario/dtype combination(s)); --allow-unsupported accepts that",
+                 names[b], origins[b], unsup, unscheduled, n);
+        add_problem(rep, origins[b], NULL, NULL, &e, cb, err);
+        for (int i = 0; i < combos->n_combos && err->code == MC_ERR_NONE; i++) {
+            const struct mc_run_combo *c = &combos->combos[i];
+            if (strcmp(c->backend, names[b]) != 0)
+                continue;
+            snprintf(e.msg, sizeof e.msg, "backend '%s' not tested at %s/%s: %s%s (%d case(s))", names[b],
+                     mc_scenario_name(c->scenario), mc_dtype_name(c->dtype), c->unsupported ? "unsupported: " : "",
+                     c->reason, c->unsupported + c->not_scheduled);
+            add_problem(rep, origins[b], NULL, mc_scenario_name(c->scenario), &e, cb, err);
+        }
+    }
+    return untested;
 }
 
 /* Records the golden of a case about to run (provenance of the report); 0, or -1 out of memory. */
@@ -845,6 +987,11 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                     continue;
                 if (covered == 0 || !mc_run_applies(bops, sp->kind, c->dtypes[di])) {
                     rep->n_not_applicable++;
+                    if (covered == 0)
+                        note_combo(rep, bops->name, sp->kind, c->dtypes[di], COMBO_NOT_SCHEDULED,
+                                   "not scheduled: the backend implements none of this stack's layer families", err);
+                    else
+                        not_scheduled(rep, bops, sp->kind, c->dtypes[di], err);
                     continue;
                 }
                 if (!mc_tolerance_covers(prof, tdev, c->dtypes[di])) {
@@ -886,6 +1033,7 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
                 snprintf(res->model_type, sizeof res->model_type, "%s", c->model_type);
             rep->n_checks++;
             rep->counts[res->status]++;
+            note_result(rep, res, err);
             if (cb && cb->on_check)
                 cb->on_check(res, cb->user);
         }
@@ -901,19 +1049,71 @@ out:
     mc_stack_golden_free(&g);
 }
 
-/* The checks the filters select over every case file, with their expected cost (shard.h). Case files
- * that do not load are left to the run itself, which reports them. */
-static enum mc_err_code shard_items(const char *const *paths, int n_paths, const struct mc_registry *reg,
-                                    const struct mc_run_options *opt, struct mc_shard_item **items, int *n_items,
-                                    struct mc_error *err)
+/* The whole plan of a sharded run, as every shard computes it: the checks the filters select over every
+ * case file that runs (long/ directories only with --long), with their expected cost (shard.h), and what
+ * the accounting of requests needs: the checks per path and per -k pattern, and in `combos` every
+ * selected (backend, scenario, dtype), scheduled ("ran") or not. Case files that do not load are left
+ * to the run itself, which reports them. */
+struct plan {
+    struct mc_shard_item *items;
+    int n_items, cap;
+    int *path_items;                       /* [n_paths] */
+    int pattern_hits[MC_RUN_MAX_PATTERNS];
+    struct mc_run_report combos;           /* only its combos are used */
+};
+
+static void plan_free(struct plan *p)
 {
-    int cap = 0;
-    *items = NULL;
-    *n_items = 0;
+    for (int i = 0; i < p->n_items; i++) {
+        free(p->items[i].id);
+        free(p->items[i].group);
+    }
+    free(p->items);
+    free(p->path_items);
+    mc_run_report_free(&p->combos);
+}
+
+static void plan_add(struct plan *p, const struct mc_case *c, const char *backend, enum mc_scenario_kind k,
+                     enum mc_dtype dt, double bytes, const struct mc_run_filter *f, struct mc_error *err)
+{
+    if (p->n_items == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 256;
+        struct mc_shard_item *v = realloc(p->items, (size_t)cap * sizeof *v);
+        if (v == NULL) {
+            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            return;
+        }
+        p->items = v;
+        p->cap = cap;
+    }
+    char id[512];
+    snprintf(id, sizeof id, "%s/%s/%s/%s", c->id, mc_scenario_name(k), backend, mc_dtype_name(dt));
+    for (int i = 0; i < f->n_patterns; i++)
+        p->pattern_hits[i] += mc_run_pattern_match(f->patterns[i], id);
+    struct mc_shard_item *it = &p->items[p->n_items];
+    it->id = mc_strdup(id);
+    snprintf(id, sizeof id, "%s/%s", c->id, mc_dtype_name(dt));
+    it->group = mc_strdup(id);
+    it->cost = bytes * mc_shard_scenario_weight(mc_scenario_name(k));
+    if (it->id == NULL || it->group == NULL) {
+        free(it->id);
+        free(it->group);
+        mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    } else {
+        p->n_items++;
+    }
+}
+
+static enum mc_err_code plan_build(const char *const *paths, int n_paths, const struct mc_registry *reg,
+                                   const struct mc_run_options *opt, struct plan *p, struct mc_error *err)
+{
+    memset(p, 0, sizeof *p);
+    if ((p->path_items = calloc((size_t)n_paths + 1, sizeof *p->path_items)) == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
     for (int pi = 0; pi < n_paths && err->code == MC_ERR_NONE; pi++) {
         char **files = NULL;
-        int n_files = 0;
-        if (mc_run_discover(&paths[pi], 1, &files, &n_files, err) != MC_ERR_NONE)
+        int n_files = 0, n_long = 0, before = p->n_items;
+        if (mc_run_discover_long(&paths[pi], 1, opt->long_cases, &n_long, &files, &n_files, err) != MC_ERR_NONE)
             break;
         for (int i = 0; i < n_files && err->code == MC_ERR_NONE; i++) {
             struct mc_case c = {0};
@@ -929,50 +1129,103 @@ static enum mc_err_code shard_items(const char *const *paths, int n_paths, const
             if (names == NULL)
                 mc_error_set(err, MC_ERR_NOMEM, "out of memory");
             for (int bi = 0; bi < nb && err->code == MC_ERR_NONE; bi++) {
-                const struct mc_backend_ops *ops = mc_registry_find(reg, names[bi], c.family);
+                const struct mc_backend_ops *ops = case_find(reg, names[bi], &c);
                 for (int si = 0; si < c.n_scenarios; si++)
                     for (int di = 0; di < c.n_dtypes && err->code == MC_ERR_NONE; di++) {
                         enum mc_scenario_kind k = c.scenarios[si].kind;
-                        if (!mc_run_filter_match(&opt->filter, c.id, c.family, k, names[bi], c.dtypes[di]) ||
-                            (ops && !mc_run_applies(ops, k, c.dtypes[di])))
+                        if (!mc_run_filter_match(&opt->filter, c.id, c.family, k, names[bi], c.dtypes[di]))
                             continue;
-                        if (*n_items == cap) {
-                            cap = cap ? 2 * cap : 256;
-                            struct mc_shard_item *v = realloc(*items, (size_t)cap * sizeof *v);
-                            if (v == NULL) {
-                                mc_error_set(err, MC_ERR_NOMEM, "out of memory");
-                                break;
-                            }
-                            *items = v;
+                        if (ops && !mc_run_applies(ops, k, c.dtypes[di])) {
+                            not_scheduled(&p->combos, ops, k, c.dtypes[di], err);
+                            continue;
                         }
-                        char id[512];
-                        snprintf(id, sizeof id, "%s/%s/%s/%s", c.id, mc_scenario_name(k), names[bi],
-                                 mc_dtype_name(c.dtypes[di]));
-                        struct mc_shard_item *it = &(*items)[*n_items];
-                        it->id = mc_strdup(id);
-                        snprintf(id, sizeof id, "%s/%s", c.id, mc_dtype_name(c.dtypes[di]));
-                        it->group = mc_strdup(id);
-                        it->cost = bytes * mc_shard_scenario_weight(mc_scenario_name(k));
-                        if (it->id == NULL || it->group == NULL) {
-                            free(it->id);
-                            free(it->group);
-                            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
-                        } else {
-                            (*n_items)++;
-                        }
+                        if (ops)
+                            note_combo(&p->combos, ops->name, k, c.dtypes[di], COMBO_RAN, NULL, err);
+                        plan_add(p, &c, names[bi], k, c.dtypes[di], bytes, &opt->filter, err);
                     }
             }
             free(names);
             mc_case_free(&c);
         }
+        p->path_items[pi] = p->n_items - before;
         mc_run_files_free(files, n_files);
     }
     return err->code;
 }
 
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The plan's fingerprint: the SHA-256 of the shard count and every check id, sorted. */
+static enum mc_err_code plan_sha256(const struct plan *p, int count, char out[65], struct mc_error *err)
+{
+    char **ids = calloc((size_t)p->n_items + 1, sizeof *ids);
+    if (ids == NULL)
+        return mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < p->n_items; i++)
+        ids[i] = p->items[i].id;
+    if (p->n_items > 1)
+        qsort(ids, (size_t)p->n_items, sizeof *ids, by_str);
+    struct mc_sha256 h;
+    uint8_t digest[MC_SHA256_DIGEST_BYTES];
+    char head[64];
+    int n = snprintf(head, sizeof head, "mixcheck shard plan: %d shard(s), %d check(s)\n", count, p->n_items);
+    mc_sha256_init(&h);
+    mc_sha256_update(&h, head, (size_t)n);
+    for (int i = 0; i < p->n_items; i++) {
+        mc_sha256_update(&h, ids[i], strlen(ids[i]));
+        mc_sha256_update(&h, "\n", 1);
+    }
+    mc_sha256_final(&h, digest);
+    mc_sha256_hex(digest, out);
+    free(ids);
+    return MC_ERR_NONE;
+}
+
 static enum mc_err_code run_all(const char *const *paths, int n_paths, const struct mc_registry *reg,
                                 const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
                                 struct mc_run_report *rep, struct mc_error *err);
+
+/* A shard's accounting, over the whole plan (the same in every shard): a selection that is empty, or a
+ * path, -k pattern or plugin that selected no check, is what the unsharded run says it is; a backend
+ * under test none of whose selected combinations is scheduled is not tested; one with checks in the
+ * plan is judged by mixcheck merge from every shard's results (must_test). */
+static void account_plan(const char *const *paths, int n_paths, const struct plan *p, const struct mc_registry *reg,
+                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb, struct mc_run_report *rep,
+                         struct mc_error *err)
+{
+    int not_sched = 0;
+    for (int i = 0; i < p->combos.n_combos; i++)
+        not_sched += p->combos.combos[i].not_scheduled;
+    if (p->n_items == 0) {
+        if (!opt->allow_unsupported && account_backends(reg, opt, &p->combos, cb, rep, err) > 0)
+            return;
+        char filters[512];
+        describe_filters(&opt->filter, filters, sizeof filters);
+        if (not_sched > 0)
+            mc_error_set(err, MC_ERR_USAGE,
+                         "no check ran: the %d selected combination(s) (filters:%s) are ones their backends do not "
+                         "do (a dtype a backend does not declare, chunk_size_invariance without an internal chunk "
+                         "length), in every shard of the plan",
+                         not_sched, filters[0] ? filters : " none");
+        else
+            mc_error_set(err, MC_ERR_USAGE, "no check matches the filters (%s), in any shard of the plan",
+                         filters[0] ? filters + 1 : "none");
+        return;
+    }
+    account_requests(paths, n_paths, p->path_items, p->pattern_hits, reg, opt, &p->combos, cb, rep, err);
+    account_backends(reg, opt, &p->combos, cb, rep, err);
+    const char *names[MC_REGISTRY_MAX], *origins[MC_REGISTRY_MAX];
+    int nb = backends_under_test(reg, opt, names, origins);
+    for (int b = 0; b < nb && !opt->allow_unsupported; b++) {
+        int n, ran, unsup, unscheduled;
+        backend_outcome(&p->combos, names[b], &n, &ran, &unsup, &unscheduled);
+        if (ran > 0)
+            rep->must_test[rep->n_must_test++] = names[b];
+    }
+}
 
 enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_registry *reg,
                         const struct mc_run_options *opt, const struct mc_run_callbacks *cb,
@@ -987,25 +1240,24 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
     }
     if (opt->shard_count <= 1)
         return run_all(paths, n_paths, reg, opt, cb, rep, err);
-    struct mc_shard_item *items = NULL;
-    int n_items = 0;
-    struct mc_shard_plan plan = {0};
+    struct plan p;
+    struct mc_shard_plan shard = {0};
     struct mc_run_options o = *opt;
+    char sha[65] = "";
     memset(rep, 0, sizeof *rep);
-    if (shard_items(paths, n_paths, reg, opt, &items, &n_items, err) == MC_ERR_NONE &&
-        mc_shard_assign(items, n_items, opt->shard_index, opt->shard_count, &plan, err) == MC_ERR_NONE) {
-        o.filter.shard = &plan;
-        run_all(paths, n_paths, reg, &o, cb, rep, err);
+    if (plan_build(paths, n_paths, reg, opt, &p, err) == MC_ERR_NONE &&
+        plan_sha256(&p, opt->shard_count, sha, err) == MC_ERR_NONE &&
+        mc_shard_assign(p.items, p.n_items, opt->shard_index, opt->shard_count, &shard, err) == MC_ERR_NONE) {
+        o.filter.shard = &shard;
+        if (run_all(paths, n_paths, reg, &o, cb, rep, err) == MC_ERR_NONE)
+            account_plan(paths, n_paths, &p, reg, opt, cb, rep, err);
         rep->shard_index = opt->shard_index;
         rep->shard_count = opt->shard_count;
-        rep->shard_checks = n_items;
+        rep->shard_checks = p.n_items;
+        snprintf(rep->shard_plan_sha256, sizeof rep->shard_plan_sha256, "%s", sha);
     }
-    mc_shard_plan_free(&plan);
-    for (int i = 0; i < n_items; i++) {
-        free(items[i].id);
-        free(items[i].group);
-    }
-    free(items);
+    mc_shard_plan_free(&shard);
+    plan_free(&p);
     return err->code;
 }
 
@@ -1047,11 +1299,14 @@ static enum mc_err_code run_all(const char *const *paths, int n_paths, const str
         mc_run_files_free(files, n_files);
     }
     if (err->code == MC_ERR_NONE && n_files_total == 0)
-        mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml) under the given paths");
+        mc_error_set(err, MC_ERR_USAGE, "no case files (*.yaml, *.yml) under the given paths");
     rep->duration_s = mc_clock_now_s() - t0;
     if (opt->filter.shard) {
         /* a shard runs part of the selection: what another shard runs is not missing here (an empty
          * shard included), so requests are accounted by the unsharded run only */
+    } else if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0 && !opt->allow_unsupported &&
+               account_backends(reg, opt, rep, cb, rep, err) > 0) {
+        /* only combinations a backend under test does not do were selected: it was not tested */
     } else if (err->code == MC_ERR_NONE && rep->n_checks == 0 && rep->n_problems == 0) {
         char filters[512];
         describe_filters(&opt->filter, filters, sizeof filters);
@@ -1064,7 +1319,8 @@ static enum mc_err_code run_all(const char *const *paths, int n_paths, const str
         else
             mc_error_set(err, MC_ERR_USAGE, "no check matches the filters (%s)", filters[0] ? filters + 1 : "none");
     } else if (err->code == MC_ERR_NONE) {
-        account_requests(paths, n_paths, path_checks, pattern_hits, reg, opt, cb, rep, err);
+        account_requests(paths, n_paths, path_checks, pattern_hits, reg, opt, rep, cb, rep, err);
+        account_backends(reg, opt, rep, cb, rep, err);
     }
     free(path_checks);
     return err->code;
@@ -1076,6 +1332,7 @@ void mc_run_report_free(struct mc_run_report *rep)
     free(rep->diagnoses);
     free(rep->checks);
     free(rep->problems);
+    free(rep->combos);
     memset(rep, 0, sizeof *rep);
 }
 

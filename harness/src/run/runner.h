@@ -59,6 +59,9 @@ struct mc_run_options {
     /* --stack-backend: the backend the layers of a model case not under test run on (NULL: the
      * reference, or cpu at a dtype the reference does not declare; stackcheck.h) */
     const char *stack_backend;
+    /* --allow-unsupported: a backend under test (a plugin's, a Python spec's, the one --backend names)
+     * for which no check ran is not a problem (mc_run_exit_code would give 125) */
+    int allow_unsupported;
 };
 
 /* A case file that could not be run, a backend it names that is missing (MC_ERR_BACKEND), or
@@ -77,6 +80,18 @@ struct mc_run_golden {
     char case_path[512];
     char golden_path[512];
     char content_sha256[65];
+};
+
+/* What became of one (backend, scenario, dtype) over the cases of a run: whether a check of it gave a
+ * verdict, and else why not. A backend under test none of whose combinations ran is "not tested". */
+struct mc_run_combo {
+    const char *backend;         /* borrowed from the backend's ops */
+    enum mc_scenario_kind scenario;
+    enum mc_dtype dtype;
+    int ran;                     /* checks with a verdict (pass, fail, error, ...) */
+    int unsupported;             /* checks the backend answered unsupported (or skipped) */
+    int not_scheduled;           /* selected but never run: mc_run_applies said no */
+    char reason[256];            /* the first unsupported message, or why it was not scheduled */
 };
 
 struct mc_provenance;
@@ -102,6 +117,14 @@ struct mc_run_report {
     int n_diagnoses, cap_diagnoses;
     int shard_index, shard_count; /* of a sharded run (0 = unsharded) */
     int shard_checks;             /* checks of the whole selection, every shard together */
+    /* of a sharded run: the SHA-256 of the whole plan (every shard's check ids and the shard count), the
+     * same in every shard of one run (mixcheck merge compares them), and the backends under test whose
+     * checks this shard cannot judge alone (merge finds whether any shard gave one of them a verdict) */
+    char shard_plan_sha256[65];
+    const char *must_test[MC_REGISTRY_MAX]; /* borrowed from the backends' ops */
+    int n_must_test;
+    struct mc_run_combo *combos;  /* one per (backend, scenario, dtype) selected */
+    int n_combos, cap_combos;
     /* set by the caller for the writers (borrowed, may be NULL): provenance.h, baseline.h */
     const struct mc_provenance *provenance;
     const struct mc_baseline_result *baseline;
@@ -114,13 +137,13 @@ struct mc_run_callbacks {
     void *user;
 };
 
-/* Expands paths (files, or directories searched recursively for *.yaml, skipping `tolerances/`)
- * into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
+/* Expands paths (files, or directories searched recursively for *.yaml and *.yml, skipping
+ * `tolerances/`) into a sorted list of case files. MC_ERR_USAGE for a path that does not exist. */
 enum mc_err_code mc_run_discover(const char *const *paths, int n_paths, char ***files, int *n_files,
                                  struct mc_error *err);
 /* As mc_run_discover, leaving out the cases under `long/` directories found while searching a
  * directory unless include_long (mixcheck run --long); *n_long counts the files left out. A path
- * given itself is always taken. */
+ * given itself is always taken, a long/ directory or a file in one included. */
 enum mc_err_code mc_run_discover_long(const char *const *paths, int n_paths, int include_long, int *n_long,
                                       char ***files, int *n_files, struct mc_error *err);
 void mc_run_files_free(char **files, int n_files);
@@ -145,8 +168,9 @@ enum mc_err_code mc_run(const char *const *paths, int n_paths, const struct mc_r
 void mc_run_report_free(struct mc_run_report *report);
 
 /* 2 when a case had an input problem or something asked for ran no check, 1 when a check failed,
- * errored, was nondeterministic or drifted from a baseline, 125 when nothing could be tested (a backend missing, every check
- * unsupported) and nothing failed, else 0 (also for a shard the plan leaves without a check). */
+ * errored, was nondeterministic or drifted from a baseline, 125 when something could not be tested (a
+ * backend missing, every check unsupported, a backend under test none of whose checks ran) and nothing
+ * failed, else 0 (also for a shard the plan leaves without a check). */
 int mc_run_exit_code(const struct mc_run_report *report);
 
 #endif
