@@ -134,6 +134,7 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
     s->res = res;
     s->err = err;
     s->esz = mc_dtype_size(ctx->dtype);
+    s->threads = ctx->threads;
     mc_family_shape(&ctx->g->config, &s->shape);
 
     const struct mc_tolerance_profile *prof = ctx->tolerance ? ctx->tolerance : &ctx->c->tolerance;
@@ -205,7 +206,7 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
         .weights = w,
         .n_weights = g->n_weights,
         .chunk_size = chunk_size,
-        .threads = ctx->threads,
+        .threads = s->threads,
     };
     struct mc_msg msg = {{0}};
     enum mc_backend_status st = ctx->ops->model_create(&desc, &s->model, &msg);
@@ -713,6 +714,10 @@ int mc_session_run_begin(struct mc_session *s, const char *label, const int64_t 
     if (s->run_label[0] != '\0')
         return 0;
     size_t cap = sizeof s->run_label;
+    if (vals == NULL) {
+        snprintf(s->run_label, cap, "%s", label);
+        return 1;
+    }
     size_t used = (size_t)snprintf(s->run_label, cap, "%s [", label);
     for (int i = 0; i < n && used < cap; i++)
         used += (size_t)snprintf(s->run_label + used, cap - used, "%s%lld", i ? ", " : "", (long long)vals[i]);
@@ -748,6 +753,14 @@ int mc_session_compare_cache(struct mc_session *s, const struct mc_session_cache
     free(cnow);
     free(snow);
     return rc;
+}
+
+void mc_session_check_source(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
+                             const double *state, int64_t r0, int64_t pos, const char *label)
+{
+    int tok = mc_session_run_begin(s, label, &pos, 1);
+    mc_session_check_cache_same(s, c, "snapshot", conv, state, r0, pos);
+    mc_session_run_end(s, tok);
 }
 
 int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_cache *c, const char *name,
