@@ -139,9 +139,11 @@ static void test_model_layer_crash_is_contained(void **state)
              path, MC_ROBUST_PLUGIN, dir);
     assert_int_equal(run(cmd), 1);
     expect("reference", "PASS", "");
-    expect("robust_segv", "ERROR", "crashed: signal 11");
-    expect("robust_hang", "ERROR", "timed out after 2 s");
-    expect("robust_exit", "ERROR", "before reporting");
+    /* the entry point named with its layer */
+    expect("robust_segv", "ERROR",
+           "crashed: signal 11 (Segmentation fault) in forward of layer 2 (mamba2 on 'robust_segv')");
+    expect("robust_hang", "ERROR", "timed out after 2 s (killed) in forward of layer 2 (mamba2 on 'robust_hang')");
+    expect("robust_exit", "ERROR", "before reporting, in forward of layer 2 (mamba2 on 'robust_exit')");
     assert_non_null(strstr(out, "8 check(s): 2 passed, 0 failed, 6 errored"));
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 -c \"import json; r=json.load(open('%s/m.json')); "

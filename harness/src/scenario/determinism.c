@@ -142,7 +142,8 @@ static void forward_twice(struct det *d, int call, const char *what, const struc
     if (from)
         mc_session_check_source(s, from, src_conv, src_state, sl->r0, sl->t0,
                                 "the cache the copies were made from, after the first ran (token)");
-    if (mc_session_forward(s, from ? &b : NULL, sl, y2) != 0 || (from && mc_session_cache_read(s, &a, conv, state) != 0))
+    if (mc_session_forward(s, from ? &b : NULL, sl, y2) != 0 ||
+        (from && mc_session_cache_read(s, &a, conv, state) != 0))
         goto out;
     struct mc_compare_view v;
     mc_session_output_view(s, sl, NULL, &v);
@@ -209,7 +210,8 @@ static void packed_twice(struct det *d, int call, const char *what, const struct
     size_t esz = mc_session_export_size(s);
     size_t nc = (size_t)(S * s->shape.conv_channels * s->shape.conv_kernel);
     size_t ns = (size_t)(S * mc_family_state_elems(&s->shape));
-    double *y1 = mc_session_calloc((size_t)(T * D), sizeof *y1, s), *y2 = mc_session_calloc((size_t)(T * D), sizeof *y2, s);
+    double *y1 = mc_session_calloc((size_t)(T * D), sizeof *y1, s);
+    double *y2 = mc_session_calloc((size_t)(T * D), sizeof *y2, s);
     unsigned char *img[8] = {0}; /* conv, state of: the source before, the source after, run a, run b */
     for (int k = 0; k < 8; k += 2) {
         img[k] = mc_session_calloc(nc, esz, s);
