@@ -9,6 +9,9 @@
  *   robust_nan       returns a NaN in its output
  *   robust_scribble  modifies its input x
  *   robust_exit      calls exit(0) inside forward (a library must never exit)
+ *   robust_segv_packed, robust_segv_copy, robust_segv_create
+ *                    die with SIGSEGV inside forward_packed, cache_copy, model_create (the crash report
+ *                    names the entry point)
  * and a set of read overruns, each a bug that leaves the output all but unchanged (so only the
  * guards can tell; test_robust runs them under each MIXCHECK_GUARD_MODE):
  *   robust_read_x_end       adds x one element past its end into the last output
@@ -31,6 +34,7 @@
 enum misbehaviour {
     SEGV, ABORT, HANG, OVERRUN, NAN_OUT, SCRIBBLE, EXIT,
     READ_X_END, READ_X_BEFORE, READ_X_DISCARD, READ_MASK_END, READ_WEIGHT_END, READ_X_64, READ_X_4K,
+    SEGV_PACKED, SEGV_COPY, SEGV_CREATE,
     N_KINDS
 };
 
@@ -177,6 +181,30 @@ static enum mc_backend_status create_read_weight_end(const struct mc_model_desc 
     return mc_reference_mamba2_ops()->model_create(&own, m, msg);
 }
 
+/* SIGSEGV in another entry point than forward, each after the reference's own work. */
+static enum mc_backend_status packed_segv(struct mc_model *m, struct mc_cache *pool, const struct mc_packed_args *a,
+                                          struct mc_msg *msg)
+{
+    enum mc_backend_status st = mc_reference_mamba2_ops()->forward_packed(m, pool, a, msg);
+    raise(SIGSEGV);
+    return st;
+}
+
+static enum mc_backend_status copy_segv(struct mc_model *m, struct mc_cache *dst, const struct mc_cache *src,
+                                        struct mc_msg *msg)
+{
+    enum mc_backend_status st = mc_reference_mamba2_ops()->cache_copy(m, dst, src, msg);
+    raise(SIGSEGV);
+    return st;
+}
+
+static enum mc_backend_status create_segv(const struct mc_model_desc *d, struct mc_model **m, struct mc_msg *msg)
+{
+    enum mc_backend_status st = mc_reference_mamba2_ops()->model_create(d, m, msg);
+    raise(SIGSEGV);
+    return st;
+}
+
 __attribute__((visibility("default"))) const struct mc_backend_ops *const *
 mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
 {
@@ -185,12 +213,14 @@ mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
         "robust_segv",          "robust_abort",         "robust_hang",           "robust_overrun",
         "robust_nan",           "robust_scribble",      "robust_exit",           "robust_read_x_end",
         "robust_read_x_before", "robust_read_x_discard", "robust_read_mask_end", "robust_read_weight_end",
-        "robust_read_x_64",     "robust_read_x_4k"};
+        "robust_read_x_64",     "robust_read_x_4k",     "robust_segv_packed",    "robust_segv_copy",
+        "robust_segv_create"};
     enum mc_backend_status (*fwd[N_KINDS])(struct mc_model *, struct mc_cache *, const struct mc_forward_args *,
                                            struct mc_msg *) = {
         fwd_segv,           fwd_abort,          fwd_hang,          fwd_overrun,   fwd_nan,       fwd_scribble,
         fwd_exit,           fwd_read_x_end,     fwd_read_x_before, fwd_read_x_discard, fwd_read_mask_end,
-        mc_reference_mamba2_ops()->forward, fwd_read_x_64, fwd_read_x_4k};
+        mc_reference_mamba2_ops()->forward, fwd_read_x_64, fwd_read_x_4k,
+        mc_reference_mamba2_ops()->forward, mc_reference_mamba2_ops()->forward, mc_reference_mamba2_ops()->forward};
     for (int k = 0; k < N_KINDS; k++) {
         ops[k] = *mc_reference_mamba2_ops();
         ops[k].name = names[k];
@@ -199,9 +229,12 @@ mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
         all[k] = &ops[k];
     }
     ops[OVERRUN].model_create = create_overrun;
-    for (int k = READ_X_END; k < N_KINDS; k++)
+    for (int k = READ_X_END; k <= READ_X_4K; k++)
         ops[k].model_create = create_overrun; /* records the hidden size */
     ops[READ_WEIGHT_END].model_create = create_read_weight_end;
+    ops[SEGV_PACKED].forward_packed = packed_segv;
+    ops[SEGV_COPY].cache_copy = copy_segv;
+    ops[SEGV_CREATE].model_create = create_segv;
     *count = N_KINDS;
     *abi_version = MIXCHECK_ABI_VERSION;
     return all;

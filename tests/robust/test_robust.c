@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -90,13 +91,16 @@ static void test_misbehaving_backends_are_contained(void **state)
              path, MC_ROBUST_PLUGIN, dir, dir);
     assert_int_equal(run(cmd), 1);
     expect("reference", "PASS", "");
-    expect("robust_segv", "ERROR", "crashed: signal 11");
-    expect("robust_abort", "ERROR", "crashed: signal 6");
-    expect("robust_hang", "ERROR", "timed out after 2 s");
+    /* each names the entry point it died, hung or exited in */
+#define IN_FORWARD " in forward(rows 0..1, tokens 0..23)"
+    expect("robust_segv", "ERROR", "crashed: signal 11 (Segmentation fault)" IN_FORWARD);
+    expect("robust_abort", "ERROR", "crashed: signal 6 (Aborted)" IN_FORWARD);
+    expect("robust_hang", "ERROR", "timed out after 2 s (killed)" IN_FORWARD);
     expect("robust_overrun", "ERROR", "out-of-bounds write past the end of 'y'");
     expect("robust_nan", "FAIL", "non-finite");
     expect("robust_scribble", "ERROR", "modified its input 'x'");
-    expect("robust_exit", "ERROR", "before reporting");
+    expect("robust_exit", "ERROR", "before reporting," IN_FORWARD);
+#undef IN_FORWARD
     assert_non_null(strstr(out, "8 check(s): 1 passed, 1 failed, 6 errored"));
     /* both reports hold every check */
     snprintf(cmd, sizeof cmd,
@@ -135,9 +139,11 @@ static void test_model_layer_crash_is_contained(void **state)
              path, MC_ROBUST_PLUGIN, dir);
     assert_int_equal(run(cmd), 1);
     expect("reference", "PASS", "");
-    expect("robust_segv", "ERROR", "crashed: signal 11");
-    expect("robust_hang", "ERROR", "timed out after 2 s");
-    expect("robust_exit", "ERROR", "before reporting");
+    /* the entry point named with its layer */
+    expect("robust_segv", "ERROR",
+           "crashed: signal 11 (Segmentation fault) in forward of layer 2 (mamba2 on 'robust_segv')");
+    expect("robust_hang", "ERROR", "timed out after 2 s (killed) in forward of layer 2 (mamba2 on 'robust_hang')");
+    expect("robust_exit", "ERROR", "before reporting, in forward of layer 2 (mamba2 on 'robust_exit')");
     assert_non_null(strstr(out, "8 check(s): 2 passed, 0 failed, 6 errored"));
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 -c \"import json; r=json.load(open('%s/m.json')); "
@@ -227,6 +233,67 @@ static void test_read_overruns(void **state)
     }
 }
 
+/* A crash names the entry point that was running — forward_packed, cache_copy, model_create as well
+ * as forward — in the check's message when isolated, and without isolation in the line the crash
+ * handler prints (with the case, scenario, backend and dtype) before the signal ends the process. */
+static const struct {
+    const char *backend;
+    int sig;
+    const char *entry;
+} entries[] = {
+    {"robust_segv", 11, "forward(rows 0..1, tokens 0..23)"},
+    {"robust_abort", 6, "forward(rows 0..1, tokens 0..23)"},
+    {"robust_segv_packed", 11, "forward_packed(3 sequences, 46 tokens, pool of 8)"},
+    {"robust_segv_copy", 11, "cache_copy"},
+    {"robust_segv_create", 11, "model_create"},
+};
+#define N_ENTRIES (sizeof entries / sizeof entries[0])
+
+static void test_crash_names_the_entry(void **state)
+{
+    (void)state;
+    char text[1024], cmd[2048], path[600], want[512];
+    snprintf(text, sizeof text,
+             "id: robust-entry\nwhy: \"the entry point a crash happened in\"\nfamily: mamba2\n"
+             "golden: %s/golden/mamba2/tiny.h5\ntolerance: %s/cases/tolerances/mamba2.yaml\n"
+             "backends: [robust_segv, robust_abort, robust_segv_packed, robust_segv_copy, robust_segv_create]\n"
+             "dtypes: [f32]\nscenarios:\n  determinism: {prefill: 11}\n",
+             MC_SOURCE_DIR, MC_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/robust-entry.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    const char *env = "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 ";
+    int used = snprintf(cmd, sizeof cmd, "%s" MC_BINARY_DIR "/mixcheck run %s --plugin %s -j 4 --color never", env,
+                        path, MC_ROBUST_PLUGIN);
+    for (size_t k = 0; k < N_ENTRIES; k++)
+        used += snprintf(cmd + used, sizeof cmd - (size_t)used, " -k /%s/", entries[k].backend);
+    assert_int_equal(run(cmd), 1);
+    for (size_t k = 0; k < N_ENTRIES; k++) {
+        snprintf(want, sizeof want, "crashed: signal %d (%s) in %s", entries[k].sig,
+                 entries[k].sig == 11 ? "Segmentation fault" : "Aborted", entries[k].entry);
+        expect(entries[k].backend, "ERROR", want);
+    }
+    for (size_t k = 0; k < N_ENTRIES; k++) {
+        snprintf(cmd, sizeof cmd, "%s" MC_BINARY_DIR "/mixcheck run %s --plugin %s --no-isolate --color never -k /%s/",
+                 env, path, MC_ROBUST_PLUGIN, entries[k].backend);
+        int st = mc_capture_status(cmd, out, sizeof out);
+        /* the process dies of the signal (the shell reports it as 128 + the signal) */
+        int died = (WIFSIGNALED(st) && WTERMSIG(st) == entries[k].sig) ||
+                   (WIFEXITED(st) && WEXITSTATUS(st) == 128 + entries[k].sig);
+        if (!died)
+            fail_msg("%s --no-isolate: status %#x, expected death by signal %d:\n%s", entries[k].backend, st,
+                     entries[k].sig, out);
+        snprintf(want, sizeof want,
+                 "mixcheck: crashed: signal %d (%s) in %s; running case robust-entry, scenario determinism, "
+                 "backend %s, dtype f32\n",
+                 entries[k].sig, entries[k].sig == 11 ? "SIGSEGV" : "SIGABRT", entries[k].entry, entries[k].backend);
+        if (strstr(out, want) == NULL)
+            fail_msg("%s --no-isolate: no line '%s' in:\n%s", entries[k].backend, want, out);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -245,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_misbehaving_backends_are_contained),
         cmocka_unit_test(test_read_overruns),
         cmocka_unit_test(test_model_layer_crash_is_contained),
+        cmocka_unit_test(test_crash_names_the_entry),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/dtype.h"
+#include "case/casenames.h"
 #include "exec/guard.h"
 
 /* What a child sends back: the whole job result, then a trailer proving it arrived whole. A child
@@ -27,6 +30,16 @@ struct reply {
 #define REPLY_MAGIC 0x6d697863u
 #define FAULT_MAGIC 0x6d786674u
 
+/* The backend entry point running now (mc_isolate_enter): in a page shared with the parent for an
+ * isolated check's child, in own_note otherwise. */
+#define NOTE_CALL_LEN 192
+struct entry_note {
+    volatile sig_atomic_t inside; /* 1 from mc_isolate_enter to mc_isolate_leave */
+    char call[NOTE_CALL_LEN];     /* the entry named last ("" before any) */
+};
+static struct entry_note own_note;
+static struct entry_note *note = &own_note;
+
 struct child {
     pid_t pid;
     int fd;
@@ -34,7 +47,43 @@ struct child {
     double deadline;
     size_t got;
     struct reply *buf;
+    struct entry_note *note; /* shared with the child (mmap MAP_SHARED) */
 };
+
+void mc_isolate_enter(const char *call)
+{
+    struct entry_note *n = note;
+    n->inside = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    size_t len = strlen(call);
+    if (len >= NOTE_CALL_LEN)
+        len = NOTE_CALL_LEN - 1;
+    memcpy(n->call, call, len);
+    n->call[len] = '\0';
+    atomic_signal_fence(memory_order_seq_cst);
+    n->inside = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+void mc_isolate_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    note->inside = 0;
+}
+
+/* " in <entry>", " between backend calls (the last: <entry>)" or "" (none was named) into buf. */
+static void note_text(const struct entry_note *n, char *buf, size_t len)
+{
+    char call[NOTE_CALL_LEN];
+    memcpy(call, n->call, sizeof call);
+    call[sizeof call - 1] = '\0';
+    if (call[0] == '\0')
+        buf[0] = '\0';
+    else if (n->inside)
+        snprintf(buf, len, " in %s", call);
+    else
+        snprintf(buf, len, " between backend calls (the last: %s)", call);
+}
 
 static void write_all(int fd, const void *p, size_t n)
 {
@@ -50,12 +99,91 @@ static void write_all(int fd, const void *p, size_t n)
     }
 }
 
-/* ---- fence faults: SIGSEGV/SIGBUS in a fenced input becomes a diagnosis ----------------------- */
+/* ---- crashes: a fence fault becomes a diagnosis, a crash without isolation names what ran ------- */
 
 static int fault_fd = -1;            /* the child's reply pipe, or 2 (stderr) without isolation */
 static struct reply *fault_reply;    /* preallocated: nothing is allocated in the handler */
 static atomic_flag fault_once = ATOMIC_FLAG_INIT;
-static struct sigaction fault_prev[2]; /* SIGSEGV, SIGBUS as they were */
+static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static const char *const fault_names[] = {"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT"};
+#define N_FAULT_SIGNALS 5
+static struct sigaction fault_prev[N_FAULT_SIGNALS]; /* as they were */
+/* without isolation: "case <id>, scenario <name>, backend <name>, dtype <dtype>" of the job running */
+static char crash_running[400];
+
+static int fault_index(int sig)
+{
+    for (int i = 0; i < N_FAULT_SIGNALS; i++)
+        if (fault_signals[i] == sig)
+            return i;
+    return 0;
+}
+
+/* Async-signal-safe appends into a fixed line. */
+struct line {
+    char text[1024];
+    size_t used;
+};
+
+static void line_add(struct line *l, const char *s)
+{
+    while (*s != '\0' && l->used + 1 < sizeof l->text)
+        l->text[l->used++] = *s++;
+    l->text[l->used] = '\0';
+}
+
+static void line_add_int(struct line *l, int v)
+{
+    char digits[16];
+    int n = 0;
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0 && n < (int)sizeof digits);
+    if (v < 0)
+        line_add(l, "-");
+    char one[2] = {0, 0};
+    while (n > 0) {
+        one[0] = digits[--n];
+        line_add(l, one);
+    }
+}
+
+/* Without isolation: "mixcheck: crashed: signal 11 (SIGSEGV) in <entry>; running case ..., dtype f32"
+ * on stderr, and the fence's diagnosis (when there is one) on a line of its own. */
+static void crash_report(int sig, const char *diagnosis)
+{
+    static struct line l; /* static: a thread's small stack is not asked for a kilobyte */
+    l.used = 0;
+    l.text[0] = '\0';
+    line_add(&l, "mixcheck: crashed: signal ");
+    line_add_int(&l, sig);
+    line_add(&l, " (");
+    line_add(&l, fault_names[fault_index(sig)]);
+    line_add(&l, ")");
+    const struct entry_note *n = note;
+    char call[NOTE_CALL_LEN];
+    memcpy(call, n->call, sizeof call);
+    call[sizeof call - 1] = '\0';
+    if (call[0] != '\0') {
+        line_add(&l, n->inside ? " in " : " between backend calls (the last: ");
+        line_add(&l, call);
+        if (!n->inside)
+            line_add(&l, ")");
+    }
+    if (crash_running[0] != '\0') {
+        line_add(&l, "; running ");
+        line_add(&l, crash_running);
+    }
+    line_add(&l, "\n");
+    write_all(2, l.text, l.used);
+    if (diagnosis != NULL) {
+        write_all(2, "mixcheck: crashed: ", 19);
+        write_all(2, diagnosis, strlen(diagnosis));
+        write_all(2, "\n", 1);
+    }
+}
 
 static void on_fault(int sig, siginfo_t *si, void *ucv)
 {
@@ -68,31 +196,29 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 #else
     (void)ucv;
 #endif
-    /* si_code > 0: raised by the hardware, so si_addr is the faulting address (not kill/raise) */
-    if (si->si_code > 0 && fault_reply != NULL && !atomic_flag_test_and_set(&fault_once)) {
+    if (fault_reply != NULL && !atomic_flag_test_and_set(&fault_once)) {
         struct mc_check_result *r = &fault_reply->res;
-        if (mc_guard_describe_fault(si->si_addr, access, r->message, sizeof r->message)) {
-            if (fault_fd == 2) {
-                write_all(2, "mixcheck: crashed: ", 19);
-                write_all(2, r->message, strlen(r->message));
-                write_all(2, "\n", 1);
-            } else {
-                r->n_tensors = sig;
-                fault_reply->magic = FAULT_MAGIC;
-                write_all(fault_fd, fault_reply, sizeof *fault_reply);
-            }
+        /* si_code > 0: raised by the hardware, so si_addr is the faulting address (not kill/raise) */
+        int fenced = (sig == SIGSEGV || sig == SIGBUS) && si->si_code > 0 &&
+                     mc_guard_describe_fault(si->si_addr, access, r->message, sizeof r->message);
+        if (fault_fd == 2) {
+            crash_report(sig, fenced ? r->message : NULL);
+        } else if (fenced) {
+            r->n_tensors = sig;
+            fault_reply->magic = FAULT_MAGIC;
+            write_all(fault_fd, fault_reply, sizeof *fault_reply);
         }
     }
     /* back to what handled the signal before (the default, or ASan's): a fault re-executes and
-     * reaches it with its own siginfo; a sent signal is sent again */
-    sigaction(sig, &fault_prev[sig == SIGBUS], NULL);
+     * reaches it with its own siginfo; a sent signal (kill, raise, abort) is sent again */
+    sigaction(sig, &fault_prev[fault_index(sig)], NULL);
     errno = saved;
     if (si->si_code <= 0)
         raise(sig);
 }
 
-/* Installs on_fault: a child sends the diagnosis as a reply on fd; with fd 2 (no isolation) it is
- * printed to stderr. */
+/* Installs on_fault: a child sends a fence diagnosis as a reply on fd; with fd 2 (no isolation) every
+ * crash is reported on stderr. */
 static void fault_handler_install(int fd, struct reply *reply)
 {
     fault_fd = fd;
@@ -102,14 +228,14 @@ static void fault_handler_install(int fd, struct reply *reply)
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &fault_prev[0]);
-    sigaction(SIGBUS, &sa, &fault_prev[1]);
+    for (int i = 0; i < N_FAULT_SIGNALS; i++)
+        sigaction(fault_signals[i], &sa, &fault_prev[i]);
 }
 
 static void fault_handler_remove(void)
 {
-    sigaction(SIGSEGV, &fault_prev[0], NULL);
-    sigaction(SIGBUS, &fault_prev[1], NULL);
+    for (int i = 0; i < N_FAULT_SIGNALS; i++)
+        sigaction(fault_signals[i], &fault_prev[i], NULL);
     fault_reply = NULL;
 }
 
@@ -120,6 +246,7 @@ static int start(struct child *ch, struct mc_job *job, int index, const struct m
     if (pipe(fds) != 0)
         return mc_error_set(err, MC_ERR_INTERNAL, "pipe: %s", strerror(errno));
     fflush(NULL); /* nothing buffered may be written twice */
+    memset(ch->note, 0, sizeof *ch->note);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -131,6 +258,7 @@ static int start(struct child *ch, struct mc_job *job, int index, const struct m
         struct reply *r = calloc(1, sizeof *r);
         if (r == NULL)
             _exit(3);
+        note = ch->note;
         fault_handler_install(fds[1], r);
         fn(job, user);
         mc_guard_trim();
@@ -161,11 +289,13 @@ static void finish(struct child *ch, struct mc_job *job, int timed_out, const st
     /* identity of the check, in case the child never sent it */
     struct mc_check_result *r = &job->res;
     int all = ch->got == sizeof *ch->buf, whole = all && ch->buf->magic == REPLY_MAGIC;
+    char where[NOTE_CALL_LEN + 64];
+    note_text(ch->note, where, sizeof where);
     if (whole && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         *r = ch->buf->res;
         job->err = ch->buf->err;
     } else if (timed_out) {
-        snprintf(r->message, sizeof r->message, "timed out after %.0f s (killed)", opt->timeout_s);
+        snprintf(r->message, sizeof r->message, "timed out after %.0f s (killed)%s", opt->timeout_s, where);
         r->status = MC_CHECK_ERROR;
         r->n_tensors = 0;
     } else if (all && ch->buf->magic == FAULT_MAGIC) {
@@ -177,13 +307,13 @@ static void finish(struct child *ch, struct mc_job *job, int timed_out, const st
         r->status = MC_CHECK_ERROR;
         r->n_tensors = 0;
     } else if (WIFSIGNALED(status)) {
-        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
+        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s)%s", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)), where);
         r->status = MC_CHECK_ERROR;
         r->n_tensors = 0;
     } else {
-        snprintf(r->message, sizeof r->message, "the check's process exited with status %d before reporting",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        snprintf(r->message, sizeof r->message, "the check's process exited with status %d before reporting%s%s",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, where[0] ? "," : "", where);
         r->status = MC_CHECK_ERROR;
         r->n_tensors = 0;
     }
@@ -210,10 +340,15 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
     mc_guard_mode(); /* read MIXCHECK_GUARD_MODE here, not in every child (one warning at most) */
     if (!opt->isolate) {
         /* a fence fault still ends the process; the handler prints which buffer first */
-        static struct reply note;
-        fault_handler_install(2, &note);
-        for (int i = 0; i < n; i++)
+        static struct reply diag;
+        fault_handler_install(2, &diag);
+        for (int i = 0; i < n; i++) {
+            const struct mc_scenario_ctx *c = &jobs[i].ctx;
+            snprintf(crash_running, sizeof crash_running, "case %s, scenario %s, backend %s, dtype %s", c->c->id,
+                     mc_scenario_name(c->spec->kind), c->ops->name, mc_dtype_name(c->dtype));
             fn(&jobs[i], user);
+        }
+        crash_running[0] = '\0';
         fault_handler_remove();
         mc_guard_trim();
         return MC_ERR_NONE;
@@ -224,7 +359,9 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
     int ok = kids != NULL && pfd != NULL;
     for (int k = 0; ok && k < slots; k++) {
         kids[k].buf = malloc(sizeof *kids[k].buf);
-        ok = kids[k].buf != NULL;
+        void *page = mmap(NULL, sizeof *kids[k].note, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        kids[k].note = page == MAP_FAILED ? NULL : page;
+        ok = kids[k].buf != NULL && kids[k].note != NULL;
     }
     if (!ok) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
@@ -290,6 +427,8 @@ out:
             close(kids[k].fd);
         }
         free(kids[k].buf);
+        if (kids[k].note != NULL)
+            munmap(kids[k].note, sizeof *kids[k].note);
     }
     free(kids);
     free(pfd);

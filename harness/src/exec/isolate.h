@@ -28,7 +28,21 @@ struct mc_isolate_options {
     double timeout_s; /* per check; <= 0 means none */
 };
 
-/* Runs every job. Errors only for the harness itself (fork/pipe failures, memory). */
+/* The backend entry point running now, for the report of a check that dies in it: mc_isolate_enter
+ * names it (e.g. "forward_packed(3 sequences, 46 tokens, pool of 8)", cut at 191 bytes) right before
+ * the harness calls into a backend, mc_isolate_leave says the call returned. An isolated check's
+ * child writes it where the parent reads it after the child died or was killed, so a crash, a time
+ * limit or an exit reads "crashed: signal 11 (Segmentation fault) in forward_packed(...)", "... between
+ * backend calls (the last: cache_copy)" when it came after the call returned; without isolation the
+ * crash handler prints it, with the case, scenario, backend and dtype running, before the signal ends
+ * the process. Cheap (a copy of the name): every backend call of the scenario engine is named. */
+void mc_isolate_enter(const char *call);
+void mc_isolate_leave(void);
+
+/* Runs every job. Errors only for the harness itself (fork/pipe failures, memory). Without isolation,
+ * a SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT prints "mixcheck: crashed: signal N (SIGx) in <entry>;
+ * running case <id>, scenario <name>, backend <name>, dtype <dtype>" to stderr and then takes its
+ * default action (the process still dies of it). */
 enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isolate_options *opt, mc_job_fn fn,
                                 void *user, struct mc_error *err);
 

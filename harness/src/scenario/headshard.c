@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "exec/isolate.h"
 #include "family/family.h"
 
 #define MAX_RANGES 5
@@ -273,7 +274,11 @@ static struct mc_model *shard_model(struct mc_session *s, const struct shard *sh
                                  .n_weights = g->n_weights,
                                  .threads = s->ctx->threads};
     struct mc_msg msg = {{0}};
+    char call[48];
+    snprintf(call, sizeof call, "model_create(shard %d)", sh->index);
+    mc_isolate_enter(call);
     enum mc_backend_status st = s->ops->model_create(&desc, &model, &msg);
+    mc_isolate_leave();
     if (st != MC_BACKEND_OK) {
         model = NULL;
         s->res->status = st == MC_BACKEND_UNSUPPORTED ? MC_CHECK_UNSUPPORTED : MC_CHECK_ERROR;
@@ -372,7 +377,9 @@ void mc_headshard_run(struct mc_session *s)
         }
         mc_session_run_end(s, tok);
         mc_session_cache_drop(s, &c);
+        mc_isolate_enter("model_destroy");
         s->ops->model_destroy(m);
+        mc_isolate_leave();
         s->model = whole;
         s->shape = full;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "exec/isolate.h"
 #include "golden/golden.h"
 #include "scenario/session.h"
 
@@ -97,7 +98,9 @@ static void probes_model(struct mc_session *s)
     if (p == NULL)
         return;
     struct mc_msg msg = {{0}};
+    mc_isolate_enter("probe_enable");
     enum mc_backend_status st = s->ops->probe_enable(s->model, 1, &msg);
+    mc_isolate_leave();
     if (st != MC_BACKEND_OK) {
         mc_session_backend_failed(s, st, "probe_enable", &msg);
         return;
@@ -178,7 +181,9 @@ static int read_probes(struct mc_session *s, const struct mc_backend_ops *ops, s
     const struct mc_probe *pr = NULL;
     int32_t count = 0;
     struct mc_msg msg = {{0}};
+    mc_isolate_enter("probe_read");
     enum mc_backend_status st = ops->probe_read(model, &pr, &count, &msg);
+    mc_isolate_leave();
     if (st != MC_BACKEND_OK) {
         if (own)
             mc_session_backend_failed(s, st, "probe_read", &msg);

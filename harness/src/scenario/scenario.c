@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "family/family.h"
 #include "base/rng.h"
+#include "scenario/determinism.h"
 #include "scenario/headshard.h"
 #include "scenario/longrun.h"
 #include "scenario/probes.h"
@@ -143,17 +144,6 @@ static void first_rows(const double *y, int64_t B, int64_t len, int64_t D, doubl
         memcpy(out + b * D, y + b * len * D, (size_t)D * sizeof *out);
 }
 
-/* Compares a cache that copies were made from with its reading from before they ran, bit for bit, as
- * "snapshot": running a copy must leave its source alone. A cache_copy that shares storage fails
- * here, under its own name, instead of passing for nondeterminism or a wrong forward later. */
-static void check_source(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
-                         const double *state, int64_t r0, int64_t pos, const char *label)
-{
-    int tok = mc_session_run_begin(s, label, &pos, 1);
-    mc_session_check_cache_same(s, c, "snapshot", conv, state, r0, pos);
-    mc_session_run_end(s, tok);
-}
-
 /* first_token_causality: from a primed cache, (a) one token alone, (b) S tokens in one forward,
  * (c) the same S tokens with tokens 1..S-1 replaced by distractors. b[0] == a[0] under the tight
  * tolerance, c[0] == b[0] bitwise; the same (b) again on another copy agrees bit for bit (determinism),
@@ -186,7 +176,7 @@ static void run_first_token(struct mc_session *s)
     struct mc_slice sa = rows_all(g, P, 1), sb = rows_all(g, P, S);
     if (mc_session_forward(s, &ca, &sa, ya) != 0 || mc_session_check_output(s, &sa, ya) != 0 || mc_session_check_states(s, &ca, 0, P + 1) != 0)
         goto out;
-    check_source(s, &c, c_conv, c_state, 0, P, "the primed cache after a copy of it ran (token)");
+    mc_session_check_source(s, &c, c_conv, c_state, 0, P, "the primed cache after a copy of it ran (token)");
     if (mc_session_forward(s, &cb, &sb, yb) != 0 || mc_session_check_output(s, &sb, yb) != 0 || mc_session_check_states(s, &cb, 0, P + S) != 0)
         goto out;
     /* the same call again on another copy: a backend whose results change from run to run is told so,
@@ -218,7 +208,7 @@ static void run_first_token(struct mc_session *s)
     mc_session_output_view(s, &s1, NULL, &v);
     mc_session_compare(s, "consistency", MC_TENSOR_CONSISTENCY, 0, b0, ya, &v);
     mc_session_compare(s, "distractor", MC_TENSOR_CONSISTENCY, 1, d0, b0, &v);
-    check_source(s, &c, c_conv, c_state, 0, P, "the primed cache after every copy of it ran (token)");
+    mc_session_check_source(s, &c, c_conv, c_state, 0, P, "the primed cache after every copy of it ran (token)");
 out:
     mc_session_cache_drop(s, &c);
     mc_session_cache_drop(s, &ca);
@@ -470,7 +460,8 @@ static void run_speculative(struct mc_session *s)
              mc_session_check_output(s, &sv, yv) == 0 && mc_session_check_states(s, &cv, 0, P + k) == 0;
     mc_session_run_end(s, tok);
     if (ok)
-        check_source(s, &snap, snap_conv, snap_state, 0, P, "the snapshot after the verify forward on its copy (token)");
+        mc_session_check_source(s, &snap, snap_conv, snap_state, 0, P,
+                                "the snapshot after the verify forward on its copy (token)");
     /* the same drafts decoded one at a time */
     if (!ok || mc_session_cache_dup(s, &snap, &cs) != 0)
         goto out;
@@ -506,7 +497,7 @@ static void run_speculative(struct mc_session *s)
     /* every copy ran on its own: the snapshot is bit for bit what it was (a cache_copy that shares
      * memory between the copies shows up here, as "snapshot") */
     if (ok)
-        check_source(s, &snap, snap_conv, snap_state, 0, P, "the snapshot after the copies ran (token)");
+        mc_session_check_source(s, &snap, snap_conv, snap_state, 0, P, "the snapshot after the copies ran (token)");
 out:
     mc_session_cache_drop(s, &snap);
     mc_session_cache_drop(s, &cv);
@@ -655,79 +646,6 @@ out:
     mc_session_cache_drop(s, &fresh);
     free(conv);
     free(state);
-}
-
-/* Runs the same forward of `sl` on two copies of `from` (or twice without a cache when from == NULL)
- * and compares the two bit for bit under "determinism": outputs, and the caches after it. The first
- * run is also checked against the golden. */
-static void same_call_twice(struct mc_session *s, const struct mc_session_cache *from, const struct mc_slice *sl,
-                            double *y1, double *y2)
-{
-    struct mc_session_cache a = {0}, b = {0};
-    int64_t nconv = from ? from->batch * s->shape.conv_channels * s->shape.conv_kernel : 0;
-    int64_t nstate = from ? from->batch * mc_family_state_elems(&s->shape) : 0;
-    double *conv = from ? mc_session_calloc((size_t)nconv, sizeof *conv, s) : NULL;
-    double *state = nstate ? mc_session_calloc((size_t)nstate, sizeof *state, s) : NULL;
-    double *from_conv = from ? mc_session_calloc((size_t)nconv, sizeof *from_conv, s) : NULL;
-    double *from_state = nstate ? mc_session_calloc((size_t)nstate, sizeof *from_state, s) : NULL;
-    if ((from && (conv == NULL || from_conv == NULL)) || (nstate && (state == NULL || from_state == NULL)))
-        goto out;
-    if (from && (mc_session_cache_read(s, from, from_conv, from_state) != 0 || mc_session_cache_dup(s, from, &a) != 0 ||
-                 mc_session_cache_dup(s, from, &b) != 0))
-        goto out;
-    if (mc_session_forward(s, from ? &a : NULL, sl, y1) != 0 || mc_session_check_output(s, sl, y1) != 0)
-        goto out;
-    /* before the second run: a first run that changed the source makes the second differ, and that is
-     * an aliasing copy, not nondeterminism */
-    if (from)
-        check_source(s, from, from_conv, from_state, sl->r0, sl->t0, "the primed cache after a copy of it ran (token)");
-    if (mc_session_forward(s, from ? &b : NULL, sl, y2) != 0)
-        goto out;
-    struct mc_compare_view v;
-    mc_session_output_view(s, sl, NULL, &v);
-    mc_session_compare(s, "determinism", MC_TENSOR_CONSISTENCY, 1, y2, y1, &v);
-    if (from && mc_session_cache_read(s, &a, conv, state) == 0)
-        mc_session_check_cache_same(s, &b, "determinism", conv, state, sl->r0, sl->t0 + sl->len);
-out:
-    mc_session_cache_drop(s, &a);
-    mc_session_cache_drop(s, &b);
-    free(conv);
-    free(state);
-    free(from_conv);
-    free(from_state);
-}
-
-/* determinism: a prefill without a cache, a multi-token forward from a primed cache and a single
- * decode step, each run twice on copies of the same cache; the two must agree bit for bit, and the
- * first run must leave the cache it was copied from alone (snapshot). */
-static void run_determinism(struct mc_session *s)
-{
-    const struct mc_golden *g = s->g;
-    int64_t P = s->ctx->spec->prefill, B = g->batch, L = g->len, D = s->shape.hidden;
-    struct mc_session_cache c = {0};
-    double *y1 = mc_session_calloc((size_t)(B * L * D), sizeof *y1, s);
-    double *y2 = mc_session_calloc((size_t)(B * L * D), sizeof *y2, s);
-    if (y1 == NULL || y2 == NULL)
-        goto out;
-    struct mc_slice whole = rows_all(g, 0, L);
-    int tok = mc_session_run_begin(s, "prefill without a cache, twice (tokens)", &L, 1);
-    same_call_twice(s, NULL, &whole, y1, y2);
-    mc_session_run_end(s, tok);
-    struct mc_slice pre = rows_all(g, 0, P);
-    if (mc_session_cache_new(s, B, &c) != 0 || mc_session_step(s, &c, &pre) != 0)
-        goto out;
-    int64_t what[2] = {P, L - P};
-    struct mc_slice multi = rows_all(g, P, L - P), one = rows_all(g, P, 1);
-    tok = mc_session_run_begin(s, "multi-token forward from a primed cache, twice (from token, tokens)", what, 2);
-    same_call_twice(s, &c, &multi, y1, y2);
-    mc_session_run_end(s, tok);
-    tok = mc_session_run_begin(s, "decode step from a primed cache, twice (token)", &P, 1);
-    same_call_twice(s, &c, &one, y1, y2);
-    mc_session_run_end(s, tok);
-out:
-    mc_session_cache_drop(s, &c);
-    free(y1);
-    free(y2);
 }
 
 /* ---- validation and dispatch --------------------------------------------------------------------- */
@@ -949,7 +867,7 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
             run_cache_roundtrip(&s);
             break;
         case MC_SCENARIO_DETERMINISM:
-            run_determinism(&s);
+            mc_determinism_run(&s);
             break;
         case MC_SCENARIO_PACKED_PREFILL:
         case MC_SCENARIO_SLOT_POOL:
@@ -972,6 +890,10 @@ enum mc_err_code mc_scenario_run(const struct mc_scenario_ctx *ctx, struct mc_ch
     }
     mc_session_close(&s);
     mc_check_verdict(res);
+    if (res->status == MC_CHECK_NONDETERMINISTIC && s.nondeterminism[0] != '\0')
+        snprintf(res->message, sizeof res->message,
+                 "%s: the backend is nondeterministic; other differences of this check may come from it",
+                 s.nondeterminism);
     if (rc == MC_ERR_NONE && res->status == MC_CHECK_FAIL && !ctx->probes && mc_probes_capable(ctx->ops))
         rc = rerun_with_probes(ctx, res, err);
     res->duration_s = mc_clock_now_s() - t0;

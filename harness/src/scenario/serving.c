@@ -203,8 +203,7 @@ out:
 
 /* ---- slot_pool ----------------------------------------------------------------------------------- */
 
-/* A NaN whose payload names the pool row it was put in (so a row copied elsewhere shows as changed). */
-static void poison_row(void *raw, size_t esz, int64_t elems, int64_t row)
+void mc_serving_poison_row(void *raw, size_t esz, int64_t elems, int64_t row)
 {
     for (int64_t i = 0; i < elems; i++) {
         if (esz == sizeof(double)) {
@@ -256,9 +255,9 @@ static void run_slot_pool(struct mc_session *s)
     if (!conv0 || !conv1 || !kinds || !scratch || !owned || !seq || !convf || (ns && (!state0 || !state1 || !statef)) || (perm = permutation(s, &rng, S)) == NULL)
         goto out;
     for (int64_t r = 0; r < S; r++) {
-        poison_row(conv0 + (size_t)(r * nc) * esz, esz, nc, r);
+        mc_serving_poison_row(conv0 + (size_t)(r * nc) * esz, esz, nc, r);
         if (ns)
-            poison_row(state0 + (size_t)(r * ns) * esz, esz, ns, r);
+            mc_serving_poison_row(state0 + (size_t)(r * ns) * esz, esz, ns, r);
     }
     /* every fourth row no sequence owns holds some golden state, finite bytes that must not change either */
     for (int64_t r = n; r < S; r += 4) {

@@ -17,6 +17,10 @@
  * `unsupported` ("backend X has no packed call (forward_packed)"). */
 void mc_serving_run(struct mc_session *s);
 
+/* Fills `elems` elements of a raw pool image (f64 when esz is 8, else f32) with a NaN whose payload
+ * names pool row `row`, so a row copied elsewhere shows as changed. */
+void mc_serving_poison_row(void *raw, size_t esz, int64_t elems, int64_t row);
+
 /* NULL when the scenario's parameters fit the golden; else why not, written into buf [len]. */
 const char *mc_serving_misfit(const struct mc_scenario_spec *sp, const struct mc_golden *g, char *buf, size_t len);
 

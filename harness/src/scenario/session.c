@@ -8,6 +8,7 @@
 
 #include "base/dtype.h"
 #include "exec/guard.h"
+#include "exec/isolate.h"
 #include "golden/weightset.h"
 
 void *mc_session_calloc(size_t n, size_t size, struct mc_session *s)
@@ -134,6 +135,7 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
     s->res = res;
     s->err = err;
     s->esz = mc_dtype_size(ctx->dtype);
+    s->threads = ctx->threads;
     mc_family_shape(&ctx->g->config, &s->shape);
 
     const struct mc_tolerance_profile *prof = ctx->tolerance ? ctx->tolerance : &ctx->c->tolerance;
@@ -165,8 +167,11 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
     const struct mc_scenario_ctx *ctx = s->ctx;
     struct mc_weightset own = {0};
     const struct mc_weightset *ws = ctx->weights;
-    if (s->model != NULL)
+    if (s->model != NULL) {
+        mc_isolate_enter("model_destroy");
         s->ops->model_destroy(s->model);
+        mc_isolate_leave();
+    }
     s->model = NULL;
     if (s->broken)
         return MC_ERR_NONE;
@@ -205,13 +210,20 @@ enum mc_err_code mc_session_model(struct mc_session *s, int64_t chunk_size)
         .weights = w,
         .n_weights = g->n_weights,
         .chunk_size = chunk_size,
-        .threads = ctx->threads,
+        .threads = s->threads,
     };
     struct mc_msg msg = {{0}};
+    char what[64];
+    if (chunk_size != 0 || s->threads != 0)
+        snprintf(what, sizeof what, "model_create(chunk_size %lld, threads %d)", (long long)chunk_size,
+                 (int)s->threads);
+    else
+        snprintf(what, sizeof what, "model_create");
+    mc_isolate_enter(what);
     enum mc_backend_status st = ctx->ops->model_create(&desc, &s->model, &msg);
+    mc_isolate_leave();
     if (st != MC_BACKEND_OK) {
         s->model = NULL;
-        char what[64];
         snprintf(what, sizeof what, "model_create(chunk_size %lld)", (long long)chunk_size);
         backend_failed(s, st, chunk_size ? what : "model_create", &msg);
         goto out;
@@ -235,8 +247,11 @@ out:
 
 void mc_session_close(struct mc_session *s)
 {
-    if (s->model != NULL)
+    if (s->model != NULL) {
+        mc_isolate_enter("model_destroy");
         s->ops->model_destroy(s->model);
+        mc_isolate_leave();
+    }
     s->model = NULL;
     if (s->probe != NULL) /* only a probing rerun's hooks set it */
         s->ctx->probes->close(s);
@@ -249,7 +264,11 @@ int mc_session_cache_new(struct mc_session *s, int64_t batch, struct mc_session_
     if (s->broken)
         return -1;
     struct mc_msg msg = {{0}};
+    char call[48];
+    snprintf(call, sizeof call, "cache_alloc(batch %lld)", (long long)batch);
+    mc_isolate_enter(call);
     enum mc_backend_status st = s->ops->cache_alloc(s->model, batch, &c->h, &msg);
+    mc_isolate_leave();
     if (st != MC_BACKEND_OK) {
         c->h = NULL;
         backend_failed(s, st, "cache_alloc", &msg);
@@ -263,7 +282,9 @@ int mc_session_cache_dup(struct mc_session *s, const struct mc_session_cache *sr
     if (mc_session_cache_new(s, src->batch, dst) != 0)
         return -1;
     struct mc_msg msg = {{0}};
+    mc_isolate_enter("cache_copy");
     enum mc_backend_status st = s->ops->cache_copy(s->model, dst->h, src->h, &msg);
+    mc_isolate_leave();
     if (st != MC_BACKEND_OK) {
         backend_failed(s, st, "cache_copy", &msg);
         return -1;
@@ -273,8 +294,11 @@ int mc_session_cache_dup(struct mc_session *s, const struct mc_session_cache *sr
 
 void mc_session_cache_drop(struct mc_session *s, struct mc_session_cache *c)
 {
-    if (c->h != NULL && s->model != NULL)
+    if (c->h != NULL && s->model != NULL) {
+        mc_isolate_enter("cache_free");
         s->ops->cache_free(s->model, c->h);
+        mc_isolate_leave();
+    }
     c->h = NULL;
 }
 
@@ -326,7 +350,9 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     mc_dtype_fill_nan(s->ctx->dtype, yb, n);
     struct mc_forward_args args = {.batch = sl->nrows, .len = sl->len, .x = xb, .mask = mask, .y = yb};
     struct mc_msg msg = {{0}};
+    mc_isolate_enter(call);
     enum mc_backend_status st = s->ops->forward(s->model, c != NULL ? c->h : NULL, &args, &msg);
+    mc_isolate_leave();
     if (!guard_ok(s, call, &gy, "y") || !guard_ok(s, call, &gx, "x") || !guard_ok(s, call, &gm, "mask") ||
         !input_unchanged(s, call, "x", xb, xcopy, n * s->esz, s->esz) ||
         (mask != NULL && !input_unchanged(s, call, "mask", mask, mask_copy, nmask, 1)))
@@ -382,7 +408,9 @@ int mc_session_cache_read_raw(struct mc_session *s, const struct mc_session_cach
     if (sb != NULL)
         mc_dtype_fill_nan(edt, sb, nstate);
     struct mc_msg msg = {{0}};
+    mc_isolate_enter("cache_export");
     enum mc_backend_status st = s->ops->cache_export(s->model, c->h, cb, sb, &msg);
+    mc_isolate_leave();
     if (!guard_ok(s, "cache_export", &gc, "conv_state") || !guard_ok(s, "cache_export", &gs, "recurrent_state"))
         goto out;
     if (st != MC_BACKEND_OK) {
@@ -442,7 +470,9 @@ int mc_session_cache_write_raw(struct mc_session *s, struct mc_session_cache *c,
     if (nstate)
         memcpy(sb, state, nstate * esz);
     struct mc_msg msg = {{0}};
+    mc_isolate_enter("cache_import");
     enum mc_backend_status st = s->ops->cache_import(s->model, c->h, cb, sb, &msg);
+    mc_isolate_leave();
     if (!guard_ok(s, "cache_import", &gc, "conv_state") || !guard_ok(s, "cache_import", &gs, "recurrent_state") ||
         !input_unchanged(s, "cache_import", "conv_state", cb, conv, nconv * esz, esz) ||
         (nstate && !input_unchanged(s, "cache_import", "recurrent_state", sb, state, nstate * esz, esz)))
@@ -544,7 +574,9 @@ int mc_session_forward_packed(struct mc_session *s, struct mc_session_cache *poo
     struct mc_packed_args args = {
         .n_seqs = n, .cu_seqlens = cu, .slots = slots, .has_initial_state = hi, .x = xb, .y = yb};
     struct mc_msg msg = {{0}};
+    mc_isolate_enter(call);
     enum mc_backend_status st = s->ops->forward_packed(s->model, pool->h, &args, &msg);
+    mc_isolate_leave();
     if (!guard_ok(s, call, &gy, "y") || !guard_ok(s, call, &gx, "x") || !guard_ok(s, call, &gcu, "cu_seqlens") ||
         !guard_ok(s, call, &gsl, "slots") || !guard_ok(s, call, &ghi, "has_initial_state") ||
         !input_unchanged(s, call, "x", xb, xcopy, nx * s->esz, s->esz) ||
@@ -713,6 +745,10 @@ int mc_session_run_begin(struct mc_session *s, const char *label, const int64_t 
     if (s->run_label[0] != '\0')
         return 0;
     size_t cap = sizeof s->run_label;
+    if (vals == NULL) {
+        snprintf(s->run_label, cap, "%s", label);
+        return 1;
+    }
     size_t used = (size_t)snprintf(s->run_label, cap, "%s [", label);
     for (int i = 0; i < n && used < cap; i++)
         used += (size_t)snprintf(s->run_label + used, cap - used, "%s%lld", i ? ", " : "", (long long)vals[i]);
@@ -748,6 +784,14 @@ int mc_session_compare_cache(struct mc_session *s, const struct mc_session_cache
     free(cnow);
     free(snow);
     return rc;
+}
+
+void mc_session_check_source(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
+                             const double *state, int64_t r0, int64_t pos, const char *label)
+{
+    int tok = mc_session_run_begin(s, label, &pos, 1);
+    mc_session_check_cache_same(s, c, "snapshot", conv, state, r0, pos);
+    mc_session_run_end(s, tok);
 }
 
 int mc_session_check_cache_same(struct mc_session *s, const struct mc_session_cache *c, const char *name,

@@ -33,6 +33,11 @@ struct mc_session {
     /* the scenario's expected values are the f64 reference run on its own inputs, not the golden:
      * tensors created from now on report `expected: f64-reference` (consistency-type ones stay `self`) */
     int live_reference;
+    int32_t threads; /* mc_model_desc.threads of the next mc_session_model (ctx->threads when opened) */
+    /* the first call whose repeats differed bit for bit and how ("forward_packed (...) at 2 threads
+     * against 1 thread: 1 of 96 elements differ"): the check's message when its verdict is
+     * nondeterministic; "" when none did */
+    char nondeterminism[400];
 };
 
 /* A cache and the batch it was allocated for. */
@@ -145,7 +150,7 @@ void mc_session_state_view(const struct mc_session *s, int64_t r0, int64_t nrows
 /* Names the run that starts now as "label [v0, v1, ...]": the first comparison that fails during it
  * records the label as the check's detail, with its own stats (mc_check_result.first_fail). Runs
  * nest; the outermost label names them (chunk_size [64] rather than the prefill inside it). Returns
- * a token for mc_session_run_end. */
+ * a token for mc_session_run_end. With vals NULL the label alone names the run. */
 int mc_session_run_begin(struct mc_session *s, const char *label, const int64_t *vals, int n);
 void mc_session_run_end(struct mc_session *s, int token);
 
@@ -156,6 +161,13 @@ struct mc_cache_compare {
     enum mc_tensor_kind conv_kind, state_kind;
     int bitwise;
 };
+
+/* Compares cache c with its reading from before copies of it ran (conv, state as mc_session_cache_read
+ * gives them), bit for bit, as "snapshot", under the run label "<label> [pos]": running a copy must
+ * leave its source alone. A cache_copy that shares storage fails here, under its own name, instead of
+ * passing for nondeterminism or a wrong forward later. */
+void mc_session_check_source(struct mc_session *s, const struct mc_session_cache *c, const double *conv,
+                             const double *state, int64_t r0, int64_t pos, const char *label);
 
 /* Reads cache c (golden rows [r0, r0 + c->batch)) and compares it with conv [batch][C][K] and state
  * [batch][...] (float64, as mc_session_cache_read gives them; state unused for a family without one)

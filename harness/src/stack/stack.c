@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "exec/isolate.h"
 
 struct mc_stack {
     const struct mc_stack_config *cfg;
@@ -88,7 +89,12 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
         struct mc_model_desc desc = {.family = fc->family, .dtype = s->mixer_dtype, .config = &fc->u, .weights = w,
                                      .n_weights = ns, .threads = threads};
         struct mc_msg m = {{0}};
+        char call[160];
+        snprintf(call, sizeof call, "model_create of layer %lld (%s on '%s')", (long long)l,
+                 mc_family_name(fc->family), s->ops[l]->name);
+        mc_isolate_enter(call);
         st = s->ops[l]->model_create(&desc, &s->models[l], &m);
+        mc_isolate_leave();
         if (st != MC_BACKEND_OK) {
             s->models[l] = NULL;
             snprintf(msg->text, sizeof msg->text, "layer %lld (%s on '%s'): %.400s", (long long)l,
@@ -375,6 +381,10 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
         mc_dtype_fill_nan(mdt, yb, n);
         struct mc_forward_args a = {.batch = B, .len = L, .x = xb, .mask = mask, .y = yb};
         struct mc_msg m = {{0}};
+        char call[160];
+        snprintf(call, sizeof call, "%s of layer %lld (%s on '%s')", pk != NULL ? "forward_packed" : "forward",
+                 (long long)l, mc_family_name(s->cfg->layers[l].family), s->ops[l]->name);
+        mc_isolate_enter(call);
         if (pk != NULL) {
             struct mc_packed_args pa = {.n_seqs = pk->n_seqs, .cu_seqlens = pk->cu_seqlens, .slots = pk->slots,
                                         .has_initial_state = pk->has_initial_state, .x = xb, .y = yb};
@@ -385,6 +395,7 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
         } else {
             st = s->ops[l]->forward(s->models[l], cache, &a, &m);
         }
+        mc_isolate_leave();
         if (st == MC_BACKEND_OK) {
             mc_dtype_to_f64(mdt, yb, y, n);
             for (size_t i = 0; mdt != s->dtype && i < n; i++) /* stored in the model dtype, as upstream */
