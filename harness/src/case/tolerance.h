@@ -11,13 +11,17 @@
 #include "case/casenames.h"
 #include "case/yamldoc.h"
 
-/* An element passes iff |a - b| <= atol + atol_scale * M + rtol * |b|, M the largest |b| of the array it is
- * compared in (verdict/compare.h): atol_scale states an absolute tolerance in units of the tensor's own
- * magnitude, so that one profile holds for weights of any scale (0: atol alone). */
+/* An element passes iff |a - b| <= atol + atol_scale * M + rtol * |b|, M the tensor's magnitude: the largest
+ * |b| of the array it is compared in, or `magnitude` when that is larger (verdict/compare.h). atol_scale
+ * states an absolute tolerance in units of the tensor's own magnitude, so that one profile holds for
+ * weights of any scale (0: atol alone). */
 struct mc_tolerance {
     double atol;
     double rtol;
     double atol_scale;
+    /* not read from a profile: the magnitude a check knows for the tensor before comparing it (a model
+     * case: its largest |value| anywhere in the golden); M is the larger of it and the array's own */
+    double magnitude;
 };
 
 /* One (device, dtype, tensor) entry of a profile; tensor MC_TENSOR_COUNT means the dtype's default. */

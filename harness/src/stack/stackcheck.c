@@ -1567,6 +1567,34 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
     return MC_ERR_NONE;
 }
 
+/* The magnitude of each compared tensor over the whole golden (case/tolerance.h `magnitude`): what an
+ * atol_scale is in units of. Logits, consistency and ref_logits: the prompt's and the greedy steps' logits;
+ * hidden states and ref_hidden_states: the residual stream at every level; the caches: every layer's. */
+static double array_max_abs(const struct mc_array *a)
+{
+    double m = 0.0;
+    int64_t n = mc_array_elems(a);
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(a->data[i]) && fabs(a->data[i]) > m)
+            m = fabs(a->data[i]);
+    return m;
+}
+
+static void tensor_magnitudes(const struct mc_stack_golden *g, struct mc_tolerance tol[MC_TENSOR_COUNT])
+{
+    double logits = fmax(array_max_abs(&g->logits), array_max_abs(&g->greedy_logits));
+    double hidden = array_max_abs(&g->hidden), conv = 0.0, state = 0.0;
+    for (int64_t l = 0; l < g->config.n_layers; l++) {
+        conv = fmax(conv, array_max_abs(&g->layers[l].conv_state));
+        state = fmax(state, array_max_abs(&g->layers[l].recurrent_state));
+    }
+    tol[MC_TENSOR_LOGITS].magnitude = tol[MC_TENSOR_REF_LOGITS].magnitude = logits;
+    tol[MC_TENSOR_CONSISTENCY].magnitude = logits;
+    tol[MC_TENSOR_HIDDEN_STATES].magnitude = tol[MC_TENSOR_REF_HIDDEN_STATES].magnitude = hidden;
+    tol[MC_TENSOR_CONV_STATE].magnitude = conv;
+    tol[MC_TENSOR_RECURRENT_STATE].magnitude = state;
+}
+
 enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_check_result *res, struct mc_error *err)
 {
     double t0 = mc_clock_now_s();
@@ -1595,6 +1623,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
     for (int k = 0; k < MC_TENSOR_COUNT; k++)
         if (mc_tolerance_lookup(prof, dev, ctx->dtype, (enum mc_tensor_kind)k, &s.tol[k], err) != MC_ERR_NONE)
             return err->code;
+    tensor_magnitudes(ctx->g, s.tol);
     int whole = ctx->ops->family == MC_FAMILY_STACK;
     /* the layers not under test at this dtype: on their fallback where their backend lacks it */
     const struct mc_backend_ops *lops[MC_STACK_MAX_LAYERS];

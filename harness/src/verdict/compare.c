@@ -187,6 +187,8 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
         if (isfinite(expected[i]) && fabs(expected[i]) > M)
             M = fabs(expected[i]);
     }
+    if (tol.magnitude > M)
+        M = tol.magnitude;
     if (M > s->max_abs_expected)
         s->max_abs_expected = M;
     tol.atol = mc_tolerance_atol_at(tol, M);

@@ -2,7 +2,7 @@
  * compare.h — the comparator (docs/scenarios.md §3).
  *
  * An element passes iff |a - b| <= atol + atol_scale*M + rtol*|b|, M the largest finite |b| of the array
- * compared in one call (case/tolerance.h). NaN or Inf on either side fails and is counted
+ * compared in one call or the tolerance's `magnitude` when larger (case/tolerance.h). NaN or Inf on either side fails and is counted
  * as non-finite (equal infinities too: outputs and caches are finite by contract); NaN never passes
  * by a comparison that is false for NaN. Every comparison reports max abs / rel error, headroom (worst |a-b| / (atol + rtol|b|),
  * < 1 passes, +inf when a non-finite value was seen or a nonzero error met a zero tolerance), the
@@ -54,7 +54,7 @@ struct mc_compare_stats {
     int64_t n_nan;         /* NaN in actual */
     double max_abs_err;    /* over finite pairs */
     double max_rel_err;    /* |a-b|/|b| over finite pairs with b != 0 */
-    double max_abs_expected; /* the largest finite |b| compared (M of atol_scale, and a calibration's scale) */
+    double max_abs_expected; /* the largest M (case/tolerance.h) a comparison used: the tensor's magnitude */
     double atol_applied;   /* the largest atol + atol_scale*M any comparison applied */
     double headroom;
     int has_worst;
