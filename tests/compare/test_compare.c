@@ -31,7 +31,7 @@ static struct mc_compare_stats run(const double *a, const double *b, int64_t n, 
     struct mc_compare_view v = tokens_view(n);
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {atol, rtol, 0.0};
+    struct mc_tolerance tol = {.atol = atol, .rtol = rtol};
     mc_compare_accumulate(a, b, &v, tol, &s);
     return s;
 }
@@ -142,7 +142,7 @@ static void test_offsets_and_padding(void **state)
     double a[3] = {123.0, 1.0, 5.0}, b[3] = {0.0, 1.0, 1.0};
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {1e-6, 0, 0.0};
+    struct mc_tolerance tol = {.atol = 1e-6, .rtol = 0};
     mc_compare_accumulate(a, b, &v, tol, &s);
     assert_int_equal(s.n_elems, 2); /* the padding token is not compared */
     assert_int_equal(s.first_fail_token, 12);
@@ -162,7 +162,7 @@ static void test_merge_keeps_worst_and_first(void **state)
     (void)state;
     double b[2] = {1, 1}, a1[2] = {1, 1.2}, a2[2] = {1.5, 1};
     struct mc_compare_view v = tokens_view(2);
-    struct mc_tolerance tol = {0.1, 0, 0.0};
+    struct mc_tolerance tol = {.atol = 0.1, .rtol = 0};
     struct mc_compare_stats one, two, all;
     mc_compare_stats_init(&one);
     mc_compare_stats_init(&two);
@@ -189,7 +189,7 @@ static void test_profile_per_position(void **state)
     v.token_offset = 2; /* positions 2..6 */
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {0.1, 0.0, 0.0};
+    struct mc_tolerance tol = {.atol = 0.1, .rtol = 0.0};
     mc_compare_accumulate(a, b, &v, tol, &s);
     const struct mc_position_profile *p = &s.profile;
     assert_int_equal(p->width, 1);
@@ -219,7 +219,7 @@ static void test_profile_folds_and_merges(void **state)
         a[i] = 1.0 + 1e-6 * (i % 7);
     }
     a[777] = 1.5;
-    struct mc_tolerance tol = {1e-3, 0.0, 0.0};
+    struct mc_tolerance tol = {.atol = 1e-3, .rtol = 0.0};
     struct mc_compare_view v = tokens_view(N);
     struct mc_compare_stats whole;
     mc_compare_stats_init(&whole);
@@ -267,7 +267,7 @@ static void test_atol_scale(void **state)
     struct mc_compare_view v = tokens_view(4);
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {0.0, 0.0, 0.01}; /* 0.01 * 8 = 0.08 */
+    struct mc_tolerance tol = {.atol_scale = 0.01}; /* 0.01 * 8 = 0.08 */ /* 0.01 * 8 = 0.08 */
     mc_compare_accumulate(a, b, &v, tol, &s);
     assert_true(mc_compare_passed(&s));
     assert_true(s.max_abs_expected == 8.0);
@@ -291,6 +291,17 @@ static void test_atol_scale(void **state)
     assert_true(s.max_abs_expected == 1.0);
     assert_false(mc_compare_passed(&s));
     assert_true(fabs(mc_tolerance_atol_at(tol, 3.0) - 0.03) < 1e-15);
+    /* a magnitude known beforehand (a model case's golden) applies when larger than the array's own */
+    v.valid = NULL;
+    tol.magnitude = 8.0;
+    mc_compare_stats_init(&s);
+    mc_compare_accumulate(a2, b2, &v, tol, &s);
+    assert_true(mc_compare_passed(&s));
+    assert_true(s.max_abs_expected == 8.0);
+    tol.magnitude = 0.5;
+    mc_compare_stats_init(&s);
+    mc_compare_accumulate(a2, b2, &v, tol, &s);
+    assert_true(s.max_abs_expected == 1.0);
 }
 
 int main(void)
