@@ -24,7 +24,7 @@ from mixers import GOLDEN_DIR, maxdiff
 GENERATOR = "golden/generate.py"   # the `generator` root attribute: the command that makes the files
 GENERATOR_VERSION = "1.3"   # 1.1: mamba1, gdn, shortconv, mamba2/rightpad (Mamba2 numbers unchanged);
                             # 1.2: GoldenSpec.a_range / dt_range, the 300-token goldens (no older number changed);
-                            # 1.3: the stage probes /probes/<name> (README "Stage probes"; no older number changed)
+                            # 1.3: the stage probes /probes/<name> (docs/ports.md §7; no older number changed)
 FORMAT = "mixcheck-golden"
 FORMAT_VERSION = 1
 

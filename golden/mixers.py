@@ -26,13 +26,13 @@ import numpy as np
 
 GOLDEN_DIR = os.path.dirname(os.path.abspath(__file__))
 
-# Quantization (README "Quantization"): every stored weight / input value is rounded to float32, then to
+# Quantization (golden/README.md "Quantization"): every stored weight / input value is rounded to float32, then to
 # bfloat16 (round to nearest even). Tensors with a known init scale are then rounded (half to even) to
 # the power-of-two grid step = 2**(ceil(log2(scale)) - GRID_BITS): at most 2**GRID_BITS steps per scale,
 # so every value has <= GRID_BITS + 1 significant bits, stays bf16-representable, and compresses well.
 GRID_BITS = 7
 
-# Stage probes (README "Stage probes"): the intermediates of the full-sequence prefill under /probes/<name>,
+# Stage probes (docs/ports.md §7): the intermediates of the full-sequence prefill under /probes/<name>,
 # [B, L, ...] float64, zeros at padding tokens. Stored for a golden whose probes take at most this many raw
 # float64 bytes (the small and medium cases); the realistic-shape and 300-token goldens go without, so the
 # files stay within their size budget (a check there diagnoses against the reference backend instead).
@@ -242,7 +242,7 @@ def mamba2_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     output is out_proj.bias (zero without bias).
     Returns (out [B, L, D], windows [L+1, B, C, K], states [L+1, B, H, P, N], dt_free [B, L, H]) where
     windows[t] / states[t] is the cache after the first t tokens of the segment. probes: a dict that
-    receives the stage probes (README "Stage probes"), or None.
+    receives the stage probes (docs/ports.md §7), or None.
     """
     d = Mamba2Dims.of(cfg)
     Bsz, L, _ = u.shape
@@ -450,7 +450,7 @@ def mamba2_selftest():
             diffs[key] = max(diffs[key], maxdiff(alone, padded))
     report(f"leftpad {spec.left_pad} vs rows alone", diffs, 1e-13)
 
-    # right padding: the generic padded-row check (README "Self-test"): caches frozen after the last real token
+    # right padding: the generic padded-row check (golden/README.md "Self-test"): caches frozen after the last real token
     for spec in family_specs("mamba2", ("rightpad", "leftpad_long", "rightpad_long")):
         cfg = mamba2_config(spec.config)
         padding_selftest(spec, mamba2_make_golden(spec),
@@ -567,7 +567,7 @@ def padding_selftest(spec, g, fwd, report, limit=1e-13):
 
 def finish_golden(spec, cfg, rng, weights, forward, config, state_key="expected/recurrent_state", with_probes=False):
     """Draw the inputs (after the weights), run the oracle, assemble the Golden (every position 0..L).
-    with_probes: the forward takes probes= and the golden stores them (README "Stage probes")."""
+    with_probes: the forward takes probes= and the golden stores them (docs/ports.md §7)."""
     hidden = quantize(rng.standard_normal((spec.batch, spec.length, cfg["hidden_size"])), scale=1.0)
     mask = spec.mask()
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
@@ -675,7 +675,7 @@ def mamba1_out(cfg, w, y, z, live):
 def mamba1_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE for Mamba1 (§3.3 / §3.4 / §11): sequential float64 recurrence over one segment from the
     cache (window [B, I, K], state h [B, I, N]; zeros when None). Padding tokens are skipped. probes: a dict
-    that receives the stage probes (README "Stage probes"), or None.
+    that receives the stage probes (docs/ports.md §7), or None.
     Returns (out [B, L, D], windows [L+1, B, I, K], states [L+1, B, I, N])."""
     D, I, N, K, R = mamba1_dims(cfg)
     Bsz, L, _ = u.shape
@@ -877,7 +877,7 @@ def gdn_back(cfg, w, o, z, live):
 def gdn_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE for GDN: the recurrent form of §4.4 token by token, float64, S[b][h][dk][dv] (rows = key
     dim). window [B, C, K] / state [B, Hv, dk, dv] (zeros when None). Padding tokens are skipped. probes: a
-    dict that receives the stage probes (README "Stage probes"; q and k after the l2 norm, before q's
+    dict that receives the stage probes (docs/ports.md §7; q and k after the l2 norm, before q's
     dk^-1/2), or None.
     Returns (out [B, L, D], windows [L+1, B, C, K], states [L+1, B, Hv, dk, dv])."""
     d = gdn_dims(cfg)
@@ -1045,7 +1045,7 @@ def shortconv_back(cfg, w, cg, co, live):
 def shortconv_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     """THE ORACLE for ShortConv: per token, window ← shift(window, Bx_t), co = conv.bias + Σ_k w[k]·window[k]
     (no activation), y = C ⊙ co, out_proj. Padding tokens are skipped. `state` is accepted and ignored
-    (no recurrent state). probes: a dict that receives the stage probes (README "Stage probes"), or None.
+    (no recurrent state). probes: a dict that receives the stage probes (docs/ports.md §7), or None.
     Returns (out [B, L, D], windows [L+1, B, D, K], None)."""
     D, K = cfg["hidden_size"], cfg["conv_L_cache"]
     Bsz, L, _ = u.shape
@@ -1103,7 +1103,7 @@ MIXER_FAMILIES = {"mamba2": Family(make_golden=mamba2_make_golden, selftest=mamb
                   "gdn": Family(make_golden=gdn_make_golden, selftest=gdn_selftest),
                   "shortconv": Family(make_golden=shortconv_make_golden, selftest=shortconv_selftest)}
 
-# Grid bits of the projection matrices of the three realistic-shape goldens (README "Quantization").
+# Grid bits of the projection matrices of the three realistic-shape goldens (golden/README.md "Quantization").
 BIG_PROJ_GRID_BITS = 4
 
 # family/name -> spec of this file's families (golden/goldens.py SPECS appends the attention goldens). Config
@@ -1233,7 +1233,7 @@ MIXER_SPECS = {s.key: s for s in [
                batch=3, length=20, seed=25, right_pad=(0, 5, 12)),
     # The real Qwen3-Next / Qwen3.5 linear attention has Hk 16, Hv 32 and hidden 2048; one float64 state of
     # 32 heads is 4.2 MB (3.6 MB compressed), which with falcon and lfm2 does not fit the size budget even
-    # with ternary weights (README "Sizes"). Heads never interact, so the real per-head shape is kept
+    # with ternary weights (golden/README.md "Sizes"). Heads never interact, so the real per-head shape is kept
     # (dk = dv = 128, r = Hv/Hk = 2, K 4, chunk 64) with 2 key / 4 value heads and hidden 128.
     GoldenSpec("qwen3next", "gdn",
                "Qwen3-Next / Qwen3.5 linear-attention head shape (dk = dv = 128, r 2, K 4, chunk 64; 2/4 of the "

@@ -6,7 +6,7 @@ RMSNorm -> SwiGLU feed-forward -> residual), final RMSNorm, LM head (tied to the
 config). The mixer layers are the float64 sequential oracles of mixers.py (mamba2_forward,
 mamba1_forward, shortconv_forward) and models.py (attention_forward), never the C code under test. Weights are stored under the
 upstream checkpoint names (`state_dict()` keys), so they load into the upstream class with
-load_state_dict(strict=True) (README "Model-level checks").
+load_state_dict(strict=True) (docs/models.md).
 
 A model golden holds (golden/README.md "Model goldens"): root `kind = "model"`; /config with `model_type`
 and `config_json` (the upstream config.json); /weights/<checkpoint name>; /inputs/input_ids [B, L] and

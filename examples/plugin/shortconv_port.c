@@ -8,7 +8,7 @@
  *      --backend example`: every ShortConv case runs through this code;
  *   4. optionally, stage probes (MC_CAP_PROBES, probe_enable / probe_read): the intermediates of the
  *      last forward, here ShortConv's conv_in (B*x) and conv_out, so that a failing check names the
- *      first stage that diverged (README "Stage probes"). They cost one test per token when off.
+ *      first stage that diverged (docs/ports.md §7). They cost one test per token when off.
  *
  * The math: BCx = in_proj(u) split into B, C, x (D channels each); the conv window caches the last
  * K values of B*x per channel; y = C * (conv(B*x) + conv.bias); out = out_proj(y). No activation.

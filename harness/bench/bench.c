@@ -333,7 +333,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         o->state = o->state ? o->state : 128;
         o->groups = o->groups ? o->groups : 1;
         /* ggml's op has no chunk length: it is our algorithm's own parameter, and 64 is the fastest of
-         * 32..256 at this shape on the machine the README measures (its table); --chunk overrides */
+         * 32..256 at this shape on the machine docs/performance.md measures (its table); --chunk overrides */
         o->chunk = o->chunk ? o->chunk : 64;
         o->len = 512;
     }

@@ -1,7 +1,7 @@
 /*
  * bench.h — `mixcheck bench`: throughput of a backend at a built-in layer shape, gated by the
  * correctness cases of that configuration, with ratios against the reference and against an OpenBLAS
- * sgemm of the same FLOP count measured in the same run. See bench.c and README "Performance".
+ * sgemm of the same FLOP count measured in the same run. See bench.c and docs/performance.md.
  */
 #ifndef MC_CLI_BENCH_H
 #define MC_CLI_BENCH_H

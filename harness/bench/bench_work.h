@@ -50,7 +50,7 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
 double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mode mode);
 
 /* FLOPs per token the cpu backend's chunked algorithm executes (mamba2, gdn; else the sequential
- * count), for the README's honesty note: chunked forms do more arithmetic than the recurrence. */
+ * count), for docs/performance.md's honesty note: chunked forms do more arithmetic than the recurrence. */
 double mc_bench_flop_per_token_chunked(const struct mc_bench_shape *s, enum mc_bench_mode mode);
 
 /* The formula of mc_bench_flop_per_token as text, for the table's footnote. */

@@ -44,7 +44,7 @@ static void usage(FILE *out)
             "  --plugin LIB    load backends from a shared library (repeatable)\n"
             "  --python-backend SPEC\n"
             "                  load backends written in Python (python/mixcheck_backend): SPEC is MODULE,\n"
-            "                  MODULE:CLASS, FILE.py or FILE.py:CLASS (repeatable; README \"Python backends\")\n"
+            "                  MODULE:CLASS, FILE.py or FILE.py:CLASS (repeatable; docs/python.md)\n"
             "  --python PY     the interpreter for them, a path or a name in PATH (default python3)\n"
             "  --python-device DEV\n"
             "                  the device they run on and are checked as (default cpu; e.g. cuda)\n"

@@ -267,7 +267,7 @@ static void test_atol_scale(void **state)
     struct mc_compare_view v = tokens_view(4);
     struct mc_compare_stats s;
     mc_compare_stats_init(&s);
-    struct mc_tolerance tol = {.atol_scale = 0.01}; /* 0.01 * 8 = 0.08 */ /* 0.01 * 8 = 0.08 */
+    struct mc_tolerance tol = {.atol_scale = 0.01}; /* 0.01 * 8 = 0.08 */
     mc_compare_accumulate(a, b, &v, tol, &s);
     assert_true(mc_compare_passed(&s));
     assert_true(s.max_abs_expected == 8.0);

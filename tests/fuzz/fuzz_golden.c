@@ -7,7 +7,7 @@
  * Inf included), declare huge datasets without data, poke values, and re-stamp content_sha256 so
  * that edited values can load. The file stays valid HDF5, so what is fuzzed is mixcheck's reader,
  * not HDF5's parser. Raw mode (MC_FUZZ_GOLDEN_RAW=1): the input bytes are the file; this explores
- * libhdf5 itself, which hangs, leaks and asks for absurd memory on damaged files (README "Fuzzing").
+ * libhdf5 itself, which hangs, leaks and asks for absurd memory on damaged files (docs/gate.md "Fuzzing").
  *
  * Either way the file is a temporary one per process, and the target traps when a load fails
  * without a message naming the file or leaves the golden non-empty, when a load succeeds with sizes

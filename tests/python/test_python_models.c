@@ -3,7 +3,7 @@
  * `mixcheck run cases/models --python PY --python-backend mixcheck_backend.hf --backend hf-model`, every
  * scenario of every model type at f32 (packed_prefill unsupported: no packed call), and the prefill at f64 (the cases declare no f64, so the test
  * writes f64 copies of them). Each (model type, scenario) is asserted to pass or to be reported as failing
- * with the diagnosis mixcheck gives, per README "Whole stacks through transformers": nothing is loosened,
+ * with the diagnosis mixcheck gives, per docs/python.md §5: nothing is loosened,
  * the divergent scenarios are upstream's behaviour (transformers 5.24), and the test fails if one of them
  * starts passing (the expectation is then to be updated) or if a passing one fails. The measured max
  * |logits - golden| of every check is printed. Skipped (77) without a Python that imports torch and
@@ -44,8 +44,7 @@ struct expectation {
     const char *evidence[3];
 };
 
-/* The divergences of transformers 5.24 from mixcheck's contract (README "Whole stacks through
- * transformers"): (a) create_recurrent_attention_mask drops the mask of a single-token forward, so a
+/* The divergences of transformers 5.24 from mixcheck's contract (docs/python.md §5, docs/findings.md): (a) create_recurrent_attention_mask drops the mask of a single-token forward, so a
  * padding token fed alone (decode through a left-padded row, chunked split [1, 2, 3]) reaches the conv
  * window and the recurrent state of every Mamba2, ShortConv and Gated DeltaNet layer (speculative_verify:
  * the pads accepted or stepped alone in row 2); (b) MambaMixer restarts the scan from a zero state in a

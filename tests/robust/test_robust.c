@@ -2,7 +2,7 @@
  * test_robust.c — a backend that segfaults, aborts, hangs, exits, writes past its output, returns NaN
  * or modifies its input fails its own check with the cause, while every other check of the same run
  * passes and the reports hold every record. A backend that reads past an input fails too: by the
- * poison guards, by the page fence with the buffer named, or both (README, Robustness: the table
+ * poison guards, by the page fence with the buffer named, or both (docs/ports.md §6: the table
  * test_read_overruns checks, one MIXCHECK_GUARD_MODE at a time). The same holds for a model check whose
  * mixer layer is such a backend (test_model_layer_crash_is_contained).
  */
