@@ -105,11 +105,12 @@ static const struct row matrix[] = {
     {"stack.copy-skips-attention", "bamba", "f32", 1, "speculative_verify", "recurrent_state", {"first diverging layer 1 of 4 (attention mixer", "cached path"}},
     {"stack.copy-skips-attention", "qwen3_5", "f32", 1, "speculative_verify", "recurrent_state", {"first diverging layer 3 of 4 (attention mixer", "cached path"}},
     {"stack.copy-skips-attention", "mamba2", "f32", 0, NULL, NULL, {0}},
-    /* the residual rounded to bf16 after every add: within the golden's bf16 tolerances, caught against the
-     * reference stack in bf16 from layer 0 on; LFM2, Bamba and Qwen3.5 add in bf16 anyway, and at f32 there
-     * is nothing to round */
-    {"stack.residual-not-fp32", "mamba2", "bf16", 1, "prefill", "ref_hidden_states",
-     {"first layer off the reference stack in bf16: layer 0 of 4", "glue around the mixer (residual)"}},
+    /* the residual rounded to bf16 after every add: an error of ~1.3 u of the residual's magnitude, inside
+     * the spread of legitimate rounding differences on other weights (docs/models.md §4), so no tolerance
+     * tells it; every hidden state being bf16-exact does (residual_dtype). LFM2, Bamba and Qwen3.5 add in
+     * bf16 anyway, and at f32 there is nothing to round */
+    {"stack.residual-not-fp32", "mamba2", "bf16", 1, "prefill", "residual_dtype",
+     {"the residual stream is rounded to bf16", "residual_in_fp32 keeps the residual in float32"}},
     {"stack.residual-not-fp32", "lfm2", "bf16", 0, NULL, NULL, {0}},
     {"stack.residual-not-fp32", "bamba", "bf16", 0, NULL, NULL, {0}},
     {"stack.residual-not-fp32", "qwen3_5", "bf16", 0, NULL, NULL, {0}},

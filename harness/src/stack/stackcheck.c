@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/dtype.h"
 #include "verdict/compare.h"
 #include "base/rng.h"
 #include "stack/stack.h"
@@ -436,6 +437,46 @@ static void run_segments(struct sess *s, const int64_t *points, int64_t n)
     cache_drop(s, &c);
 }
 
+/* A model that keeps its residual stream in float32 (residual_in_fp32: Mamba2, Mamba) has hidden states
+ * after every layer that are float32 sums, almost none of them representable in the model dtype; a port
+ * that rounds the residual to the model dtype gives only such values. That difference is a rounding-level
+ * error a tolerance cannot tell from a legitimate port's (docs/models.md §4), so it is told by the
+ * values themselves: when every hidden state after the embedding, at every real position, is exact in
+ * the model dtype, the check fails with a `residual_dtype` record and says why. */
+static void residual_precision(struct sess *s, const double *ho)
+{
+    if (!s->g->config.residual_in_fp32 || (s->ctx->dtype != MC_DTYPE_BF16 && s->ctx->dtype != MC_DTYPE_F16))
+        return;
+    int64_t rows = s->B * s->L, n = 0, exact = 0;
+    for (int64_t j = 1; j <= s->n; j++)
+        for (int64_t r = 0; r < rows; r++) {
+            if (s->g->mask != NULL && !s->g->mask[r])
+                continue;
+            const double *h = ho + (j * rows + r) * s->D;
+            for (int64_t d = 0; d < s->D; d++, n++)
+                exact += mc_dtype_round(s->ctx->dtype, h[d]) == h[d];
+        }
+    if (n < 64 || exact < n)
+        return;
+    struct mc_tensor_result *t = tensor(s, "residual_dtype", MC_TENSOR_HIDDEN_STATES);
+    if (t == NULL)
+        return;
+    t->tol = (struct mc_tolerance){.atol = 0.0, .rtol = 0.0};
+    t->expected = MC_EXPECTED_SELF;
+    t->stats.n_elems = n;
+    t->stats.n_fail = n;
+    t->stats.headroom = INFINITY;
+    t->stats.first_fail_token = 0;
+    t->stats.first_fail_batch = 0;
+    t->comparisons = 1;
+    snprintf(s->res->diagnosis, sizeof s->res->diagnosis,
+             "the residual stream is rounded to %s: all %lld hidden-state values after the embedding are exact in %s, "
+             "though residual_in_fp32 keeps the residual in float32 (a correct port's are float32 sums)",
+             mc_dtype_name(s->ctx->dtype), (long long)n, mc_dtype_name(s->ctx->dtype));
+    if (s->res->first_fail_tensor[0] == '\0')
+        snprintf(s->res->first_fail_tensor, sizeof s->res->first_fail_tensor, "%s", t->name);
+}
+
 /* f16/bf16: the prefill of every row by the stack under test against the reference stack run in the
  * same dtype on the same weights and prompt: logits and every hidden level at the ref_* tolerances,
  * which admit the backends' difference on equal rounded inputs, not the dtype's storage noise. */
@@ -483,6 +524,8 @@ static void ref_prefill(struct sess *s)
             s->ref_token = one.first_fail_token;
             s->ref_row = one.first_fail_batch;
         }
+    if (ho != NULL)
+        residual_precision(s, ho);
 drop:
     if (cr.layer != NULL)
         mc_stack_cache_free(s->ref_st, &cr);
