@@ -1,10 +1,14 @@
 """Calibration sets: random tiny checkpoints with the weight statistics of released models, as model goldens.
 
   generate.py calibration-set MODEL_TYPE --count N --seed S --out DIR [--tolerance PROFILE]
+  generate.py calibration-set --layer FAMILY --count N --seed S --out DIR [--tolerance PROFILE]
 
 writes DIR/<model>-<seed + i>.h5 (a model golden, golden/README.md "Model goldens") and a case beside each
 (DIR/<model>-<seed + i>.yaml: every model scenario but the long ones, on the backends and dtypes the caller
-selects with mixcheck run's --backend / --dtype). A set is what a tolerance profile is measured on
+selects with mixcheck run's --backend / --dtype). With --layer, each golden is instead the mixer-level golden `from-checkpoint --layer` writes of the first
+layer of that family of a checkpoint drawn the same way (mamba2: a Mamba2 model, mamba1: Mamba, gdn:
+Qwen3.5, shortconv: LFM2, attention: LFM2, Bamba and Qwen3.5 in turn), its input the layer's real input
+activation, with a mixer case. A set is what a tolerance profile is measured on
 (mixcheck calibrate) and what it is validated on: two sets of different seeds never share a checkpoint, so
 the set a profile was derived from and the set it is judged on stay apart.
 
@@ -23,6 +27,7 @@ import os
 
 import numpy as np
 
+import checkpoint
 import configkeys
 import stacks as S
 
@@ -56,7 +61,8 @@ def _config(model_type, rng):
         kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
         rng.shuffle(kinds)
         cfg["layer_types"] = kinds
-    cfg["max_position_embeddings"] = 64
+    if model_type in ("lfm2", "bamba", "qwen3_5_text"):
+        cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 
 
@@ -141,5 +147,45 @@ def write_set(model_type, count, seed, out, tolerance):
         S.write_atomic(S.identity_attrs(spec), g, h5)
         with open(os.path.join(out, spec.name + ".yaml"), "w") as f:
             f.write(case_text(spec, os.path.basename(h5), os.path.relpath(os.path.abspath(tolerance), out)))
+        written.append(h5)
+    return written
+
+
+LAYER_MODELS = {"mamba2": ("mamba2",), "mamba1": ("mamba",), "gdn": ("qwen3_5_text",), "shortconv": ("lfm2",),
+                "attention": ("lfm2", "bamba", "qwen3_5_text")}
+KIND = {"mamba2": "mamba2", "mamba1": "mamba", "gdn": "gdn", "shortconv": "shortconv", "attention": "attention"}
+
+
+def layer_case_text(family, name, seed, golden, tolerance, L):
+    p = max(2, L // 2)
+    return (f"id: calib-{name}\nwhy: \"calibration layer {seed} of {family} (golden/calibration.py)\"\n"
+            f"family: {family}\ngolden: {golden}\ntolerance: {tolerance}\n"
+            "backends: [reference, cpu]\ndtypes: [f32, bf16, f16]\nscenarios:\n"
+            "  prefill: {}\n"
+            f"  decode: {{prefill: {p}}}\n"
+            f"  chunked: {{splits: [[1, {p}], [{max(1, L - 3)}]]}}\n"
+            "  batch_invariance: {}\n")
+
+
+def write_layer_set(family, count, seed, out, tolerance):
+    """The mixer-level goldens of --layer FAMILY (module docstring), with their cases."""
+    os.makedirs(out, exist_ok=True)
+    written = []
+    models = LAYER_MODELS[family]
+    k = seed
+    while len(written) < count:
+        mt = models[k % len(models)]
+        spec, cfg, weights, ids, mask = draw(mt, k)
+        layers = [l for l in range(cfg["num_hidden_layers"]) if S.layer_kind(cfg, l) == KIND[family]]
+        k += 1
+        if not layers:   # a draw without a layer of the family (an LFM2 of attention layers only)
+            continue
+        layer, i = layers[0], k - 1 - seed
+        name = f"{family}-{seed + i}"
+        h5 = os.path.join(out, name + ".h5")
+        checkpoint.mixer_golden(cfg, weights, ids, mask, layer, family, h5, name)
+        with open(os.path.join(out, name + ".yaml"), "w") as f:
+            f.write(layer_case_text(family, name, seed + i, os.path.basename(h5),
+                                    os.path.relpath(os.path.abspath(tolerance), out), ids.shape[1]))
         written.append(h5)
     return written

@@ -278,7 +278,9 @@ def main(argv):
             if not 0 <= args.layer < cfg["num_hidden_layers"]:
                 raise ValueError(f"--layer {args.layer}: the model has {cfg['num_hidden_layers']} layers")
             mixer_golden(cfg, weights, ids, mask, args.layer, args.family, args.out, name)
-            print(f"{args.out}: layer {args.layer} ({args.family}), B={ids.shape[0]} L={ids.shape[1]}")
+            print(f"{args.out}: layer {args.layer} ({args.family}), B={ids.shape[0]} L={ids.shape[1]}; its case's "
+                  f"tolerance: cases/tolerances/checkpoint-{args.family}.yaml (measured on checkpoints' layers; the "
+                  f"bundled {args.family}.yaml is for the bundled goldens)")
             return 0
         if args.greedy < 1:
             raise ValueError("--greedy must be >= 1")

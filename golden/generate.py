@@ -44,18 +44,23 @@ import stacks  # noqa: E402
 def calibration_set(argv):
     ap = argparse.ArgumentParser(prog="generate.py calibration-set",
                                  description="random checkpoints of one model type as model goldens and cases")
-    ap.add_argument("model_type", choices=sorted(calibration.MODEL_SPECS))
+    ap.add_argument("model_type", nargs="?", choices=sorted(calibration.MODEL_SPECS))
+    ap.add_argument("--layer", choices=sorted(calibration.LAYER_MODELS), metavar="FAMILY",
+                    help="mixer-level goldens of one family's layers instead of model goldens")
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0, help="the first checkpoint's seed (sets never overlap in seeds)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--tolerance", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases",
                                                         "tolerances", "models.yaml"))
     a = ap.parse_args(argv)
-    if a.count < 1 or a.seed < 0:
-        print("calibration-set: --count >= 1 and --seed >= 0", file=sys.stderr)
+    if a.count < 1 or a.seed < 0 or (a.model_type is None) == (a.layer is None):
+        print("calibration-set: a MODEL_TYPE or --layer FAMILY, --count >= 1 and --seed >= 0", file=sys.stderr)
         return 2
-    files = calibration.write_set(a.model_type, a.count, a.seed, a.out, a.tolerance)
-    print(f"{a.out}: {len(files)} {a.model_type} checkpoint(s), seeds {a.seed}..{a.seed + a.count - 1}")
+    if a.layer:
+        files = calibration.write_layer_set(a.layer, a.count, a.seed, a.out, a.tolerance)
+    else:
+        files = calibration.write_set(a.model_type, a.count, a.seed, a.out, a.tolerance)
+    print(f"{a.out}: {len(files)} {a.layer or a.model_type} golden(s), seeds {a.seed}..{a.seed + a.count - 1}")
     return 0
 
 

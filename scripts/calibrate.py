@@ -41,23 +41,29 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py"), "calibration-set"]
 MODEL_TYPES = ["mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text"]
+LAYER_FAMILIES = ["mamba2", "mamba1", "gdn", "shortconv", "attention"]
 PROFILE_OF = {"mamba2": "models.yaml", "mamba": "models-mamba.yaml", "lfm2": "models-lfm2.yaml",
               "bamba": "models-bamba.yaml", "qwen3_5_text": "models-qwen3_5.yaml"}
+PROFILE_OF.update({"layer:" + f: f"checkpoint-{f}.yaml" for f in LAYER_FAMILIES})
 UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # The tensors stored in float32 when the model runs at a reduced dtype T, whose floor is 2u of float32: the
 # SSM state of Mamba2 and Mamba. Everything else holds T-rounded values or carries them: the logits, the
 # conv windows, the hybrids' KV caches and residual, and Mamba2's and Mamba's float32 residual stream, into
 # which every layer adds a T-rounded mixer output (one rounding flip there moves it by u of its magnitude).
 F32_STORED = {"mamba2": {"recurrent_state"}, "mamba": {"recurrent_state"}}
+F32_STORED.update({"layer:" + f: {"recurrent_state", "ref_recurrent_state"} for f in ("mamba2", "mamba1", "gdn")})
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says
 TENSOR_ORDER = ["default", "logits", "hidden_states", "conv_state", "recurrent_state", "consistency",
                 "ref_logits", "ref_hidden_states"]
 
 
 def base_profile(base, mt):
-    """The profile a model type's cases use today: its own, else the shared models.yaml."""
+    """The profile a target's cases use today: its own, else the shared models.yaml (a model type) or the
+    bundled mixer profile of the family (layer:FAMILY)."""
     own = os.path.join(base, PROFILE_OF[mt])
-    return own if os.path.exists(own) else os.path.join(base, "models.yaml")
+    if os.path.exists(own):
+        return own
+    return os.path.join(base, mt[len("layer:"):] + ".yaml" if mt.startswith("layer:") else "models.yaml")
 
 
 def mixcheck():
@@ -65,8 +71,9 @@ def mixcheck():
 
 
 def make_set(model_type, count, seed, out, tolerance):
-    p = subprocess.run(GEN + [model_type, "--count", str(count), "--seed", str(seed), "--out", out,
-                              "--tolerance", tolerance], capture_output=True, text=True)
+    what = ["--layer", model_type[len("layer:"):]] if model_type.startswith("layer:") else [model_type]
+    p = subprocess.run(GEN + what + ["--count", str(count), "--seed", str(seed), "--out", out,
+                                     "--tolerance", tolerance], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"calibrate: {' '.join(GEN)} {model_type}: exit {p.returncode}\n{p.stderr}")
 
@@ -119,12 +126,12 @@ def measure(args):
     # error comes from the kernels every model type shares) takes the worst over every model type measured
     for t in args.pool:
         for d in args.dtype:
-            rows = [(w[(d, t)], mt) for mt, w in results.items() if (d, t) in w]
+            rows = [(w[(d, t)], mt) for mt, w in results.items() if (d, t) in w and not mt.startswith("layer:")]
             if len(rows) < 2:
                 continue
             (n, w, where), mt = max(rows, key=lambda x: x[0][1])
             for mt2, w2 in results.items():
-                if (d, t) in w2:
+                if (d, t) in w2 and not mt2.startswith("layer:"):
                     w2[(d, t)] = (w2[(d, t)][0], w, f"{where} ({mt}; pooled over {len(rows)} model types)")
     for mt in args.model_type:
         write_profile(args, mt, results[mt])
@@ -137,6 +144,21 @@ def read_base(path):
         return [], None
     with open(path) as f:
         return f.read().splitlines(), path
+
+
+def carried_entries(base, device, dtype, measured):
+    """The entries of the base profile at (device, dtype) for tensors no scenario of the set compares (a
+    mixer profile's `growth`, for long_decode), carried over as they are."""
+    if not base:
+        return []
+    try:
+        import yaml
+    except ImportError:
+        return []
+    with open(base) as f:
+        doc = yaml.safe_load(f)
+    block = ((doc or {}).get("devices") or {}).get(device, {}).get(dtype) or {}
+    return [(t, e) for t, e in block.items() if t != "default" and t not in measured]
 
 
 def write_profile(args, mt, worst):
@@ -156,7 +178,9 @@ def write_profile(args, mt, worst):
     out = os.path.join(args.out, PROFILE_OF[mt])
     seeds = f"seeds {args.seed}..{args.seed + args.count - 1}"
     with open(out, "w") as f:
-        f.write(f"# {PROFILE_OF[mt]}: the model-level tolerances of {mt}, measured by scripts/calibrate.py measure\n"
+        what = (f"the tolerances of mixer-level goldens of {mt[len('layer:'):]} layers from checkpoints "
+                f"(from-checkpoint --layer)" if mt.startswith("layer:") else f"the model-level tolerances of {mt}")
+        f.write(f"# {PROFILE_OF[mt]}: {what}, measured by scripts/calibrate.py measure\n"
                 f"# --backend {args.backend} --count {args.count} --seed {args.seed} --safety {args.safety} over the\n"
                 f"# calibration set (golden/calibration.py: random checkpoints with released-model weight statistics,\n"
                 f"# {seeds}). Error model, per dtype (u: 2^-8 bf16, 2^-11 f16, 2^-24 f32):\n"
@@ -165,7 +189,7 @@ def write_profile(args, mt, worst):
                 f"#   carried from every rounded intermediate, in units of the tensor's largest value.\n"
                 f"# The f64 entries are carried over from {os.path.relpath(base, ROOT) if base else 'nowhere'}.\n")
         f.write(f"profile: {PROFILE_OF[mt][:-5]}\n")
-        f.write(f"why: \"measured on {args.count} {mt} calibration checkpoints ({seeds}), {args.backend}; "
+        f.write(f"why: \"measured on {args.count} {mt.replace('layer:', 'layer ')} calibration goldens ({seeds}), {args.backend}; "
                 f"validated on a disjoint set (scripts/calibrate.py validate)\"\n")
         f.write(f"devices:\n  {args.device}:\n")
         for ln in f64:
@@ -181,6 +205,8 @@ def write_profile(args, mt, worst):
             scale = sig2(args.safety * max(all_w, 2 * u))
             f.write(f"      default: {{atol: 0, rtol: {fmt(2 * u)}, atol_scale: {fmt(scale)}, why: \"fallback: the "
                     f"worst of this dtype's tensors\"}}\n")
+            for t, e in carried_entries(base, args.device, d, set(tensors)):
+                f.write(f"      {t}: {{atol: {e['atol']}, rtol: {e['rtol']}, why: {json.dumps(e['why'], ensure_ascii=False)}}}\n")
             for t in tensors:
                 n, w, where = worst[(d, t)]
                 us = UNIT["f32"] if t in F32_STORED.get(mt, ()) else u   # the floor: the dtype it is stored in
@@ -229,6 +255,9 @@ def main():
         p = sub.add_parser(name)
         p.add_argument("--backend", required=True)
         p.add_argument("--model-type", action="append", choices=MODEL_TYPES)
+        p.add_argument("--layer", action="append", choices=LAYER_FAMILIES,
+                       help="mixer-level goldens of this family's layers (from-checkpoint --layer): the profile "
+                            "checkpoint-FAMILY.yaml")
         p.add_argument("--count", type=int, default=100)
         p.add_argument("--dtype", action="append", choices=sorted(UNIT))
         if name == "measure":
@@ -244,7 +273,7 @@ def main():
             p.add_argument("--profiles", default=os.path.join(ROOT, "cases", "tolerances"))
     args = ap.parse_args(argv)
     args.extra = extra
-    args.model_type = args.model_type or MODEL_TYPES
+    args.model_type = (args.model_type or ([] if args.layer else MODEL_TYPES)) + ["layer:" + f for f in args.layer or []]
     args.dtype = args.dtype or ["bf16", "f16", "f32"]
     if args.cmd == "measure" and args.pool is None:
         args.pool = ["consistency"]
