@@ -18,4 +18,7 @@ struct mc_array {
 
 int64_t mc_array_elems(const struct mc_array *a);
 
+/* The largest finite |value| of the array (0 for an empty one): a tensor's magnitude (case/tolerance.h). */
+double mc_array_max_abs(const struct mc_array *a);
+
 #endif

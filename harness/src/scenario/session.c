@@ -147,6 +147,13 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
         if (rc != MC_ERR_NONE)
             return rc;
     }
+    /* each tensor's magnitude over the golden, what an atol_scale is in units of (case/tolerance.h) */
+    double out = mc_array_max_abs(&ctx->g->output), conv = mc_array_max_abs(&ctx->g->conv_state),
+           state = mc_array_max_abs(&ctx->g->recurrent_state);
+    s->tol[MC_TENSOR_OUTPUT].magnitude = s->tol[MC_TENSOR_REF_OUTPUT].magnitude = out;
+    s->tol[MC_TENSOR_CONSISTENCY].magnitude = out;
+    s->tol[MC_TENSOR_CONV_STATE].magnitude = s->tol[MC_TENSOR_REF_CONV_STATE].magnitude = conv;
+    s->tol[MC_TENSOR_RECURRENT_STATE].magnitude = s->tol[MC_TENSOR_REF_RECURRENT_STATE].magnitude = state;
     if (!(ctx->ops->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
         res->status = MC_CHECK_UNSUPPORTED;
         snprintf(res->message, sizeof res->message, "backend '%s' does not support dtype %s", ctx->ops->name,

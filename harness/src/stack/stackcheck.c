@@ -1613,23 +1613,13 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
 /* The magnitude of each compared tensor over the whole golden (case/tolerance.h `magnitude`): what an
  * atol_scale is in units of. Logits, consistency and ref_logits: the prompt's and the greedy steps' logits;
  * hidden states and ref_hidden_states: the residual stream at every level; the caches: every layer's. */
-static double array_max_abs(const struct mc_array *a)
-{
-    double m = 0.0;
-    int64_t n = mc_array_elems(a);
-    for (int64_t i = 0; i < n; i++)
-        if (isfinite(a->data[i]) && fabs(a->data[i]) > m)
-            m = fabs(a->data[i]);
-    return m;
-}
-
 static void tensor_magnitudes(const struct mc_stack_golden *g, struct mc_tolerance tol[MC_TENSOR_COUNT])
 {
-    double logits = fmax(array_max_abs(&g->logits), array_max_abs(&g->greedy_logits));
-    double hidden = array_max_abs(&g->hidden), conv = 0.0, state = 0.0;
+    double logits = fmax(mc_array_max_abs(&g->logits), mc_array_max_abs(&g->greedy_logits));
+    double hidden = mc_array_max_abs(&g->hidden), conv = 0.0, state = 0.0;
     for (int64_t l = 0; l < g->config.n_layers; l++) {
-        conv = fmax(conv, array_max_abs(&g->layers[l].conv_state));
-        state = fmax(state, array_max_abs(&g->layers[l].recurrent_state));
+        conv = fmax(conv, mc_array_max_abs(&g->layers[l].conv_state));
+        state = fmax(state, mc_array_max_abs(&g->layers[l].recurrent_state));
     }
     tol[MC_TENSOR_LOGITS].magnitude = tol[MC_TENSOR_REF_LOGITS].magnitude = logits;
     tol[MC_TENSOR_CONSISTENCY].magnitude = logits;
