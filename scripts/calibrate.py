@@ -13,7 +13,7 @@ model scenario of each runs on the backend at each dtype (mixcheck run --json), 
 the worst ratio r = max |err| / M over the set is read from the report (M the tensor's magnitude over the
 golden, max_abs_expected in the report); for a --pool tensor (default consistency: the backend against
 itself in another batch, an error of the kernels every model type shares) r is the worst over every model
-type measured. The profile written
+type measured (for --layer sets: over every mixer family measured). The profile written
 to DIR/models-<type>.yaml (the f64 entries and other devices carried over from --base) holds, per dtype
 and tensor, the error model
 
@@ -126,13 +126,15 @@ def measure(args):
     # error comes from the kernels every model type shares) takes the worst over every model type measured
     for t in args.pool:
         for d in args.dtype:
-            rows = [(w[(d, t)], mt) for mt, w in results.items() if (d, t) in w and not mt.startswith("layer:")]
-            if len(rows) < 2:
-                continue
-            (n, w, where), mt = max(rows, key=lambda x: x[0][1])
-            for mt2, w2 in results.items():
-                if (d, t) in w2 and not mt2.startswith("layer:"):
-                    w2[(d, t)] = (w2[(d, t)][0], w, f"{where} ({mt}; pooled over {len(rows)} model types)")
+            for layers, what in ((False, "model types"), (True, "mixer families")):   # each level among its own
+                rows = [(w[(d, t)], mt) for mt, w in results.items()
+                        if (d, t) in w and mt.startswith("layer:") == layers]
+                if len(rows) < 2:
+                    continue
+                (n, w, where), mt = max(rows, key=lambda x: x[0][1])
+                for mt2, w2 in results.items():
+                    if (d, t) in w2 and mt2.startswith("layer:") == layers:
+                        w2[(d, t)] = (w2[(d, t)][0], w, f"{where} ({mt}; pooled over {len(rows)} {what})")
     for mt in args.model_type:
         write_profile(args, mt, results[mt])
     return 0
