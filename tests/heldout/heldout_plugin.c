@@ -39,11 +39,11 @@ enum hb_kind {
     HB_CONTROL,
     /* mamba2 */
     M2_NORM_EPS,          /* gated-norm epsilon hard-coded to 1e-6 */
-    M2_FULLROW_NORM,      /* norm_group_size ignored: the gated norm always over the full row */
+    M2_GROUPWISE_NORM,    /* norm_group_size ignored: the gated norm always per group (I / n_groups) */
     M2_DECODE_NO_CLAMP,   /* the single-step path does not clamp dt to time_step_limit */
     M2_DECODE_DOUBLE_D,   /* the single-step path adds the D skip twice */
     M2_CONV_SKIP_OLDEST,  /* conv loop from k = 1: the oldest tap is never applied */
-    M2_STATE_BF16,        /* the recurrent state is kept in bf16 between calls */
+    M2_STATE_F16,         /* the recurrent state is kept in f16 between calls */
     M2_EXPORT_RING,       /* cache_export reads the conv ring buffer one slot late */
     M2_PACKED_FRESH,      /* forward_packed ignores has_initial_state (always continues from the slot) */
     M2_BATCH_MASK_ERROR,  /* forward refuses a masked batch of more than one row */
@@ -60,7 +60,7 @@ enum hb_kind {
     GDN_DECODE_NO_DTBIAS, /* the single-step path forgets dt_bias in the decay */
     GDN_NORM_EPS,         /* gated-norm epsilon hard-coded to 1e-5 */
     GDN_DECODE_ROW_SHIFT, /* a batched decode step writes row b's new state into row b+1 */
-    GDN_QKVZ_FLAT,        /* Qwen3-Next in_proj_qkvz read as flat q | k | v | z blocks */
+    GDN_BA_SWAPPED,       /* beta read from the a projection and the decay input from the b one */
     GDN_WINDOW_BF16,      /* the conv window is kept in bf16 between calls */
     GDN_PACKED_SLOT_SEQ,  /* forward_packed uses slot i for sequence i instead of slots[i] */
     GDN_MULTI_AS_STEP,    /* a multi-token forward on a primed cache takes the single-step branch */
@@ -72,9 +72,9 @@ enum hb_kind {
     SC_ALLOC_DIRTY,       /* cache_alloc does not zero its window (and has no "fresh" flag) */
     SC_DECODE_BIAS_TWICE, /* the single-step path adds conv.bias twice */
     /* attention */
-    AT_GQA_MODULO,        /* query head h reads kv head h % Hkv */
+    AT_GATE_SWAPPED,      /* per head q_proj rows read as gate | query instead of query | gate */
     AT_THETA_DEFAULT,     /* rope_theta hard-coded to 10000 */
-    AT_FULL_ROTARY,       /* partial_rotary_factor ignored: every dim rotated */
+    AT_ROTARY_FREQ_HD,    /* inverse frequencies over head_dim, not the rotary dims: theta^(-2i/hd) */
     AT_DECODE_POS_PLUS1,  /* the single-step path uses position n + 1 */
     AT_CACHE_PADDED_POS,  /* keys written to the cache rotated at the padded index */
     AT_QKNORM_PLAIN,      /* zero-centred q/k norm applied as plain w */
@@ -96,11 +96,11 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout.control-attention", MC_FAMILY_ATTENTION, HB_CONTROL},
 
     {"heldout.m2-norm-eps", MC_FAMILY_MAMBA2, M2_NORM_EPS},
-    {"heldout.m2-fullrow-norm", MC_FAMILY_MAMBA2, M2_FULLROW_NORM},
+    {"heldout.m2-groupwise-norm", MC_FAMILY_MAMBA2, M2_GROUPWISE_NORM},
     {"heldout.m2-decode-no-clamp", MC_FAMILY_MAMBA2, M2_DECODE_NO_CLAMP},
     {"heldout.m2-decode-double-d", MC_FAMILY_MAMBA2, M2_DECODE_DOUBLE_D},
     {"heldout.m2-conv-skip-oldest", MC_FAMILY_MAMBA2, M2_CONV_SKIP_OLDEST},
-    {"heldout.m2-state-bf16", MC_FAMILY_MAMBA2, M2_STATE_BF16},
+    {"heldout.m2-state-f16", MC_FAMILY_MAMBA2, M2_STATE_F16},
     {"heldout.m2-export-ring", MC_FAMILY_MAMBA2, M2_EXPORT_RING},
     {"heldout.m2-packed-fresh", MC_FAMILY_MAMBA2, M2_PACKED_FRESH},
     {"heldout.m2-batch-mask-error", MC_FAMILY_MAMBA2, M2_BATCH_MASK_ERROR},
@@ -117,7 +117,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout.gdn-decode-no-dtbias", MC_FAMILY_GDN, GDN_DECODE_NO_DTBIAS},
     {"heldout.gdn-norm-eps", MC_FAMILY_GDN, GDN_NORM_EPS},
     {"heldout.gdn-decode-row-shift", MC_FAMILY_GDN, GDN_DECODE_ROW_SHIFT},
-    {"heldout.gdn-qkvz-flat", MC_FAMILY_GDN, GDN_QKVZ_FLAT},
+    {"heldout.gdn-ba-swapped", MC_FAMILY_GDN, GDN_BA_SWAPPED},
     {"heldout.gdn-window-bf16", MC_FAMILY_GDN, GDN_WINDOW_BF16},
     {"heldout.gdn-packed-slot-seq", MC_FAMILY_GDN, GDN_PACKED_SLOT_SEQ},
     {"heldout.gdn-multi-as-step", MC_FAMILY_GDN, GDN_MULTI_AS_STEP},
@@ -129,9 +129,9 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout.sc-alloc-dirty", MC_FAMILY_SHORTCONV, SC_ALLOC_DIRTY},
     {"heldout.sc-decode-bias-twice", MC_FAMILY_SHORTCONV, SC_DECODE_BIAS_TWICE},
 
-    {"heldout.attn-gqa-modulo", MC_FAMILY_ATTENTION, AT_GQA_MODULO},
+    {"heldout.attn-gate-swapped", MC_FAMILY_ATTENTION, AT_GATE_SWAPPED},
     {"heldout.attn-theta-default", MC_FAMILY_ATTENTION, AT_THETA_DEFAULT},
-    {"heldout.attn-full-rotary", MC_FAMILY_ATTENTION, AT_FULL_ROTARY},
+    {"heldout.attn-rotary-freq-hd", MC_FAMILY_ATTENTION, AT_ROTARY_FREQ_HD},
     {"heldout.attn-decode-pos-plus1", MC_FAMILY_ATTENTION, AT_DECODE_POS_PLUS1},
     {"heldout.attn-cache-padded-pos", MC_FAMILY_ATTENTION, AT_CACHE_PADDED_POS},
     {"heldout.attn-qknorm-plain", MC_FAMILY_ATTENTION, AT_QKNORM_PLAIN},
@@ -349,8 +349,8 @@ static void hb_edit_common(const struct hb_bug *bug, struct hb_desc *h)
     case M2_NORM_EPS:
         h->cfg.m2.layer_norm_epsilon = 1e-6;
         break;
-    case M2_FULLROW_NORM:
-        h->cfg.m2.norm_group_size = h->cfg.m2.num_heads * h->cfg.m2.head_dim;
+    case M2_GROUPWISE_NORM:
+        h->cfg.m2.norm_group_size = h->cfg.m2.num_heads * h->cfg.m2.head_dim / h->cfg.m2.n_groups;
         break;
     case M2_CONV_SKIP_OLDEST: { /* conv1d.weight [C][1][K]: tap 0 (the oldest input) never used */
         struct mc_weight *w = hb_edit(h, "conv1d.weight", eb);
@@ -387,29 +387,38 @@ static void hb_edit_common(const struct hb_bug *bug, struct hb_desc *h)
     case GDN_NORM_EPS:
         h->cfg.gdn.rms_norm_eps = 1e-5;
         break;
-    case GDN_QKVZ_FLAT: { /* the reference de-interleaves per key head; the port read flat blocks */
-        if (h->cfg.gdn.layout != MC_GDN_LAYOUT_QWEN3_NEXT)
+    case GDN_BA_SWAPPED: {
+        if (h->cfg.gdn.layout == MC_GDN_LAYOUT_QWEN3_5) { /* the two tables taken for each other */
+            struct mc_weight *wb = NULL, *wa = NULL;
+            for (int i = 0; i < h->d.n_weights; i++) {
+                if (strcmp(h->w[i].name, "in_proj_b.weight") == 0)
+                    wb = &h->w[i];
+                if (strcmp(h->w[i].name, "in_proj_a.weight") == 0)
+                    wa = &h->w[i];
+            }
+            if (wb != NULL && wa != NULL) {
+                const void *t = wb->data;
+                wb->data = wa->data;
+                wa->data = t;
+            }
             break;
-        struct mc_weight *w = hb_edit(h, "in_proj_qkvz.weight", eb);
+        }
+        /* Qwen3-Next in_proj_ba: per key head [b_j (r rows) | a_j (r rows)], the halves swapped */
+        struct mc_weight *w = hb_edit(h, "in_proj_ba.weight", eb);
         if (w == NULL)
             break;
-        const int64_t Hk = h->cfg.gdn.num_key_heads, dk = h->cfg.gdn.key_head_dim;
-        const int64_t r = h->cfg.gdn.num_value_heads / Hk, dv = h->cfg.gdn.value_head_dim;
-        const int64_t kd = Hk * dk, rdv = r * dv, vd = Hk * rdv, blk = 2 * dk + 2 * rdv, Dm = w->dims[1];
-        const size_t row = (size_t)Dm * eb;
-        unsigned char *p = (void *)w->data;
-        unsigned char *orig = malloc((size_t)hb_elems(w) * eb);
-        if (orig == NULL)
+        const int64_t Hk = h->cfg.gdn.num_key_heads, r = h->cfg.gdn.num_value_heads / Hk;
+        const size_t half = (size_t)(r * w->dims[1]) * eb;
+        unsigned char *p = (void *)w->data, *tmp = malloc(half);
+        if (tmp == NULL)
             break;
-        memcpy(orig, p, (size_t)hb_elems(w) * eb);
         for (int64_t j = 0; j < Hk; j++) {
-            memcpy(p + (size_t)(j * blk) * row, orig + (size_t)(j * dk) * row, (size_t)dk * row);
-            memcpy(p + (size_t)(j * blk + dk) * row, orig + (size_t)(kd + j * dk) * row, (size_t)dk * row);
-            memcpy(p + (size_t)(j * blk + 2 * dk) * row, orig + (size_t)(2 * kd + j * rdv) * row, (size_t)rdv * row);
-            memcpy(p + (size_t)(j * blk + 2 * dk + rdv) * row, orig + (size_t)(2 * kd + vd + j * rdv) * row,
-                   (size_t)rdv * row);
+            unsigned char *bj = p + (size_t)(2 * j) * half, *aj = bj + half;
+            memcpy(tmp, bj, half);
+            memcpy(bj, aj, half);
+            memcpy(aj, tmp, half);
         }
-        free(orig);
+        free(tmp);
         break;
     }
     case SC_CONV_REVERSED: { /* conv.weight [D][1][K] */
@@ -425,45 +434,39 @@ static void hb_edit_common(const struct hb_bug *bug, struct hb_desc *h)
             }
         break;
     }
-    case AT_GQA_MODULO: { /* port head h on kv head h % Hkv == reference head pi(h) = (h % Hkv)*g + h / Hkv */
-        const int64_t Hq = h->cfg.at.num_attention_heads, Hkv = h->cfg.at.num_key_value_heads;
-        const int64_t hd = h->cfg.at.head_dim, g = Hq / Hkv;
-        const int64_t qblk = (h->cfg.at.attn_output_gate ? 2 : 1) * hd;
-        struct mc_weight *q = hb_edit(h, "q_proj.weight", eb);
-        struct mc_weight *qb = h->cfg.at.attention_bias ? hb_edit(h, "q_proj.bias", eb) : NULL;
-        struct mc_weight *o = hb_edit(h, "o_proj.weight", eb);
-        if (q == NULL || o == NULL)
+    case AT_GATE_SWAPPED: { /* q_proj [Hq][2hd][D] (+ bias [Hq][2hd]) with the output gate */
+        if (!h->cfg.at.attn_output_gate)
             break;
-        const int64_t Dm = q->dims[1], Do = o->dims[0], qd = o->dims[1];
-        void *q0 = malloc((size_t)hb_elems(q) * eb), *o0 = malloc((size_t)hb_elems(o) * eb);
-        void *qb0 = qb ? malloc((size_t)hb_elems(qb) * eb) : NULL;
-        if (q0 && o0 && (!qb || qb0)) {
-            memcpy(q0, q->data, (size_t)hb_elems(q) * eb);
-            memcpy(o0, o->data, (size_t)hb_elems(o) * eb);
-            if (qb)
-                memcpy(qb0, qb->data, (size_t)hb_elems(qb) * eb);
+        const int64_t Hq = h->cfg.at.num_attention_heads, hd = h->cfg.at.head_dim;
+        struct mc_weight *ws[2] = {hb_edit(h, "q_proj.weight", eb),
+                                   h->cfg.at.attention_bias ? hb_edit(h, "q_proj.bias", eb) : NULL};
+        for (int k = 0; k < 2; k++) {
+            struct mc_weight *w = ws[k];
+            if (w == NULL)
+                continue;
+            const size_t half = (size_t)(hd * (w->ndim > 1 ? w->dims[1] : 1)) * eb;
+            unsigned char *p = (void *)w->data, *tmp = malloc(half);
+            if (tmp == NULL)
+                break;
             for (int64_t hh = 0; hh < Hq; hh++) {
-                const int64_t pi = (hh % Hkv) * g + hh / Hkv;
-                memcpy((unsigned char *)q->data + (size_t)(pi * qblk * Dm) * eb,
-                       (unsigned char *)q0 + (size_t)(hh * qblk * Dm) * eb, (size_t)(qblk * Dm) * eb);
-                if (qb)
-                    memcpy((unsigned char *)qb->data + (size_t)(pi * qblk) * eb,
-                           (unsigned char *)qb0 + (size_t)(hh * qblk) * eb, (size_t)qblk * eb);
-                for (int64_t r = 0; r < Do; r++)
-                    for (int64_t i = 0; i < hd; i++)
-                        hb_set((void *)o->data, dt, r * qd + pi * hd + i, hb_get(o0, dt, r * qd + hh * hd + i));
+                unsigned char *qh = p + (size_t)(2 * hh) * half, *gh = qh + half;
+                memcpy(tmp, qh, half);
+                memcpy(qh, gh, half);
+                memcpy(gh, tmp, half);
             }
+            free(tmp);
         }
-        free(q0);
-        free(o0);
-        free(qb0);
         break;
     }
     case AT_THETA_DEFAULT:
         h->cfg.at.rope_theta = 10000.0;
         break;
-    case AT_FULL_ROTARY:
-        h->cfg.at.partial_rotary_factor = 1.0;
+    case AT_ROTARY_FREQ_HD: { /* theta^(-2i/hd) = (theta^(R/hd))^(-2i/R): the same as another base */
+        const double R = (double)(int64_t)((double)h->cfg.at.head_dim * h->cfg.at.partial_rotary_factor);
+        if (R < (double)h->cfg.at.head_dim)
+            h->cfg.at.rope_theta = pow(h->cfg.at.rope_theta, R / (double)h->cfg.at.head_dim);
+        break;
+    }
         break;
     case AT_QKNORM_PLAIN:
         if (h->cfg.at.qk_norm == MC_QK_NORM_ZERO_CENTRED)
@@ -802,10 +805,13 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
     }
 
     switch (kind) {
-    case M2_STATE_BF16:
     case AT_KV_BF16:
         if (c != NULL)
             hb_round_all(c->state, m->dtype, B * m->sel, hb_round_bf16);
+        break;
+    case M2_STATE_F16:
+        if (c != NULL)
+            hb_round_all(c->state, m->dtype, B * m->sel, hb_round_f16);
         break;
     case GDN_WINDOW_BF16:
         if (c != NULL)
