@@ -1,8 +1,8 @@
 /*
- * heldout_plugin.c — a held-out set of broken mixer ports (tests/heldout/README-free: the list is
- * manifest.json). Each backend `heldout.<name>` is the reference mixer of one family
- * (mc_reference_<family>_ops(), compiled into this library) behind its own model handle, with ONE
- * planted bug, written the way a port author could get it wrong:
+ * heldout_plugin.c — a held-out set of broken mixer ports, the ground truth of each in manifest.json
+ * (family, style, what is wrong, the closest bug class). Each backend `heldout.<name>` is the reference
+ * mixer of one family (mc_reference_<family>_ops(), compiled into this library) behind its own model
+ * handle, with ONE planted bug, written the way a port author could get it wrong:
  *
  *   - a constant or a default taken from the wrong place (the model is created from an edited
  *     configuration);
@@ -19,7 +19,12 @@
  *
  * The caches handed to the harness are the reference's own (struct mc_cache of ref_common.h). The
  * backends declare f32 and f64 (what the reference computes) and no optional capability except the
- * packed call: no stage probes (the reference's would describe the unbroken model, not the port).
+ * packed call: no stage probes (the reference's would describe the unbroken model, not the port). A
+ * bug's packed call runs each sequence through the port's own forward (hb_forward_packed), so a
+ * single-step bug shows there too; the controls use the reference's packed call.
+ *
+ * Written apart from the diagnosis (harness/src/diagnosis/) and the mutants (tests/mutants/): which
+ * class a failure is named is not tested here, only that every bug is caught (test_heldout_caught.py).
  */
 #include <math.h>
 #include <stdint.h>
@@ -695,9 +700,11 @@ static void hb_rotate_key(struct mc_model *m, struct mc_cache *c, int64_t b, int
     }
 }
 
+/* Row b's cached-position count, clamped to [0, Lmax] (the reference refuses a count that is not). */
 static int64_t hb_count(struct mc_model *m, const struct mc_cache *c, int64_t b)
 {
-    return (int64_t)hb_get(c->window, m->dtype, b);
+    const double v = hb_get(c->window, m->dtype, b);
+    return !(v > 0.0) ? 0 : v > (double)m->Lmax ? m->Lmax : (int64_t)v;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------- */
@@ -800,6 +807,10 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
 
     st = m->ref->forward(use, c, &args, msg);
     if (st != MC_BACKEND_OK) {
+        if (kind == AT_DECODE_POS_PLUS1 && step) /* a failed forward leaves the cache as it was */
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t s = 0; s < hb_count(m, c, b); s++)
+                    hb_rotate_key(m, c, b, s, 1.0);
         free(n0);
         return st;
     }
