@@ -50,7 +50,7 @@ enum hb_kind {
     M2_CONV_SKIP_OLDEST,  /* conv loop from k = 1: the oldest tap is never applied */
     M2_STATE_F16,         /* the recurrent state is kept in f16 between calls */
     M2_EXPORT_RING,       /* cache_export reads the conv ring buffer one slot late */
-    M2_PACKED_FRESH,      /* forward_packed ignores has_initial_state (always continues from the slot) */
+    M2_PACKED_FRESH,      /* forward_packed resets a fresh sequence's conv window but not its state */
     M2_BATCH_MASK_ERROR,  /* forward refuses a masked batch of more than one row */
     /* mamba1 */
     M1_BC_SWAPPED,        /* x_proj output split as dt | C | B */
@@ -952,7 +952,7 @@ static enum mc_backend_status hb_forward_packed(struct mc_model *m, struct mc_ca
         if (len == 0)
             continue;
         const int64_t slot = kind == GDN_PACKED_SLOT_SEQ ? i : a->slots[i];
-        const int cont = kind == M2_PACKED_FRESH ? 1 : a->has_initial_state[i];
+        const int cont = a->has_initial_state[i];
         void *win, *state;
         mc_ref_cache_row(m->inner, pool, slot, &win, &state);
         if (cont) {
@@ -961,6 +961,11 @@ static enum mc_backend_status hb_forward_packed(struct mc_model *m, struct mc_ca
                 memcpy(one->state, state, sb);
         }
         one->primed = cont;
+        if (!cont && kind == M2_PACKED_FRESH && m->sel > 0) { /* the bug: only the window is reset */
+            memset(one->window, 0, wb);
+            memcpy(one->state, state, sb);
+            one->primed = 1;
+        }
         const struct mc_forward_args fa = {.batch = 1,
                                            .len = len,
                                            .x = (const unsigned char *)a->x + (size_t)t0 * tok,
