@@ -107,12 +107,19 @@ def read_weights(folder):
     return out
 
 
-def write_safetensors(path, tensors):
-    """Writes {name: float32 ndarray} as F32 safetensors (what the tests build their checkpoints with)."""
+def write_safetensors(path, tensors, dtype="F32"):
+    """Writes {name: float32 ndarray} as safetensors of `dtype` (F32, F16, or BF16 — the values must then be
+    bf16-exact, their upper 16 bits stored): what the tests build their checkpoints with."""
     header, blobs, off = {}, [], 0
     for name in sorted(tensors):
-        b = np.ascontiguousarray(tensors[name], "<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [off, off + len(b)]}
+        v = np.ascontiguousarray(tensors[name], np.float32)
+        if dtype == "BF16":
+            b = (v.view(np.uint32) >> 16).astype("<u2").tobytes()
+        elif dtype == "F16":
+            b = v.astype("<f2").tobytes()
+        else:
+            b = v.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
         blobs.append(b)
         off += len(b)
     h = json.dumps(header).encode()

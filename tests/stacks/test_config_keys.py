@@ -64,26 +64,7 @@ def write(folder, cfg, weights, text=None, dtype="F32"):
     saved = dict(weights)
     if cfg.get("tie_word_embeddings"):
         saved.pop("lm_head.weight", None)
-    write_safetensors(os.path.join(folder, "model.safetensors"), saved, dtype)
-
-
-def write_safetensors(path, tensors, dtype="F32"):
-    header, blobs, off = {}, [], 0
-    for name in sorted(tensors):
-        v = np.ascontiguousarray(tensors[name], np.float32)
-        if dtype == "BF16":
-            b = (v.view(np.uint32) >> 16).astype("<u2").tobytes()   # the weights are bf16-exact
-        elif dtype == "F16":
-            b = v.astype("<f2").tobytes()
-        else:
-            b = v.astype("<f4").tobytes()
-        header[name] = {"dtype": dtype, "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+    C.write_safetensors(os.path.join(folder, "model.safetensors"), saved, dtype)
 
 
 def golden(folder, out, extra=(), want=0):
@@ -235,7 +216,7 @@ def main():
         wm = {}
         for i, part in enumerate((names[:half], names[half:])):
             fn = f"model-{i + 1:05d}-of-00002.safetensors"
-            write_safetensors(os.path.join(sh, fn), {k: w[k] for k in part})
+            C.write_safetensors(os.path.join(sh, fn), {k: w[k] for k in part})
             wm.update({k: fn for k in part})
         with open(os.path.join(sh, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, f)
@@ -259,7 +240,7 @@ def main():
         mw = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v for k, v in w.items()}
         mw["model.visual.patch_embed.proj.weight"] = np.zeros((4, 3), np.float32)
         mw["mtp.fc.weight"] = np.zeros((2, 2), np.float32)
-        write_safetensors(os.path.join(mm, "model.safetensors"), mw)
+        C.write_safetensors(os.path.join(mm, "model.safetensors"), mw)
         golden(mm, path("q-multimodal.h5"))
         same(path("q-multimodal.h5"), path("q-single.h5"), "the text part of a multimodal checkpoint")
         print("qwen3_5: the text part of a multimodal checkpoint = the text checkpoint")
