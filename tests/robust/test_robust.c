@@ -151,6 +151,24 @@ static void test_model_layer_crash_is_contained(void **state)
              "assert all(x['model_type'] == 'mamba2' for x in e), e\"",
              dir);
     assert_int_equal(run(cmd), 0);
+    /* a layer's cache entry points are named too: speculative_verify copies the stack's cache */
+    snprintf(text, sizeof text,
+             "id: robust-model-copy\nwhy: \"containment of a model check\"\nmodel: mamba2\n"
+             "golden: %s/golden/models/mamba2.h5\ntolerance: %s/cases/tolerances/models.yaml\nlayers: [2]\n"
+             "backends: [robust_segv_copy]\ndtypes: [f32]\n"
+             "scenarios:\n  speculative_verify: {prefill: 4, len: 5, accept: 2, seed: 11}\n",
+             MC_SOURCE_DIR, MC_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/robust-model-copy.yaml", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 " MC_BINARY_DIR "/mixcheck run %s --plugin %s --timeout 20",
+             path, MC_ROBUST_PLUGIN);
+    assert_int_equal(run(cmd), 1);
+    expect("robust_segv_copy", "ERROR",
+           "crashed: signal 11 (Segmentation fault) in cache_copy of layer 2 (mamba2 on 'robust_segv_copy')");
 }
 
 /* The read overruns of robust_plugin.c, and how each guard mode sees each: P the poison guards

@@ -239,6 +239,15 @@ const struct mc_backend_ops *mc_stack_layer_ops(const struct mc_stack *s, int64_
     return s->ops[layer];
 }
 
+/* Names a layer's cache call for a crash's message (exec/isolate.h): "cache_copy of layer 2 (mamba2 on 'x')". */
+static void enter_cache_call(const struct mc_stack *s, int64_t l, const char *entry)
+{
+    char call[160];
+    snprintf(call, sizeof call, "%s of layer %lld (%s on '%s')", entry, (long long)l,
+             mc_family_name(s->cfg->layers[l].mixer.family), s->ops[l]->name);
+    mc_isolate_enter(call);
+}
+
 enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, struct mc_stack_cache *c,
                                           struct mc_msg *msg)
 {
@@ -247,7 +256,9 @@ enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, str
     if (c->layer == NULL)
         return MC_BACKEND_NOMEM;
     for (int64_t l = 0; l < s->n; l++) {
+        enter_cache_call(s, l, "cache_alloc");
         enum mc_backend_status st = s->ops[l]->cache_alloc(s->models[l], batch, &c->layer[l], msg);
+        mc_isolate_leave();
         if (st != MC_BACKEND_OK) {
             c->layer[l] = NULL;
             mc_stack_cache_free(s, c);
@@ -261,7 +272,9 @@ enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_c
                                            const struct mc_stack_cache *src, struct mc_msg *msg)
 {
     for (int64_t l = 0; l < s->n; l++) {
+        enter_cache_call(s, l, "cache_copy");
         enum mc_backend_status st = s->ops[l]->cache_copy(s->models[l], dst->layer[l], src->layer[l], msg);
+        mc_isolate_leave();
         if (st != MC_BACKEND_OK)
             return st;
     }
@@ -271,8 +284,11 @@ enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_c
 void mc_stack_cache_free(struct mc_stack *s, struct mc_stack_cache *c)
 {
     for (int64_t l = 0; c->layer != NULL && l < s->n; l++)
-        if (c->layer[l] != NULL)
+        if (c->layer[l] != NULL) {
+            enter_cache_call(s, l, "cache_free");
             s->ops[l]->cache_free(s->models[l], c->layer[l]);
+            mc_isolate_leave();
+        }
     free(c->layer);
     c->layer = NULL;
 }
@@ -291,7 +307,9 @@ enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc
         mc_dtype_fill_nan(edt, cb, (size_t)nc);
         if (sb != NULL)
             mc_dtype_fill_nan(edt, sb, (size_t)ns);
+        enter_cache_call(s, layer, "cache_export");
         st = s->ops[layer]->cache_export(s->models[layer], c->layer[layer], cb, sb, msg);
+        mc_isolate_leave();
         if (st == MC_BACKEND_OK) {
             mc_dtype_to_f64(edt, cb, conv, (size_t)nc);
             if (sb != NULL && state != NULL)
