@@ -29,15 +29,10 @@ import numpy as np
 
 import checkpoint
 import configkeys
+import mixers
 import stacks as S
 
 MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5"}
-
-
-def to_bf16(v):
-    bits = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32)
-    bits = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-    return bits.view(np.float32)
 
 
 def _config(model_type, rng):
@@ -90,7 +85,7 @@ def _weights(cfg, rng):
             x = 0.1 * rng.standard_normal(v.shape)   # biases, small
         else:
             x = std * rng.standard_normal(v.shape)
-        out[k] = to_bf16(x)
+        out[k] = mixers.to_bf16(x)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"]:
         out[nm["head"]] = out[nm["embed"]].copy()

@@ -11,6 +11,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_py_imports import strongly_connected  # noqa: E402  (one Tarjan for both checks)
+
 MAX_FILES = 15
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ROOM_ROW = re.compile(r'^\|\s*\d+\s*\|\s*`([a-z0-9_]+)/`')
@@ -23,38 +26,6 @@ def room_order(src, problems):
         return []
     with open(readme, encoding='utf-8') as f:
         return [m.group(1) for m in map(ROOM_ROW.match, f) if m]
-
-
-def module_cycles(graph):
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            scc = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                scc.append(w)
-                if w == v:
-                    break
-            if len(scc) > 1:
-                out.append(sorted(scc))
-
-    sys.setrecursionlimit(10000)
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def main():
@@ -110,7 +81,7 @@ def main():
             target = '%s/%s' % (ir, ih.rsplit('.', 1)[0])
             if target != mod:
                 graph[mod].add(target)
-    for scc in module_cycles(graph):
+    for scc in (c for c in strongly_connected(graph) if len(c) > 1):
         problems.append('include circle between modules: %s' % ' <-> '.join(scc))
     for p in problems:
         print(p)

@@ -491,6 +491,9 @@ static enum mc_err_code golden_load(const char *path, struct mc_golden *g, int v
     if (read_inputs(&r, g, &shape) || read_expected(&r, g, &shape) || read_probes(&r, g) ||
         (verify && verify_checksum(&r, g)))
         goto done;
+    g->output_max = mc_array_max_abs(&g->output);
+    g->conv_max = mc_array_max_abs(&g->conv_state);
+    g->state_max = mc_array_max_abs(&g->recurrent_state);
 done:
     mc_h5_close(&r);
     if (r.err.code != MC_ERR_NONE) {

@@ -47,6 +47,9 @@ struct mc_golden {
      * probes"): [B][L][stage dims] by mc_probe_specs order, ndim 0 where absent */
     struct mc_array probes[MC_PROBE_MAX];
     int has_probes;                /* some stage is present */
+    /* the largest |value| of output, conv_state and recurrent_state: each tensor's magnitude, what an
+     * atol_scale is in units of (case/tolerance.h) */
+    double output_max, conv_max, state_max;
     /* provenance (root attributes) */
     char *generator;
     char *generator_version;

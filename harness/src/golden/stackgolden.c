@@ -1,6 +1,7 @@
 /* stackgolden.c — see stackgolden.h. Reads through h5read.h; the checksum is golden.h's digest. */
 #include "golden/stackgolden.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,8 +345,14 @@ enum mc_err_code mc_stack_golden_load(const char *path, struct mc_stack_golden *
         else if (read_header(&r, g) == MC_ERR_NONE &&
                  mc_h5_group_check_links(&r, "/", ROOT_LINKS, COUNT(ROOT_LINKS), LAYOUT_MSG) == MC_ERR_NONE &&
                  read_weights(&r, g) == MC_ERR_NONE && read_inputs(&r, g) == MC_ERR_NONE &&
-                 read_expected(&r, g) == MC_ERR_NONE)
-            verify_checksum(&r, g);
+                 read_expected(&r, g) == MC_ERR_NONE && verify_checksum(&r, g) == MC_ERR_NONE) {
+            g->logits_max = fmax(mc_array_max_abs(&g->logits), mc_array_max_abs(&g->greedy_logits));
+            g->hidden_max = mc_array_max_abs(&g->hidden);
+            for (int64_t l = 0; l < g->config.n_layers; l++) {
+                g->conv_max = fmax(g->conv_max, mc_array_max_abs(&g->layers[l].conv_state));
+                g->state_max = fmax(g->state_max, mc_array_max_abs(&g->layers[l].recurrent_state));
+            }
+        }
     }
     mc_h5_close(&r);
     if (r.err.code != MC_ERR_NONE) {

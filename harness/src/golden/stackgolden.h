@@ -47,6 +47,10 @@ struct mc_stack_golden {
     int64_t greedy_steps;         /* G */
     int64_t *greedy_tokens;       /* [B][G] */
     struct mc_array greedy_logits; /* [B][G][V] */
+    /* each compared tensor's magnitude over the golden, what an atol_scale is in units of
+     * (case/tolerance.h): the prompt's and the greedy steps' logits, the residual stream at every level,
+     * every layer's conv windows and states */
+    double logits_max, hidden_max, conv_max, state_max;
     char content_sha256[MC_SHA256_HEX_LEN + 1];
 };
 

@@ -148,8 +148,7 @@ enum mc_err_code mc_session_open(struct mc_session *s, const struct mc_scenario_
             return rc;
     }
     /* each tensor's magnitude over the golden, what an atol_scale is in units of (case/tolerance.h) */
-    double out = mc_array_max_abs(&ctx->g->output), conv = mc_array_max_abs(&ctx->g->conv_state),
-           state = mc_array_max_abs(&ctx->g->recurrent_state);
+    double out = ctx->g->output_max, conv = ctx->g->conv_max, state = ctx->g->state_max;
     s->tol[MC_TENSOR_OUTPUT].magnitude = s->tol[MC_TENSOR_REF_OUTPUT].magnitude = out;
     s->tol[MC_TENSOR_CONSISTENCY].magnitude = out;
     s->tol[MC_TENSOR_CONV_STATE].magnitude = s->tol[MC_TENSOR_REF_CONV_STATE].magnitude = conv;

@@ -1615,17 +1615,11 @@ enum mc_err_code mc_stack_check_validate(const struct mc_case *c, const struct m
  * hidden states and ref_hidden_states: the residual stream at every level; the caches: every layer's. */
 static void tensor_magnitudes(const struct mc_stack_golden *g, struct mc_tolerance tol[MC_TENSOR_COUNT])
 {
-    double logits = fmax(mc_array_max_abs(&g->logits), mc_array_max_abs(&g->greedy_logits));
-    double hidden = mc_array_max_abs(&g->hidden), conv = 0.0, state = 0.0;
-    for (int64_t l = 0; l < g->config.n_layers; l++) {
-        conv = fmax(conv, mc_array_max_abs(&g->layers[l].conv_state));
-        state = fmax(state, mc_array_max_abs(&g->layers[l].recurrent_state));
-    }
-    tol[MC_TENSOR_LOGITS].magnitude = tol[MC_TENSOR_REF_LOGITS].magnitude = logits;
-    tol[MC_TENSOR_CONSISTENCY].magnitude = logits;
-    tol[MC_TENSOR_HIDDEN_STATES].magnitude = tol[MC_TENSOR_REF_HIDDEN_STATES].magnitude = hidden;
-    tol[MC_TENSOR_CONV_STATE].magnitude = conv;
-    tol[MC_TENSOR_RECURRENT_STATE].magnitude = state;
+    tol[MC_TENSOR_LOGITS].magnitude = tol[MC_TENSOR_REF_LOGITS].magnitude = g->logits_max;
+    tol[MC_TENSOR_CONSISTENCY].magnitude = g->logits_max;
+    tol[MC_TENSOR_HIDDEN_STATES].magnitude = tol[MC_TENSOR_REF_HIDDEN_STATES].magnitude = g->hidden_max;
+    tol[MC_TENSOR_CONV_STATE].magnitude = g->conv_max;
+    tol[MC_TENSOR_RECURRENT_STATE].magnitude = g->state_max;
 }
 
 enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_check_result *res, struct mc_error *err)

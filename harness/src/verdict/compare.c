@@ -178,8 +178,10 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
     int64_t len_tokens = v->token_axis >= 0 ? v->dims[v->token_axis] : 1;
     if (n > 0)
         profile_fit(&s->profile, v->token_offset + len_tokens - 1);
-    double M = 0.0;
-    for (int64_t i = 0; i < n; i++) {
+    /* M (case/tolerance.h): the array's own largest compared |b| is needed before the comparison only when
+     * the tolerance scales with it; otherwise it is gathered on the way, for the stats */
+    double M = tol.magnitude, seen = 0.0;
+    for (int64_t i = 0; tol.atol_scale > 0.0 && i < n; i++) {
         int64_t token, batch, local_token;
         element_position(v, i, &token, &batch, &local_token);
         if (v->valid != NULL && v->token_axis >= 0 && !v->valid[(batch - v->batch_offset) * len_tokens + local_token])
@@ -187,10 +189,6 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
         if (isfinite(expected[i]) && fabs(expected[i]) > M)
             M = fabs(expected[i]);
     }
-    if (tol.magnitude > M)
-        M = tol.magnitude;
-    if (M > s->max_abs_expected)
-        s->max_abs_expected = M;
     tol.atol = mc_tolerance_atol_at(tol, M);
     if (tol.atol > s->atol_applied)
         s->atol_applied = tol.atol;
@@ -208,6 +206,8 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
             continue;
         }
         s->n_elems++;
+        if (isfinite(b) && fabs(b) > seen)
+            seen = fabs(b);
         if (isnan(a))
             s->n_nan++;
         if (!isfinite(a) || !isfinite(b)) {
@@ -237,6 +237,10 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
         s->sum_bb += b * b;
         s->sum_err2 += (a - b) * (a - b);
     }
+    if (seen > M)
+        M = seen;
+    if (M > s->max_abs_expected)
+        s->max_abs_expected = M;
 }
 
 void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compare_stats *from)
