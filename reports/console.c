@@ -171,22 +171,12 @@ void mc_report_console_baseline(const struct mc_console *con, const struct mc_ru
 
 void mc_report_console_diagnosis(const struct mc_console *con, const struct mc_diagnosis *d)
 {
-    if (d->n == 0) {
-        fprintf(con->out, "%sDIAG%s  %-24s %-10s no known bug class matches these failures\n", paint(con, C_YELLOW),
-                paint(con, C_RESET), d->case_id, d->backend);
-        return;
-    }
-    char line[1024];
-    mc_diag_format_best(d->top, d->n, line, sizeof line);
+    char line[2048], also[1024];
+    mc_diag_line(d, line, sizeof line, also, sizeof also);
     fprintf(con->out, "%sDIAG%s  %-24s %-10s %s\n", paint(con, C_YELLOW), paint(con, C_RESET), d->case_id, d->backend,
             line);
-    int from = mc_diag_named_in_line(d->top, d->n);
-    if (d->n > from) {
-        fprintf(con->out, "      also possible:");
-        for (int k = from; k < d->n; k++)
-            fprintf(con->out, "%s %s (%s)", k > from ? ";" : "", d->top[k].sig->title, d->top[k].sig->id);
-        fputc('\n', con->out);
-    }
+    if (also[0])
+        fprintf(con->out, "      %s\n", also);
 }
 
 /* Over the run: per backend with a diagnosis, the classes its cases point to together. */
@@ -195,22 +185,15 @@ static void console_diagnosis_summary(const struct mc_console *con, const struct
     for (int i = 0; i < rep->n_diagnoses; i++) {
         if (!mc_diagnose_backend_first(rep->diagnoses, i))
             continue;
-        struct mc_diag_match top[MC_DIAG_TOP];
+        char line[2048], also[1024];
         int cases = 0, first = 0;
-        int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, top, &cases, &first);
-        if (n == 0)
+        if (!mc_diag_summary_line(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, line, sizeof line, also,
+                                  sizeof also, &cases, &first))
             continue;
-        char line[1024];
-        mc_diag_format_summary(top, n, cases, first, line, sizeof line);
         fprintf(con->out, "\ndiagnosis of %s over %d diagnosed case(s) (first in %d): %s\n", rep->diagnoses[i].backend,
                 cases, first, line);
-        int from = 2 * first > cases ? 1 : n > 1 ? 2 : 1;
-        if (n > from) {
-            fprintf(con->out, "  also possible:");
-            for (int k = from; k < n; k++)
-                fprintf(con->out, "%s %s (%s)", k > from ? ";" : "", top[k].sig->title, top[k].sig->id);
-            fputc('\n', con->out);
-        }
+        if (also[0])
+            fprintf(con->out, "  %s\n", also);
     }
 }
 

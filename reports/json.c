@@ -317,7 +317,25 @@ static void write_match(struct mc_writer *w, const struct mc_diag_match *m, int 
     fputc('}', w->f);
 }
 
-/* "diagnoses": the likely bug classes per (case, backend) with a failing check, best first, and
+static const char *verdict_name(enum mc_diag_verdict v)
+{
+    switch (v) {
+    case MC_DIAG_LIKELY:
+        return "likely";
+    case MC_DIAG_POSSIBLY:
+        return "possibly";
+    case MC_DIAG_NO_CLASS:
+        return "no class";
+    case MC_DIAG_ERRORS:
+        return "errors";
+    case MC_DIAG_PRECISION:
+        return "precision";
+    }
+    return "?";
+}
+
+/* "diagnoses": per (case, backend) with a failing or errored check, the verdict (likely / possibly / no
+ * class / errors / precision), its line, the facts, the experiments, and the classes that fit, best first;
  * "diagnosis_summary": per backend over the run (diagnose.h). */
 static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep)
 {
@@ -328,9 +346,14 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
         kv_str(w, "case", d->case_id, 0);
         kv_str(w, "backend", d->backend, 1);
         kv_str(w, "family", mc_family_name(d->family), 1);
-        char line[1024];
-        mc_diag_format_best(d->top, d->n, line, sizeof line);
-        kv_str(w, "message", line[0] ? line : "no known bug class matches these failures", 1);
+        char line[2048], also[1024];
+        mc_diag_line(d, line, sizeof line, also, sizeof also);
+        kv_str(w, "verdict", verdict_name(d->verdict), 1);
+        kv_str(w, "message", line, 1);
+        kv_str(w, "facts", d->facts, 1);
+        kv_str(w, "experiments", d->experiments, 1);
+        if (d->verdict == MC_DIAG_PRECISION)
+            kv_str(w, "precision", d->precision, 1);
         fputs(", \"likely\": [", w->f);
         for (int k = 0; k < d->n; k++)
             write_match(w, &d->top[k], k);
@@ -342,17 +365,29 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
     for (int i = 0; i < rep->n_diagnoses; i++) {
         if (!mc_diagnose_backend_first(rep->diagnoses, i))
             continue;
+        const char *backend = rep->diagnoses[i].backend;
         struct mc_diag_match top[MC_DIAG_TOP];
-        int cases = 0, first = 0;
-        int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, top, &cases, &first);
+        int cases = 0, first = 0, named = 0, likely_first = 0;
+        char line[2048], also[1024];
+        mc_diag_summary_line(rep->diagnoses, rep->n_diagnoses, backend, line, sizeof line, also, sizeof also, &cases,
+                             &first);
+        int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, backend, top, &named, &likely_first);
+        const char *verdict = "possibly";
+        if (strncmp(line, "errors", 6) == 0)
+            verdict = "errors", n = 0;
+        else if (strncmp(line, "computes in", 11) == 0)
+            verdict = "precision", n = 0;
+        else if (strncmp(line, "no class", 8) == 0)
+            verdict = "no class";
+        else if (strncmp(line, "likely", 6) == 0)
+            verdict = "likely";
         fputs(any ? ",\n    {" : "\n    {", w->f);
         any = 1;
-        kv_str(w, "backend", rep->diagnoses[i].backend, 0);
+        kv_str(w, "backend", backend, 0);
         kv_int(w, "cases", cases);
         kv_int(w, "cases_naming_first", first);
-        char line[1024];
-        mc_diag_format_summary(top, n, cases, first, line, sizeof line);
-        kv_str(w, "message", line[0] ? line : "no known bug class matches these failures", 1);
+        kv_str(w, "verdict", verdict, 1);
+        kv_str(w, "message", line, 1);
         fputs(", \"likely\": [", w->f);
         for (int k = 0; k < n; k++)
             write_match(w, &top[k], k);

@@ -87,29 +87,9 @@ const struct mc_diagnosis *mc_rank_diagnosis_of(const struct mc_run_report *rep,
     return NULL;
 }
 
-/* "also possible: A (id); B (id)" for the classes top[from..n) */
-static void also_text(const struct mc_diag_match *top, int n, int from, char *also, size_t len)
-{
-    size_t used = 0;
-    also[0] = '\0';
-    for (int k = from; k < n && used < len; k++) {
-        int w = snprintf(also + used, len - used, "%s %s (%s)", k > from ? ";" : "also possible:", top[k].sig->title,
-                         top[k].sig->id);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-}
-
 void mc_rank_diagnosis_text(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len)
 {
-    also[0] = '\0';
-    if (d->n == 0) {
-        snprintf(line, len, "no known bug class matches these failures");
-        return;
-    }
-    mc_diag_format_best(d->top, d->n, line, len);
-    also_text(d->top, d->n, mc_diag_named_in_line(d->top, d->n), also, also_len);
+    mc_diag_line(d, line, len, also, also_len);
 }
 
 int mc_rank_diagnosis_summary_text(const struct mc_run_report *rep, int i, char *line, size_t len, char *also,
@@ -117,15 +97,11 @@ int mc_rank_diagnosis_summary_text(const struct mc_run_report *rep, int i, char 
 {
     if (!mc_diagnose_backend_first(rep->diagnoses, i))
         return 0;
-    struct mc_diag_match top[MC_DIAG_TOP];
+    char what[2048];
     int cases = 0, first = 0;
-    int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, top, &cases, &first);
-    if (n == 0)
+    if (!mc_diag_summary_line(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, what, sizeof what, also,
+                              also_len, &cases, &first))
         return 0;
-    char what[1024];
-    mc_diag_format_summary(top, n, cases, first, what, sizeof what);
     snprintf(line, len, "over %d diagnosed case(s) (first in %d): %s", cases, first, what);
-    /* as the console: the line names one class when most cases name it first, else two */
-    also_text(top, n, 2 * first > cases ? 1 : n > 1 ? 2 : 1, also, also_len);
     return 1;
 }

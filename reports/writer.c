@@ -56,6 +56,38 @@ void mc_writer_abort(struct mc_writer *w)
     memset(w, 0, sizeof *w);
 }
 
+/* The length of the well-formed UTF-8 sequence at p (1 for ASCII), or 0 when the bytes there are not
+ * one (a string cut inside a character, or a backend's message in another encoding): the writers put
+ * U+FFFD there, so a report is always valid UTF-8. */
+static int utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    int n = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && p[0] < 0xC2) || (n == 4 && p[0] > 0xF4))
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((n == 3 && p[0] == 0xE0 && p[1] < 0xA0) || (n == 3 && p[0] == 0xED && p[1] >= 0xA0) ||
+        (n == 4 && p[0] == 0xF0 && p[1] < 0x90) || (n == 4 && p[0] == 0xF4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* Writes the character at *p (a whole UTF-8 sequence, or U+FFFD for a malformed byte) and advances *p
+ * to its last byte. */
+static void put_char(struct mc_writer *w, const unsigned char **p)
+{
+    int n = utf8_len(*p);
+    if (n == 0) {
+        fputs("\xef\xbf\xbd", w->f);
+        return;
+    }
+    fwrite(*p, 1, (size_t)n, w->f);
+    *p += n - 1;
+}
+
 void mc_writer_json_string(struct mc_writer *w, const char *s)
 {
     fputc('"', w->f);
@@ -80,7 +112,7 @@ void mc_writer_json_string(struct mc_writer *w, const char *s)
             if (*p < 0x20)
                 fprintf(w->f, "\\u%04x", *p);
             else
-                fputc(*p, w->f);
+                put_char(w, &p);
         }
     }
     fputc('"', w->f);
@@ -117,7 +149,7 @@ void mc_writer_xml_text(struct mc_writer *w, const char *s)
             if (*p < 0x20 && *p != '\n' && *p != '\t')
                 fputc('?', w->f); /* not representable in XML 1.0 */
             else
-                fputc(*p, w->f);
+                put_char(w, &p);
         }
     }
 }

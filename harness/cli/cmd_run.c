@@ -72,6 +72,7 @@ static void usage(FILE *out)
             "                  Under Bazel, TEST_TOTAL_SHARDS/TEST_SHARD_INDEX give it, TEST_SHARD_STATUS_FILE\n"
             "                  is touched and the JUnit report goes to XML_OUTPUT_FILE (unless --junit)\n"
             "  --no-isolate    run checks inside the mixcheck process (for debuggers; a crash ends the run)\n"
+            "  --no-experiments  the diagnosis of a failing backend runs no experiments on it (docs/diagnosis.md §6.5)\n"
             "  --allow-unsupported\n"
             "                  a backend under test (a --plugin's or --python-backend's, the one --backend\n"
             "                  names) none of whose checks ran (all unsupported or not scheduled) is not an\n"
@@ -146,6 +147,7 @@ enum {
     OPT_THREADS,
     OPT_TIMEOUT,
     OPT_NO_ISOLATE,
+    OPT_NO_EXPERIMENTS,
     OPT_TOLERANCE,
     OPT_DEVICE_PROFILE,
     OPT_BASELINE,
@@ -272,6 +274,7 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
         {"jobs", required_argument, NULL, 'j'},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+        {"no-experiments", no_argument, NULL, OPT_NO_EXPERIMENTS},
         {"tolerance", required_argument, NULL, OPT_TOLERANCE},
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
         {"baseline", required_argument, NULL, OPT_BASELINE},
@@ -423,6 +426,9 @@ static int parse_args(int argc, char **argv, struct run_cli *cli)
             break;
         case OPT_NO_ISOLATE:
             o->isolate = 0;
+            break;
+        case OPT_NO_EXPERIMENTS:
+            o->no_experiments = 1;
             break;
         case OPT_LONG:
             o->long_cases = 1;

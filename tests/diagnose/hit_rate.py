@@ -18,6 +18,9 @@ import sys
 import tempfile
 
 MIN_RATE = 0.90
+# calibration (docs/diagnosis.md §6.1): of the per-case lines that say "likely", at least this share must
+# name the mutant's own class
+MIN_LIKELY_RIGHT = 0.90
 
 # The mutants and controls are discovered from the plugins (`mixcheck list --plugin P`), so a mutant added
 # to either library is measured without editing this file. A backend of the mutant library runs on every
@@ -94,6 +97,7 @@ def main():
     markdown = "--markdown" in sys.argv
     tmp = tempfile.mkdtemp(prefix="mixcheck-diag-")
     rows, hits, n_mutants, bad_controls = [], 0, 0, []
+    verdicts = {}  # per-case verdict -> [right, total]
     for key, backend, label, paths, dtype, is_mutant in plan(mixcheck, plugins):
         rc, rep = run(mixcheck, plugins[key], backend, paths, dtype, os.path.join(tmp, "r.json"))
         diags = [d for d in rep.get("diagnoses", []) if d["backend"] == backend]
@@ -110,6 +114,10 @@ def main():
         first = summ[0]["likely"][0]["class"] if summ and summ[0]["likely"] else "-"
         others = ", ".join(x["class"] for x in summ[0]["likely"][1:]) if summ else ""
         per_case = sum(1 for d in diags if d["likely"] and names(d["likely"][0]["class"], cls))
+        for d in diags:
+            v = verdicts.setdefault(d.get("verdict", "?"), [0, 0])
+            v[0] += bool(d["likely"]) and names(d["likely"][0]["class"], cls)
+            v[1] += 1
         hit = rc == 1 and names(first, cls)
         hits += hit
         rows.append((backend, label, cls, first, others, "%d/%d" % (per_case, len(diags)), "yes" if hit else "NO"))
@@ -126,8 +134,13 @@ def main():
     rate = hits / n_mutants if n_mutants else 0.0
     print("\nhit rate: %d of %d mutants named first by their own class (%.0f %%); controls diagnosed: %s"
           % (hits, n_mutants, 100 * rate, ", ".join(bad_controls) or "none"))
+    print("per-case lines by verdict (right = the first class named is the mutant's own): " +
+          "; ".join("%s %d of %d right" % (k, v[0], v[1]) for k, v in sorted(verdicts.items())))
+    lk = verdicts.get("likely", [0, 0])
+    likely_right = lk[0] / lk[1] if lk[1] else 1.0
+    print("likely lines right: %.0f %% (at least %.0f %% required)" % (100 * likely_right, 100 * MIN_LIKELY_RIGHT))
     subprocess.run(["rm", "-rf", tmp])
-    if n_mutants == 0 or rate < MIN_RATE or bad_controls:
+    if n_mutants == 0 or rate < MIN_RATE or bad_controls or likely_right < MIN_LIKELY_RIGHT:
         sys.exit(1)
 
 

@@ -119,6 +119,14 @@ static enum mc_backend_status mut_cache_import(struct mc_model *m, struct mc_cac
         memcpy(c->state, state, (size_t)(c->batch * m->state_elems) * sizeof *c->state);
     c->primed = 1;
     c->pos = INT64_MAX / 4; /* an imported cache has a full history */
+    /* attention: cache_position after a load is the KV length, as an HF port takes it from
+     * get_seq_length() (the window's one element per row is the cached-position count) */
+    if (m->fam->family == MC_FAMILY_ATTENTION) {
+        c->pos = 0;
+        for (int64_t b = 0; b < c->batch; b++)
+            if ((int64_t)c->window[b * m->win_elems] > c->pos)
+                c->pos = (int64_t)c->window[b * m->win_elems];
+    }
     return MC_BACKEND_OK;
 }
 

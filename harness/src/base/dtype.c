@@ -172,3 +172,13 @@ void mc_dtype_fill_nan(enum mc_dtype dtype, void *buf, size_t n)
         break;
     }
 }
+
+int mc_dtype_exact_bf16(double x)
+{
+    return mc_bf16_to_f64(mc_bf16_from_f64(x)) == x;
+}
+
+int mc_dtype_exact_f16(double x)
+{
+    return mc_f16_to_f64(mc_f16_from_f64(x)) == x;
+}

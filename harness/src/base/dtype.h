@@ -26,5 +26,8 @@ uint16_t mc_f16_from_f64(double x);
 double mc_f16_to_f64(uint16_t h);
 uint16_t mc_bf16_from_f64(double x);
 double mc_bf16_to_f64(uint16_t h);
+/* 1 when the finite value x is exactly a bfloat16 / binary16 value (rounding it there and back keeps it). */
+int mc_dtype_exact_bf16(double x);
+int mc_dtype_exact_f16(double x);
 
 #endif

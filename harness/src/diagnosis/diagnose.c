@@ -1,7 +1,9 @@
 /* diagnose.c — see diagnose.h. A generic matcher: no bug class is named in this file. */
 #include "diagnosis/diagnose.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "verdict/compare.h"
@@ -28,6 +30,11 @@ static struct mc_diag_tensor_fact *tensor_fact(struct mc_diag_scenario_fact *s, 
     return t;
 }
 
+static int tensor_failed(const struct mc_diag_tensor_fact *t)
+{
+    return t->fail_full || t->fail_reduced;
+}
+
 /* The token a scenario's continued forward starts at: its `prefill` where it has one. */
 static int64_t split_of(const struct mc_case *c, enum mc_scenario_kind kind)
 {
@@ -50,11 +57,41 @@ static int64_t split_of(const struct mc_case *c, enum mc_scenario_kind kind)
     return -1;
 }
 
+/* The longest sum of the family's math: the hidden size (projections), the conv channels (the projection
+ * back), the state (its contraction): what float rounding grows with. */
+static int64_t reduction_of(const struct mc_golden *g)
+{
+    if (g == NULL)
+        return 64;
+    struct mc_family_shape sh;
+    mc_family_shape(&g->config, &sh);
+    int64_t n = sh.hidden > sh.conv_channels ? sh.hidden : sh.conv_channels;
+    int64_t st = mc_family_state_elems(&sh);
+    if (st > 0 && sh.state_ndim > 0 && sh.state_dims[sh.state_ndim - 1] > n)
+        n = sh.state_dims[sh.state_ndim - 1];
+    return n > 0 ? n : 64;
+}
+
+static void note_error(struct mc_diag_facts *f, const struct mc_check_result *r)
+{
+    f->n_errored++;
+    for (int i = 0; i < f->n_errors; i++)
+        if (strncmp(f->errors[i].message, r->message, 80) == 0)
+            return;
+    if (f->n_errors == MC_DIAG_MAX_ERRORS)
+        return;
+    struct mc_diag_error *e = &f->errors[f->n_errors++];
+    e->scenario = r->scenario;
+    e->dtype = r->dtype;
+    snprintf(e->message, sizeof e->message, "%s", r->message[0] ? r->message : "errored (no message)");
+}
+
 void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const struct mc_golden *g,
                          const struct mc_check_result *checks, int n, const char *backend)
 {
     memset(f, 0, sizeof *f);
     f->family = c ? c->family : MC_FAMILY_MAMBA2;
+    f->reduction = reduction_of(g);
     for (int k = 0; k < MC_SCENARIO_COUNT; k++)
         f->scen[k].split = split_of(c, (enum mc_scenario_kind)k);
     if (g != NULL && g->mask != NULL)
@@ -69,15 +106,23 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
         if (r->status == MC_CHECK_UNSUPPORTED || r->status == MC_CHECK_SKIPPED)
             continue;
         f->family = r->family;
+        /* errors are not numbers: a check that errored, crashed or ran out of time is reported as such
+         * and its scenario counts as not run for the numeric signatures */
+        if (r->status == MC_CHECK_ERROR) {
+            note_error(f, r);
+            continue;
+        }
         struct mc_diag_scenario_fact *s = &f->scen[r->scenario];
         const int red = reduced(r->dtype);
-        const int bad = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_ERROR || r->status == MC_CHECK_NONDETERMINISTIC;
+        const int bad = r->status == MC_CHECK_FAIL || r->status == MC_CHECK_NONDETERMINISTIC;
+        f->ran_dtypes |= MC_DTYPE_BIT(r->dtype);
         if (red)
             s->ran_reduced = 1;
         else
             s->ran_full = 1;
         if (bad) {
             f->any_failed = 1;
+            f->failed_dtypes |= MC_DTYPE_BIT(r->dtype);
             if (red)
                 s->failed_reduced = 1;
             else
@@ -85,7 +130,6 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
             if (s->first_run[0] == '\0')
                 snprintf(s->first_run, sizeof s->first_run, "%s", r->detail);
         }
-        s->errored |= r->status == MC_CHECK_ERROR;
         s->nondeterministic |= r->status == MC_CHECK_NONDETERMINISTIC;
         /* The first failing stage of the scenario's first probed failing check (stage probes,
          * docs/scenarios.md §1.3/§3.6): what MC_DC_STAGE conditions read; "" (unknown) without probes. */
@@ -96,11 +140,13 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
             struct mc_diag_tensor_fact *t = tensor_fact(s, tr->name);
             if (t == NULL || mc_compare_passed(&tr->stats))
                 continue;
+            const struct mc_compare_stats *st = &tr->stats;
+            if (!tensor_failed(t))
+                t->cosine = 2.0;
             if (red)
                 t->fail_reduced = 1;
             else
                 t->fail_full = 1;
-            const struct mc_compare_stats *st = &tr->stats;
             if (st->first_fail_token >= 0 && (t->first_fail_token < 0 || st->first_fail_token < t->first_fail_token)) {
                 t->first_fail_token = st->first_fail_token;
                 t->first_fail_batch = st->first_fail_batch;
@@ -111,6 +157,18 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
                 t->nmse = nm;
             if (nm != nm || st->n_nonfinite > 0)
                 t->nmse = 1e300;
+            double mag = st->max_abs_expected > 0.0 ? st->max_abs_expected : 1.0;
+            double rel = st->n_nonfinite > 0 ? 1e300 : st->max_abs_err / mag;
+            if (rel > t->rel_err)
+                t->rel_err = rel;
+            double cs = mc_compare_cosine(st);
+            if (cs == cs && cs < t->cosine)
+                t->cosine = cs;
+            if (!red) {
+                t->full_elems += st->n_elems;
+                t->offgrid_bf16 += st->n_offgrid_bf16;
+                t->offgrid_f16 += st->n_offgrid_f16;
+            }
         }
     }
 }
@@ -135,11 +193,6 @@ static const struct mc_diag_tensor_fact *find_tensor(const struct mc_diag_scenar
     return NULL;
 }
 
-static int tensor_failed(const struct mc_diag_tensor_fact *t)
-{
-    return t->fail_full || t->fail_reduced;
-}
-
 /* One condition on one scenario. */
 static enum mc_diag_truth eval_one(const struct mc_diag_cond *c, const struct mc_diag_facts *f, int k)
 {
@@ -149,7 +202,7 @@ static enum mc_diag_truth eval_one(const struct mc_diag_cond *c, const struct mc
     if (!scen_ran(s))
         return MC_DIAG_UNKNOWN;
     const struct mc_diag_tensor_fact *t = c->tensor ? find_tensor(s, c->tensor) : NULL;
-    if (c->tensor && t == NULL && c->kind != MC_DC_ONLY_REDUCED && c->kind != MC_DC_RUN &&
+    if (c->tensor && t == NULL && c->kind != MC_DC_ONLY_REDUCED && c->kind != MC_DC_RUN && c->kind != MC_DC_ON_GRID &&
         c->kind != MC_DC_RUN_FIRST && c->kind != MC_DC_RUN_LAST && c->kind != MC_DC_STAGE && c->kind != MC_DC_NONDET)
         return MC_DIAG_UNKNOWN;
     const int failed = t ? tensor_failed(t) : scen_failed(s);
@@ -212,10 +265,46 @@ static enum mc_diag_truth eval_one(const struct mc_diag_cond *c, const struct mc
         return strcmp(s->first_stage, c->text) == 0 ? MC_DIAG_TRUE : MC_DIAG_FALSE;
     case MC_DC_NONDET:
         return s->nondeterministic ? MC_DIAG_TRUE : MC_DIAG_FALSE;
+    case MC_DC_ON_GRID: {
+        /* at least a few dozen values, none of them off the grid: the port rounded the tensor there; no
+         * tensor: either cache tensor; "half": bf16 or f16 */
+        const char *names[2] = {c->tensor, NULL};
+        if (c->tensor == NULL)
+            names[0] = "conv_state", names[1] = "recurrent_state";
+        enum mc_diag_truth r = MC_DIAG_UNKNOWN;
+        for (int i = 0; i < 2 && names[i]; i++) {
+            const struct mc_diag_tensor_fact *x = find_tensor(s, names[i]);
+            if (x == NULL || !x->fail_full || x->full_elems < 32)
+                continue;
+            int on = strcmp(c->text, "f16") == 0    ? x->offgrid_f16 == 0
+                     : strcmp(c->text, "bf16") == 0 ? x->offgrid_bf16 == 0
+                                                    : x->offgrid_f16 == 0 || x->offgrid_bf16 == 0;
+            if (on)
+                return MC_DIAG_TRUE;
+            r = MC_DIAG_FALSE;
+        }
+        return r;
+    }
     case MC_DC_PADDED_GOLDEN:
+    case MC_DC_EXPERIMENT:
+    case MC_DC_EXP_REFUTED:
+    case MC_DC_EXP_RATIO_BELOW:
         break;
     }
     return MC_DIAG_UNKNOWN;
+}
+
+/* A condition on an experiment's outcome. */
+static enum mc_diag_truth eval_experiment(const struct mc_diag_cond *c, const struct mc_diag_facts *f)
+{
+    int k = (int)c->value;
+    if (k < 0 || k >= MC_EXP_COUNT || f->exp[k].verdict == MC_EXP_NOT_RUN)
+        return MC_DIAG_UNKNOWN;
+    if (c->kind == MC_DC_EXP_RATIO_BELOW)
+        return f->exp[k].ratio > 0.0 && f->exp[k].ratio < atof(c->text) ? MC_DIAG_TRUE : MC_DIAG_FALSE;
+    if (c->kind == MC_DC_EXP_REFUTED)
+        return f->exp[k].verdict == MC_EXP_REFUTED ? MC_DIAG_TRUE : MC_DIAG_FALSE;
+    return f->exp[k].verdict == MC_EXP_HOLDS ? MC_DIAG_TRUE : MC_DIAG_FALSE;
 }
 
 enum mc_diag_truth mc_diag_eval(const struct mc_diag_cond *c, const struct mc_diag_facts *f)
@@ -224,6 +313,8 @@ enum mc_diag_truth mc_diag_eval(const struct mc_diag_cond *c, const struct mc_di
         return MC_DIAG_UNKNOWN;
     if (c->kind == MC_DC_PADDED_GOLDEN)
         return f->padded_rows ? MC_DIAG_TRUE : MC_DIAG_FALSE;
+    if (c->kind == MC_DC_EXPERIMENT || c->kind == MC_DC_EXP_REFUTED || c->kind == MC_DC_EXP_RATIO_BELOW)
+        return eval_experiment(c, f);
     if (c->scenario_name != NULL) {
         enum mc_scenario_kind k;
         return mc_scenario_from_name(c->scenario_name, &k) == 0 ? eval_one(c, f, k) : MC_DIAG_UNKNOWN;
@@ -317,6 +408,24 @@ static void phrase(const struct mc_diag_cond *c, const struct mc_diag_facts *f, 
         snprintf(subj, ns, "the golden");
         p1 = pn = "has padded rows";
         break;
+    case MC_DC_ON_GRID:
+        if (c->tensor == NULL)
+            snprintf(subj, ns, "%s cache", scen);
+        snprintf(buf1, sizeof buf1, "holds only %s values at f32/f64 (the port rounded it)",
+                 strcmp(c->text, "half") == 0 ? "bf16 or f16" : c->text);
+        snprintf(bufn, sizeof bufn, "hold only %s values at f32/f64 (the port rounded them)",
+                 strcmp(c->text, "half") == 0 ? "bf16 or f16" : c->text);
+        p1 = buf1, pn = bufn;
+        break;
+    case MC_DC_EXPERIMENT:
+    case MC_DC_EXP_REFUTED:
+    case MC_DC_EXP_RATIO_BELOW: {
+        int k = (int)c->value;
+        snprintf(subj, ns, "experiment %s", mc_experiment_name((enum mc_experiment_kind)k));
+        snprintf(buf1, sizeof buf1, "%s", k >= 0 && k < MC_EXP_COUNT ? f->exp[k].text : "?");
+        p1 = pn = buf1;
+        break;
+    }
     }
     snprintf(pred1, np, "%s", p1);
     snprintf(predn, np, "%s", pn);
@@ -366,6 +475,11 @@ static void evidence(const struct mc_signature *sig, const enum mc_diag_truth *t
             continue;
         done[i] = 1;
         append(buf, len, &used, used ? "; " : "");
+        if (c->kind == MC_DC_EXPERIMENT || c->kind == MC_DC_EXP_REFUTED || c->kind == MC_DC_EXP_RATIO_BELOW) {
+            int k = (int)c->value;
+            append(buf, len, &used, k >= 0 && k < MC_EXP_COUNT ? f->exp[k].text : "?");
+            continue;
+        }
         if (c->say) {
             append(buf, len, &used, c->say);
             continue;
@@ -396,6 +510,155 @@ static void evidence(const struct mc_signature *sig, const enum mc_diag_truth *t
     }
 }
 
+/* ---- what the facts establish ------------------------------------------------------------------------- */
+
+/* The failing scenarios, tensors, first token against the split, error scale and dtypes, in words. */
+static void facts_text(const struct mc_diag_facts *f, char *buf, size_t len)
+{
+    size_t used = 0;
+    char tmp[256];
+    buf[0] = '\0';
+    double worst_nmse = 0.0, worst_rel = 0.0;
+    int named = 0;
+    for (int k = 0; k < MC_SCENARIO_COUNT; k++) {
+        const struct mc_diag_scenario_fact *s = &f->scen[k];
+        if (!s->failed_full && !s->failed_reduced)
+            continue;
+        size_t w = (size_t)snprintf(tmp, sizeof tmp, "%s%s", named ? "; " : "", mc_scenario_name((enum mc_scenario_kind)k));
+        int nt = 0;
+        for (int i = 0; i < s->n_tensors && w < sizeof tmp; i++) {
+            const struct mc_diag_tensor_fact *t = &s->tensors[i];
+            if (!tensor_failed(t))
+                continue;
+            w += (size_t)snprintf(tmp + w, sizeof tmp - w, "%s%s", nt++ ? ", " : " (", t->name);
+            if (t->first_fail_token >= 0 && w < sizeof tmp)
+                w += (size_t)snprintf(tmp + w, sizeof tmp - w, " from token %lld%s", (long long)t->first_fail_token,
+                                      s->split >= 0 && t->first_fail_token == s->split  ? " = the split"
+                                      : s->split >= 0 && t->first_fail_token > s->split ? " (after the split)"
+                                                                                        : "");
+            if (t->nmse > worst_nmse && t->nmse < 1e300)
+                worst_nmse = t->nmse;
+            if (t->rel_err > worst_rel && t->rel_err < 1e300)
+                worst_rel = t->rel_err;
+        }
+        if (nt && w < sizeof tmp)
+            snprintf(tmp + w, sizeof tmp - w, ")");
+        if (s->first_stage[0] && strlen(tmp) + 40 < sizeof tmp)
+            snprintf(tmp + strlen(tmp), sizeof tmp - strlen(tmp), " first at stage %s", s->first_stage);
+        append(buf, len, &used, tmp);
+        named++;
+    }
+    if (!named)
+        return;
+    char dts[64] = "";
+    size_t dw = 0;
+    for (int d = MC_DTYPE_F64; d <= MC_DTYPE_BF16 && dw < sizeof dts; d++)
+        if (f->failed_dtypes & MC_DTYPE_BIT(d))
+            dw += (size_t)snprintf(dts + dw, sizeof dts - dw, "%s%s", dw ? "/" : "", mc_dtype_name((enum mc_dtype)d));
+    snprintf(tmp, sizeof tmp, " — fails at %s; worst nmse %.2g, worst error %.2g of the tensor's magnitude", dts,
+             worst_nmse, worst_rel);
+    append(buf, len, &used, tmp);
+}
+
+static void experiments_text(const struct mc_diag_facts *f, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < MC_EXP_COUNT; k++)
+        if (f->exp[k].text[0]) {
+            append(buf, len, &used, used ? "; " : "");
+            append(buf, len, &used, mc_experiment_name((enum mc_experiment_kind)k));
+            append(buf, len, &used, ": ");
+            append(buf, len, &used, f->exp[k].text);
+        }
+}
+
+static void errors_text(const struct mc_diag_facts *f, char *buf, size_t len)
+{
+    size_t used = 0;
+    char tmp[320];
+    buf[0] = '\0';
+    snprintf(tmp, sizeof tmp, "%d check(s) errored", f->n_errored);
+    append(buf, len, &used, tmp);
+    for (int i = 0; i < f->n_errors; i++) {
+        snprintf(tmp, sizeof tmp, "%s %s at %s: %s", i ? ";" : " —", mc_scenario_name(f->errors[i].scenario),
+                 mc_dtype_name(f->errors[i].dtype), f->errors[i].message);
+        append(buf, len, &used, tmp);
+    }
+}
+
+/* ---- the precision verdict --------------------------------------------------------------------------------- */
+
+/* How far from a precision's rounding a failure may be and still be "at its rounding level": the error's
+ * scale (max |a - b| over the tensor's magnitude) up to PREC_GROWTH * sqrt(n) unit roundoffs, n the
+ * longest sum (a random-walk accumulation with room for the cancellations of a recurrence), and at
+ * least a quarter of one unit roundoff (a smaller error is not that precision's rounding). */
+#define PREC_GROWTH 8.0
+
+static int at_rounding_of(double rel, double u, int64_t n)
+{
+    return rel <= PREC_GROWTH * sqrt((double)n) * u && rel >= 0.25 * u;
+}
+
+/* Every failing tensor of every failing check at the given precisions (MC_DTYPE_BIT mask) satisfies
+ * at_rounding_of(u), is finite, and no tensor is on a reduced grid (a storage fault, not arithmetic). */
+static int all_at_rounding(const struct mc_diag_facts *f, uint32_t dts, double u)
+{
+    int any = 0;
+    for (int k = 0; k < MC_SCENARIO_COUNT; k++) {
+        const struct mc_diag_scenario_fact *s = &f->scen[k];
+        for (int i = 0; i < s->n_tensors; i++) {
+            const struct mc_diag_tensor_fact *t = &s->tensors[i];
+            if (!tensor_failed(t))
+                continue;
+            if (t->fail_reduced && !(dts & (MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16))))
+                return 0;
+            if (t->nonfinite || !at_rounding_of(t->rel_err, u, f->reduction))
+                return 0;
+            if (t->full_elems >= 32 && (t->offgrid_bf16 == 0 || t->offgrid_f16 == 0))
+                return 0;
+            any = 1;
+        }
+    }
+    (void)dts;
+    return any;
+}
+
+static int prefill_output_fails(const struct mc_diag_facts *f)
+{
+    const struct mc_diag_scenario_fact *s = &f->scen[MC_SCENARIO_PREFILL];
+    const struct mc_diag_tensor_fact *t = find_tensor(s, "output");
+    return t != NULL && tensor_failed(t);
+}
+
+/* "f32" when the failures are at f64 only and at float32's rounding level (confirmed by the f32 reference
+ * where it ran), "bf16/f16" when at f32/f64 only, f16/bf16 checks pass, and the error is at their rounding
+ * level; NULL otherwise. Every path must show it: the fresh prefill's output fails. */
+static const char *precision_of(const struct mc_diag_facts *f, char *why, size_t len)
+{
+    const uint32_t f64 = MC_DTYPE_BIT(MC_DTYPE_F64), f32 = MC_DTYPE_BIT(MC_DTYPE_F32);
+    const uint32_t red = MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16);
+    const struct mc_experiment_outcome *x = &f->exp[MC_EXP_F32_REFERENCE];
+    if (!f->any_failed || f->n_errored || !prefill_output_fails(f))
+        return NULL;
+    if (f->failed_dtypes == f64 && all_at_rounding(f, f64, ldexp(1.0, -24))) {
+        if (x->verdict == MC_EXP_REFUTED)
+            return NULL;
+        snprintf(why, len, "only f64 checks fail, each at float32's rounding level (error up to %.0f·√%lld "
+                           "unit roundoffs of 2^-24)%s%s",
+                 PREC_GROWTH, (long long)f->reduction, x->verdict == MC_EXP_HOLDS ? "; " : "",
+                 x->verdict == MC_EXP_HOLDS ? x->text : "");
+        return "f32";
+    }
+    if ((f->failed_dtypes & ~(f64 | f32)) == 0 && (f->ran_dtypes & red) &&
+        all_at_rounding(f, f64 | f32, ldexp(1.0, -8)) && !all_at_rounding(f, f64 | f32, ldexp(1.0, -24))) {
+        snprintf(why, len, "f32/f64 checks fail at the rounding level of a 16-bit float while the bf16/f16 "
+                           "checks pass their tolerances");
+        return "bf16/f16";
+    }
+    return NULL;
+}
+
 /* ---- matching ---------------------------------------------------------------------------------------- */
 
 static int better(const struct mc_diag_match *a, const struct mc_diag_match *b)
@@ -420,12 +683,37 @@ static void keep(struct mc_diagnosis *out, const struct mc_diag_match *m)
         out->n++;
 }
 
+/* 1 when the first class is not singled out: a runner-up less than one defining observation (weight 3,
+ * signatures.c) behind, under 60 % of its conditions' weight known, or one of its experiment conditions
+ * not run (the experiment that would separate it was not possible here). */
+static int thin(const struct mc_diag_match *top, int n)
+{
+    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total;
+}
+
 int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, int n_sigs, struct mc_diagnosis *out)
 {
     out->n = 0;
     out->family = f->family;
-    if (!f->any_failed)
+    out->verdict = MC_DIAG_NO_CLASS;
+    out->precision[0] = out->facts[0] = out->experiments[0] = out->errors[0] = '\0';
+    if (!f->any_failed && f->n_errored == 0)
         return 0;
+    facts_text(f, out->facts, sizeof out->facts);
+    experiments_text(f, out->experiments, sizeof out->experiments);
+    if (f->n_errored > 0) {
+        out->verdict = MC_DIAG_ERRORS;
+        errors_text(f, out->errors, sizeof out->errors);
+        return 1;
+    }
+    char why[720];
+    const char *p = precision_of(f, why, sizeof why);
+    if (p != NULL) {
+        out->verdict = MC_DIAG_PRECISION;
+        snprintf(out->precision, sizeof out->precision, "%s", p);
+        snprintf(out->errors, sizeof out->errors, "%s", why);
+        return 1;
+    }
     for (int s = 0; s < n_sigs; s++) {
         const struct mc_signature *sig = &sigs[s];
         if (sig->families && !(sig->families & (1u << f->family)))
@@ -456,14 +744,49 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
         evidence(sig, truth, f, m.evidence, sizeof m.evidence);
         keep(out, &m);
     }
+    if (out->n > 0)
+        out->verdict = thin(out->top, out->n) ? MC_DIAG_POSSIBLY : MC_DIAG_LIKELY;
     return 1;
 }
 
+/* The experiments a signature's conditions read (1 per kind). */
+static void wanted_by(const struct mc_signature *sig, int want[MC_EXP_COUNT])
+{
+    for (int i = 0; i < MC_DIAG_MAX_COND && present(&sig->cond[i]); i++) {
+        const struct mc_diag_cond *c = &sig->cond[i];
+        if ((c->kind == MC_DC_EXPERIMENT || c->kind == MC_DC_EXP_REFUTED || c->kind == MC_DC_EXP_RATIO_BELOW) && c->value >= 0 && c->value < MC_EXP_COUNT)
+            want[(int)c->value] = 1;
+    }
+}
+
+void mc_diagnose_experiments(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks,
+                             int n, const char *backend, int out[MC_EXP_COUNT])
+{
+    struct mc_diag_facts f;
+    memset(out, 0, sizeof(int) * MC_EXP_COUNT);
+    mc_diag_facts_build(&f, c, g, checks, n, backend);
+    if (!f.any_failed || f.n_errored)
+        return;
+    /* with every experiment pending (unknown), the classes still named are those an experiment may confirm
+     * or rule out; a signature that requires one is named only once it ran, so ask for every experiment a
+     * family's signatures read when they could apply: the experiments are cheap (a few forwards) */
+    for (int s = 0; s < mc_n_signatures; s++) {
+        const struct mc_signature *sig = &mc_signatures[s];
+        if (sig->families && !(sig->families & (1u << f.family)))
+            continue;
+        wanted_by(sig, out);
+    }
+    /* the precision verdict reads the f32 reference */
+    out[MC_EXP_F32_REFERENCE] = 1;
+}
+
 int mc_diagnose_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks, int n,
-                     const char *backend, struct mc_diagnosis *out)
+                     const char *backend, const struct mc_experiment_outcome *exp, struct mc_diagnosis *out)
 {
     struct mc_diag_facts f;
     mc_diag_facts_build(&f, c, g, checks, n, backend);
+    if (exp != NULL)
+        memcpy(f.exp, exp, sizeof f.exp);
     memset(out, 0, sizeof *out);
     snprintf(out->case_id, sizeof out->case_id, "%s", c ? c->id : "");
     out->backend = backend;
@@ -529,30 +852,23 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
         if (no < MC_DIAG_TOP)
             no++;
     }
-    struct mc_diagnosis sum = {.n = no};
     for (int k = 0; k < no; k++) {
         top[k] = *acc[order[k]].best;
         top[k].score = acc[order[k]].score;
         top[k].known = acc[order[k]].known;
         top[k].total = acc[order[k]].total;
-        sum.top[k] = top[k];
     }
-    for (int i = 0; i < n && sum.n > 0; i++)
-        if (strcmp(d[i].backend, backend) == 0 && d[i].n > 0 && d[i].top[0].sig == sum.top[0].sig)
+    /* first: the cases that name the run's first class first and likely (a "possibly" is not a vote) */
+    for (int i = 0; i < n && no > 0; i++)
+        if (strcmp(d[i].backend, backend) == 0 && d[i].n > 0 && d[i].top[0].sig == top[0].sig &&
+            d[i].verdict == MC_DIAG_LIKELY)
             (*first)++;
-    return sum.n;
+    return no;
 }
 
 void mc_diag_format(const struct mc_diag_match *m, char *buf, size_t len)
 {
     snprintf(buf, len, "likely: %s (%s) \xe2\x80\x94 evidence: %s", m->sig->title, m->sig->id, m->evidence);
-}
-
-/* 1 when the first class is not clearly the answer: a runner-up less than one defining observation
- * (weight 3, signatures.c) behind, or under 60 % of its conditions' weight known. */
-static int thin(const struct mc_diag_match *top, int n)
-{
-    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total;
 }
 
 int mc_diag_named_in_line(const struct mc_diag_match *top, int n)
@@ -594,4 +910,99 @@ void mc_diag_format_summary(const struct mc_diag_match *top, int n, int cases, i
         snprintf(buf, len, "possibly: %s (%s), or %s (%s) \xe2\x80\x94 evidence: %s", top[0].sig->title,
                  top[0].sig->id, top[1].sig->title, top[1].sig->id, top[0].evidence);
     }
+}
+
+/* "also possible: A (id); B (id)" for the classes top[from..n) */
+static void also_text(const struct mc_diag_match *top, int n, int from, char *also, size_t len)
+{
+    size_t used = 0;
+    also[0] = '\0';
+    for (int k = from; k < n && used < len; k++) {
+        int w = snprintf(also + used, len - used, "%s %s (%s)", k > from ? ";" : "also possible:", top[k].sig->title,
+                         top[k].sig->id);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* Appends " — experiments: ..." to a line when experiments ran. */
+static void with_experiments(const struct mc_diagnosis *d, char *line, size_t len)
+{
+    size_t u = strlen(line);
+    if (d->experiments[0] && u < len)
+        snprintf(line + u, len - u, "; experiments: %s", d->experiments);
+}
+
+void mc_diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len)
+{
+    also[0] = '\0';
+    switch (d->verdict) {
+    case MC_DIAG_ERRORS:
+        snprintf(line, len, "errors, not numbers: %s (errors are never matched against numeric bug classes)%s%s",
+                 d->errors, d->facts[0] ? "; the numeric failures besides: " : "", d->facts);
+        return;
+    case MC_DIAG_PRECISION:
+        snprintf(line, len, "computes in %s inside \xe2\x80\x94 rounding, not structure: %s; facts: %s", d->precision,
+                 d->errors, d->facts);
+        return;
+    case MC_DIAG_NO_CLASS:
+        snprintf(line, len, "no class fits \xe2\x80\x94 facts: %s", d->facts);
+        with_experiments(d, line, len);
+        return;
+    case MC_DIAG_LIKELY:
+    case MC_DIAG_POSSIBLY:
+        break;
+    }
+    mc_diag_format_best(d->top, d->n, line, len);
+    also_text(d->top, d->n, mc_diag_named_in_line(d->top, d->n), also, also_len);
+}
+
+int mc_diag_summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len,
+                         char *also, size_t also_len, int *cases, int *first)
+{
+    int diagnosed = 0, errored = 0, precision = 0, noclass = 0;
+    const struct mc_diagnosis *err_case = NULL, *prec_case = NULL, *none_case = NULL;
+    line[0] = also[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (strcmp(d[i].backend, backend) != 0)
+            continue;
+        diagnosed++;
+        if (d[i].verdict == MC_DIAG_ERRORS && errored++ == 0)
+            err_case = &d[i];
+        if (d[i].verdict == MC_DIAG_PRECISION && precision++ == 0)
+            prec_case = &d[i];
+        if (d[i].verdict == MC_DIAG_NO_CLASS && noclass++ == 0)
+            none_case = &d[i];
+    }
+    *cases = diagnosed;
+    *first = 0;
+    if (diagnosed == 0)
+        return 0;
+    if (errored) {
+        *first = errored;
+        snprintf(line, len, "errors, not numbers: %d of %d diagnosed case(s) errored; in %s: %s", errored, diagnosed,
+                 err_case->case_id, err_case->errors);
+        return 1;
+    }
+    if (precision == diagnosed) {
+        *first = precision;
+        snprintf(line, len, "computes in %s inside \xe2\x80\x94 rounding, not structure, in every diagnosed case; in %s: %s",
+                 prec_case->precision, prec_case->case_id, prec_case->errors);
+        return 1;
+    }
+    struct mc_diag_match top[MC_DIAG_TOP];
+    int named_cases = 0, likely_first = 0;
+    int nt = mc_diagnose_summary(d, n, backend, top, &named_cases, &likely_first);
+    if (nt == 0) {
+        const struct mc_diagnosis *x = none_case ? none_case : prec_case;
+        snprintf(line, len, "no class fits in any of %d diagnosed case(s) \xe2\x80\x94 facts of %s: %s", diagnosed,
+                 x ? x->case_id : "?", x ? x->facts : "");
+        return 1;
+    }
+    /* likely only when more than half of the diagnosed cases (not just those naming a class) name it likely */
+    *first = likely_first;
+    mc_diag_format_summary(top, nt, diagnosed, likely_first, line, len);
+    also_text(top, nt, 2 * likely_first > diagnosed ? 1 : nt > 1 ? 2 : 1, also, also_len);
+    return 1;
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "case/case.h"
+#include "experiment/experiment.h"
 #include "golden/golden.h"
 #include "verdict/check.h"
 
@@ -38,6 +39,10 @@ struct mc_diag_tensor_fact {
     int64_t first_fail_batch;
     int64_t nonfinite;        /* non-finite values seen */
     double nmse;              /* largest NMSE over the failing checks */
+    double rel_err;           /* largest max |a - b| / magnitude over the failing checks (the error's scale) */
+    double cosine;            /* smallest cosine over the failing checks */
+    /* over its failing comparisons at f32/f64: elements compared, and those bf16 / f16 cannot hold */
+    int64_t full_elems, offgrid_bf16, offgrid_f16;
 };
 
 struct mc_diag_scenario_fact {
@@ -51,10 +56,24 @@ struct mc_diag_scenario_fact {
     struct mc_diag_tensor_fact tensors[MC_DIAG_MAX_TENSORS];
 };
 
+/* A check that errored (a backend status, a crash, a time limit, an exception): what it said. */
+#define MC_DIAG_MAX_ERRORS 4
+struct mc_diag_error {
+    enum mc_scenario_kind scenario;
+    enum mc_dtype dtype;
+    char message[240];
+};
+
 struct mc_diag_facts {
     enum mc_family family;
     uint64_t padded_rows;            /* bit r: golden row r (< 64) has padding */
-    int any_failed;
+    int any_failed;                  /* a check failed on numbers (errors are not numbers: n_errored) */
+    int64_t reduction;               /* the longest sum of the family's math (for the rounding scale) */
+    uint32_t failed_dtypes, ran_dtypes; /* MC_DTYPE_BIT of dtypes with a numeric failure / a compared check */
+    int n_errored;                   /* checks that errored (never matched against numeric signatures) */
+    int n_errors;                    /* distinct messages kept of them */
+    struct mc_diag_error errors[MC_DIAG_MAX_ERRORS];
+    struct mc_experiment_outcome exp[MC_EXP_COUNT]; /* the experiments run on the port (not run: verdict 0) */
     struct mc_diag_scenario_fact scen[MC_SCENARIO_COUNT];
 };
 
@@ -81,6 +100,12 @@ enum mc_diag_cond_kind {
     MC_DC_RUN_LAST,     /* the first failing run's last parameter equals `value` */
     MC_DC_STAGE,        /* the first failing stage is `text` (stage probes, docs/scenarios.md §1.3) */
     MC_DC_NONDET,       /* a check of scenario was nondeterministic */
+    MC_DC_EXPERIMENT,   /* experiment `value` (enum mc_experiment_kind) ran and its hypothesis held (false:
+                           it ran and did not; unknown: it did not run) */
+    MC_DC_EXP_REFUTED,  /* experiment `value` ran and its hypothesis did not hold */
+    MC_DC_EXP_RATIO_BELOW, /* experiment `value` ran and its ratio (f32_reference) is below `text` parsed */
+    MC_DC_ON_GRID,      /* tensor failed at f32/f64 and every value of its failing comparisons is a `text`
+                           ("bf16" / "f16") value: the port stored it in that dtype */
 };
 
 struct mc_diag_cond {
@@ -119,12 +144,26 @@ struct mc_diag_match {
     char evidence[512]; /* the true conditions in words, "; "-separated */
 };
 
+/* What a diagnosis says (docs/diagnosis.md §6.1). */
+enum mc_diag_verdict {
+    MC_DIAG_LIKELY,     /* one class, singled out by the facts (and the experiments that separate it) */
+    MC_DIAG_POSSIBLY,   /* one or two classes fit, but the facts do not single one out */
+    MC_DIAG_NO_CLASS,   /* no class fits: the line says what the facts establish */
+    MC_DIAG_ERRORS,     /* checks errored: reported as errors, never matched against numeric classes */
+    MC_DIAG_PRECISION,  /* the failures are at the rounding level of a lower precision */
+};
+
 struct mc_diagnosis {
     char case_id[128];
     const char *backend; /* borrowed from the ops */
     enum mc_family family;
     int n;               /* matches named, best first (0: failures no signature explains) */
     struct mc_diag_match top[MC_DIAG_TOP];
+    enum mc_diag_verdict verdict;
+    char precision[16];  /* MC_DIAG_PRECISION: "f32", "bf16/f16" */
+    char facts[512];     /* what the facts establish, in words: paths, tensors, first token, error scale */
+    char experiments[1400]; /* the experiments run and what they showed, "; "-separated ("" none) */
+    char errors[720];    /* MC_DIAG_ERRORS: the errors, "; "-separated */
 };
 
 /* Three-valued result of one condition on the facts. */
@@ -135,10 +174,28 @@ enum mc_diag_truth mc_diag_eval(const struct mc_diag_cond *c, const struct mc_di
  * nothing failed (no diagnosis), 1 otherwise. */
 int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, int n_sigs, struct mc_diagnosis *out);
 
-/* Facts of the checks of `backend` among checks [0, n) of case `c`, matched against the table: 1 and *out
- * filled when some check failed, else 0 (nothing is named for a backend that passed). */
+/* Facts of the checks of `backend` among checks [0, n) of case `c` and the outcomes of the experiments run
+ * on it (exp[MC_EXP_COUNT], NULL when none ran), matched against the table: 1 and *out filled when some
+ * check failed or errored, else 0 (nothing is named for a backend that passed). */
 int mc_diagnose_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks, int n,
-                     const char *backend, struct mc_diagnosis *out);
+                     const char *backend, const struct mc_experiment_outcome *exp, struct mc_diagnosis *out);
+
+/* Which experiments would separate the classes that fit the checks of `backend` (out[k] = 1 to run
+ * experiment k): none when nothing failed or a check errored; else every experiment that bears on a
+ * class the facts leave named. */
+void mc_diagnose_experiments(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks,
+                             int n, const char *backend, int out[MC_EXP_COUNT]);
+
+/* The line of a diagnosis ("likely: ...", "possibly: ...", "no class fits — facts: ...", "errors, not
+ * numbers: ...", "computes in f32 inside — ...") and, for the class verdicts, "also possible: ..." for
+ * the classes the line does not name ("" none). */
+void mc_diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len);
+
+/* The run's line for one backend over its diagnoses d[0..n): errors when a case errored, the precision
+ * verdict when every diagnosed case has it, else the classes (mc_diagnose_summary, "likely" when more
+ * than half the cases name the first class likely). Returns 0 when the backend has no diagnosis. */
+int mc_diag_summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len,
+                         char *also, size_t also_len, int *cases, int *first);
 
 /* 1 when d[i] is the first of d[0..i] from its backend (a run's per-backend lines take each backend
  * once, in the order of its first diagnosis), 0 otherwise. */

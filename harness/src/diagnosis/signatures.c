@@ -77,6 +77,14 @@
 #define RUN_HAS(s, txt, w, words) {.kind = MC_DC_RUN, .scenario = (s), .text = (txt), .weight = (w), .say = (words)}
 #define PADDED_GOLDEN(w) {.kind = MC_DC_PADDED_GOLDEN, .scenario = ANY, .weight = (w), .must = 1, .say = ""}
 #define STAGE(s, name, fams, w) {.kind = MC_DC_STAGE, .scenario = (s), .text = (name), .families = (fams), .weight = (w)}
+/* experiments (experiment/experiment.h): the hypothesis holds (EXP), does not (EXP_NOT, weight counts when it
+ * is refuted), or must hold for the class to be named (EXP_REQ) */
+#define EXP(k, w) {.kind = MC_DC_EXPERIMENT, .scenario = ANY, .value = (k), .weight = (w)}
+#define EXP_NOT(k, w) {.kind = MC_DC_EXP_REFUTED, .scenario = ANY, .value = (k), .weight = (w)}
+#define EXP_NOT_REQ(k, w) {.kind = MC_DC_EXP_REFUTED, .scenario = ANY, .value = (k), .weight = (w), .must = 1}
+#define EXP_REQ(k, w) {.kind = MC_DC_EXPERIMENT, .scenario = ANY, .value = (k), .weight = (w), .must = 1}
+#define ON_GRID(s, t, g, w) {.kind = MC_DC_ON_GRID, .scenario = (s), .tensor = (t), .text = (g), .weight = (w)}
+#define ON_GRID_REQ(s, t, g, w) {.kind = MC_DC_ON_GRID, .scenario = (s), .tensor = (t), .text = (g), .weight = (w), .must = 1}
 /* a required condition: the class is named only when it holds */
 #define REQ(kind_, s, t, w) {.kind = (kind_), .scenario = (s), .tensor = (t), .weight = (w), .must = 1}
 
@@ -106,7 +114,7 @@ const struct mc_signature mc_signatures[] = {
       FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
       FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
       NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 1), NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 1),
-      STAGE(FTC, "conv_out", 0, 3)}},
+      STAGE(FTC, "conv_out", 0, 3), EXP(MC_EXP_ZERO_WINDOW, 4)}},
     {"8.2b", "multi-token forward starts the scan from a zero state (the cached window is kept)",
      "case (b): the chunked scan of a continued forward must take the cached state as its initial state",
      STATEFUL,
@@ -114,7 +122,7 @@ const struct mc_signature mc_signatures[] = {
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(CH, "recurrent_state", 1),
       FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
       NMSE_BELOW_F(FTC, "consistency", 1e-2, SSM, 3), NMSE_BELOW_F(FTC, "consistency", 0.4, GDN, 2),
-      STAGE(FTC, "scan_out", SSM, 3), STAGE(FTC, "core_out", GDN, 3)}},
+      STAGE(FTC, "scan_out", SSM, 3), STAGE(FTC, "core_out", GDN, 3), EXP(MC_EXP_ZERO_STATE, 4)}},
     {"8.3", "the conv of a multi-token forward on a primed cache is sliced wrong (first L instead of last L "
             "outputs of conv(cat(W, x)), or off by one)",
      "case (b): keep the last L outputs of the conv over cat(window, x), K-1 cached columns, K taps",
@@ -139,7 +147,8 @@ const struct mc_signature mc_signatures[] = {
      "Qwen3.5 before #45513: chunk_gated_delta_rule(initial_state=None) and a conv without cached context",
      GDN,
      {REQ(MC_DC_FAILS, FTC, "consistency", 2), PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 1),
-      FAILS(CH, "conv_state", 2), FAILS(FTC, "recurrent_state", 1), NMSE_ABOVE(FTC, "consistency", 1e-2, 1)}},
+      FAILS(CH, "conv_state", 2), FAILS(FTC, "recurrent_state", 1), NMSE_ABOVE(FTC, "consistency", 1e-2, 1),
+      EXP_NOT(MC_EXP_ZERO_WINDOW, 1), EXP_NOT(MC_EXP_ZERO_STATE, 1)}},
 
     /* ---- single-token decode ------------------------------------------------------------------------ */
     {"8.9", "decode writes the new column at min(position, K-1) instead of K-1 after a short prefill",
@@ -147,12 +156,22 @@ const struct mc_signature mc_signatures[] = {
      CONV,
      {REQ(MC_DC_FAILS, DEC, "conv_state", 3), FAILS(DEC, "output", 2), PASSES(P, NULL, 3), AT_SPLIT(DEC, "output", 1),
       FAILS(CH, "conv_state", 1)}},
-    {"8.10", "the dt clamp (time_step_limit) is missing in the single-token decode path",
-     "case (c): clamp dt after softplus in every path (docs/semantics.md §A.3)",
+    {"8.10", "the dt clamp (time_step_limit) is not applied in the single-token decode path (or in no path)",
+     "clamp dt after softplus in every path (docs/semantics.md §A.3)",
      SSM,
-     {REQ(MC_DC_FAILS, DEC, "output", 3), PASSES(P, NULL, 3), PASSES(DEC, "conv_state", 2),
-      FAILS(DEC, "recurrent_state", 1), AT_SPLIT(DEC, "output", 1), FAILS(FTC, "consistency", 2),
-      PASSES(CH, "conv_state", 1), PASSES(CSI, NULL, 2), STAGE(DEC, "dt", SSM, 3)}},
+     /* only the experiment separates it from any other decode-only mistake (8.15): with every dt inside
+      * the clamp the port's decode agrees with the reference */
+     {EXP_REQ(MC_EXP_DT_INSIDE_CLAMP, 6), FAILS(DEC, "output", 2), PASSES(DEC, "conv_state", 2),
+      FAILS(DEC, "recurrent_state", 1), AT_SPLIT(DEC, "output", 1), PASSES(CSI, NULL, 1), STAGE(DEC, "dt", SSM, 3)}},
+    {"8.15", "the single-token decode path computes a different function from the multi-token path (a parameter "
+             "used differently in decode only: a bias, D, softplus, a constant)",
+     "compare the decode step with the prefill/continued path term by term: the decode (case c) must be the "
+     "one-token case of the same function (docs/semantics.md §11)",
+     0,
+     {REQ(MC_DC_FAILS, DEC, "output", 3), AT_SPLIT(DEC, "output", 2), PASSES(P, NULL, 3), PASSES(FTC, "output", 3),
+      PASSES(CH, "conv_state", 1), PASSES(DEC, "conv_state", 1),
+      /* decode from the golden cache is still wrong: the decode computation itself, not the cache it read */
+      EXP_NOT(MC_EXP_GOLDEN_STATE_DECODE, 3), EXP_NOT(MC_EXP_DT_INSIDE_CLAMP, 1), PASSES(CSI, NULL, 1)}},
 
     /* ---- padding ------------------------------------------------------------------------------------ */
     {"8.4", "pads of a multi-token forward on a primed cache are not masked",
@@ -223,6 +242,48 @@ const struct mc_signature mc_signatures[] = {
      STATEFUL,
      {REQ(MC_DC_ONLY_REDUCED, ANY, NULL, 3), FAILS(DEC, "recurrent_state", 2), FAILS(DEC, "ref_recurrent_state", 2),
       PASSES(P, NULL, 1)}},
+    /* a cache tensor or the output rounded to a 16-bit float inside an f32/f64 forward: every value the
+     * harness read back is a bf16 (f16) value, which no f32 computation gives by chance */
+    {"8.17", "the output is rounded to bf16/f16 (a half-precision buffer) inside an f32/f64 forward",
+     "write the output in the model dtype; keep intermediates in f32 or wider",
+     0,
+     {ON_GRID_REQ(P, "output", "half", 8)}},
+
+    /* ---- the cache interface: export, import, alloc, copy ------------------------------------------- */
+    {"8.19", "cache_export is wrong: every output is right, the exported cache is not",
+     "the export's layout and offsets (docs/semantics.md §1.1: conv [C][K] oldest first; the state in its "
+     "documented order)",
+     0,
+     /* every output of a scenario that never imports passes; the caches read back fail from the prefill on */
+     {REQ(MC_DC_FAILS, CR, NULL, 2), {.kind = MC_DC_FAILS, .scenario = P, .tensor = "conv_state", .weight = 3},
+      {.kind = MC_DC_FAILS, .scenario = P, .tensor = "recurrent_state", .weight = 3}, REQ(MC_DC_PASSES, P, "output", 3),
+      REQ(MC_DC_PASSES, DEC, "output", 3), REQ(MC_DC_PASSES, CH, "output", 3), PASSES(FTC, "output", 2),
+      PASSES(PP, "output", 2), PASSES(SP, "output", 2), PASSES(MS, "output", 1), EXP(MC_EXP_GOLDEN_STATE_DECODE, 2),
+      /* an export does not care about padding: a cache that fails first on a padded row is something else */
+      PADDED_ROW(P, "recurrent_state", -3), PADDED_ROW(P, "conv_state", -3)}},
+    {"8.20", "cache_import is wrong: the port continues right from its own cache, not from an imported one",
+     "the import's layout, offsets and the primed flag it sets (the inverse of cache_export)",
+     0,
+     /* the port's own caches export right: only what it imports is wrong */
+     {REQ(MC_DC_FAILS, CR, NULL, 3), EXP_NOT_REQ(MC_EXP_GOLDEN_STATE_DECODE, 4), REQ(MC_DC_PASSES, DEC, "output", 3),
+      PASSES(CH, "output", 2), PASSES(P, "output", 1), PASSES(P, "conv_state", 2), PASSES(P, "recurrent_state", 3),
+      PASSES(DEC, "recurrent_state", 2)}},
+    /* the [B, L] interface's S2.4 */
+    {"8.22", "a cache fresh from cache_alloc is not zeroed: the first forward continues from leftover memory",
+     "zero the window and state at allocation (or keep a fresh flag and start from zeros)",
+     0,
+     {EXP_REQ(MC_EXP_ZEROED_CACHE, 8), FAILS(P, "output", 1)}},
+    {"8.21", "cache_copy does not copy the whole cache (rows, the window or the state left behind)",
+     "copy every row's window and state (batch × row size bytes) and the primed flag",
+     0,
+     {EXP_REQ(MC_EXP_CACHE_COPY, 8), FAILS(MC_SCENARIO_DETERMINISM, NULL, 1), FAILS(FTC, NULL, 1)}},
+    /* ---- small structural differences ---------------------------------------------------------------- */
+    {"8.16", "a small constant differs in every path (an epsilon's value or placement: the norm's eps, or the "
+             "l2-norm's 1/max(‖x‖, eps) against rsqrt(Σx² + eps))",
+     "the eps of each norm from the configuration, added where the definition adds it (docs/semantics.md §4, §A.12)",
+     0,
+     {REQ(MC_DC_FAILS, P, "output", 2), FROM_START(P, "output", 1), NMSE_BELOW(P, "output", 1e-8, 3),
+      EXP_NOT(MC_EXP_F32_REFERENCE, 3), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 1)}},
 
     /* ---- the serving path (S2) ---------------------------------------------------------------------- */
     {"S2.1", "the packed call assumes every sequence starts a chunk (per-sequence chunk grid): states read at the "
@@ -270,11 +331,16 @@ const struct mc_signature mc_signatures[] = {
      0,
      {REQ(MC_DC_FAILS, PR, NULL, 3), FAILS(PP, "conv_state", 3), PASSES(PP, "output", 2), PASSES(PR, "output", 2),
       PASSES(CH, NULL, 2), PASSES(SP, "untouched", 1), PASSES(P, NULL, 1)}},
-    {"S2.9", "the state cache is kept in bf16/f16 (whatever the model dtype) and drifts over long generations",
-     "an f32 state cache (vllm#39032); compare per step against the f64 reference",
-     STATEFUL,
-     {FAILS_IN("long_decode", "output", 3), NMSE_BELOW(P, "recurrent_state", 1e-3, 3), NMSE_BELOW(P, "conv_state", 1e-3, 2),
-      PASSES(P, "output", 2), ONLY_REDUCED(DEC, 2), FAILS(DEC, "ref_recurrent_state", 1)}},
+    /* a cache tensor rounded to a 16-bit float: at f32/f64 every value the harness reads back is a bf16 (f16)
+     * value, which no f32 computation gives by chance; at bf16/f16 the drift of long decodes */
+    {"S2.9", "the cache (state, conv window or KV) is stored in bf16/f16 between calls, whatever the model dtype, "
+             "and drifts over long generations",
+     "keep the cache in the model dtype or wider (an f32 state cache, vllm#39032; docs/semantics.md §A.6); compare "
+     "per step against the f64 reference",
+     0,
+     {ON_GRID(ANY, NULL, "half", 8), FAILS_IN("long_decode", "output", 3), NMSE_BELOW(P, "recurrent_state", 1e-3, 3),
+      NMSE_BELOW(P, "conv_state", 1e-3, 2), PASSES(P, "output", 2), ONLY_REDUCED(DEC, 2),
+      FAILS(DEC, "ref_recurrent_state", 1)}},
     {"S2.10", "a size threshold: the tail chunk is skipped above a length, or its zero padding updates the state",
      "handle a partial last chunk at every length (see 8.12)",
      0,

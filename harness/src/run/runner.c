@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/sha256.h"
 #include "diagnosis/diagnose.h"
+#include "experiment/experiment.h"
 #include "family/family.h"
 #include "golden/golden.h"
 #include "exec/isolate.h"
@@ -279,9 +280,70 @@ static void not_scheduled(struct mc_run_report *rep, const struct mc_backend_ops
     note_combo(rep, ops->name, kind, dtype, COMBO_NOT_SCHEDULED, why, err);
 }
 
+/* The experiments of one backend's diagnosis, each a job: the kinds, in job order. */
+struct exp_jobs {
+    const struct mc_run_options *opt;
+    const struct mc_job *base;
+    enum mc_experiment_kind kind[MC_EXP_COUNT];
+};
+
+static void run_experiment_job(struct mc_job *job, void *user)
+{
+    const struct exp_jobs *x = user;
+    mc_experiment_run(x->kind[job - x->base], &job->ctx, &job->res, &job->err);
+}
+
+/* The context the experiments of `backend` run in: one of its checks' at f64, else at f32 (the
+ * experiments compare at full precision), else none. */
+static const struct mc_scenario_ctx *experiment_ctx(const struct mc_job *jobs, int n, const char *backend)
+{
+    const struct mc_scenario_ctx *f32 = NULL;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(jobs[i].ctx.ops->name, backend) != 0)
+            continue;
+        if (jobs[i].ctx.dtype == MC_DTYPE_F64)
+            return &jobs[i].ctx;
+        if (jobs[i].ctx.dtype == MC_DTYPE_F32 && f32 == NULL)
+            f32 = &jobs[i].ctx;
+    }
+    return f32;
+}
+
+/* Runs the experiments the diagnosis asks for on `backend` (isolated, like checks) into exp[]. */
+static void run_experiments(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks,
+                            int n_checks, const struct mc_job *jobs, int n_jobs, const char *backend,
+                            const struct mc_run_options *opt, struct mc_experiment_outcome exp[MC_EXP_COUNT],
+                            struct mc_error *err)
+{
+    memset(exp, 0, sizeof(*exp) * MC_EXP_COUNT);
+    const struct mc_scenario_ctx *base = experiment_ctx(jobs, n_jobs, backend);
+    if (base == NULL || (base->ref_ops != NULL && base->ops == base->ref_ops) || opt->no_experiments)
+        return;
+    int want[MC_EXP_COUNT];
+    mc_diagnose_experiments(c, g, checks, n_checks, backend, want);
+    struct mc_job *ej = calloc(MC_EXP_COUNT, sizeof *ej);
+    struct exp_jobs x = {.opt = opt, .base = ej};
+    int ne = 0;
+    for (int k = 0; ej != NULL && k < MC_EXP_COUNT; k++) {
+        if (!want[k] || !mc_experiment_applies((enum mc_experiment_kind)k, base))
+            continue;
+        ej[ne].ctx = *base;
+        ej[ne].ctx.probes = NULL;
+        x.kind[ne++] = (enum mc_experiment_kind)k;
+    }
+    struct mc_isolate_options iso = {.isolate = opt->isolate, .jobs = opt->jobs, .timeout_s = opt->timeout_s};
+    if (ej != NULL && ne > 0 && mc_isolate_run(ej, ne, &iso, run_experiment_job, &x, err) == MC_ERR_NONE)
+        for (int i = 0; i < ne; i++)
+            if (ej[i].err.code == MC_ERR_NONE)
+                mc_experiment_outcome(x.kind[i], &ej[i].res, &exp[x.kind[i]]);
+    free(ej);
+}
+
 /* The diagnosis of every backend with a failing check among the case's checks [first, rep->n_checks):
- * once per case, after its checks (diagnose.h). */
+ * once per case, after its checks (diagnose.h), with the experiments it asks for run on the backend
+ * (jobs: the case's checks as they were scheduled; NULL for a model case). */
 static void diagnose_case(const struct mc_case *c, const struct mc_golden *g, int first, struct mc_run_report *rep,
+                          const struct mc_job *jobs, int n_jobs, const struct mc_run_options *opt,
                           const struct mc_run_callbacks *cb, struct mc_error *err)
 {
     for (int i = first; i < rep->n_checks; i++) {
@@ -301,8 +363,14 @@ static void diagnose_case(const struct mc_case *c, const struct mc_golden *g, in
             rep->diagnoses = v;
             rep->cap_diagnoses = cap;
         }
+        struct mc_experiment_outcome exp[MC_EXP_COUNT];
+        memset(exp, 0, sizeof exp);
+        if (jobs != NULL && opt != NULL) {
+            struct mc_error e = {0};
+            run_experiments(c, g, rep->checks + first, rep->n_checks - first, jobs, n_jobs, backend, opt, exp, &e);
+        }
         struct mc_diagnosis *d = &rep->diagnoses[rep->n_diagnoses];
-        if (!mc_diagnose_case(c, g, rep->checks + first, rep->n_checks - first, backend, d))
+        if (!mc_diagnose_case(c, g, rep->checks + first, rep->n_checks - first, backend, exp, d))
             continue;
         rep->n_diagnoses++;
         if (cb && cb->on_diagnosis)
@@ -671,7 +739,7 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
             cb->on_check(res, cb->user);
     }
     if (err->code == MC_ERR_NONE)
-        diagnose_case(c, g, first_check, rep, cb, err);
+        diagnose_case(c, g, first_check, rep, jobs, n, opt, cb, err);
 out:
     for (int di = 0; di < MC_CASE_MAX_DTYPES; di++) {
         if (have_ref[di])

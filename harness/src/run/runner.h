@@ -44,6 +44,7 @@ struct mc_run_options {
     int seeds;            /* randomised scenarios run with this many seeds (0 or 1 = once) */
     int threads;          /* passed to backends (0 = their default) */
     int isolate;          /* run each check in a child process (crash and hang containment) */
+    int no_experiments;   /* the diagnosis runs no experiments on failing backends (--no-experiments) */
     int jobs;             /* checks at a time when isolated */
     double timeout_s;     /* per check when isolated; <= 0 = none */
     /* --tolerance: profiles consulted before the case's own; the first that covers the (device,

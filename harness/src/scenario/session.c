@@ -629,9 +629,8 @@ void mc_session_output_view(const struct mc_session *s, const struct mc_slice *s
 }
 
 /* Compares y [nrows][len][D] with the golden output of the slice; padding is only checked finite. */
-/* Compares y with the [B][L][D] tensor `all` (the golden's output or the reference run's) on the slice. */
-static int compare_output(struct mc_session *s, const struct mc_slice *sl, const double *y, const double *all,
-                          const char *name, enum mc_tensor_kind kind)
+int mc_session_check_output_against(struct mc_session *s, const struct mc_slice *sl, const double *y,
+                                    const double *all, const char *name, enum mc_tensor_kind kind)
 {
     const struct mc_golden *g = s->g;
     int64_t D = s->shape.hidden;
@@ -658,10 +657,10 @@ static int compare_output(struct mc_session *s, const struct mc_slice *sl, const
 
 int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, const double *y)
 {
-    if (compare_output(s, sl, y, s->g->output.data, "output", MC_TENSOR_OUTPUT) != 0)
+    if (mc_session_check_output_against(s, sl, y, s->g->output.data, "output", MC_TENSOR_OUTPUT) != 0)
         return -1;
     if (s->ref != NULL && sl->x == NULL)
-        return compare_output(s, sl, y, s->ref->output, "ref_output", MC_TENSOR_REF_OUTPUT);
+        return mc_session_check_output_against(s, sl, y, s->ref->output, "ref_output", MC_TENSOR_REF_OUTPUT);
     return 0;
 }
 

@@ -131,6 +131,10 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
 /* Forward and compare the output with the golden. */
 int mc_session_step(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl);
 
+/* Compares y [nrows][len][D] with the [B][L][D] tensor `all` (the golden's output, the reference run's, or
+ * any other run over the golden's inputs) on the slice, under tensor `name`; padding only checked finite. */
+int mc_session_check_output_against(struct mc_session *s, const struct mc_slice *sl, const double *y,
+                                    const double *all, const char *name, enum mc_tensor_kind kind);
 /* Compares y [nrows][len][D] with the golden output of the slice; padding is only checked finite. */
 int mc_session_check_output(struct mc_session *s, const struct mc_slice *sl, const double *y);
 /* Compares the cache of golden rows [r0, r0+c->batch) with the golden state at `pos`, when the

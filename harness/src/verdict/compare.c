@@ -1,6 +1,8 @@
 /* compare.c — see compare.h. */
 #include "verdict/compare.h"
 
+#include "base/dtype.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -232,6 +234,8 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
             s->headroom = h;
             record_worst(s, v, i, a, b);
         }
+        s->n_offgrid_bf16 += !mc_dtype_exact_bf16(a);
+        s->n_offgrid_f16 += !mc_dtype_exact_f16(a);
         s->sum_ab += a * b;
         s->sum_aa += a * a;
         s->sum_bb += b * b;
@@ -263,6 +267,8 @@ void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compa
     into->n_fail += from->n_fail;
     into->n_nonfinite += from->n_nonfinite;
     into->n_nan += from->n_nan;
+    into->n_offgrid_bf16 += from->n_offgrid_bf16;
+    into->n_offgrid_f16 += from->n_offgrid_f16;
     if (from->max_abs_err > into->max_abs_err)
         into->max_abs_err = from->max_abs_err;
     if (from->max_rel_err > into->max_rel_err)
