@@ -242,6 +242,118 @@ static void test_facts_from_checks(void **state)
     assert_false(f.any_failed);
 }
 
+/* Errors are not numbers: a check that errored is reported as such and no class is named, even when the
+ * other checks of the backend failed in a pattern a class matches. */
+static void test_errors_not_numbers(void **state)
+{
+    (void)state;
+    static const char be[] = "port";
+    struct mc_check_result r[2];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 2; i++) {
+        r[i].family = MC_FAMILY_MAMBA1;
+        r[i].backend = be;
+        r[i].dtype = MC_DTYPE_F32;
+    }
+    r[0].scenario = MC_SCENARIO_CHUNKED;
+    r[0].status = MC_CHECK_ERROR;
+    snprintf(r[0].message, sizeof r[0].message, "crashed: signal 11 (Segmentation fault) in forward(rows 0..1, tokens 3..7)");
+    r[1].scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY;
+    r[1].status = MC_CHECK_FAIL;
+    r[1].n_tensors = 1;
+    snprintf(r[1].tensors[0].name, sizeof r[1].tensors[0].name, "consistency");
+    mc_compare_stats_init(&r[1].tensors[0].stats);
+    r[1].tensors[0].stats.n_elems = 10;
+    r[1].tensors[0].stats.n_fail = 10;
+    r[1].tensors[0].stats.first_fail_token = 4;
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose_case(NULL, NULL, r, 2, be, NULL, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_ERRORS);
+    assert_int_equal(d.n, 0);
+    char line[2048], also[512];
+    mc_diag_line(&d, line, sizeof line, also, sizeof also);
+    assert_non_null(strstr(line, "errors, not numbers"));
+    assert_non_null(strstr(line, "signal 11"));
+    assert_non_null(strstr(line, "chunked at f32"));
+    assert_null(strstr(line, "likely"));
+}
+
+/* One f64 prefill failure at float32's rounding level (and the f32 reference agreeing) is the precision
+ * verdict, never a structural class; the same failure ten thousand times larger is not. */
+static void test_precision_verdict(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    init(&f);
+    f.reduction = 64;
+    struct mc_diag_tensor_fact *t = add_tensor(&f, MC_SCENARIO_PREFILL, "output", 1, 0);
+    t->rel_err = 3e-7;
+    t->nmse = 1e-14;
+    t->cosine = 1.0;
+    t->full_elems = 1000, t->offgrid_bf16 = 990, t->offgrid_f16 = 990;
+    f.failed_dtypes = f.ran_dtypes = MC_DTYPE_BIT(MC_DTYPE_F64);
+    f.ran_dtypes |= MC_DTYPE_BIT(MC_DTYPE_F32);
+    f.exp[MC_EXP_F32_REFERENCE].verdict = MC_EXP_HOLDS;
+    f.exp[MC_EXP_F32_REFERENCE].ratio = 1.3;
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_PRECISION);
+    assert_string_equal(d.precision, "f32");
+    /* the experiment says the error is far from f32 rounding: structure, not precision */
+    f.exp[MC_EXP_F32_REFERENCE].verdict = MC_EXP_REFUTED;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* an error of 3e-3 of the magnitude is not f32 rounding at any length */
+    f.exp[MC_EXP_F32_REFERENCE].verdict = MC_EXP_NOT_RUN;
+    t->rel_err = 3e-3;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* a tensor on the f16 grid at f64 is a storage fault (a class), not arithmetic */
+    t->rel_err = 3e-7;
+    t->offgrid_f16 = 0;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+}
+
+/* An experiment condition is unknown until the experiment ran, then true or false by its outcome; a
+ * signature that requires one is not named before. */
+static void test_experiment_conditions(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    init(&f);
+    struct mc_diag_cond holds = {.kind = MC_DC_EXPERIMENT, .scenario = MC_DIAG_ANY, .value = MC_EXP_ZERO_WINDOW,
+                                 .weight = 1};
+    struct mc_diag_cond refuted = holds;
+    refuted.kind = MC_DC_EXP_REFUTED;
+    assert_int_equal(mc_diag_eval(&holds, &f), MC_DIAG_UNKNOWN);
+    assert_int_equal(mc_diag_eval(&refuted, &f), MC_DIAG_UNKNOWN);
+    f.exp[MC_EXP_ZERO_WINDOW].verdict = MC_EXP_HOLDS;
+    assert_int_equal(mc_diag_eval(&holds, &f), MC_DIAG_TRUE);
+    assert_int_equal(mc_diag_eval(&refuted, &f), MC_DIAG_FALSE);
+    f.exp[MC_EXP_ZERO_WINDOW].verdict = MC_EXP_REFUTED;
+    assert_int_equal(mc_diag_eval(&holds, &f), MC_DIAG_FALSE);
+    assert_int_equal(mc_diag_eval(&refuted, &f), MC_DIAG_TRUE);
+    /* 8.10 needs the dt-clamp experiment: a decode-only failure without it is not 8.10 */
+    init(&f);
+    f.family = MC_FAMILY_MAMBA2;
+    add_tensor(&f, MC_SCENARIO_PREFILL, "output", 0, -1);
+    f.scen[MC_SCENARIO_DECODE].split = 4;
+    add_tensor(&f, MC_SCENARIO_DECODE, "output", 1, 4);
+    add_tensor(&f, MC_SCENARIO_DECODE, "conv_state", 0, -1);
+    add_tensor(&f, MC_SCENARIO_FIRST_TOKEN_CAUSALITY, "output", 0, -1);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    for (int k = 0; k < d.n; k++)
+        assert_string_not_equal(d.top[k].sig->id, "8.10");
+    assert_true(d.n > 0);
+    assert_string_equal(d.top[0].sig->id, "8.15");
+    f.exp[MC_EXP_DT_INSIDE_CLAMP].verdict = MC_EXP_HOLDS;
+    snprintf(f.exp[MC_EXP_DT_INSIDE_CLAMP].text, sizeof f.exp[MC_EXP_DT_INSIDE_CLAMP].text, "clamp inert: right");
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_string_equal(d.top[0].sig->id, "8.10");
+}
+
 /* The table itself: every entry has an id, a title, a hint and a supporting condition; every scenario it
  * names by string is one of this build, or one of the long runs the serving-path scenarios bring
  * (long_decode, length_sweep: unknown until they exist). */
@@ -285,6 +397,8 @@ int main(void)
         cmocka_unit_test(test_stage_decides),      cmocka_unit_test(test_no_diagnosis_when_passing),
         cmocka_unit_test(test_table_window_port),  cmocka_unit_test(test_table_reduced_state),
         cmocka_unit_test(test_facts_from_checks),  cmocka_unit_test(test_table_well_formed),
+        cmocka_unit_test(test_errors_not_numbers), cmocka_unit_test(test_precision_verdict),
+        cmocka_unit_test(test_experiment_conditions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -683,12 +683,31 @@ static void keep(struct mc_diagnosis *out, const struct mc_diag_match *m)
         out->n++;
 }
 
+/* 1 when a true supporting condition of the class says more than "the fresh prefill is wrong": a failure
+ * of another scenario, where in the sequence it starts (the split, a padded row, a run's parameters), a
+ * stage, an experiment, a grid, a precision. A fresh prefill can be wrong in many ways a signature cannot
+ * tell apart (a norm, a constant, a layout, a swapped projection); a class whose only evidence is that is
+ * never "likely". */
+static int specific(const struct mc_signature *sig, const enum mc_diag_truth *truth)
+{
+    for (int i = 0; i < MC_DIAG_MAX_COND && present(&sig->cond[i]); i++) {
+        const struct mc_diag_cond *c = &sig->cond[i];
+        if (truth[i] != MC_DIAG_TRUE || c->weight <= 0 || c->kind == MC_DC_PASSES || c->kind == MC_DC_PADDED_GOLDEN)
+            continue;
+        int generic = c->kind == MC_DC_FROM_START || c->kind == MC_DC_NMSE_ABOVE ||
+                      (c->kind == MC_DC_FAILS && c->scenario == MC_SCENARIO_PREFILL && c->scenario_name == NULL);
+        if (!generic)
+            return 1;
+    }
+    return 0;
+}
+
 /* 1 when the first class is not singled out: a runner-up less than one defining observation (weight 3,
  * signatures.c) behind, under 60 % of its conditions' weight known, or one of its experiment conditions
  * not run (the experiment that would separate it was not possible here). */
 static int thin(const struct mc_diag_match *top, int n)
 {
-    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total;
+    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total || !top[0].specific;
 }
 
 int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, int n_sigs, struct mc_diagnosis *out)
@@ -741,6 +760,7 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
         }
         if (!named || !support || m.score <= 0)
             continue;
+        m.specific = specific(sig, truth);
         evidence(sig, truth, f, m.evidence, sizeof m.evidence);
         keep(out, &m);
     }

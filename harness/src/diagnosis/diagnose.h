@@ -141,6 +141,7 @@ struct mc_diag_match {
     int score;
     int known;          /* sum of the weights of the conditions that were not unknown */
     int total;          /* sum of the weights of the conditions for this family (stages only once reported) */
+    int specific;       /* some true supporting condition says more than "the fresh prefill is wrong" */
     char evidence[512]; /* the true conditions in words, "; "-separated */
 };
 
