@@ -227,7 +227,7 @@ static enum mc_backend_status m2_segment(const struct mc_model *model, float *wi
                     s[p * N + k] = decay * s[p * N + k] + dx * bg[k];
                     acc += s[p * N + k] * cg[k];
                 }
-                yo[p] = acc + m->d_skip[h] * xh[p];
+                yo[p] = acc + (f == MUT_DECODE_NO_D && decode ? 0.0f : m->d_skip[h]) * xh[p];
             }
         }
         if (f == MUT_CHUNK_PAD && !decode && n > 0) { /* 8.12: pad rows repeat the last dt, x = B = 0 */

@@ -35,6 +35,11 @@
  * | mutant.rotary-all-dims              | attention | partial_rotary_factor dropped            | every head dim rotated, frequencies over hd instead of R = hd·factor                       | qwen3next: prefill -> output, recurrent_state; tiny (full rotary): prefill passes |
  * | mutant.8.13-kv-head-mod             | attention | harness-derived (8.13)                   | query head h reads kv head h mod Hkv instead of h / (Hq/Hkv)                               | qwen3next: prefill -> output (recurrent_state passes); tiny (Hq = Hkv) passes |
  * | mutant.8.4-pad-unmasked-continued   | attention | #47086 (the Mamba2 bug, in attention)    | on a continued multi-token forward the mask is dropped: pads cached, counted and attended  | leftpad: left_padded_batch -> conv_state (the count), recurrent_state |
+ * | mutant.8.15-decode-no-d             | mamba2    | decode-only parameter mistakes (ports)   | the single-token step on a primed cache drops D·x; prefill and continued forwards keep it  | tiny: decode -> output (prefill, first_token_causality pass)          |
+ * | mutant.8.19-export-rows-reversed    | mamba2    | export loops of ports                    | cache_export writes the batch rows in reverse order; the cache itself is right             | tiny: prefill -> conv_state, recurrent_state (output passes)          |
+ * | mutant.8.20-import-no-window        | shortconv | import paths of ports                    | cache_import takes nothing of the window (left zero)                                       | tiny: cache_roundtrip -> output                                       |
+ * | mutant.8.21-copy-no-state           | gdn       | copy paths of ports                      | cache_copy copies the windows, not the states                                              | tiny: determinism -> output                                           |
+ * | mutant.8.22-alloc-dirty-state       | gdn       | malloc for calloc (S2.4's [B, L] form)   | cache_alloc leaves the state holding leftover values and no fresh flag resets it          | tiny: prefill -> output, recurrent_state                              |
  * | control.correct                     | all four  | -                                        | the same code with no fault (f32; Mamba2 also bf16): the baseline every mutant differs from | must pass every bundled case of its family                             |
  *
  * Every mutant also fails other checks (a broken cache breaks the decode that follows, and so on);
@@ -77,6 +82,12 @@ enum mc_backend_status mut_cache_alloc(struct mc_model *m, int64_t batch, struct
         c->window = calloc((size_t)(batch * m->win_elems), sizeof *c->window);
         c->state = m->state_elems ? calloc((size_t)(batch * m->state_elems), sizeof *c->state) : NULL;
     }
+    if (c != NULL && c->state != NULL && m->fault == MUT_ALLOC_DIRTY_STATE) {
+        /* 8.22: what malloc may hand back, here a fixed pattern standing for the leftover memory */
+        for (int64_t i = 0; i < batch * m->state_elems; i++)
+            c->state[i] = 0.25f * (float)((i % 7) - 3);
+        c->primed = 1; /* and no fresh flag: the first forward continues from it */
+    }
     if (c == NULL || c->window == NULL || (m->state_elems && c->state == NULL)) {
         mut_cache_free(m, c);
         return mut_fail(msg, MC_BACKEND_NOMEM, "mutant: out of memory for a cache of batch %lld", (long long)batch);
@@ -91,7 +102,7 @@ enum mc_backend_status mut_cache_copy(struct mc_model *m, struct mc_cache *dst, 
     if (dst->batch != src->batch)
         return mut_fail(msg, MC_BACKEND_INVALID, "mutant: cache_copy batch mismatch");
     memcpy(dst->window, src->window, (size_t)(src->batch * m->win_elems) * sizeof *dst->window);
-    if (m->state_elems)
+    if (m->state_elems && m->fault != MUT_COPY_NO_STATE) /* 8.21: the states are left behind */
         memcpy(dst->state, src->state, (size_t)(src->batch * m->state_elems) * sizeof *dst->state);
     dst->primed = src->primed;
     dst->pos = src->pos;
@@ -102,10 +113,16 @@ enum mc_backend_status mut_cache_export(struct mc_model *m, const struct mc_cach
                                                struct mc_msg *msg)
 {
     (void)msg;
-    if (conv != NULL)
-        memcpy(conv, c->window, (size_t)(c->batch * m->win_elems) * sizeof *c->window);
-    if (state != NULL && m->state_elems)
-        memcpy(state, c->state, (size_t)(c->batch * m->state_elems) * sizeof *c->state);
+    /* 8.19: the rows written in reverse batch order (a wrong row stride in the export's loop) */
+    for (int64_t b = 0; b < c->batch; b++) {
+        int64_t to = m->fault == MUT_EXPORT_ROWS_REVERSED ? c->batch - 1 - b : b;
+        if (conv != NULL)
+            memcpy((float *)conv + to * m->win_elems, c->window + b * m->win_elems,
+                   (size_t)m->win_elems * sizeof *c->window);
+        if (state != NULL && m->state_elems)
+            memcpy((float *)state + to * m->state_elems, c->state + b * m->state_elems,
+                   (size_t)m->state_elems * sizeof *c->state);
+    }
     return MC_BACKEND_OK;
 }
 
@@ -114,7 +131,10 @@ static enum mc_backend_status mut_cache_import(struct mc_model *m, struct mc_cac
 {
     if (conv == NULL || (m->state_elems && state == NULL))
         return mut_fail(msg, MC_BACKEND_INVALID, "mutant: cache_import needs the window and the state");
-    memcpy(c->window, conv, (size_t)(c->batch * m->win_elems) * sizeof *c->window);
+    if (m->fault == MUT_IMPORT_NO_WINDOW) /* 8.20: the window is not taken */
+        memset(c->window, 0, (size_t)(c->batch * m->win_elems) * sizeof *c->window);
+    else
+        memcpy(c->window, conv, (size_t)(c->batch * m->win_elems) * sizeof *c->window);
     if (m->state_elems)
         memcpy(c->state, state, (size_t)(c->batch * m->state_elems) * sizeof *c->state);
     c->primed = 1;
@@ -369,6 +389,11 @@ static enum mc_backend_status mut_probe_read(struct mc_model *m, const struct mc
     X(ara, "mutant.rotary-all-dims", mut_attention_family, MC_FAMILY_ATTENTION, MUT_ROTARY_ALL_DIMS, DT_F32)           \
     X(a813, "mutant.8.13-kv-head-mod", mut_attention_family, MC_FAMILY_ATTENTION, MUT_HEAD_MOD, DT_F32)                \
     X(a84, "mutant.8.4-pad-unmasked-continued", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MASK_CONTINUED, DT_F32) \
+    X(m815, "mutant.8.15-decode-no-d", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_DECODE_NO_D, DT_F32)                 \
+    X(m819, "mutant.8.19-export-rows-reversed", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_EXPORT_ROWS_REVERSED, DT_F32) \
+    X(s820, "mutant.8.20-import-no-window", mut_shortconv_family, MC_FAMILY_SHORTCONV, MUT_IMPORT_NO_WINDOW, DT_F32) \
+    X(g821, "mutant.8.21-copy-no-state", mut_gdn_family, MC_FAMILY_GDN, MUT_COPY_NO_STATE, DT_F32)                   \
+    X(g822, "mutant.8.22-alloc-dirty-state", mut_gdn_family, MC_FAMILY_GDN, MUT_ALLOC_DIRTY_STATE, DT_F32)           \
     X(nbug, "nonbug.unfused-conv-act", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_UNFUSED_ACT, DT_BF16)                  \
     X(cm2, "control.correct", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_NONE, DT_F32 | DT_BF16)                         \
     X(cgdn, "control.correct", mut_gdn_family, MC_FAMILY_GDN, MUT_NONE, DT_F32)                                        \

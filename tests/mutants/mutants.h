@@ -42,6 +42,11 @@ enum mut_fault {
     MUT_UNFUSED_ACT,        /* not a bug: conv output rounded to bf16 before the SiLU */
     MUT_ROPE_PAD_POSITIONS, /* attention: RoPE at the padded token index, not the real-token count */
     MUT_ROTARY_ALL_DIMS,    /* attention: partial_rotary_factor ignored, every head dim rotated */
+    MUT_DECODE_NO_D,        /* 8.15  the L == 1 path on a primed cache drops the D skip connection */
+    MUT_EXPORT_ROWS_REVERSED, /* 8.19 cache_export writes the batch rows in reverse order */
+    MUT_IMPORT_NO_WINDOW,   /* 8.20  cache_import takes the state and leaves the window zero */
+    MUT_COPY_NO_STATE,      /* 8.21  cache_copy copies the windows, not the states */
+    MUT_ALLOC_DIRTY_STATE,  /* 8.22  cache_alloc leaves the state non-zero and no fresh flag resets it */
 };
 
 struct mut_family;

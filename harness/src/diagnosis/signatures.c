@@ -114,7 +114,8 @@ const struct mc_signature mc_signatures[] = {
       FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
       FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
       NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 1), NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 1),
-      STAGE(FTC, "conv_out", 0, 3), EXP(MC_EXP_ZERO_WINDOW, 4)}},
+      STAGE(FTC, "conv_out", 0, 3), EXP(MC_EXP_ZERO_WINDOW, 4), FAILS(FTC, "output", 2),
+      FAILS_F(CH, "recurrent_state", STATEFUL, 2)}},
     {"8.2b", "multi-token forward starts the scan from a zero state (the cached window is kept)",
      "case (b): the chunked scan of a continued forward must take the cached state as its initial state",
      STATEFUL,
@@ -122,7 +123,8 @@ const struct mc_signature mc_signatures[] = {
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(CH, "recurrent_state", 1),
       FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1),
       NMSE_BELOW_F(FTC, "consistency", 1e-2, SSM, 3), NMSE_BELOW_F(FTC, "consistency", 0.4, GDN, 2),
-      STAGE(FTC, "scan_out", SSM, 3), STAGE(FTC, "core_out", GDN, 3), EXP(MC_EXP_ZERO_STATE, 4)}},
+      STAGE(FTC, "scan_out", SSM, 3), STAGE(FTC, "core_out", GDN, 3), EXP(MC_EXP_ZERO_STATE, 4),
+      FAILS(FTC, "output", 2)}},
     {"8.3", "the conv of a multi-token forward on a primed cache is sliced wrong (first L instead of last L "
             "outputs of conv(cat(W, x)), or off by one)",
      "case (b): keep the last L outputs of the conv over cat(window, x), K-1 cached columns, K taps",
@@ -130,7 +132,9 @@ const struct mc_signature mc_signatures[] = {
      {AT_SPLIT(FTC, "consistency", 2), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(FTC, "consistency", 2),
       FAILS(MC_SCENARIO_DETERMINISM, "output", 1), NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 3),
-      NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 2), STAGE(FTC, "conv_out", 0, 3)}},
+      NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 2), STAGE(FTC, "conv_out", 0, 3), FAILS(FTC, "output", 2),
+      /* the wrong conv output enters the scan: the state after the continued forward is wrong too */
+      FAILS_F(CH, "recurrent_state", STATEFUL, 2)}},
     {"8.3c", "the conv window caches the post-conv (or post-activation) value instead of the pre-conv input",
      "the window written by a prefill: the last K pre-conv inputs (CONV-INV)",
      CONV,
@@ -169,6 +173,8 @@ const struct mc_signature mc_signatures[] = {
      "one-token case of the same function (docs/semantics.md §11)",
      0,
      {REQ(MC_DC_FAILS, DEC, "output", 3), AT_SPLIT(DEC, "output", 2), PASSES(P, NULL, 3), PASSES(FTC, "output", 3),
+      /* the decode step against the same row of the continued multi-token forward (consistency) */
+      AT_SPLIT(FTC, "consistency", 2),
       PASSES(CH, "conv_state", 1), PASSES(DEC, "conv_state", 1),
       /* decode from the golden cache is still wrong: the decode computation itself, not the cache it read */
       EXP_NOT(MC_EXP_GOLDEN_STATE_DECODE, 3), EXP_NOT(MC_EXP_DT_INSIDE_CLAMP, 1), PASSES(CSI, NULL, 1)}},
@@ -272,11 +278,11 @@ const struct mc_signature mc_signatures[] = {
     {"8.22", "a cache fresh from cache_alloc is not zeroed: the first forward continues from leftover memory",
      "zero the window and state at allocation (or keep a fresh flag and start from zeros)",
      0,
-     {EXP_REQ(MC_EXP_ZEROED_CACHE, 8), FAILS(P, "output", 1)}},
+     {EXP_REQ(MC_EXP_ZEROED_CACHE, 10), FAILS(P, "output", 1), FROM_START(P, "output", 1)}},
     {"8.21", "cache_copy does not copy the whole cache (rows, the window or the state left behind)",
      "copy every row's window and state (batch × row size bytes) and the primed flag",
      0,
-     {EXP_REQ(MC_EXP_CACHE_COPY, 8), FAILS(MC_SCENARIO_DETERMINISM, NULL, 1), FAILS(FTC, NULL, 1)}},
+     {EXP_REQ(MC_EXP_CACHE_COPY, 10), FAILS(MC_SCENARIO_DETERMINISM, NULL, 1), FAILS(FTC, NULL, 1)}},
     /* ---- small structural differences ---------------------------------------------------------------- */
     {"8.16", "a small constant differs in every path (an epsilon's value or placement: the norm's eps, or the "
              "l2-norm's 1/max(‖x‖, eps) against rsqrt(Σx² + eps))",
