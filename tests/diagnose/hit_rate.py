@@ -114,10 +114,16 @@ def main():
         first = summ[0]["likely"][0]["class"] if summ and summ[0]["likely"] else "-"
         others = ", ".join(x["class"] for x in summ[0]["likely"][1:]) if summ else ""
         per_case = sum(1 for d in diags if d["likely"] and names(d["likely"][0]["class"], cls))
+        wrong_likely = []
         for d in diags:
             v = verdicts.setdefault(d.get("verdict", "?"), [0, 0])
-            v[0] += bool(d["likely"]) and names(d["likely"][0]["class"], cls)
+            right = bool(d["likely"]) and names(d["likely"][0]["class"], cls)
+            v[0] += right
             v[1] += 1
+            if d.get("verdict") == "likely" and not right:
+                wrong_likely.append("%s:%s" % (d["case"], d["likely"][0]["class"] if d["likely"] else "-"))
+        if wrong_likely:
+            print("likely and wrong: %s on %s" % (backend, ", ".join(wrong_likely)), file=sys.stderr)
         hit = rc == 1 and names(first, cls)
         hits += hit
         rows.append((backend, label, cls, first, others, "%d/%d" % (per_case, len(diags)), "yes" if hit else "NO"))

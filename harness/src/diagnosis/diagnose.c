@@ -743,6 +743,8 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
         for (int i = 0; i < MC_DIAG_MAX_COND && present(&sig->cond[i]); i++) {
             const struct mc_diag_cond *c = &sig->cond[i];
             truth[i] = mc_diag_eval(c, f);
+            if (c->if_true && truth[i] == MC_DIAG_FALSE)
+                truth[i] = MC_DIAG_UNKNOWN;
             if (c->must && truth[i] != MC_DIAG_TRUE)
                 named = 0;
             int w = c->weight < 0 ? -c->weight : c->weight;

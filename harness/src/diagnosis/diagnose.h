@@ -118,6 +118,8 @@ struct mc_diag_cond {
     const char *text;
     int weight;         /* added when true, subtracted when false */
     int must;           /* the signature is named only when this is true */
+    int if_true;        /* counts only when true (false reads as unknown): another class's decisive
+                           experiment holding speaks against this one, its failing says nothing */
     uint32_t families;  /* OR of 1u << enum mc_family it applies to (0 = all); unknown elsewhere */
     const char *say;    /* evidence wording, NULL = generated from the condition, "" = a precondition, not shown */
 };

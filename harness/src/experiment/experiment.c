@@ -473,8 +473,18 @@ void mc_experiment_outcome(enum mc_experiment_kind kind, const struct mc_check_r
         return;
     case MC_EXP_ZERO_WINDOW:
     case MC_EXP_ZERO_STATE:
-        if (out == NULL || hyp == NULL || passed(out))
+        if (out == NULL || hyp == NULL)
             return;
+        /* ratio: the headroom of the port's own continuation from the golden cache (< 1: it is right) */
+        o->ratio = out->stats.headroom > 1e-300 ? out->stats.headroom : 1e-300;
+        if (passed(out)) {
+            /* the continued forward from a right cache is right: neither hypothesis explains a failure */
+            o->verdict = MC_EXP_REFUTED;
+            snprintf(o->text, sizeof o->text,
+                     "continued from the golden cache, the port's multi-token forward is right (headroom %.2g)",
+                     out->stats.headroom);
+            return;
+        }
         o->verdict = explained(hyp, out) ? MC_EXP_HOLDS : MC_EXP_REFUTED;
         snprintf(o->text, sizeof o->text,
                  "continued from the golden cache, the output %s the reference's from that cache with the %s zeroed "
