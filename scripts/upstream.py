@@ -134,6 +134,20 @@ def grouped_changes(ch):
     return g
 
 
+def error_kind(msg):
+    """An error message without what is particular to one check: the run it was in (the text before the
+    worker's ``python <call>:``), the traceback, and numbers (shapes, rows, tokens)."""
+    return re.sub(r"\d+", "N", error_text(msg))
+
+
+def error_text(msg):
+    """An error message from the worker's ``python <call>:`` on, without its traceback."""
+    i = msg.find("python ")
+    if i > 0:
+        msg = msg[i:]
+    return msg.split(" [traceback")[0][:300]
+
+
 def summary(run):
     n = {}
     for c in run["checks"].values():
@@ -174,10 +188,11 @@ def markdown(runs, title="mixcheck across transformers releases"):
     any_err = False
     for rel, run in runs:
         msgs = {}
-        for (backend, case, scenario, dtype), c in run["checks"].items():
+        for (backend, case, scenario, dtype), c in sorted(run["checks"].items()):
             if c["verdict"] == "error":
-                msgs.setdefault((backend, c["detail"][:300]), []).append("%s/%s" % (case, scenario))
-        for (backend, msg), where in sorted(msgs.items()):
+                first = msgs.setdefault((backend, error_kind(c["detail"])), [error_text(c["detail"])])
+                first.append("%s/%s" % (case, scenario))
+        for (backend, _), (msg, *where) in sorted(msgs.items()):
             any_err = True
             lines.append("- **%s** `%s` (%d checks, e.g. `%s`): %s" % (rel, backend, len(where), where[0],
                                                                        msg.replace("\n", " ")))

@@ -34,6 +34,7 @@ check's error, and a cached forward that leaves its cache untouched is an error 
 
 import copy
 import importlib
+import sys
 
 import numpy as np
 import torch
@@ -479,6 +480,7 @@ class _StackCache:
         self.batch = batch
         self.hf = None    # the model's cache object, None before any forward
         self.seen = None  # [B][T] int64, 1 real, 0 padding
+        self.next_pos = None  # the next cache_position where generate()'s count is not the tokens seen
 
 
 class HFModel(StackBackend):
@@ -540,11 +542,18 @@ class HFModel(StackBackend):
         self.model, self.hf_config, self.cls = model, hf_config, cls
         params = inspect.signature(model.forward).parameters
         self.takes_positions = "position_ids" in params
-        # MambaModel hands attention_mask to every mixer as it is (no create_recurrent_attention_mask), and
-        # the mixer multiplies its [B][L] slice's states by it: it takes the mask of this forward's tokens
-        # (what generate() passes at the first step; later steps it passes none). The others build their
-        # masks from the 2-D mask of every token so far, as generate() grows it.
-        self.local_mask = model_type == "mamba"
+        # A model without attention layers (MambaModel; Mamba2Model up to 5.12) hands attention_mask to every
+        # mixer as it is, and the mixer multiplies its [B][L] slice's states by it: it takes the mask of this
+        # forward's tokens (what generate() passes at the first step; later steps it passes none; from 5.14
+        # Mamba2Model slices it with create_recurrent_attention_mask, which the [B][L] mask passes through).
+        # The others build their masks from the 2-D mask of every token so far, as generate() grows it.
+        self.local_mask = not any(isinstance(getattr(lay, "self_attn", None), torch.nn.Module)
+                                  for lay in model.base_model.layers)
+        # up to 5.0 a model module has its own cache class, which generate() builds and passes in (BambaModel
+        # returns no cache without one); from 5.5 the models build a DynamicCache themselves
+        mod = sys.modules[cls.__module__]
+        self.cache_cls = next((o for n, o in sorted(vars(mod).items()) if isinstance(o, type) and n.endswith("Cache")
+                               and o.__module__ == mod.__name__), None)
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers
@@ -610,11 +619,23 @@ class HFModel(StackBackend):
             kw = dict(input_ids=ids, attention_mask=cur if self.local_mask else full, use_cache=cache is not None)
             what = self.cls.__name__ + ".forward"
             before = None
-            if cache is not None and cache.hf is not None:
+            if cache is not None and cache.hf is None and self.cache_cls is not None:
+                # generate()'s first step up to 5.0: the model's cache class, cache_position from 0 (MambaModel
+                # and Mamba2Model: arange(conv_kernel), their prepare_inputs_for_generation's)
+                cache.hf = hfapi.new_cache(self.cache_cls, self.hf_config, B, self.tdtype, self.device)
+                n = self.hf_config.conv_kernel if self.local_mask and hasattr(self.hf_config, "conv_kernel") else L
+                kw.update(hfapi.forward_kwargs(self.model.forward, what, cache=cache.hf,
+                                               cache_position=torch.arange(0, n, device=self.device)))
+                cache.next_pos = n
+                before = hfapi.snapshot(cache.hf)
+            elif cache is not None and cache.hf is not None:
                 # a cache the model made at its first forward, passed back under the name the release gives
                 # it, with cache_position (the slots after every token cached so far) where it takes one
-                slots = torch.arange(past.shape[1], past.shape[1] + L, device=self.device)
+                start = past.shape[1] if cache.next_pos is None else cache.next_pos
+                slots = torch.arange(start, start + L, device=self.device)
                 kw.update(hfapi.forward_kwargs(self.model.forward, what, cache=cache.hf, cache_position=slots))
+                if cache.next_pos is not None:
+                    cache.next_pos += L
                 before = hfapi.snapshot(cache.hf)
             if self.takes_positions:
                 kw["position_ids"] = (full.cumsum(-1) - 1).masked_fill(full == 0, 1)[:, past.shape[1]:]

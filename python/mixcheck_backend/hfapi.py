@@ -42,11 +42,40 @@ class Unbridged(Exception):
     would silently drop): the check is an error with this reason, never a run without it."""
 
 
-def named_params(fn):
-    """The parameters ``fn`` names (not ``self``, ``*args``, ``**kwargs``)."""
+def _signature(fn):
     try:
-        sig = inspect.signature(fn)
+        return inspect.signature(fn)
     except (TypeError, ValueError):
+        return None
+
+
+def _generic(sig):
+    """A signature of nothing but ``*args, **kwargs`` (and self): a wrapper's."""
+    return sig is not None and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or n == "self"
+                                   for n, p in sig.parameters.items())
+
+
+def unwrapped(fn):
+    """The function a decorator wraps: ``__wrapped__`` where the decorator sets it, else, for a wrapper whose
+    signature is only ``*args, **kwargs`` (5.14's ``force_accelerate_hooks`` sets no ``__wrapped__``), the
+    function its closure holds, preferring one of the same name as the attribute it stands for."""
+    name = getattr(fn, "__name__", None)
+    for _ in range(5):
+        fn = inspect.unwrap(fn)
+        if not _generic(_signature(fn)):
+            return fn
+        f = getattr(fn, "__func__", fn)
+        inner = [c.cell_contents for c in (getattr(f, "__closure__", None) or ()) if inspect.isfunction(c.cell_contents)]
+        if not inner:
+            return fn
+        fn = next((g for g in inner if g.__name__ == name), inner[0])
+    return fn
+
+
+def named_params(fn):
+    """The parameters ``fn`` names (not ``self``, ``*args``, ``**kwargs``), seen through decorators."""
+    sig = _signature(unwrapped(fn))
+    if sig is None:
         return {}
     keep = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return {n: p for n, p in sig.parameters.items() if p.kind in keep and n != "self"}

@@ -199,6 +199,18 @@ class PerModelMixer(Base):  # 4.57 / 5.0: prefill or decode from cache_position[
         return self.run(hidden_states, get, put)
 
 
+def hooks(fn):
+    """A decorator that keeps no __wrapped__ (5.14's force_accelerate_hooks): the wrapper is all the
+    signature shows."""
+    def wrapped(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    return wrapped
+
+
+class DecoratedMixer(CacheParamsMixer):  # 5.14: the forward behind a hook decorator
+    forward = hooks(CacheParamsMixer.forward)
+
+
 class KwargsOnlyMixer(Base):  # a release whose forward swallows cache= in **kwargs
     def forward(self, hidden_states, attention_mask=None, **kwargs):
         return self.run(hidden_states, lambda: (None, None), lambda *a: None)
@@ -262,6 +274,11 @@ def test_cache_params_indexed_layers():
 
 def test_cache_params_flat_layers():
     check_split_and_roundtrip(make(CacheParamsMixer, dynamic=dynamic_cache(FlatLayer)))
+
+
+def test_forward_behind_a_decorator():
+    assert list(hfapi.named_params(DecoratedMixer().forward)) == ["hidden_states", "cache_params", "attention_mask"]
+    check_split_and_roundtrip(make(DecoratedMixer))
 
 
 def test_past_key_values():
