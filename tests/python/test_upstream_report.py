@@ -49,7 +49,8 @@ MID = report([result("mamba2-tiny", "prefill", "pass"), result("mamba2-tiny", "c
 NEW = report([result("mamba2-tiny", "prefill", "pass"), result("mamba2-tiny", "chunked", "pass"),
               result("mamba2-dtlimit", "chunked", "fail", "recurrent_state"),
               result("mamba1-tiny", "chunked", "fail", backend="hf-mamba"),
-              result("gdn-tiny", "prefill", "pass", backend="hf-gdn")],
+              result("gdn-tiny", "prefill", "pass", backend="hf-gdn"),
+              result("gdn-odd", "prefill", "fail", backend="hf-gdn")],  # a case only this run has
              [("mamba1-tiny", "hf-mamba", "likely: zero state (8.2b) — evidence: z")])
 
 
@@ -107,7 +108,8 @@ def main():
                 ("4.57.6", "5.12.1", "changed", "mamba1-tiny", "chunked"): ("error", "fail"),
                 ("4.57.6", "5.12.1", "changed", "gdn-tiny", "prefill"): ("unsupported", "pass"),
                 ("5.12.1", "5.24.0", "broke", "mamba2-dtlimit", "chunked"): ("pass", "fail")}
-        check(ch == want, "changes between consecutive releases that ran (skipping the failed install): %s" % ch)
+        check(ch == want, "changes between consecutive releases that ran (skipping the failed install and a check only "
+                         "one ran): %s" % ch)
         with open(os.path.join(out, "upstream.md")) as f:
             md = f.read()
         with open(os.path.join(out, "upstream.html")) as f:
@@ -118,7 +120,8 @@ def main():
               "the Markdown lists what broke")
         check("| 5.0.0 | — | not run: pip install: no such version |" in md, "the summary says why a release did not run")
         check("| 4.57.6 | 4.57.6 | 5 | 1 | 2 | 1 | 1 | 0 |" in md, "the summary counts a release's verdicts")
-        check("| hf-mamba2 | mamba2-dtlimit | chunked | f32 | FAIL | — | pass | FAIL |" in md, "the matrix row")
+        check("| hf-mamba2 | mamba2-dtlimit | chunked | f32 | FAIL | — | pass | FAIL |" in md and
+              "| hf-gdn | gdn-odd | prefill | f32 | — | — | — | FAIL |" in md, "the matrix rows")
         check("  - 4.57.6: likely: one dt for every token (8.3c)" in md and "  - 5.24.0: same" in md,
               "the diagnoses by release, unchanged ones folded")
         check("**4.57.6** `hf-mamba` (1 checks, e.g. `mamba1-tiny/chunked`): python forward: IndexError: x" in md,
