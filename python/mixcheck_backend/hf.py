@@ -471,10 +471,12 @@ class HFAttention(_HF):
 
 
 class _StackCache:
-    """One cache of a whole stack: the model's own cache object (``DynamicCache`` built from the model's
-    config, every layer's conv window, recurrent state and KV cache), created at the first forward the way
-    the model creates it, and beside it what ``generate()`` keeps: the 2-D padding mask of every token the
-    cache has seen (it grows ``attention_mask`` the same way)."""
+    """One cache of a whole stack: the model's own cache object (every layer's conv window, recurrent state
+    and KV cache: the ``DynamicCache`` the model's forward builds at the first forward, or in 4.57 / 5.0 the
+    model module's cache class, built the way ``generate()`` builds it), and beside it what ``generate()``
+    keeps: the 2-D padding mask of every token the cache has seen (it grows ``attention_mask`` the same
+    way) and, where the release counts positions its own way (MambaModel's ``arange(conv_kernel)``
+    prefill), the next ``cache_position``."""
 
     def __init__(self, batch):
         self.batch = batch
