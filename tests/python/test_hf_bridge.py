@@ -419,6 +419,176 @@ def test_output_cache():
     assert hfapi.output_cache(types.SimpleNamespace(logits=1)) is None
 
 
+# ---- hf-attention: the attention call and create_causal_mask in each shape -------------------------------
+
+NEG = -1e9
+
+
+def additive_mask(full, L):
+    """[B][1][L][T+L]: query i (slot T+i) sees the real slots up to its own."""
+    B, S = full.shape
+    T = S - L
+    keep = torch.tril(torch.ones(L, S, dtype=torch.bool), diagonal=T)[None] & (full[:, None, :] == 1)
+    return torch.where(keep, 0.0, NEG).to(torch.float64)[:, None]
+
+
+def causal_mask_new(config, inputs_embeds, attention_mask, cache=None, position_ids=None, **kwargs):
+    return additive_mask(attention_mask, inputs_embeds.shape[1])
+
+
+def causal_mask_old(config, input_embeds, attention_mask, cache_position, past_key_values, position_ids=None):
+    assert cache_position.tolist() == list(range(attention_mask.shape[1] - input_embeds.shape[1],
+                                                 attention_mask.shape[1])), cache_position
+    return additive_mask(attention_mask, input_embeds.shape[1])
+
+
+class AttnBase(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(D))
+
+    def attend(self, h, mask, cache):
+        k = v = (h * self.w)[:, None]  # [B][1][L][D]
+        if cache is not None:
+            k, v = cache.update(k, v, 0)
+        scores = h[:, None] @ k.transpose(-1, -2) / D ** 0.5 + mask
+        return (torch.softmax(scores, -1) @ v)[:, 0], None
+
+
+class AttnNew(AttnBase):  # 5.24
+    def forward(self, hidden_states, position_embeddings, attention_mask=None, cache=None, **kwargs):
+        return self.attend(hidden_states, attention_mask, cache)
+
+
+class AttnOld(AttnBase):  # up to 5.23 (cache_position up to 5.0)
+    def forward(self, hidden_states, position_embeddings, attention_mask=None, past_key_values=None,
+                cache_position=None, **kwargs):
+        if past_key_values is not None:
+            T = past_key_values.get_seq_length(0)
+            assert cache_position.tolist() == list(range(T, T + hidden_states.shape[1])), cache_position
+        return self.attend(hidden_states, attention_mask, past_key_values)
+
+
+class NoRotary(torch.nn.Module):
+    def forward(self, h, pos):
+        return torch.ones(1), torch.zeros(1)  # (cos, sin) the stand-ins do not use
+
+
+def make_attention(cls, causal):
+    class StandIn(hf.HFAttention):
+        name = "standin-attention"
+
+        def build(self, c):
+            self.rotary = NoRotary()
+            return Cfg(), cls()
+    hf.masking_utils = types.SimpleNamespace(create_causal_mask=causal)
+    opts = Options(conv_shape=(1, 1), state_shape=(2, 16, D), hidden=D)
+    config = {"attn_output_gate": 1, "qk_norm": "zero_centred", "cache_length": 16}
+    return StandIn("attention", "f64", config, {"w": np.linspace(0.5, 1.5, D)}, opts)
+
+
+def test_attention_shapes():
+    for cls, causal in ((AttnNew, causal_mask_new), (AttnOld, causal_mask_old)):
+        be = make_attention(cls, causal)
+        want = be.forward(be.cache_alloc(B), X, None)
+        c = be.cache_alloc(B)
+        y = np.concatenate([be.forward(c, X[:, :5], None), be.forward(c, X[:, 5:], None)], 1)
+        np.testing.assert_allclose(y, want, rtol=0, atol=1e-12, err_msg=cls.__name__)
+        c = be.cache_alloc(B)
+        be.forward(c, X[:, :5], None)
+        c2 = be.cache_import(be.cache_alloc(B), *be.cache_export(c))
+        np.testing.assert_allclose(be.forward(c2, X[:, 5:], None), want[:, 5:], rtol=0, atol=1e-12,
+                                   err_msg=cls.__name__ + " after export / import")
+
+
+# ---- hf-model: the whole model's cache argument, cache class and positions in each shape -------------------
+
+class ModelBase(torch.nn.Module):
+    """A one-layer 'model': the stand-in recurrence over the token ids as its input."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(0.5, 1.5, D, dtype=torch.float64))
+        self.positions = []
+
+    def run(self, input_ids, get, put):
+        h = input_ids[..., None].to(torch.float64) * torch.ones(D, dtype=torch.float64) / 7
+        window, state = get()
+        if window is None:
+            window = torch.zeros(h.shape[0], D, K, dtype=h.dtype)
+            state = torch.zeros(h.shape[0], D, 1, dtype=h.dtype)
+        y, window, state = step(window, state, h, self.w)
+        put(window, state)
+        return y
+
+
+class ModelNew(ModelBase):  # 5.5 on: builds its DynamicCache-like cache itself, returns it
+    def forward(self, input_ids, attention_mask=None, cache=None, use_cache=None, **kwargs):
+        if use_cache and cache is None:
+            cache = dynamic_cache(IndexedLayer)()
+        lay = cache.layers[0] if cache is not None else None
+        y = self.run(input_ids, lay.get if lay else (lambda: (None, None)), lay.put if lay else (lambda *a: None))
+        return types.SimpleNamespace(logits=y, cache=cache)
+
+
+class ModelPerModel(ModelBase):  # 4.57 / 5.0 Mamba: a per-model cache handed in, cache_position decides
+    def forward(self, input_ids, attention_mask=None, cache_params=None, use_cache=None, cache_position=None):
+        self.positions.append(None if cache_position is None else cache_position.tolist())
+        primed = cache_params is not None and cache_position[0] > 0
+
+        def put(window, state):
+            cache_params.conv_states[0].copy_(window)
+            cache_params.ssm_states[0].copy_(state)
+        y = self.run(input_ids, (lambda: (cache_params.conv_states[0], cache_params.ssm_states[0])) if primed
+                     else (lambda: (None, None)), put if cache_params is not None else (lambda *a: None))
+        return types.SimpleNamespace(logits=y, cache_params=cache_params)
+
+
+class ModelKwargsOnly(ModelNew):  # names no cache argument: a cache handed back would be swallowed
+    def forward(self, input_ids, attention_mask=None, use_cache=None, **kwargs):
+        return ModelNew.forward(self, input_ids, attention_mask, kwargs.get("cache"), use_cache)
+
+
+def make_model(model, cache_cls=None):
+    be = object.__new__(hf.HFModel)  # HFModel.__init__ builds from the installed transformers; set its result
+    be.dtype, be.device, be.tdtype, be.out_dtype = "f64", torch.device("cpu"), torch.float64, torch.float64
+    be.model, be.cls, be.hf_config, be.cache_cls = model, type(model), Cfg(), cache_cls
+    be.local_mask, be.takes_positions, be.capture, be.layers = True, False, None, [None]
+    be.options = types.SimpleNamespace(layers=[("mamba1", (D, K), (D, 1))])
+    return be
+
+
+IDS = np.random.default_rng(3).integers(0, 9, (B, 9))
+
+
+def check_model_split(be):
+    want = be.forward(be.cache_alloc(B), IDS, None)
+    c = be.cache_alloc(B)
+    y = np.concatenate([be.forward(c, IDS[:, :5], None), be.forward(c, IDS[:, 5:8], None),
+                        be.forward(c, IDS[:, 8:], None)], 1)
+    np.testing.assert_allclose(y, want, rtol=0, atol=1e-12)
+    return c
+
+
+def test_model_builds_its_own_cache():
+    c = check_model_split(make_model(ModelNew()))
+    assert isinstance(c.hf.layers[0], IndexedLayer)
+
+
+def test_model_per_model_cache_and_positions():
+    m = ModelPerModel()
+    check_model_split(make_model(m, cache_cls=PerModelCache))
+    # MambaModel's convention: arange(conv_kernel) on the fresh cache, then the positions after it
+    assert m.positions[1:] == [list(range(K)), [K, K + 1, K + 2], [K + 3]], m.positions
+
+
+def test_model_without_a_cache_argument_is_an_error():
+    be = make_model(ModelKwargsOnly())
+    c = be.cache_alloc(B)
+    be.forward(c, IDS[:, :5], None)  # the first forward: the model builds its cache and returns it
+    expect_unbridged(lambda: be.forward(c, IDS[:, 5:], None), "names no cache argument")
+
+
 def main():
     tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
     saved = hf.DynamicCache, hf.masking_utils
