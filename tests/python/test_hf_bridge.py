@@ -17,7 +17,10 @@ and after an export / import round trip; the cache_position a per-model mixer se
 model passes. And the two ways a release can drop a cache silently are errors: a forward that names no cache
 argument (only **kwargs), and one that takes the cache but writes nothing into it. The mask helper: the
 release's create_recurrent_attention_mask where it has one (under its cache argument's name), else the
-stand-in rule.
+stand-in rule. hf-attention (hf.HFAttention) with a stand-in attention and create_causal_mask of the 5.24 and
+the older shapes (past_key_values, cache_position, input_embeds), and hf-model (hf.HFModel.forward) with
+stand-in models that build their own cache (5.5 on), that take a per-model cache and cache_position (4.57 /
+5.0 Mamba: arange(conv_kernel) first), and that name no cache argument (an error), split and unsplit alike.
 
 Needs torch and transformers (hf.py imports them): run under $MIXCHECK_HF_PYTHON or /work/venv/bin/python,
 exit 77 (CTest: skipped) where neither imports them.
