@@ -22,13 +22,19 @@ The golden's weights are loaded by their HF names with ``load_state_dict(strict=
 goes the way the HF model sends it: the 2-D padding mask through ``create_recurrent_attention_mask``
 (which drops it for single-token forwards and all-ones masks) and then into the mixer with the cache.
 The only adaptation is the one docs/semantics.md §A.5 asks of a wrapper: Mamba2's gated-norm group
-size is set from the golden's ``norm_group_size``. Runs on ``--python-device`` (torch device name);
-host<->device copies happen here. Needs torch and transformers in the interpreter; they are imported
-when the module is, so the zygote pays for it once per run.
+size is set from the golden's ``norm_group_size`` (where the release's norm has one). Runs on
+``--python-device`` (torch device name); host<->device copies happen here. Needs torch and transformers
+in the interpreter; they are imported when the module is, so the zygote pays for it once per run.
+
+Every transformers release from 4.57 on is driven through hfapi.py, which reads the release's API off
+its signatures and classes (the cache argument's name, ``cache_position``, the per-model cache classes
+of 4.57 / 5.0 and the cache-layer layouts after them, the mask helper); what it cannot bridge is the
+check's error, and a cached forward that leaves its cache untouched is an error too (hfapi.check_used).
 """
 
 import copy
 import importlib
+import sys
 
 import numpy as np
 import torch
@@ -36,7 +42,10 @@ import torch
 # once per run, and each forked worker then starts with them loaded
 import transformers
 from transformers import DynamicCache
-from transformers.masking_utils import create_causal_mask, create_recurrent_attention_mask
+from transformers import masking_utils
+
+from . import hfapi
+from .hfapi import Unbridged
 
 
 def _optional(module, *names):
@@ -51,6 +60,12 @@ def _optional(module, *names):
 
 Mamba2Config, = _optional("models.mamba2.configuration_mamba2", "Mamba2Config")
 Mamba2Mixer, = _optional("models.mamba2.modeling_mamba2", "Mamba2Mixer")
+# the per-model cache classes of 4.57 / 5.0, which the models build instead of DynamicCache (None later)
+Mamba2Cache, = _optional("models.mamba2.modeling_mamba2", "Mamba2Cache")
+MambaCache, = _optional("models.mamba.modeling_mamba", "MambaCache")
+Qwen3NextDynamicCache, = _optional("models.qwen3_next.modeling_qwen3_next", "Qwen3NextDynamicCache")
+Qwen3_5DynamicCache, = _optional("models.qwen3_5.modeling_qwen3_5", "Qwen3_5DynamicCache")
+Lfm2HybridConvCache, = _optional("models.lfm2.modeling_lfm2", "Lfm2HybridConvCache")
 MambaConfig, = _optional("models.mamba.configuration_mamba", "MambaConfig")
 MambaMixer, = _optional("models.mamba.modeling_mamba", "MambaMixer")
 Qwen3NextConfig, = _optional("models.qwen3_next.configuration_qwen3_next", "Qwen3NextConfig")
@@ -122,25 +137,40 @@ class _HF(Backend):
     def state_numpy(t):
         return t.detach().to("cpu").float().numpy() if t.dtype != torch.float64 else t.detach().cpu().numpy()
 
-    def layer(self, cache):
-        return cache.layers[0]
+    # ---- the cache: the release's own class and layout (hfapi) ---------------------------------------
+    #: the per-model cache class the release's model builds (4.57 / 5.0), set by build(); None: DynamicCache
+    cache_cls = None
+    #: the cache_position of a fresh cache's first forward where the mixer takes one: "tokens" (arange(L),
+    #: generate()'s) or "conv_kernel" (arange(conv_kernel), what MambaModel / Mamba2Model pass, whose
+    #: Mamba1 mixer tells its prefill by that length)
+    fresh_positions = "tokens"
 
-    # ---- the contract --------------------------------------------------------------------------
+    def cache_config(self):
+        """The config the cache is built from (the mixer's, unless a per-model cache needs more layers)."""
+        return self.hf_config
+
     def cache_alloc(self, batch):
-        cache = DynamicCache(config=self.hf_config)
+        if self.cache_cls is not None:
+            cache = hfapi.new_cache(self.cache_cls, self.cache_config(), batch, self.tdtype, self.device)
+        else:
+            cache = DynamicCache(config=self.cache_config())
+            lay = cache.layers[0] if isinstance(getattr(cache, "layers", None), list) and cache.layers else None
+            if lay is None or not hasattr(lay, "conv_states"):
+                raise Unbridged("transformers %s: DynamicCache(config) has no recurrent layer for this mixer and the "
+                                "model module no cache class of its own" % transformers.__version__)
         cache._mixcheck_batch = batch  # HF's layers learn it at the first forward; an export may come first
+        cache._mixcheck_next = 0       # the next forward's first cache_position; 0: nothing cached yet
         return cache
 
     def cache_copy(self, cache):
         return copy.deepcopy(cache)
 
     def cache_export(self, cache):
-        layer = self.layer(cache)
-        conv = layer.conv_states.get(0) if getattr(layer, "has_previous_state", {}).get(0) else None
-        rec = layer.recurrent_states.get(0) if getattr(layer, "has_previous_state", {}).get(0) else None
+        st = hfapi.layer_states(cache, 0)
         B = getattr(cache, "_mixcheck_batch", None)
-        conv_np = self.state_numpy(conv) if conv is not None else None
-        rec_np = self.state_numpy(rec) if rec is not None else None
+        written = cache._mixcheck_next > 0
+        conv_np = self.state_numpy(st["conv"]) if written and st["conv"] is not None else None
+        rec_np = self.state_numpy(st["rec"]) if written and st["rec"] is not None else None
         if conv_np is None:  # nothing written yet: the zero window
             conv_np = np.zeros((B,) + self.options.conv_shape)
         if self.options.state_shape and rec_np is None:
@@ -148,35 +178,46 @@ class _HF(Backend):
         return conv_np, (rec_np if self.options.state_shape else None)
 
     def cache_import(self, cache, conv_state, recurrent_state):
-        layer = self.layer(cache)
         conv = torch.from_numpy(np.array(conv_state)).to(self.device, self.tdtype)
         rec = None
         if recurrent_state is not None:  # HF keeps its recurrent state in f32 (f64 for an f64 model)
             rec = torch.from_numpy(np.array(recurrent_state)).to(self.device, self.state_dtype())
-        layer.lazy_initialization(conv_states=conv, recurrent_states=rec, conv_kernel_size=conv.shape[-1])
-        layer.conv_states[0].copy_(conv)
-        if rec is not None:
-            layer.recurrent_states[0].copy_(rec)
-        layer.has_previous_state[0] = True
+        hfapi.set_layer_states(cache, 0, conv, rec)
+        # a primed cache: its next forward continues it (any cache_position past the window)
+        cache._mixcheck_next = max(cache._mixcheck_next, conv.shape[-1])
         return cache
 
     def state_dtype(self):
         return torch.float64 if self.dtype == "f64" else torch.float32
+
+    def positions(self, cache, L):
+        start = cache._mixcheck_next
+        n = self.hf_config.conv_kernel if start == 0 and self.fresh_positions == "conv_kernel" else L
+        return torch.arange(start, start + n, device=self.device)
 
     def forward(self, cache, x, mask):
         with torch.no_grad():
             h = self.tensor(x)
             m = None
             if mask is not None:
-                m = create_recurrent_attention_mask(self.hf_config, h, torch.from_numpy(np.array(mask, np.int64))
-                                                    .to(self.device), cache)
-            y = self.mixer(h, cache=cache, attention_mask=m)
+                m = hfapi.recurrent_mask(masking_utils, self.hf_config, h,
+                                         torch.from_numpy(np.array(mask, np.int64)).to(self.device), cache,
+                                         primed=cache is not None and cache._mixcheck_next > 0)
+            what = type(self.mixer).__name__ + ".forward"
+            pos = self.positions(cache, h.shape[1]) if cache is not None else None
+            kw = hfapi.forward_kwargs(self.mixer.forward, what, cache=cache, cache_position=pos, attention_mask=m)
+            before = hfapi.snapshot(cache) if cache is not None else None
+            y = self.mixer(h, **kw)
+            if cache is not None:
+                hfapi.check_used(before, cache, what)
+                cache._mixcheck_next = int(pos[-1]) + 1
         return self.numpy_out(y)
 
 
 class HFMamba2(_HF):
     name = "hf-mamba2"
     family = "mamba2"
+    fresh_positions = "conv_kernel"
 
     def build(self, c):
         _need("Mamba2Mixer", Mamba2Config, Mamba2Mixer)
@@ -199,13 +240,18 @@ class HFMamba2(_HF):
         if mixer.intermediate_size != inter:
             raise Unsupported("Mamba2Mixer derives intermediate_size %d from expand, the golden has %d"
                               % (mixer.intermediate_size, inter))
-        mixer.norm.group_size = c["norm_group_size"]  # docs/semantics.md §A.5
+        # docs/semantics.md §A.5; a release whose gated norm has no group size (up to 5.22) normalises the
+        # whole row, and a golden with n_groups > 1 shows it
+        if hasattr(mixer.norm, "group_size"):
+            mixer.norm.group_size = c["norm_group_size"]
+        self.cache_cls = Mamba2Cache
         return cfg, mixer
 
 
 class HFMamba(_HF):
     name = "hf-mamba"
     family = "mamba1"
+    fresh_positions = "conv_kernel"
 
     def build(self, c):
         _need("MambaMixer", MambaConfig, MambaMixer)
@@ -218,6 +264,7 @@ class HFMamba(_HF):
         if mixer.intermediate_size != c["intermediate_size"]:
             raise Unsupported("MambaMixer derives intermediate_size %d from expand, the golden has %d"
                               % (mixer.intermediate_size, c["intermediate_size"]))
+        self.cache_cls = MambaCache
         return cfg, mixer
 
 
@@ -235,9 +282,11 @@ class HFGatedDeltaNet(_HF):
         if c["projection_layout"] == "qwen3_next":
             _need("Qwen3NextGatedDeltaNet", Qwen3NextConfig, Qwen3NextGatedDeltaNet)
             cfg = Qwen3NextConfig(**kw)
+            self.cache_cls = Qwen3NextDynamicCache
             return cfg, Qwen3NextGatedDeltaNet(cfg, layer_idx=0)
         _need("Qwen3_5GatedDeltaNet", Qwen3_5TextConfig, Qwen3_5GatedDeltaNet)
         cfg = Qwen3_5TextConfig(**kw)
+        self.cache_cls = Qwen3_5DynamicCache
         return cfg, Qwen3_5GatedDeltaNet(cfg, layer_idx=0)
 
 
@@ -250,7 +299,18 @@ class HFShortConv(_HF):
         cfg = Lfm2Config(hidden_size=c["hidden_size"], conv_L_cache=c["conv_L_cache"], conv_bias=c["conv_bias"],
                          num_hidden_layers=1, layer_types=["conv"], vocab_size=8, num_attention_heads=2,
                          num_key_value_heads=1, intermediate_size=16)
+        self.cache_cls = Lfm2HybridConvCache
         return cfg, Lfm2ShortConv(cfg, layer_idx=0)
+
+    def cache_config(self):
+        if self.cache_cls is None:
+            return self.hf_config
+        # Lfm2HybridConvCache (4.57 / 5.0) counts positions from its first attention layer: give it one,
+        # after the conv layer 0 the mixer uses
+        cfg = copy.deepcopy(self.hf_config)
+        object.__setattr__(cfg, "layer_types", ["conv", "full_attention"])
+        object.__setattr__(cfg, "num_hidden_layers", 2)
+        return cfg
 
 
 class _KVCache(DynamicCache):
@@ -301,7 +361,11 @@ class HFAttention(_HF):
             raise Unsupported("no transformers attention class has attn_output_gate=%d with qk_norm %s and "
                               "attention_bias=%d" % (gate, norm, bias))
         # set past what a config's __post_init__ hard-codes (Bamba: partial_rotary_factor 0.5)
-        cfg.rope_parameters = dict(cfg.rope_parameters or {}, **rope)
+        if "rope_parameters" in hfapi.named_params(type(cfg).__init__):
+            cfg.rope_parameters = dict(cfg.rope_parameters or {}, **rope)
+        else:  # 4.57: the rotary classes read rope_theta and partial_rotary_factor off the config
+            object.__setattr__(cfg, "rope_theta", c["rope_theta"])
+            object.__setattr__(cfg, "partial_rotary_factor", c["partial_rotary_factor"])
         object.__setattr__(cfg, "head_dim", c["head_dim"])
         cfg._attn_implementation = "eager"
         self.rotary = rot(cfg)
@@ -343,8 +407,8 @@ class HFAttention(_HF):
         kv = np.zeros((B, hkv2, lmax, hd))
         if cache.length() == 0:
             return counts, kv
-        layer = cache.layers[0]
-        keys, values = self.state_numpy(layer.keys), self.state_numpy(layer.values)  # [B][Hkv][T][hd]
+        st = hfapi.layer_states(cache, 0)
+        keys, values = self.state_numpy(st["keys"]), self.state_numpy(st["values"])  # [B][Hkv][T][hd]
         seen = cache.seen.cpu().numpy()
         for b in range(B):
             real = np.nonzero(seen[b])[0]
@@ -392,24 +456,33 @@ class HFAttention(_HF):
                 raise Invalid("the forward would exceed the cache's %d positions" % self.lmax)
             pos = (full.cumsum(-1) - 1).masked_fill(full == 0, 1)[:, past.shape[1]:]
             cos_sin = self.rotary(h, pos)
-            m = create_causal_mask(config=self.hf_config, inputs_embeds=h, attention_mask=full,
-                                   cache=cache, position_ids=pos)
-            y, _ = self.mixer(h, position_embeddings=cos_sin, attention_mask=m, cache=cache)
+            # the slots this forward writes: after every slot cached so far, pads' included
+            slots = torch.arange(past.shape[1], past.shape[1] + L, device=self.device)
+            m = hfapi.causal_mask(masking_utils, self.hf_config, h, full, cache, pos, slots)
+            what = type(self.mixer).__name__ + ".forward"
+            kw = hfapi.forward_kwargs(self.mixer.forward, what, cache=cache, cache_position=slots,
+                                      position_embeddings=cos_sin, attention_mask=m)
+            before = hfapi.snapshot(cache) if cache is not None else None
+            y, _ = self.mixer(h, **kw)
             if cache is not None:
+                hfapi.check_used(before, cache, what)
                 cache.seen = full
         return self.numpy_out(y)
 
 
 class _StackCache:
-    """One cache of a whole stack: the model's own cache object (``DynamicCache`` built from the model's
-    config, every layer's conv window, recurrent state and KV cache), created at the first forward the way
-    the model creates it, and beside it what ``generate()`` keeps: the 2-D padding mask of every token the
-    cache has seen (it grows ``attention_mask`` the same way)."""
+    """One cache of a whole stack: the model's own cache object (every layer's conv window, recurrent state
+    and KV cache: the ``DynamicCache`` the model's forward builds at the first forward, or in 4.57 / 5.0 the
+    model module's cache class, built the way ``generate()`` builds it), and beside it what ``generate()``
+    keeps: the 2-D padding mask of every token the cache has seen (it grows ``attention_mask`` the same
+    way) and, where the release counts positions its own way (MambaModel's ``arange(conv_kernel)``
+    prefill), the next ``cache_position``."""
 
     def __init__(self, batch):
         self.batch = batch
         self.hf = None    # the model's cache object, None before any forward
         self.seen = None  # [B][T] int64, 1 real, 0 padding
+        self.next_pos = None  # the next cache_position where generate()'s count is not the tokens seen
 
 
 class HFModel(StackBackend):
@@ -458,7 +531,8 @@ class HFModel(StackBackend):
                           % (cls.__name__, missing[:4], unexpected[:4]))
         for k in tied:
             if k not in state:
-                src = model._tied_weights_keys[k] if isinstance(model._tied_weights_keys, dict) else None
+                src = model._tied_weights_keys[k] if isinstance(model._tied_weights_keys, dict) else \
+                    self._embedding_key(model, k)  # up to 5.0 a list: tied to the input embedding
                 if src is None or src not in state:
                     raise Invalid("tied %s: no source weight in the checkpoint" % k)
                 state[k] = state[src]
@@ -470,11 +544,18 @@ class HFModel(StackBackend):
         self.model, self.hf_config, self.cls = model, hf_config, cls
         params = inspect.signature(model.forward).parameters
         self.takes_positions = "position_ids" in params
-        # MambaModel hands attention_mask to every mixer as it is (no create_recurrent_attention_mask), and
-        # the mixer multiplies its [B][L] slice's states by it: it takes the mask of this forward's tokens
-        # (what generate() passes at the first step; later steps it passes none). The others build their
-        # masks from the 2-D mask of every token so far, as generate() grows it.
-        self.local_mask = model_type == "mamba"
+        # A model without attention layers (MambaModel; Mamba2Model up to 5.12) hands attention_mask to every
+        # mixer as it is, and the mixer multiplies its [B][L] slice's states by it: it takes the mask of this
+        # forward's tokens (what generate() passes at the first step; later steps it passes none; from 5.14
+        # Mamba2Model slices it with create_recurrent_attention_mask, which the [B][L] mask passes through).
+        # The others build their masks from the 2-D mask of every token so far, as generate() grows it.
+        self.local_mask = not any(isinstance(getattr(lay, "self_attn", None), torch.nn.Module)
+                                  for lay in model.base_model.layers)
+        # up to 5.0 a model module has its own cache class, which generate() builds and passes in (BambaModel
+        # returns no cache without one); from 5.5 the models build a DynamicCache themselves
+        mod = sys.modules[cls.__module__]
+        self.cache_cls = next((o for n, o in sorted(vars(mod).items()) if isinstance(o, type) and n.endswith("Cache")
+                               and o.__module__ == mod.__name__), None)
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers
@@ -490,6 +571,11 @@ class HFModel(StackBackend):
                 raise Unsupported("%s layer %d: no mixer module (%s)" % (cls.__name__, i, "/".join(self.MIXERS)))
             mixer.register_forward_hook(self.hook(("mixer", i)))
             mixer.register_forward_pre_hook(self.pre_hook(("input", i)), with_kwargs=True)
+
+    @staticmethod
+    def _embedding_key(model, tied):
+        emb = model.get_input_embeddings().weight
+        return next((n for n, p in model.named_parameters(remove_duplicate=False) if p is emb and n != tied), None)
 
     def hook(self, key):
         def grab(module, args, output):
@@ -533,10 +619,26 @@ class HFModel(StackBackend):
                 torch.zeros((B, 0), dtype=torch.int64, device=self.device)
             full = torch.cat([past, cur], dim=1)
             kw = dict(input_ids=ids, attention_mask=cur if self.local_mask else full, use_cache=cache is not None)
-            if cache is not None:
-                if cache.hf is None:  # the model's own cache class, as its forward would create it
-                    cache.hf = DynamicCache(config=self.hf_config)
-                kw["cache"] = cache.hf
+            what = self.cls.__name__ + ".forward"
+            before = None
+            if cache is not None and cache.hf is None and self.cache_cls is not None:
+                # generate()'s first step up to 5.0: the model's cache class, cache_position from 0 (MambaModel
+                # and Mamba2Model: arange(conv_kernel), their prepare_inputs_for_generation's)
+                cache.hf = hfapi.new_cache(self.cache_cls, self.hf_config, B, self.tdtype, self.device)
+                n = self.hf_config.conv_kernel if self.local_mask and hasattr(self.hf_config, "conv_kernel") else L
+                kw.update(hfapi.forward_kwargs(self.model.forward, what, cache=cache.hf,
+                                               cache_position=torch.arange(0, n, device=self.device)))
+                cache.next_pos = n
+                before = hfapi.snapshot(cache.hf)
+            elif cache is not None and cache.hf is not None:
+                # a cache the model made at its first forward, passed back under the name the release gives
+                # it, with cache_position (the slots after every token cached so far) where it takes one
+                start = past.shape[1] if cache.next_pos is None else cache.next_pos
+                slots = torch.arange(start, start + L, device=self.device)
+                kw.update(hfapi.forward_kwargs(self.model.forward, what, cache=cache.hf, cache_position=slots))
+                if cache.next_pos is not None:
+                    cache.next_pos += L
+                before = hfapi.snapshot(cache.hf)
             if self.takes_positions:
                 kw["position_ids"] = (full.cumsum(-1) - 1).masked_fill(full == 0, 1)[:, past.shape[1]:]
             self.capture = {} if want_hidden else None
@@ -545,6 +647,12 @@ class HFModel(StackBackend):
             finally:
                 got, self.capture = self.capture, None
             if cache is not None:
+                if cache.hf is None:  # the model's own cache class, created by its forward (generate()'s first step)
+                    cache.hf = hfapi.output_cache(res)
+                    if cache.hf is None:
+                        raise Unbridged("%s returned no cache with use_cache=True" % what)
+                else:
+                    hfapi.check_used(before, cache.hf, what)
                 cache.seen = full
             logits = self.out(res.logits)
             if not want_hidden:
@@ -566,14 +674,13 @@ class HFModel(StackBackend):
         rec = np.zeros((B,) + state_shape) if state_shape else None
         if cache.hf is None:  # nothing written yet: the zero window and state
             return conv, rec
-        lay = cache.hf.layers[layer]
+        st = hfapi.layer_states(cache.hf, layer)
         if family == "attention":
             hkv2, lmax, hd = state_shape
-            keys = getattr(lay, "keys", None)
-            if keys is None or keys.numel() == 0:
+            if st["keys"] is None:
                 return conv, rec
-            k = keys.detach().to("cpu", torch.float64).numpy()  # [B][Hkv][T][hd], pads' slots included
-            v = lay.values.detach().to("cpu", torch.float64).numpy()
+            k = st["keys"].detach().to("cpu", torch.float64).numpy()  # [B][Hkv][T][hd], pads' slots included
+            v = st["values"].detach().to("cpu", torch.float64).numpy()
             seen = cache.seen.cpu().numpy()[:, -k.shape[2]:]
             for b in range(B):
                 real = np.nonzero(seen[b])[0]
@@ -583,15 +690,10 @@ class HFModel(StackBackend):
                 rec[b, :hkv2 // 2, :len(real)] = k[b][:, real]
                 rec[b, hkv2 // 2:, :len(real)] = v[b][:, real]
             return conv, rec
-        if not getattr(lay, "has_previous_state", {}).get(0):
-            return conv, rec
-        c = lay.conv_states.get(0)
-        if c is not None:
-            conv = c.detach().to("cpu", torch.float64).numpy()
-        if state_shape:
-            r = lay.recurrent_states.get(0)
-            if r is not None:
-                rec = r.detach().to("cpu", torch.float64).numpy()
+        if st["conv"] is not None:
+            conv = st["conv"].detach().to("cpu", torch.float64).numpy()
+        if state_shape and st["rec"] is not None:
+            rec = st["rec"].detach().to("cpu", torch.float64).numpy()
         return conv, rec
 
 
