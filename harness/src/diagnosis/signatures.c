@@ -87,6 +87,8 @@
 #define CONTINUED_RIGHT(w) {.kind = MC_DC_EXP_RATIO_BELOW, .scenario = ANY, .value = MC_EXP_ZERO_WINDOW, .text = "1", .weight = (w)}
 /* another class's decisive experiment holds: against this class (and nothing when it does not hold) */
 #define EXP_OTHER(k, w) {.kind = MC_DC_EXPERIMENT, .scenario = ANY, .value = (k), .weight = -(w), .if_true = 1}
+/* a prefill on a cache with zeros imported (primed, all zero) is right: weight w when it is, -w when not */
+#define PRIMED_ZERO_RIGHT(w) {.kind = MC_DC_EXP_RATIO_BELOW, .scenario = ANY, .value = MC_EXP_ZEROED_CACHE, .text = "1", .weight = (w)}
 #define ON_GRID(s, t, g, w) {.kind = MC_DC_ON_GRID, .scenario = (s), .tensor = (t), .text = (g), .weight = (w)}
 #define ON_GRID_REQ(s, t, g, w) {.kind = MC_DC_ON_GRID, .scenario = (s), .tensor = (t), .text = (g), .weight = (w), .must = 1}
 /* a required condition: the class is named only when it holds */
@@ -94,6 +96,18 @@
 
 const struct mc_signature mc_signatures[] = {
     /* ---- continued forwards (multi-token forward on a primed cache) --------------------------------- */
+    /* the upstream bug itself (HF Mamba2 before #46084): the single-token branch chosen from the cache state
+     * alone, so an L-token forward on any primed cache — even an all-zero one, whose math is the fresh
+     * prefill's — mixes its tokens as one step: row 0 already sees the later tokens of the call */
+    {"8.1", "a multi-token forward on a primed cache takes the single-token path (the branch chosen from the cache "
+            "state alone: the first token's dt, one step, no initial state for the scan)",
+     "case (b) of the forward: choose the single-step branch only for L == 1, run the chunked scan from the cached "
+     "state for L > 1 (docs/semantics.md §2.5)",
+     STATEFUL,
+     {REQ(MC_DC_AT_SPLIT, FTC, "consistency", 3), AT_SPLIT(FTC, "distractor", 4), PASSES(P, NULL, 3),
+      PASSES(DEC, "output", 5), FAILS(CH, "output", 2), FAILS(CH, "recurrent_state", 2), FAILS(FTC, "output", 2),
+      FAILS(SV, NULL, 1), PRIMED_ZERO_RIGHT(-4), EXP(MC_EXP_GOLDEN_STATE_DECODE, 1),
+      EXP_OTHER(MC_EXP_ZERO_WINDOW, 6), EXP_OTHER(MC_EXP_ZERO_STATE, 6)}},
     {"8.1a", "a multi-token forward on a primed cache uses the dt of its first token for every row",
      "case (b) of the forward: dt must be computed per token, not taken from token 0 (the single-step branch)",
      SSM,
@@ -142,7 +156,7 @@ const struct mc_signature mc_signatures[] = {
       NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 2), STAGE(FTC, "conv_out", 0, 3), FAILS(FTC, "output", 2),
       /* the wrong conv output enters the scan: the state after the continued forward is wrong too; no
        * slicing of the past makes an output see a later token (the distractor probe) */
-      FAILS_F(CH, "recurrent_state", STATEFUL, 2), CONTINUED_RIGHT(-4), PASSES(FTC, "distractor", 2),
+      FAILS_F(CH, "recurrent_state", STATEFUL, 2), CONTINUED_RIGHT(-4), PASSES(FTC, "distractor", 4),
       /* the port is the reference without its window (8.2a) or without its state (8.2b) */
       EXP_OTHER(MC_EXP_ZERO_WINDOW, 6), EXP_OTHER(MC_EXP_ZERO_STATE, 6)}},
     {"8.3c", "the conv window caches the post-conv (or post-activation) value instead of the pre-conv input",

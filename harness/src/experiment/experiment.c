@@ -527,8 +527,11 @@ void mc_experiment_outcome(enum mc_experiment_kind kind, const struct mc_check_r
             return;
         how(fr, a, sizeof a);
         how(ze, b, sizeof b);
-        /* the hypothesis: a cache fresh from cache_alloc does not hold zeros */
+        /* the hypothesis: a cache fresh from cache_alloc does not hold zeros; ratio: the headroom of the
+         * prefill on the zero-imported cache (>= 1: a multi-token forward on a primed all-zero cache is wrong,
+         * although it is the fresh prefill's math: the primed flag picks another path) */
         o->verdict = !passed(fr) && passed(ze) ? MC_EXP_HOLDS : MC_EXP_REFUTED;
+        o->ratio = ze->stats.headroom > 1e-300 ? ze->stats.headroom : 1e-300;
         snprintf(o->text, sizeof o->text,
                  "prefill on a cache fresh from cache_alloc: %s; on one with zeros imported first: %s", a, b);
         return;

@@ -68,7 +68,8 @@ struct mc_experiment_outcome {
     enum mc_experiment_kind kind;
     enum mc_experiment_verdict verdict;
     double ratio;           /* f32_reference: the port's RMS error over the f32 reference's; zero_window /
-                               zero_state: the headroom of the port's continuation from the golden cache; else 0 */
+                               zero_state: the headroom of the port's continuation from the golden cache; zeroed_cache:
+                               the headroom of the prefill on the zero-imported cache; else 0 */
     char text[400];         /* "decode from the golden cache imported with cache_import: right (headroom 0.02)" */
 };
 
