@@ -158,4 +158,61 @@ class OneTokenChunks(NumpyChunkedMamba2):
     skip_in_one_token_chunks = False
 
 
-MIXCHECK_BACKENDS = [NumpyChunkedMamba2, OneTokenChunks]
+class SingleStepBranch(NumpyChunkedMamba2):
+    """The cached branch of HF ``Mamba2Mixer.torch_forward`` before #46084, written from its description: the
+    branch is chosen from the cache state alone ("has a previous state"), so an L-token forward on a primed
+    cache runs as one step: all L inputs rolled into the window, one conv output from the final window, the
+    first token's dt, one recurrent step, that output for every row (gated by each row's own z). Right for a
+    fresh prefill and for single-token decode. The diagnosis must name it 8.1 (tests/python/test_python.c)."""
+    name = "np-single-step-branch"
+    chunked = False
+
+    def cache_alloc(self, batch):
+        c = super().cache_alloc(batch)
+        c.primed = False
+        return c
+
+    def cache_copy(self, cache):
+        c = super().cache_copy(cache)
+        c.primed = getattr(cache, "primed", False)
+        return c
+
+    def cache_import(self, cache, conv_state, recurrent_state):
+        cache = super().cache_import(cache, conv_state, recurrent_state)
+        cache.primed = True
+        return cache
+
+    def _step_branch(self, window, state, u):
+        L = u.shape[0]
+        zxbcdt = u @ self.in_w.T + self.in_b
+        z, xbc_raw, dt_raw = zxbcdt[:, :self.I], zxbcdt[:, self.I:self.I + self.C], zxbcdt[:, self.I + self.C:]
+        window[...] = np.concatenate([window, xbc_raw.T], axis=1)[:, -self.K:]
+        xbc = silu(np.sum(window * self.conv_w, axis=1) + self.conv_b)  # [C]: one conv output
+        dt = np.clip(softplus(dt_raw[0] + self.dt_bias), self.lo, self.hi).astype(self.ct)  # token 0's dt
+        x = xbc[:self.I].reshape(self.H, self.P)
+        rep = self.H // self.G
+        Bh = np.repeat(xbc[self.I:self.I + self.GN].reshape(self.G, self.N), rep, axis=0)
+        Ch = np.repeat(xbc[self.I + self.GN:].reshape(self.G, self.N), rep, axis=0)
+        state[...] = np.exp(dt * self.A)[:, None, None] * state + (dt[:, None] * x)[:, :, None] * Bh[:, None, :]
+        y = np.einsum("hpn,hn->hp", state, Ch) + self.Dskip[:, None] * x
+        hg = y.reshape(1, self.I) * silu(z)                              # every row the same y, its own z
+        grouped = hg.reshape(L, self.I // self.gs, self.gs)
+        rstd = 1.0 / np.sqrt(np.mean(grouped * grouped, axis=-1, keepdims=True) + self.eps)
+        return (self.norm_w * (grouped * rstd).reshape(L, self.I)) @ self.out_w.T + self.out_b
+
+    def forward(self, cache, x, mask):
+        B, L, _ = x.shape
+        c = cache if cache is not None else self.cache_alloc(B)
+        primed = getattr(c, "primed", False)
+        y = np.empty((B, L, self.D), self.ct)
+        y[...] = self.out_b
+        for b in range(B):
+            real = np.arange(L) if mask is None else np.flatnonzero(mask[b])
+            if real.size:
+                row = self._step_branch if primed else self._row
+                y[b, real] = row(c.window[b], c.state[b], x[b, real].astype(self.ct))
+        c.primed = True
+        return y.astype(x.dtype, copy=False)
+
+
+MIXCHECK_BACKENDS = [NumpyChunkedMamba2, OneTokenChunks, SingleStepBranch]

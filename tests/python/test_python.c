@@ -221,6 +221,21 @@ static void test_chunked_backend_runs_chunk_size_invariance(void **state)
     expect("BadChunked.chunked is 'yes' (expected True or False)");
 }
 
+/* The motivating bug, as a numpy port written from its description (HF Mamba2's single-step branch for a
+ * multi-token forward on a primed cache, before #46084): caught, and named 8.1 by the diagnosis. */
+static void test_single_step_branch_is_named_8_1(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/mamba2/tiny.yaml cases/mamba2/ragged.yaml" PY CHUNKED
+                                  " --backend np-single-step-branch -q --color never"),
+                     1);
+    expect("FAIL  mamba2-tiny              first_token_causality  np-single-step-branch f64");
+    expect("diagnosis of np-single-step-branch over 2 diagnosed case(s) (first in 2): likely: a multi-token forward "
+           "on a primed cache takes the single-token path");
+    expect("(8.1) \xe2\x80\x94 evidence: first_token_causality consistency and distractor fail from the first token after "
+           "the split");
+}
+
 static void test_list_loads_python_backends(void **state)
 {
     (void)state;
@@ -229,6 +244,7 @@ static void test_list_loads_python_backends(void **state)
         fail_msg("exit %d:\n%.6000s", rc, out);
     expect("  np-chunked-mamba2 mamba2    device cpu   dtypes f64 f32  chunk_size  (tests/python/np_chunked_mamba2.py)");
     expect("  np-chunk1-mutant mamba2    device cpu   dtypes f64 f32  chunk_size  (tests/python/np_chunked_mamba2.py)");
+    expect("  np-single-step-branch mamba2    device cpu   dtypes f64 f32  (tests/python/np_chunked_mamba2.py)");
     expect("  reference    mamba2    device cpu   dtypes f64 f32  (built-in)");
     rc = run(MIXCHECK " list cases/shortconv/k4.yaml --python-backend examples/python/np_shortconv.py"
                       " --python /usr/bin/python3 --python-device mydev");
@@ -342,7 +358,7 @@ int main(void)
         cmocka_unit_test(test_bench_python_overhead_runs),
         cmocka_unit_test(test_reports_record_the_python_backends_provenance),
         cmocka_unit_test(test_chunked_backend_runs_chunk_size_invariance),
-        cmocka_unit_test(test_list_loads_python_backends),
+        cmocka_unit_test(test_list_loads_python_backends), cmocka_unit_test(test_single_step_branch_is_named_8_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
