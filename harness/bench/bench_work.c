@@ -61,6 +61,8 @@ void mc_bench_shape_default(enum mc_family family, struct mc_bench_shape *s)
         s->cfg.sc = (struct mc_shortconv_config){.hidden_size = 1024, .conv_kernel = 3, .conv_bias = 0};
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
 }
@@ -103,6 +105,8 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
         snprintf(buf, len, "D %lld, K %lld", (long long)s->cfg.sc.hidden_size, (long long)s->cfg.sc.conv_kernel);
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
 }
@@ -158,6 +162,8 @@ double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mod
         return core ? conv_core : 2 * D * 3 * D + conv_core + 2 * D * D;
     }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
     return 0.0;
@@ -210,6 +216,8 @@ const char *mc_bench_flop_formula(enum mc_family family, enum mc_bench_mode mode
     case MC_FAMILY_SHORTCONV:
         return core ? "2D + 2KD" : "6D^2 + 2D + 2KD + 2D^2";
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
     return "";
@@ -380,6 +388,8 @@ static int bw_weight_specs(const struct mc_bench_shape *s, struct bw_weight_spec
         break;
     }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
 #undef W
@@ -446,6 +456,8 @@ static void bw_cache_dims(const struct mc_bench_shape *s, int64_t *C, int64_t *K
         *state_elems = 0;
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
 }
@@ -464,6 +476,8 @@ static int64_t bw_hidden(const struct mc_bench_shape *s)
     case MC_FAMILY_SHORTCONV:
         return s->cfg.sc.hidden_size;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
     return 0;
@@ -584,6 +598,8 @@ static int bw_init_core(struct mc_bench_work *w, uint64_t *rng, char *err, size_
         w->y_w = s->cfg.sc.hidden_size;
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
     size_t bytes = 0;
@@ -728,6 +744,8 @@ static enum mc_backend_status bw_core_call(const struct mc_bench_shape *s, int64
         return mc_cpu_shortconv_core(&ca, msg);
     }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
     return MC_BACKEND_INVALID;
@@ -860,6 +878,8 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                 break;
             }
             case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+            case MC_FAMILY_LIGHTNING:
+            case MC_FAMILY_KDA:
                 break;
             }
         }
@@ -1018,6 +1038,8 @@ static void bw_small_shape(enum mc_family family, struct mc_bench_shape *s)
         s->cfg.sc.hidden_size = 24;
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
 }

@@ -19,6 +19,8 @@ int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err)
         mc_reference_gdn_ops(),
         mc_reference_shortconv_ops(),
         mc_reference_attention_ops(),
+        mc_reference_lightning_ops(),
+        mc_reference_kda_ops(),
         mc_cpu_mamba2_ops(),
         mc_cpu_mamba1_ops(),
         mc_cpu_shortconv_ops(),
