@@ -153,7 +153,12 @@ void ft_half_storage(const struct ft_family *f)
         for (int i = 0; i < f->ws->n; i++) {
             struct tu_lcg g0 = {1};
             const struct mc_weight *w = &f->ws->w[i];
-            tu_weights_add(&rounded, w->name, w->ndim, w->dims[0], w->dims[1], w->dims[2], 0, 0, &g0);
+            tu_weights_add(&rounded, w->name, w->ndim > 3 ? 1 : w->ndim, w->dims[0], w->dims[1], w->dims[2], 0, 0,
+                           &g0);
+            if (w->ndim > 3) { /* more dims than tu_weights_add takes (KDA's A_log [1][1][H][1]): same elements */
+                rounded.w[i].ndim = w->ndim;
+                memcpy(rounded.w[i].dims, w->dims, sizeof w->dims);
+            }
             size_t n = 1;
             for (int d = 0; d < w->ndim; d++)
                 n *= (size_t)w->dims[d];
@@ -329,7 +334,7 @@ static void test_errors(void **state)
 {
     (void)state;
     ft_errors(ft_suite_fam);
-    assert_false(ft_suite_fam->cpu->caps & MC_CAP_CHUNK_SIZE);
+    assert_int_equal(!!(ft_suite_fam->cpu->caps & MC_CAP_CHUNK_SIZE), !!ft_suite_fam->chunked);
 }
 
 int ft_run_suite(struct ft_family *f, int (*setup)(int which))
