@@ -20,6 +20,8 @@ and each path's outputs at every real token and its final cache (lightning: the 
 [H][hd][hd]; KDA: the conv window [C][K] and the recurrent state [H][d][d]) are compared with the golden
 at the row's last position. The error is max|upstream - golden| over max|golden| of the tensor.
 Usage: upstream_linear.py LIMIT NPZ...   (exit 0: every golden within LIMIT; 1: one is not; 77: no torch)
+       upstream_linear.py --padded NPZ...  (the padded goldens' batches as upstream runs them, with the mask:
+                                           the cache against the last real token's, reported; docs/findings.md)
 """
 import json
 import sys
@@ -156,7 +158,38 @@ def compare(path):
     return f"{family}/{str(z['name'])}", worst
 
 
+def padded(path):
+    """The golden's padded batch as upstream runs it, with the attention mask, in one prefill (a report, not a
+    comparison): per row, max|upstream cache - golden cache| / max|golden| at the last position, where the
+    golden holds the cache of the row's last real token (semantics.md §1.4)."""
+    z = np.load(path)
+    family = str(z["family"])
+    impl = Lightning(z) if family == "lightning" else Kda(z)
+    x = torch.from_numpy(z["inputs/hidden_states"].astype(np.float64))
+    mask = torch.from_numpy(z["inputs/attention_mask"].astype(np.int64))
+    cache = impl.new_cache()
+    with torch.no_grad():
+        if family == "lightning":
+            impl.m(hidden_states=x, position_embeddings=None, attention_mask=mask, cache=cache)
+            got = cache.get_linear_cache(impl.layer).numpy()
+        else:
+            impl.m(hidden_states=x, cache=cache, attention_mask=mask)
+            got = cache.get_recurrent_state(0).numpy()
+    want = z["expected/recurrent_state"][list(z["expected/state_positions"]).index(x.shape[1])]
+    pads = (1 - z["inputs/attention_mask"]).sum(axis=1)
+    errs = [float(np.max(np.abs(got[b] - want[b])) / np.max(np.abs(want[b]))) for b in range(x.shape[0])]
+    return f"{family}/{str(z['name'])}", pads, errs
+
+
 def main():
+    if sys.argv[1] == "--padded":
+        print(f"torch {torch.__version__}, transformers {transformers.__version__}: padded batches with the mask "
+              "(reported, not compared)")
+        for path in sys.argv[2:]:
+            name, pads, errs = padded(path)
+            print(f"  {name:20s} recurrent_state vs the last real token's, by row: " +
+                  ", ".join(f"{int(p)} pads {e:.2e}" for p, e in zip(pads, errs)))
+        return
     limit = float(sys.argv[1])
     bad = 0
     print(f"torch {torch.__version__}, transformers {transformers.__version__}")
