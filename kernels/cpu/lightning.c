@@ -106,8 +106,8 @@ static enum mc_backend_status lac_model_create(const struct mc_model_desc *desc,
     m->hd = c->head_dim;
     m->inner = m->H * m->hd;
     m->chunk = desc->chunk_size > 0 ? desc->chunk_size : c->block_size > 0 ? c->block_size : LAC_DEFAULT_BLOCK;
-    if (m->chunk > 4096)
-        m->chunk = 4096; /* blocks past this only cost memory: the math has no blocks */
+    if (m->chunk > 1024)
+        m->chunk = 1024; /* longer blocks only cost memory ([Q][Q] per worker): the math has no blocks */
     m->threads = mc_cpu_threads_resolve(desc->threads);
     m->cache_shape = mc_cpu_cache_shape_kc(1, 1, (size_t)(m->H * m->hd * m->hd),
                                            "conv_state [B][1][1] and recurrent_state [B][H][hd][hd] (f32)");
