@@ -153,9 +153,14 @@ void ft_half_storage(const struct ft_family *f)
         for (int i = 0; i < f->ws->n; i++) {
             struct tu_lcg g0 = {1};
             const struct mc_weight *w = &f->ws->w[i];
-            tu_weights_add(&rounded, w->name, w->ndim > 3 ? 1 : w->ndim, w->dims[0], w->dims[1], w->dims[2], 0, 0,
-                           &g0);
-            if (w->ndim > 3) { /* more dims than tu_weights_add takes (KDA's A_log [1][1][H][1]): same elements */
+            int64_t flat = 1; /* more dims than tu_weights_add takes (KDA's A_log [1][1][H][1]): added flat */
+            for (int d = 0; d < w->ndim; d++)
+                flat *= w->dims[d];
+            if (w->ndim > 3)
+                tu_weights_add(&rounded, w->name, 1, flat, 0, 0, 0, 0, &g0);
+            else
+                tu_weights_add(&rounded, w->name, w->ndim, w->dims[0], w->dims[1], w->dims[2], 0, 0, &g0);
+            if (w->ndim > 3) { /* then given its own shape: the same elements */
                 rounded.w[i].ndim = w->ndim;
                 memcpy(rounded.w[i].dims, w->dims, sizeof w->dims);
             }
