@@ -2,7 +2,8 @@
 """mixcheck golden-file generator: an independent float64 oracle for the recurrent sequence mixers.
 
 The expected values come from a plain token-by-token recurrence (no chunks) written from the math spec
-(docs/semantics.md §2.3, §2.7 Mamba2; §3.3 Mamba1; §4.3-§4.4 Gated DeltaNet; §5.2 ShortConv; §11),
+(docs/semantics.md §2.3, §2.7 Mamba2; §3.3 Mamba1; §4.3-§4.4 Gated DeltaNet; §5.2 ShortConv; §11;
+§13 lightning attention, §14 KDA),
 never from the C code under test. See golden/README.md for the file layout.
 
 Commands (paths are relative to this script's directory, whatever the cwd):
@@ -23,6 +24,7 @@ This file is the command line only: it parses the arguments and dispatches. The 
 only those before it:
   mixers.py      the float64 oracle of mamba2, mamba1, gdn and shortconv, quantization, GoldenSpec / Golden
   models.py      the attention family (the oracle of the model-level attention layers)
+  linear.py      the lightning attention and Kimi Delta Attention families (their oracles, self-tests, goldens)
   goldens.py     the registry of the bundled mixer-level goldens (FAMILIES, SPECS), building, the HDF5
                  files and their content checksum, and the list / regenerate / check commands
   stacks.py      model-level goldens: whole ...ForCausalLM stacks, and their list / regenerate / check

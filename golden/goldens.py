@@ -1,7 +1,7 @@
 """mixcheck golden files: the registry of the bundled goldens, and building, writing, reading and checking them.
 
 FAMILIES / SPECS are every mixer-level family and golden: the four of golden/mixers.py (mamba2, mamba1,
-gdn, shortconv), then attention from golden/models.py. build() computes a golden in memory; write() /
+gdn, shortconv), then attention from golden/models.py, then lightning and kda from golden/linear.py. build() computes a golden in memory; write() /
 read_file() are the HDF5 layout of golden/README.md ("File layout"), content_sha256() its content
 checksum; compare() / bit_identical() / attr_differences() what `check` and `regenerate` report. The
 `list`, `regenerate` and `check` commands of the mixer-level goldens are cmd_list / cmd_regenerate /
@@ -17,6 +17,7 @@ import sys
 import h5py
 import numpy as np
 
+import linear
 import mixers
 import models
 from mixers import GOLDEN_DIR, maxdiff
@@ -37,8 +38,9 @@ CHECK_RTOL = 1e-12
 # the registry: family name -> Family, family/name -> GoldenSpec (the order of `list` and of --all)
 # ---------------------------------------------------------------------------------------------------
 
-FAMILIES = {**mixers.MIXER_FAMILIES, "attention": models.ATTENTION_FAMILY}
-SPECS = {**mixers.MIXER_SPECS, **{s.key: s for s in models.attention_specs()}}
+FAMILIES = {**mixers.MIXER_FAMILIES, "attention": models.ATTENTION_FAMILY, **linear.LINEAR_FAMILIES}
+SPECS = {**mixers.MIXER_SPECS, **{s.key: s for s in models.attention_specs()},
+         **{s.key: s for s in linear.linear_all_specs()}}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -23,14 +23,14 @@
  * overflow (the harness applies the same bound to every dimension). */
 #define MC_REF_MAX_DIM 65536
 
-/* Most owned weight buffers a model holds (Mamba1 has 11). */
+/* Most owned weight buffers a model holds (Mamba1 has 11, KDA 12). */
 #define MC_REF_MAX_WEIGHTS 12
 
 /* What one weight slot should hold for a configuration. */
 struct mc_ref_weight_spec {
     int present; /* implied by the configuration */
     int ndim;
-    int64_t dims[3];
+    int64_t dims[MC_MAX_DIMS];
     /* when !present: why it must not be given, the end of "weight 'x' ..."
      * (e.g. "given but the configuration has use_bias = 0") */
     const char *absent_why;

@@ -29,4 +29,13 @@ const struct mc_backend_ops *mc_reference_gdn_ops(void);
  * semantics of §A. Static storage. */
 const struct mc_backend_ops *mc_reference_attention_ops(void);
 
+/* MiniMax lightning attention (docs/semantics.md §13, HF MiniMaxLightningAttention): linear attention with a
+ * constant decay per head, the exact token-by-token recurrence, with mixcheck's semantics of §A. Static
+ * storage. */
+const struct mc_backend_ops *mc_reference_lightning_ops(void);
+
+/* Kimi Delta Attention (docs/semantics.md §14, HF KimiDeltaAttention): the gated delta rule with a decay per
+ * key channel, recurrent form, with mixcheck's semantics of §A. Static storage. */
+const struct mc_backend_ops *mc_reference_kda_ops(void);
+
 #endif

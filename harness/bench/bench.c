@@ -60,7 +60,7 @@
 #define BENCH_GATE_SHOWN 5
 
 struct bench_opts {
-    enum mc_family families[4];
+    enum mc_family families[6];
     int n_families, explicit_family;
     const char *backend;
     enum mc_dtype dtype;
@@ -133,7 +133,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: mixcheck bench [options]   time a backend at the built-in layer shapes\n"
             "\n"
-            "  --family F          mamba2, gdn, mamba1 or shortconv (repeatable; default: all four)\n"
+            "  --family F          mamba2, gdn, mamba1, shortconv, lightning or kda (repeatable; default: the\n"
+            "                      first four; lightning and kda have no --core)\n"
             "  --backend B         backend to time (default cpu)\n"
             "  --dtype T           f32 (default), bf16, f16, f64\n"
             "  --len L             tokens per row (default 4096)\n"
@@ -231,11 +232,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case OPT_FAMILY: {
             enum mc_family f = MC_FAMILY_MAMBA2;
             if (mc_family_from_name(optarg, &f) != 0 || f == MC_FAMILY_ATTENTION) {
-                fprintf(stderr, "mixcheck bench: --family: %s '%s' (mamba2, mamba1, gdn, shortconv)\n",
+                fprintf(stderr, "mixcheck bench: --family: %s '%s' (mamba2, mamba1, gdn, shortconv, lightning, kda)\n",
                         f == MC_FAMILY_ATTENTION ? "no benchmark for family" : "unknown family", optarg);
                 return 2;
             }
-            if (o->n_families < 4)
+            if (o->n_families < 6)
                 o->families[o->n_families++] = f;
             o->explicit_family = 1;
             break;
@@ -371,6 +372,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         fprintf(stderr, "mixcheck bench: --seqs needs --packed\n");
         return 2;
     }
+    for (int i = 0; o->core && i < o->n_families; i++)
+        if (o->families[i] == MC_FAMILY_LIGHTNING || o->families[i] == MC_FAMILY_KDA) {
+            fprintf(stderr, "mixcheck bench: --core: %s has no cpu core entry (time it in layer mode)\n",
+                    mc_family_name(o->families[i]));
+            return 2;
+        }
     if (o->n_families == 0) {
         const enum mc_family all[4] = {MC_FAMILY_MAMBA2, MC_FAMILY_GDN, MC_FAMILY_MAMBA1, MC_FAMILY_SHORTCONV};
         memcpy(o->families, all, sizeof all);
@@ -402,6 +409,10 @@ static void bench_shape_for(const struct bench_opts *o, enum mc_family f, struct
             s->cfg.m2.chunk_size = o->chunk;
         if (f == MC_FAMILY_GDN)
             s->cfg.gdn.chunk_size = o->chunk;
+        if (f == MC_FAMILY_LIGHTNING)
+            s->cfg.la.block_size = o->chunk;
+        if (f == MC_FAMILY_KDA)
+            s->cfg.kda.chunk_size = o->chunk;
     }
 }
 

@@ -25,7 +25,7 @@
 #include "common.h" /* kernels/cpu: mc_cpu_from_f32, mc_cpu_dtype_bytes */
 #include "cpu.h"
 
-#define BW_MAX_WEIGHTS 12
+#define BW_MAX_WEIGHTS 13
 #define BW_MAX_TOK 3
 
 /* ---- shapes and FLOP counts ---------------------------------------------------------------------- */
@@ -59,6 +59,17 @@ void mc_bench_shape_default(enum mc_family family, struct mc_bench_shape *s)
         break;
     case MC_FAMILY_SHORTCONV: /* LFM2-350M-like */
         s->cfg.sc = (struct mc_shortconv_config){.hidden_size = 1024, .conv_kernel = 3, .conv_bias = 0};
+        break;
+    case MC_FAMILY_LIGHTNING: /* MiniMax-Text-01's heads (hd 128, block 256), 16 of its 64, at D 2048 */
+        s->cfg.la = (struct mc_lightning_config){.hidden_size = 2048, .num_attention_heads = 16, .head_dim = 128,
+                                                 .block_size = 256, .layer_idx = 0, .num_hidden_layers = 80,
+                                                 .norm_eps = 1e-6};
+        s->chunk = 256;
+        break;
+    case MC_FAMILY_KDA: /* Kimi-Linear-48B-A3B linear attention layer */
+        s->cfg.kda = (struct mc_kda_config){.hidden_size = 2304, .num_heads = 32, .head_dim = 128, .conv_kernel = 4,
+                                            .chunk_size = 64, .rms_norm_eps = 1e-5};
+        s->chunk = 64;
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
@@ -102,6 +113,18 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
     case MC_FAMILY_SHORTCONV:
         snprintf(buf, len, "D %lld, K %lld", (long long)s->cfg.sc.hidden_size, (long long)s->cfg.sc.conv_kernel);
         break;
+    case MC_FAMILY_LIGHTNING: {
+        const struct mc_lightning_config *c = &s->cfg.la;
+        snprintf(buf, len, "D %lld, H %lld x hd %lld, block %lld", (long long)c->hidden_size,
+                 (long long)c->num_attention_heads, (long long)c->head_dim, (long long)s->chunk);
+        break;
+    }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &s->cfg.kda;
+        snprintf(buf, len, "D %lld, H %lld x d %lld, K %lld, chunk %lld", (long long)c->hidden_size,
+                 (long long)c->num_heads, (long long)c->head_dim, (long long)c->conv_kernel, (long long)s->chunk);
+        break;
+    }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
@@ -121,7 +144,11 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
  * mamba1   in_proj 2·D·2I + conv 2·K·I + x_proj 2·I·(R + 2N) + dt_proj 2·R·I + scan 6·I·N
  *            + out_proj 2·I·D;  scan per (i, n): δ·A (1), s = e·s + (δu)·B (3), y += C·s (2)
  * shortconv in_proj 2·D·3D + B⊙x (D) + conv 2·K·D + C⊙ (D) + out_proj 2·D·D
- * --core counts the conv and core terms only.
+ * lightning qkv_proj 2·D·3I + output_gate 2·D·I + core 5·H·hd² + out_proj 2·I·D
+ *            core per (head, i, j): S = λ·S + k·v (mul + fma: 3), o += S·q (fma: 2); I = H·hd
+ * kda      proj 2·D·(3I + 2d + H) + f_b, g_b 2·2·d·I + conv 2·K·3I + core 7·H·d² + o_proj 2·I·D
+ *            core per (head, i, j) as gdn's; I = H·d
+ * --core counts the conv and core terms only (lightning and kda have no core entry: layer mode only).
  */
 double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mode mode)
 {
@@ -156,6 +183,18 @@ double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mod
         const double D = (double)s->cfg.sc.hidden_size, K = (double)s->cfg.sc.conv_kernel;
         const double conv_core = 2 * D + 2 * K * D;
         return core ? conv_core : 2 * D * 3 * D + conv_core + 2 * D * D;
+    }
+    case MC_FAMILY_LIGHTNING: {
+        const struct mc_lightning_config *c = &s->cfg.la;
+        const double D = (double)c->hidden_size, H = (double)c->num_attention_heads, hd = (double)c->head_dim;
+        const double I = H * hd, core_t = 5 * H * hd * hd;
+        return core ? core_t : 2 * D * 3 * I + 2 * D * I + core_t + 2 * I * D;
+    }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &s->cfg.kda;
+        const double D = (double)c->hidden_size, H = (double)c->num_heads, d = (double)c->head_dim;
+        const double K = (double)c->conv_kernel, I = H * d, conv_core = 2 * K * 3 * I + 7 * H * d * d;
+        return core ? conv_core : 2 * D * (3 * I + 2 * d + H) + 4 * d * I + conv_core + 2 * I * D;
     }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
@@ -209,6 +248,10 @@ const char *mc_bench_flop_formula(enum mc_family family, enum mc_bench_mode mode
         return core ? "2KI + 6IN" : "4DI + 2KI + 2I(R+2N) + 2RI + 6IN + 2ID";
     case MC_FAMILY_SHORTCONV:
         return core ? "2D + 2KD" : "6D^2 + 2D + 2KD + 2D^2";
+    case MC_FAMILY_LIGHTNING:
+        return core ? "5H*hd^2" : "6DI + 2DI + 5H*hd^2 + 2ID";
+    case MC_FAMILY_KDA:
+        return core ? "6KI + 7H*d^2" : "2D(3I+2d+H) + 4dI + 6KI + 7H*d^2 + 2ID";
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
@@ -280,7 +323,7 @@ static void bw_fill(float *dst, size_t n, enum bw_init init, double scale, int64
 struct bw_weight_spec {
     const char *name;
     int ndim;
-    int64_t dims[3];
+    int64_t dims[MC_MAX_DIMS];
     enum bw_init init;
     double scale;
 };
@@ -327,6 +370,7 @@ static int bw_weight_specs(const struct mc_bench_shape *s, struct bw_weight_spec
 {
     int n = 0;
 #define W(nm, nd, d0, d1, d2, in, sc) w[n++] = (struct bw_weight_spec){nm, nd, {d0, d1, d2}, in, sc}
+#define W4(nm, d0, d1, d2, d3, in, sc) w[n++] = (struct bw_weight_spec){nm, 4, {d0, d1, d2, d3}, in, sc}
     switch (s->family) {
     case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
         break;
@@ -379,9 +423,38 @@ static int bw_weight_specs(const struct mc_bench_shape *s, struct bw_weight_spec
         W("out_proj.weight", 2, D, D, 0, BW_UNIFORM, 1.0 / sqrt((double)D));
         break;
     }
+    case MC_FAMILY_LIGHTNING: {
+        const struct mc_lightning_config *c = &s->cfg.la;
+        const int64_t I = c->num_attention_heads * c->head_dim, D = c->hidden_size;
+        W("qkv_proj.weight", 2, 3 * I, D, 0, BW_UNIFORM, 1.0 / sqrt((double)D));
+        W("output_gate.weight", 2, I, D, 0, BW_UNIFORM, 1.0 / sqrt((double)D));
+        W("norm.weight", 1, I, 0, 0, BW_CONST, 1.0);
+        W("out_proj.weight", 2, D, I, 0, BW_UNIFORM, 1.0 / sqrt((double)I));
+        break;
+    }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &s->cfg.kda;
+        const int64_t d = c->head_dim, H = c->num_heads, I = H * d, D = c->hidden_size, K = c->conv_kernel;
+        const double sD = 1.0 / sqrt((double)D), sd = 1.0 / sqrt((double)d);
+        W("q_proj.weight", 2, I, D, 0, BW_UNIFORM, sD);
+        W("k_proj.weight", 2, I, D, 0, BW_UNIFORM, sD);
+        W("v_proj.weight", 2, I, D, 0, BW_UNIFORM, sD);
+        W("conv1d.weight", 3, 3 * I, 1, K, BW_UNIFORM, 1.0 / sqrt((double)K));
+        W("forget_gate.f_a_proj.weight", 2, d, D, 0, BW_UNIFORM, sD);
+        W("forget_gate.f_b_proj.weight", 2, I, d, 0, BW_UNIFORM, sd);
+        W("forget_gate.dt_bias", 1, I, 0, 0, BW_DT_BIAS, 0);
+        W4("forget_gate.A_log", 1, 1, H, 1, BW_A_LOG, 0);
+        W("b_proj.weight", 2, H, D, 0, BW_UNIFORM, sD);
+        W("g_a_proj.weight", 2, d, D, 0, BW_UNIFORM, sD);
+        W("g_b_proj.weight", 2, I, d, 0, BW_UNIFORM, sd);
+        W("o_norm.weight", 1, d, 0, 0, BW_CONST, 1.0);
+        W("o_proj.weight", 2, D, I, 0, BW_UNIFORM, 1.0 / sqrt((double)I));
+        break;
+    }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
+#undef W4
 #undef W
     return n;
 }
@@ -445,6 +518,16 @@ static void bw_cache_dims(const struct mc_bench_shape *s, int64_t *C, int64_t *K
         *K = s->cfg.sc.conv_kernel;
         *state_elems = 0;
         break;
+    case MC_FAMILY_LIGHTNING:
+        *C = 1; /* the count of real tokens */
+        *K = 1;
+        *state_elems = s->cfg.la.num_attention_heads * s->cfg.la.head_dim * s->cfg.la.head_dim;
+        break;
+    case MC_FAMILY_KDA:
+        *C = 3 * s->cfg.kda.num_heads * s->cfg.kda.head_dim;
+        *K = s->cfg.kda.conv_kernel;
+        *state_elems = s->cfg.kda.num_heads * s->cfg.kda.head_dim * s->cfg.kda.head_dim;
+        break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
@@ -463,6 +546,10 @@ static int64_t bw_hidden(const struct mc_bench_shape *s)
         return s->cfg.m1.hidden_size;
     case MC_FAMILY_SHORTCONV:
         return s->cfg.sc.hidden_size;
+    case MC_FAMILY_LIGHTNING:
+        return s->cfg.la.hidden_size;
+    case MC_FAMILY_KDA:
+        return s->cfg.kda.hidden_size;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
         break;
     }
@@ -584,6 +671,8 @@ static int bw_init_core(struct mc_bench_work *w, uint64_t *rng, char *err, size_
         w->y_w = s->cfg.sc.hidden_size;
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING: /* layer mode only: no cpu core entry (bench.c refuses --core) */
+    case MC_FAMILY_KDA:
         break;
     }
     size_t bytes = 0;
@@ -728,6 +817,8 @@ static enum mc_backend_status bw_core_call(const struct mc_bench_shape *s, int64
         return mc_cpu_shortconv_core(&ca, msg);
     }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING: /* layer mode only: no cpu core entry (bench.c refuses --core) */
+    case MC_FAMILY_KDA:
         break;
     }
     return MC_BACKEND_INVALID;
@@ -860,6 +951,8 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                 break;
             }
             case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+            case MC_FAMILY_LIGHTNING:
+            case MC_FAMILY_KDA:
                 break;
             }
         }
@@ -1018,6 +1111,8 @@ static void bw_small_shape(enum mc_family family, struct mc_bench_shape *s)
         s->cfg.sc.hidden_size = 24;
         break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
+    case MC_FAMILY_LIGHTNING: /* layer mode only: no cpu core entry (bench.c refuses --core) */
+    case MC_FAMILY_KDA:
         break;
     }
 }

@@ -35,11 +35,14 @@ struct mc_bench_shape {
         struct mc_mamba1_config m1;
         struct mc_gdn_config gdn;
         struct mc_shortconv_config sc;
+        struct mc_lightning_config la; /* layer mode only: no cpu core entry */
+        struct mc_kda_config kda;      /* layer mode only: no cpu core entry */
     } cfg;
 };
 
 /* The built-in shape of a family: mamba2 the mamba2-130m layer, gdn the Qwen3-Next linear layer,
- * mamba1 D 768 / I 1536 / N 16 / R 48, shortconv D 1024 / K 3. */
+ * mamba1 D 768 / I 1536 / N 16 / R 48, shortconv D 1024 / K 3, lightning MiniMax's heads (hd 128, block
+ * 256) at D 2048 with 16 heads, kda the Kimi-Linear-48B linear layer (D 2304, 32 heads of 128, K 4). */
 void mc_bench_shape_default(enum mc_family family, struct mc_bench_shape *s);
 
 /* One line naming the shape, e.g. "D 768, H 24 x P 64, N 128, G 1, K 4, chunk 256". */

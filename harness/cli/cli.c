@@ -19,11 +19,15 @@ int mc_cli_register_builtins(struct mc_registry *reg, struct mc_error *err)
         mc_reference_gdn_ops(),
         mc_reference_shortconv_ops(),
         mc_reference_attention_ops(),
+        mc_reference_lightning_ops(),
+        mc_reference_kda_ops(),
         mc_cpu_mamba2_ops(),
         mc_cpu_mamba1_ops(),
         mc_cpu_shortconv_ops(),
         mc_cpu_gdn_ops(),
         mc_cpu_attention_ops(),
+        mc_cpu_lightning_ops(),
+        mc_cpu_kda_ops(),
     };
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (mc_registry_add(reg, builtins[i], "built-in", err) != MC_ERR_NONE)

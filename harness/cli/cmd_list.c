@@ -34,7 +34,8 @@ static void usage(FILE *out)
 /* 1 when a scenario applies to a family: only the chunked families have an internal chunk length. */
 static int applies(enum mc_family f, int scenario)
 {
-    return scenario != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || f == MC_FAMILY_MAMBA2 || f == MC_FAMILY_GDN;
+    return scenario != MC_SCENARIO_CHUNK_SIZE_INVARIANCE || f == MC_FAMILY_MAMBA2 || f == MC_FAMILY_GDN ||
+           f == MC_FAMILY_LIGHTNING || f == MC_FAMILY_KDA;
 }
 
 static void print_coverage(int cover[][MC_SCENARIO_COUNT])
@@ -44,6 +45,8 @@ static void print_coverage(int cover[][MC_SCENARIO_COUNT])
         printf(" %s", mc_scenario_name((enum mc_scenario_kind)s));
     printf("\n");
     for (int f = MC_FAMILY_MAMBA2; f <= MC_FAMILY_COUNT; f++) {
+        if (f == MC_FAMILY_STACK) /* a whole model: not a mixer family */
+            continue;
         printf("%-10s", mc_family_name((enum mc_family)f));
         for (int s = 0; s < MC_SCENARIO_COUNT; s++) {
             int w = (int)strlen(mc_scenario_name((enum mc_scenario_kind)s));

@@ -33,7 +33,7 @@ static void usage(FILE *out)
             "on the backends it names and on every backend a loaded plugin registers for its family.\n"
             "\n"
             "selection:\n"
-            "  --family F      only cases of family F (mamba2, mamba1, gdn, shortconv, attention)\n"
+            "  --family F      only cases of family F (mamba2, mamba1, gdn, shortconv, attention, lightning, kda)\n"
             "  --scenario S    only scenario S (see `mixcheck list --coverage` for the names)\n"
             "  --backend B     only backend B (it also runs on cases that do not list it)\n"
             "  --dtype T       only dtype T (f64, f32, f16, bf16)\n"
@@ -472,7 +472,7 @@ static int validate_filters(const struct run_cli *cli, const struct mc_registry 
     enum mc_scenario_kind sk;
     enum mc_dtype dt;
     if (f->family && mc_family_from_name(f->family, &fam) != 0)
-        return usage_error("--family: unknown family '%s' (known: mamba2, mamba1, gdn, shortconv, attention)",
+        return usage_error("--family: unknown family '%s' (known: mamba2, mamba1, gdn, shortconv, attention, lightning, kda)",
                            f->family);
     if (f->scenario && mc_scenario_from_name(f->scenario, &sk) != 0) {
         char known[1024];

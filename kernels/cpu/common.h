@@ -51,7 +51,7 @@ struct mc_cpu_weight_spec {
     const char *name; /* HF name, e.g. "in_proj.weight" */
     int present;      /* implied by the configuration */
     int ndim;
-    int64_t dims[3];
+    int64_t dims[MC_MAX_DIMS];
 };
 
 /* Matches desc->weights (any order) against spec[0..n_slots) by name and shape and converts each

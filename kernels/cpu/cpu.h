@@ -31,6 +31,14 @@ const struct mc_backend_ops *mc_cpu_gdn_ops(void);
  * storage. */
 const struct mc_backend_ops *mc_cpu_attention_ops(void);
 
+/* MiniMax lightning attention (docs/semantics.md §13): the block form of §13.4 per (row, head) from the
+ * cached state, blocks of mc_model_desc.chunk_size (else block_size) tokens. Static storage. */
+const struct mc_backend_ops *mc_cpu_lightning_ops(void);
+
+/* Kimi Delta Attention (docs/semantics.md §14): the chunked per-channel gated delta rule (kda_chunk.h) from
+ * the cached state. Static storage. */
+const struct mc_backend_ops *mc_cpu_kda_ops(void);
+
 /* ---- recurrent cores alone (`mixcheck bench --core`) -------------------------------------------
  *
  * The recurrent part of each mixer without projections, gates taken from projections, or norms:

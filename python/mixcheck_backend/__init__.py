@@ -13,7 +13,7 @@ What a port author writes::
 
     class MyShortConv(Backend):
         name = "my-shortconv"          # the backend name in reports and for --backend
-        family = "shortconv"           # mamba2, mamba1, gdn, shortconv or attention
+        family = "shortconv"           # mamba2, mamba1, gdn, shortconv, attention, lightning or kda
                                        # (a whole model: derive from StackBackend instead)
         dtypes = ("f64", "f32")        # the storage dtypes it accepts
 
@@ -90,7 +90,7 @@ class Backend:
 
     Class attributes a subclass sets:
         name: the backend name (unique per family), e.g. ``"np-shortconv"``.
-        family: ``"mamba2"``, ``"mamba1"``, ``"gdn"``, ``"shortconv"`` or ``"attention"``.
+        family: ``"mamba2"``, ``"mamba1"``, ``"gdn"``, ``"shortconv"``, ``"attention"``, ``"lightning"`` or ``"kda"``.
         dtypes: the storage dtypes accepted, a subset of ``("f64", "f32", "f16", "bf16")``.
 
         chunked: ``True`` when the backend has an internal chunk length and honours

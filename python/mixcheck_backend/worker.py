@@ -57,7 +57,7 @@ OK, UNSUPPORTED, INVALID, NOMEM, INTERNAL = 0, 1, 2, 3, 4
 (OP_CREATE, OP_DESTROY, OP_CACHE_ALLOC, OP_CACHE_COPY, OP_CACHE_FREE, OP_CACHE_EXPORT, OP_CACHE_IMPORT,
  OP_FORWARD, OP_FORWARD_PACKED, OP_STACK_CREATE, OP_STACK_FORWARD, OP_STACK_CACHE_EXPORT) = range(1, 13)
 FD_REQ, FD_REP, FD_ARENA = 3, 4, 5
-FAMILIES = ("mamba2", "mamba1", "gdn", "shortconv", "attention", "stack")
+FAMILIES = ("mamba2", "mamba1", "gdn", "shortconv", "attention", "lightning", "kda", "stack")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -19,6 +19,7 @@ struct ft_family {
     const char *out_bias;  /* the output projection's bias name (a pad's output); NULL: "out_proj.bias" */
     /* tolerances: f32 against f64; half storage output rtol/atol per dtype */
     double f32_atol, f32_rtol, bf16_atol, bf16_rtol, f16_atol, f16_rtol;
+    int chunked; /* the cpu backend announces MC_CAP_CHUNK_SIZE (an internal chunk length of its own) */
 };
 
 void ft_vs_reference(const struct ft_family *f);
@@ -29,7 +30,7 @@ void ft_errors(const struct ft_family *f);
 
 /* The whole shared suite as a cmocka group, for a test program's main: ft_vs_reference,
  * ft_thread_invariance and ft_half_storage on configurations 0 and 1, ft_cache_roundtrip on 1,
- * ft_errors (plus "no MC_CAP_CHUNK_SIZE") on 0. setup(which) fills *f for configuration `which` and
+ * ft_errors (plus MC_CAP_CHUNK_SIZE exactly when f->chunked) on 0. setup(which) fills *f for configuration `which` and
  * returns 0; each test's teardown frees f->ws. Returns cmocka's exit status. */
 int ft_run_suite(struct ft_family *f, int (*setup)(int which));
 

@@ -6,7 +6,8 @@ diagnosis names first for it (`diagnosis_summary`) must be the mutant's own clas
 (`mutant.8.2a-...` -> 8.2a, `mutant.S2.4-...` -> S2.4, `mutant.future-leak` -> future-leak). A signature
 `8.3` names both `8.3a` and `8.3b` (one class of docs/semantics.md §8, two slicings the facts do not tell
 apart). The correct controls and the non-bug must get no diagnosis at all. Prints the per-mutant table and
-the hit rate; exits 1 below 90 % or when a control is diagnosed.
+the hit rate; exits 1 below 90 % or when a control is diagnosed. Mutants of PENDING_FAMILIES (no signatures
+yet) must still be caught (exit 1) but are shown as "pending" and left out of the rate.
 
 usage: hit_rate.py MIXCHECK MUTANTS_PLUGIN PACKED_PLUGIN [--markdown]
 """
@@ -32,6 +33,12 @@ PATHS = {
     "mutant.S2.9-bf16-state": "cases/long/{family}.yaml",
     "mutant.S2.10-tail-skipped": "cases/long/{family}.yaml",
 }
+# Families the signatures (harness/src/diagnosis/signatures.c) do not cover yet: their mutants run and are
+# shown in the table (hit "pending"), but are not counted in the rate until the diagnosis has signatures for
+# them. lightning and kda came with issue #27; their signatures are the diagnosis owner's to add (their
+# family bits in the STATEFUL / CONV masks, and the classes lightning-block-boundary-decay,
+# lightning-slope-order, kda-gate-per-head). Remove a family here when its signatures land.
+PENDING_FAMILIES = {"lightning", "kda"}
 # controls (must get no diagnosis) and the dtype they run at
 CONTROL_DTYPE = {"nonbug.unfused-conv-act": "bf16"}
 
@@ -108,7 +115,8 @@ def main():
             if not ok:
                 bad_controls.append(backend)
             continue
-        n_mutants += 1
+        pending = label in PENDING_FAMILIES
+        n_mutants += not pending
         summ = [x for x in rep.get("diagnosis_summary", []) if x["backend"] == backend]
         cls = own_class(backend)
         first = summ[0]["likely"][0]["class"] if summ and summ[0]["likely"] else "-"
@@ -125,8 +133,11 @@ def main():
         if wrong_likely:
             print("likely and wrong: %s on %s" % (backend, ", ".join(wrong_likely)), file=sys.stderr)
         hit = rc == 1 and names(first, cls)
-        hits += hit
-        rows.append((backend, label, cls, first, others, "%d/%d" % (per_case, len(diags)), "yes" if hit else "NO"))
+        if pending and rc != 1:
+            sys.exit("%s (%s) was not caught at all (exit %d)" % (backend, label, rc))
+        hits += hit and not pending
+        rows.append((backend, label, cls, first, others, "%d/%d" % (per_case, len(diags)),
+                     "pending" if pending else "yes" if hit else "NO"))
     head = ("backend", "cases", "class", "named first", "also named", "cases naming it first", "hit")
     if markdown:
         print("| " + " | ".join(head) + " |")
@@ -138,8 +149,11 @@ def main():
         for r in rows:
             print("%-38s %-26s %-12s %-12s %-18s %-10s %s" % r)
     rate = hits / n_mutants if n_mutants else 0.0
-    print("\nhit rate: %d of %d mutants named first by their own class (%.0f %%); controls diagnosed: %s"
-          % (hits, n_mutants, 100 * rate, ", ".join(bad_controls) or "none"))
+    n_pending = sum(1 for r in rows if r[6] == "pending")
+    print("\nhit rate: %d of %d mutants named first by their own class (%.0f %%); controls diagnosed: %s%s"
+          % (hits, n_mutants, 100 * rate, ", ".join(bad_controls) or "none",
+             "; %d mutant(s) of families without signatures yet (%s) not counted" %
+             (n_pending, ", ".join(sorted(PENDING_FAMILIES))) if n_pending else ""))
     print("per-case lines by verdict (right = the first class named is the mutant's own): " +
           "; ".join("%s %d of %d right" % (k, v[0], v[1]) for k, v in sorted(verdicts.items())))
     lk = verdicts.get("likely", [0, 0])

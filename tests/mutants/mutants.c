@@ -40,7 +40,13 @@
  * | mutant.8.20-import-no-window        | shortconv | import paths of ports                    | cache_import takes nothing of the window (left zero)                                       | tiny: cache_roundtrip -> output                                       |
  * | mutant.8.21-copy-no-state           | gdn       | copy paths of ports                      | cache_copy copies the windows, not the states                                              | tiny: determinism -> output                                           |
  * | mutant.8.22-alloc-dirty-state       | gdn       | malloc for calloc (S2.4's [B, L] form)   | cache_alloc leaves the state holding leftover values and no fresh flag resets it          | tiny: prefill -> output, recurrent_state                              |
- * | control.correct                     | all four  | -                                        | the same code with no fault (f32; Mamba2 also bf16): the baseline every mutant differs from | must pass every bundled case of its family                             |
+ * | mutant.lightning-block-boundary-decay | lightning | harness-derived (MiniMax's block form)  | the state leaving a partial block of b < Q tokens decays by λ^Q (the full block's decay), not λ^b | tiny: prefill -> recurrent_state; chunked -> output (odd, slopes ~1e-6, passes) |
+ * | mutant.lightning-slope-order        | lightning | harness-derived (slopes per TP rank / reversed table) | head h decays with the slope of head H-1-h                                   | tiny: prefill -> output, recurrent_state                               |
+ * | mutant.8.2b-state-reset             | lightning | the MiniMaxCache prefill branch taken on a primed cache | a continued forward starts from a zero state                          | tiny: chunked -> recurrent_state; first_token_causality -> consistency |
+ * | mutant.kda-gate-per-head            | kda       | a gated-delta-rule kernel fed g [B][L][H] | every key channel of a head decays with the head's first channel's g (per-channel gate broadcast as per-head) | tiny: prefill -> output, recurrent_state (conv_state passes) |
+ * | mutant.8.2a-zero-conv-context       | kda       | #45513's GDN bug, in KDA                  | continued forward convolves with a zero window; state carried                             | tiny: first_token_causality -> consistency; chunked -> output         |
+ * | mutant.8.2b-state-reset             | kda       | #45513's GDN bug, in KDA                  | continued forward starts from a zero state; window carried                                | tiny: chunked -> recurrent_state; first_token_causality -> consistency|
+ * | control.correct                     | all six   | -                                        | the same code with no fault (f32; Mamba2 also bf16): the baseline every mutant differs from | must pass every bundled case of its family                             |
  *
  * Every mutant also fails other checks (a broken cache breaks the decode that follows, and so on);
  * the table names the scenario that is meant to catch it and the tensor its diagnosis must name. Note
@@ -394,11 +400,20 @@ static enum mc_backend_status mut_probe_read(struct mc_model *m, const struct mc
     X(s820, "mutant.8.20-import-no-window", mut_shortconv_family, MC_FAMILY_SHORTCONV, MUT_IMPORT_NO_WINDOW, DT_F32) \
     X(g821, "mutant.8.21-copy-no-state", mut_gdn_family, MC_FAMILY_GDN, MUT_COPY_NO_STATE, DT_F32)                   \
     X(g822, "mutant.8.22-alloc-dirty-state", mut_gdn_family, MC_FAMILY_GDN, MUT_ALLOC_DIRTY_STATE, DT_F32)           \
+    X(lbd, "mutant.lightning-block-boundary-decay", mut_lightning_family, MC_FAMILY_LIGHTNING, MUT_BLOCK_DECAY,     \
+      DT_F32)                                                                                                          \
+    X(lso, "mutant.lightning-slope-order", mut_lightning_family, MC_FAMILY_LIGHTNING, MUT_SLOPE_ORDER, DT_F32)         \
+    X(l82b, "mutant.8.2b-state-reset", mut_lightning_family, MC_FAMILY_LIGHTNING, MUT_STATE_RESET, DT_F32)             \
+    X(kgh, "mutant.kda-gate-per-head", mut_kda_family, MC_FAMILY_KDA, MUT_GATE_PER_HEAD, DT_F32)                       \
+    X(k82a, "mutant.8.2a-zero-conv-context", mut_kda_family, MC_FAMILY_KDA, MUT_ZERO_CONV_CONTEXT, DT_F32)             \
+    X(k82b, "mutant.8.2b-state-reset", mut_kda_family, MC_FAMILY_KDA, MUT_STATE_RESET, DT_F32)                         \
     X(nbug, "nonbug.unfused-conv-act", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_UNFUSED_ACT, DT_BF16)                  \
     X(cm2, "control.correct", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_NONE, DT_F32 | DT_BF16)                         \
     X(cgdn, "control.correct", mut_gdn_family, MC_FAMILY_GDN, MUT_NONE, DT_F32)                                        \
     X(csc, "control.correct", mut_shortconv_family, MC_FAMILY_SHORTCONV, MUT_NONE, DT_F32)                            \
-    X(cat, "control.correct", mut_attention_family, MC_FAMILY_ATTENTION, MUT_NONE, DT_F32)
+    X(cat, "control.correct", mut_attention_family, MC_FAMILY_ATTENTION, MUT_NONE, DT_F32)                            \
+    X(cla, "control.correct", mut_lightning_family, MC_FAMILY_LIGHTNING, MUT_NONE, DT_F32)                            \
+    X(ckda, "control.correct", mut_kda_family, MC_FAMILY_KDA, MUT_NONE, DT_F32)
 
 #define MUT_SPEC(id, nm, impl, family_, fault_, dtype_)                                                                \
     static const struct mut_spec spec_##id = {.name = nm, .fam = &impl, .fault = fault_, .dtypes = dtype_};            \
@@ -410,7 +425,7 @@ static enum mc_backend_status mut_probe_read(struct mc_model *m, const struct mc
 MUTANT_LIST(MUT_SPEC)
 #undef MUT_SPEC
 
-/* MUT_CHUNK_PAD mutants honour mc_model_desc.chunk_size, so chunk_size_invariance runs them. */
+/* MUT_CHUNK_PAD and MUT_BLOCK_DECAY mutants honour mc_model_desc.chunk_size, so chunk_size_invariance runs them. */
 #define MUT_OPS(id, nm, impl, family_, fault_, dtype_)                                                                 \
     {                                                                                                                  \
         .abi_version = MIXCHECK_ABI_VERSION,                                                                           \
@@ -419,7 +434,7 @@ MUTANT_LIST(MUT_SPEC)
         .device = "cpu",                                                                                               \
         .family = family_,                                                                                             \
         .dtypes = dtype_,                                                                                              \
-        .caps = (fault_) == MUT_CHUNK_PAD ? MC_CAP_CHUNK_SIZE : 0u,                                                    \
+        .caps = (fault_) == MUT_CHUNK_PAD || (fault_) == MUT_BLOCK_DECAY ? MC_CAP_CHUNK_SIZE : 0u,                     \
         .model_create = create_##id,                                                                                   \
         .model_destroy = mut_model_destroy,                                                                            \
         .cache_alloc = mut_cache_alloc,                                                                                \

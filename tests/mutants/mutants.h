@@ -1,6 +1,7 @@
 /*
  * mutants.h — internals of the mutant library (mc_mutants, see mutants.c for the table of mutants):
- * small, plain, self-contained f32 implementations of Mamba2, Gated DeltaNet, ShortConv and attention, each
+ * small, plain, self-contained f32 implementations of Mamba2, Gated DeltaNet, ShortConv, attention, lightning
+ * attention and KDA, each
  * taking a fault selector, so that every mutant is the correct code with exactly one upstream-style
  * bug switched on (docs/semantics.md §8). Nothing here calls into reference/.
  *
@@ -47,6 +48,9 @@ enum mut_fault {
     MUT_IMPORT_NO_WINDOW,   /* 8.20  cache_import takes the state and leaves the window zero */
     MUT_COPY_NO_STATE,      /* 8.21  cache_copy copies the windows, not the states */
     MUT_ALLOC_DIRTY_STATE,  /* 8.22  cache_alloc leaves the state non-zero and no fresh flag resets it */
+    MUT_BLOCK_DECAY,        /* lightning: the state leaving a partial block decays by λ^Q, not λ^b */
+    MUT_SLOPE_ORDER,        /* lightning: head h decays with the slope of head H-1-h */
+    MUT_GATE_PER_HEAD,      /* kda: every key channel of a head decays with the head's first channel's g */
 };
 
 struct mut_family;
@@ -112,6 +116,8 @@ extern const struct mut_family mut_mamba2_family;
 extern const struct mut_family mut_gdn_family;
 extern const struct mut_family mut_shortconv_family;
 extern const struct mut_family mut_attention_family;
+extern const struct mut_family mut_lightning_family; /* mut_linear.c */
+extern const struct mut_family mut_kda_family;       /* mut_linear.c */
 
 /* ---- the mixer ops (mutants.c), which the whole stacks (mut_stack.c) drive layer by layer --------------- */
 

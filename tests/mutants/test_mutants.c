@@ -138,6 +138,31 @@ static const struct mutant mutants[] = {
     {"attention", "mutant.8.13-kv-head-mod",
      {{"attention-qwen3next", "prefill", {"output"}, {"recurrent_state", "conv_state"}},
       {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    /* lightning: a partial block (tiny: L 20 in blocks of 8; decode: blocks of 1) carries a state decayed too far;
+     * odd's slopes (~1e-6, the last layer) make λ^Q and λ^b equal to rounding there: it passes */
+    {"lightning", "mutant.lightning-block-boundary-decay",
+     {{"lightning-tiny", "prefill", {"recurrent_state"}, {"conv_state"}},
+      {"lightning-odd", "prefill", {0}, {"output", "recurrent_state"}},
+      {"lightning-tiny", "chunked", {"output", "recurrent_state"}, {"conv_state"}},
+      {"lightning-decay", "chunk_size_invariance", {"recurrent_state"}, {0}}}},
+    {"lightning", "mutant.lightning-slope-order",
+     {{"lightning-tiny", "prefill", {"output", "recurrent_state"}, {"conv_state"}}}},
+    {"lightning", "mutant.8.2b-state-reset",
+     {{"lightning-tiny", "chunked", {"recurrent_state", "output"}, {"conv_state"}},
+      {"lightning-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"lightning-tiny", "decode", {0}, {"output", "recurrent_state"}}}},
+    /* kda: the decay of every key channel taken from the head's first one */
+    {"kda", "mutant.kda-gate-per-head",
+     {{"kda-tiny", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
+      {"kda-decay", "prefill", {"output", "recurrent_state"}, {"conv_state"}}}},
+    {"kda", "mutant.8.2a-zero-conv-context",
+     {{"kda-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"kda-tiny", "chunked", {"output"}, {0}},
+      {"kda-tiny", "decode", {0}, {"output", "conv_state", "recurrent_state"}}}},
+    {"kda", "mutant.8.2b-state-reset",
+     {{"kda-tiny", "chunked", {"recurrent_state", "output"}, {"conv_state"}},
+      {"kda-tiny", "first_token_causality", {"consistency"}, {"distractor"}},
+      {"kda-tiny", "decode", {0}, {"output", "recurrent_state"}}}},
 };
 
 static char dir[] = "/tmp/mixcheck-mutants-XXXXXX";
@@ -288,7 +313,7 @@ static void test_nonbug_passes(void **state)
 static void test_controls_pass(void **state)
 {
     (void)state;
-    const char *families[] = {"mamba2", "gdn", "shortconv", "attention"};
+    const char *families[] = {"mamba2", "gdn", "shortconv", "attention", "lightning", "kda"};
     const char *backends[] = {"reference", "control.correct"};
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         for (size_t b = 0; b < 2; b++) {

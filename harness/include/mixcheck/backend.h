@@ -75,6 +75,8 @@ enum mc_family {
     MC_FAMILY_ATTENTION = 5, /* softmax attention with a KV cache (Qwen3-Next / Qwen3.5, LFM2, Bamba layers) */
     MC_FAMILY_STACK = 6,     /* a whole model (a port of ...ForCausalLM): token ids in, logits out; the stack_*
                               * entries (MC_CAP_STACK) replace model_create / forward / cache_export / cache_import */
+    MC_FAMILY_LIGHTNING = 7, /* MiniMax lightning attention: linear attention with a constant decay per head */
+    MC_FAMILY_KDA = 8,       /* Kimi Delta Attention: a gated delta rule with a decay per key channel */
 };
 
 /* Storage type of weights, inputs and outputs handed to a backend. f16 and bf16 travel as uint16_t
@@ -190,6 +192,33 @@ struct mc_attention_config {
     int32_t qk_norm;              /* enum mc_qk_norm */
     int32_t attn_output_gate;     /* 1: q_proj gives query and gate per head, out = o_proj(attn ⊙ sigmoid(gate)) */
     int32_t attention_bias;       /* q_proj, k_proj, v_proj and o_proj biases present */
+};
+
+/* MiniMax lightning attention (docs/semantics.md §13, HF MiniMaxLightningAttention). hd = head_dim;
+ * qkv_proj rows 3*H*hd, per head q | k | v; head h decays its state by exp(-s_h) per token with
+ * s_h = 2^(-8(h+1)/H) * (1 - layer_idx/(num_hidden_layers - 1 + 1e-5) + 1e-5). No conv: the cache is
+ *   conv_state      [B][1][1]        the number of real tokens consumed n (C = K = 1)
+ *   recurrent_state [B][H][hd][hd]   S = sum of decayed k v^T (rows key, columns value). */
+struct mc_lightning_config {
+    int64_t hidden_size;         /* D */
+    int64_t num_attention_heads; /* H */
+    int64_t head_dim;            /* hd */
+    int64_t block_size;          /* the block length of the block form (a hint; the math has no blocks) */
+    int64_t layer_idx;           /* the layer's index in the model, 0 <= layer_idx < num_hidden_layers */
+    int64_t num_hidden_layers;   /* layers of the model (the slopes scale with layer_idx / (layers - 1)) */
+    double norm_eps;             /* epsilon of the RMSNorm over the H*hd output row (HF: 1e-6) */
+};
+
+/* Kimi Delta Attention (docs/semantics.md §14, HF KimiDeltaAttention of Kimi-Linear). H heads of d for
+ * q, k and v; C = 3*H*d; the log decay g [H][d] is per key channel; state [B][H][d][d] (rows key,
+ * columns value). */
+struct mc_kda_config {
+    int64_t hidden_size; /* D */
+    int64_t num_heads;   /* H   (linear_num_heads) */
+    int64_t head_dim;    /* d   (linear_head_dim) */
+    int64_t conv_kernel; /* K   (linear_conv_kernel_dim) */
+    int64_t chunk_size;  /* chunk length of the chunked form (a hint) */
+    double rms_norm_eps; /* epsilon of the gated output norm */
 };
 
 /* ---- Model creation ---------------------------------------------------------------------------- */

@@ -558,6 +558,10 @@ static size_t family_config_size(enum mc_family f)
         return sizeof(struct mc_shortconv_config);
     case MC_FAMILY_ATTENTION:
         return sizeof(struct mc_attention_config);
+    case MC_FAMILY_LIGHTNING:
+        return sizeof(struct mc_lightning_config);
+    case MC_FAMILY_KDA:
+        return sizeof(struct mc_kda_config);
     }
     return 0;
 }

@@ -63,6 +63,25 @@ static const struct mc_config_field attention_fields[] = {
     FIELD(mc_attention_config, attention_bias, MC_FIELD_BOOL),
 };
 
+static const struct mc_config_field lightning_fields[] = {
+    FIELD(mc_lightning_config, hidden_size, MC_FIELD_INT),
+    FIELD(mc_lightning_config, num_attention_heads, MC_FIELD_INT),
+    FIELD(mc_lightning_config, head_dim, MC_FIELD_INT),
+    FIELD(mc_lightning_config, block_size, MC_FIELD_INT),
+    FIELD(mc_lightning_config, layer_idx, MC_FIELD_INT),
+    FIELD(mc_lightning_config, num_hidden_layers, MC_FIELD_INT),
+    FIELD(mc_lightning_config, norm_eps, MC_FIELD_DOUBLE),
+};
+
+static const struct mc_config_field kda_fields[] = {
+    FIELD(mc_kda_config, hidden_size, MC_FIELD_INT),
+    {"linear_num_heads", MC_FIELD_INT, offsetof(struct mc_kda_config, num_heads)},
+    {"linear_head_dim", MC_FIELD_INT, offsetof(struct mc_kda_config, head_dim)},
+    {"linear_conv_kernel_dim", MC_FIELD_INT, offsetof(struct mc_kda_config, conv_kernel)},
+    FIELD(mc_kda_config, chunk_size, MC_FIELD_INT),
+    FIELD(mc_kda_config, rms_norm_eps, MC_FIELD_DOUBLE),
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 const char *mc_family_name(enum mc_family family)
@@ -80,13 +99,17 @@ const char *mc_family_name(enum mc_family family)
         return "shortconv";
     case MC_FAMILY_ATTENTION:
         return "attention";
+    case MC_FAMILY_LIGHTNING:
+        return "lightning";
+    case MC_FAMILY_KDA:
+        return "kda";
     }
     return "unknown";
 }
 
 const char *mc_family_names_text(void)
 {
-    return "mamba2, mamba1, gdn, shortconv or attention";
+    return "mamba2, mamba1, gdn, shortconv, attention, lightning or kda";
 }
 
 static const char *const QK_NORM_NAMES[] = {[MC_QK_NORM_NONE] = "none", [MC_QK_NORM_RMS] = "rms",
@@ -108,7 +131,7 @@ const char *mc_qk_norm_name(int32_t qk_norm)
 int mc_family_from_name(const char *name, enum mc_family *family)
 {
     static const enum mc_family all[] = {MC_FAMILY_MAMBA2, MC_FAMILY_MAMBA1, MC_FAMILY_GDN, MC_FAMILY_SHORTCONV,
-                                         MC_FAMILY_ATTENTION};
+                                         MC_FAMILY_ATTENTION, MC_FAMILY_LIGHTNING, MC_FAMILY_KDA};
     for (size_t i = 0; i < COUNT(all); i++) {
         if (strcmp(name, mc_family_name(all[i])) == 0) {
             *family = all[i];
@@ -138,6 +161,12 @@ const struct mc_config_field *mc_family_config_fields(enum mc_family family, siz
     case MC_FAMILY_ATTENTION:
         *count = COUNT(attention_fields);
         return attention_fields;
+    case MC_FAMILY_LIGHTNING:
+        *count = COUNT(lightning_fields);
+        return lightning_fields;
+    case MC_FAMILY_KDA:
+        *count = COUNT(kda_fields);
+        return kda_fields;
     }
     *count = 0;
     return NULL;
@@ -246,6 +275,35 @@ static enum mc_err_code validate_attention(const struct mc_attention_config *c, 
     return MC_ERR_NONE;
 }
 
+static enum mc_err_code check_eps(const char *name, double v, struct mc_error *err)
+{
+    if (!(v > 0.0) || !isfinite(v))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute '%s' must be finite and > 0 (got %g)", name, v);
+    return MC_ERR_NONE;
+}
+
+static enum mc_err_code validate_lightning(const struct mc_lightning_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) ||
+        check_dim("num_attention_heads", c->num_attention_heads, err) || check_dim("head_dim", c->head_dim, err) ||
+        check_dim("block_size", c->block_size, err) || check_dim("num_hidden_layers", c->num_hidden_layers, err))
+        return err->code;
+    if (c->layer_idx < 0 || c->layer_idx >= c->num_hidden_layers)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attribute 'layer_idx' must be in [0, num_hidden_layers) = [0, %lld) (got %lld)",
+                            (long long)c->num_hidden_layers, (long long)c->layer_idx);
+    return check_eps("norm_eps", c->norm_eps, err);
+}
+
+static enum mc_err_code validate_kda(const struct mc_kda_config *c, struct mc_error *err)
+{
+    if (check_dim("hidden_size", c->hidden_size, err) || check_dim("linear_num_heads", c->num_heads, err) ||
+        check_dim("linear_head_dim", c->head_dim, err) || check_dim("linear_conv_kernel_dim", c->conv_kernel, err) ||
+        check_dim("chunk_size", c->chunk_size, err))
+        return err->code;
+    return check_eps("rms_norm_eps", c->rms_norm_eps, err);
+}
+
 enum mc_err_code mc_family_config_validate(const struct mc_family_config *cfg, struct mc_error *err)
 {
     switch (cfg->family) {
@@ -264,6 +322,10 @@ enum mc_err_code mc_family_config_validate(const struct mc_family_config *cfg, s
         return MC_ERR_NONE;
     case MC_FAMILY_ATTENTION:
         return validate_attention(&cfg->u.attention, err);
+    case MC_FAMILY_LIGHTNING:
+        return validate_lightning(&cfg->u.lightning, err);
+    case MC_FAMILY_KDA:
+        return validate_kda(&cfg->u.kda, err);
     }
     return mc_error_set(err, MC_ERR_INPUT, "unknown family %d", (int)cfg->family);
 }
@@ -277,6 +339,13 @@ static void spec(struct mc_weight_spec *out, int *n, const char *name, int ndim,
     s->dims[0] = d0;
     s->dims[1] = d1;
     s->dims[2] = d2;
+}
+
+/* A spec of four dims (KDA's forget_gate.A_log [1][1][H][1]). */
+static void spec4(struct mc_weight_spec *out, int *n, const char *name, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    spec(out, n, name, 4, d0, d1, d2);
+    out[*n - 1].dims[3] = d3;
 }
 
 int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_spec out[MC_FAMILY_MAX_WEIGHTS])
@@ -380,6 +449,33 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
         }
         break;
     }
+    case MC_FAMILY_LIGHTNING: {
+        const struct mc_lightning_config *c = &cfg->u.lightning;
+        int64_t inner = c->num_attention_heads * c->head_dim;
+        spec(out, &n, "qkv_proj.weight", 2, 3 * inner, D, 0);
+        spec(out, &n, "output_gate.weight", 2, inner, D, 0);
+        spec(out, &n, "norm.weight", 1, inner, 0, 0);
+        spec(out, &n, "out_proj.weight", 2, D, inner, 0);
+        break;
+    }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &cfg->u.kda;
+        int64_t d = c->head_dim, inner = c->num_heads * d;
+        spec(out, &n, "q_proj.weight", 2, inner, D, 0);
+        spec(out, &n, "k_proj.weight", 2, inner, D, 0);
+        spec(out, &n, "v_proj.weight", 2, inner, D, 0);
+        spec(out, &n, "conv1d.weight", 3, C, 1, K);
+        spec(out, &n, "forget_gate.f_a_proj.weight", 2, d, D, 0);
+        spec(out, &n, "forget_gate.f_b_proj.weight", 2, inner, d, 0);
+        spec(out, &n, "forget_gate.dt_bias", 1, inner, 0, 0);
+        spec4(out, &n, "forget_gate.A_log", 1, 1, c->num_heads, 1);
+        spec(out, &n, "b_proj.weight", 2, c->num_heads, D, 0);
+        spec(out, &n, "g_a_proj.weight", 2, d, D, 0);
+        spec(out, &n, "g_b_proj.weight", 2, inner, d, 0);
+        spec(out, &n, "o_norm.weight", 1, d, 0, 0);
+        spec(out, &n, "o_proj.weight", 2, D, inner, 0);
+        break;
+    }
     }
     return n;
 }
@@ -449,6 +545,36 @@ void mc_family_shape(const struct mc_family_config *cfg, struct mc_family_shape 
         s->state_dim_names[0] = "kv_head";
         s->state_dim_names[1] = "position";
         s->state_dim_names[2] = "dim";
+        break;
+    }
+    case MC_FAMILY_LIGHTNING: {
+        const struct mc_lightning_config *c = &cfg->u.lightning;
+        s->hidden = c->hidden_size;
+        s->conv_channels = 1; /* conv_state [B][1][1]: the number of real tokens consumed */
+        s->conv_kernel = 1;
+        s->state_ndim = 3;
+        s->state_dims[0] = c->num_attention_heads;
+        s->state_dims[1] = c->head_dim;
+        s->state_dims[2] = c->head_dim;
+        s->state_dim_names[0] = "head";
+        s->state_dim_names[1] = "key";
+        s->state_dim_names[2] = "value";
+        s->chunk_size = c->block_size;
+        break;
+    }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &cfg->u.kda;
+        s->hidden = c->hidden_size;
+        s->conv_channels = 3 * c->num_heads * c->head_dim;
+        s->conv_kernel = c->conv_kernel;
+        s->state_ndim = 3;
+        s->state_dims[0] = c->num_heads;
+        s->state_dims[1] = c->head_dim;
+        s->state_dims[2] = c->head_dim;
+        s->state_dim_names[0] = "head";
+        s->state_dim_names[1] = "key";
+        s->state_dim_names[2] = "value";
+        s->chunk_size = c->chunk_size;
         break;
     }
     }

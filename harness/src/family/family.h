@@ -13,7 +13,7 @@
 #include "mixcheck/backend.h"
 
 #define MC_FAMILY_MAX_WEIGHTS 16
-#define MC_FAMILY_COUNT 5 /* families 1..MC_FAMILY_COUNT (enum mc_family) */
+#define MC_FAMILY_COUNT 8 /* families 1..MC_FAMILY_COUNT (enum mc_family; MC_FAMILY_STACK is no mixer family) */
 
 struct mc_family_config {
     enum mc_family family;
@@ -23,6 +23,8 @@ struct mc_family_config {
         struct mc_gdn_config gdn;
         struct mc_shortconv_config shortconv;
         struct mc_attention_config attention;
+        struct mc_lightning_config lightning;
+        struct mc_kda_config kda;
     } u;
 };
 
@@ -61,10 +63,11 @@ struct mc_family_shape {
 };
 
 const char *mc_family_name(enum mc_family family);
-/* Parses "mamba2", "mamba1", "gdn", "shortconv", "attention"; returns 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba1", "gdn", "shortconv", "attention", "lightning", "kda"; returns 0 on success, -1 when
+ * unknown. */
 int mc_family_from_name(const char *name, enum mc_family *family);
 
-/* The known family names joined as "mamba2, mamba1, gdn, shortconv or attention" (for messages). */
+/* The known family names joined as "mamba2, mamba1, gdn, shortconv, attention, lightning or kda" (for messages). */
 const char *mc_family_names_text(void);
 
 /* The q/k norm names of MC_FIELD_QK_NORM: the enum value for a name (-1 when unknown), and back. */

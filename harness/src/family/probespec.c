@@ -58,6 +58,8 @@ int mc_probe_specs(const struct mc_family_config *cfg, struct mc_probe_spec out[
         break;
     }
     case MC_FAMILY_ATTENTION: /* no stages defined (docs/scenarios.md §1.3) */
+    case MC_FAMILY_LIGHTNING:
+    case MC_FAMILY_KDA:
         break;
     }
     return n;

@@ -1,6 +1,6 @@
 /*
  * headshard.c — head_shard (see headshard.h). A shard is described by index ranges: for every weight
- * the rows (axis 0) or columns (axis 1) it keeps, and for the cache the conv channels and state heads
+ * the rows (axis 0), columns (axis 1) or third-axis entries (axis 2) it keeps, and for the cache the conv channels and state heads
  * of its slice. The shard's model is made with the backend's own model_create from its configuration
  * and sliced weights; the session then drives it (its model and shape swapped in for the shard's run).
  *
@@ -14,7 +14,11 @@
  * GDN (qwen3_5 layout; key heads k0..k1 with their value heads): in_proj_qkv rows q, k (k0dk..k1dk), v
  * (v0dv..v1dv); in_proj_z rows v0dv..v1dv; in_proj_b, in_proj_a, A_log, dt_bias by value head;
  * conv channels as in_proj_qkv; norm.weight (per head, dv) whole; out_proj columns v0dv..v1dv.
- * Mamba1 and ShortConv cannot be split this way (the check says why).
+ * KDA (heads h0..h1 of d): q_proj, k_proj, v_proj, forget_gate.f_b_proj and g_b_proj rows h0d..h1d,
+ * forget_gate.dt_bias h0d..h1d, forget_gate.A_log [1][1][H][1] on axis 2, b_proj rows h0..h1; conv channels
+ * q, k, v (h0d..h1d of each); the rank-d f_a_proj and g_a_proj and o_norm.weight (per head, d) whole;
+ * o_proj columns h0d..h1d.
+ * Mamba1, ShortConv and lightning attention cannot be split this way (the check says why).
  */
 #include "scenario/headshard.h"
 
@@ -111,6 +115,23 @@ static const char *plan(const struct mc_golden *g, int64_t n, int64_t k, struct 
         add_range(&sh->heads, v0, v1);
         return NULL;
     }
+    case MC_FAMILY_KDA: {
+        /* heads are independent: q, k, v, the gates' second halves and the conv channels per head; the rank-d
+         * first halves of the low-rank projections (f_a_proj, g_a_proj) and o_norm are replicated */
+        const struct mc_kda_config *c = &g->config.u.kda;
+        int64_t H = c->num_heads, d = c->head_dim, hs = H / n, h0 = k * hs, h1 = h0 + hs;
+        sh->cfg.u.kda.num_heads = hs;
+        for (int part = 0; part < 3; part++)
+            add_range(&sh->conv, part * H * d + h0 * d, part * H * d + h1 * d);
+        add_range(&sh->heads, h0, h1);
+        return NULL;
+    }
+    case MC_FAMILY_LIGHTNING:
+        snprintf(buf, len, "lightning attention's RMSNorm normalises the whole H*hd output row, across shards, and "
+                           "its decay slopes follow the head's index among all H heads: a shard is no layer of its "
+                           "own (tensor parallelism needs an all-reduce of the variance and the global slopes, as "
+                           "vLLM's MiniMax port does; docs/semantics.md §13.5)");
+        return buf;
     case MC_FAMILY_MAMBA1:
         snprintf(buf, len, "Mamba1's x_proj computes dt, B and C from every channel: a channel shard needs an "
                            "all-reduce inside the layer, so no shard is a layer of its own");
@@ -155,6 +176,31 @@ static int take_of(const struct mc_golden *g, const struct shard *sh, const char
         }
         return 0;
     }
+    if (g->config.family == MC_FAMILY_KDA) {
+        const struct mc_kda_config *c = &g->config.u.kda;
+        int64_t d = c->head_dim, h0 = sh->heads.lo[0], h1 = sh->heads.hi[0];
+        if (!strcmp(name, "q_proj.weight") || !strcmp(name, "k_proj.weight") || !strcmp(name, "v_proj.weight") ||
+            !strcmp(name, "forget_gate.f_b_proj.weight") || !strcmp(name, "forget_gate.dt_bias") ||
+            !strcmp(name, "g_b_proj.weight")) {
+            add_range(&t->r, h0 * d, h1 * d);
+        } else if (!strcmp(name, "conv1d.weight")) {
+            t->r = sh->conv;
+        } else if (!strcmp(name, "b_proj.weight")) {
+            t->r = sh->heads;
+        } else if (!strcmp(name, "forget_gate.A_log")) { /* [1][1][H][1] */
+            t->axis = 2;
+            t->r = sh->heads;
+        } else if (!strcmp(name, "forget_gate.f_a_proj.weight") || !strcmp(name, "g_a_proj.weight") ||
+                   !strcmp(name, "o_norm.weight")) {
+            t->whole = 1;
+        } else if (!strcmp(name, "o_proj.weight")) {
+            t->axis = 1;
+            add_range(&t->r, h0 * d, h1 * d);
+        } else {
+            return -1;
+        }
+        return 0;
+    }
     const struct mc_gdn_config *c = &g->config.u.gdn;
     int64_t dv = c->value_head_dim, v0 = sh->heads.lo[0], v1 = sh->heads.hi[0];
     if (!strcmp(name, "in_proj_qkv.weight") || !strcmp(name, "conv1d.weight") || !strcmp(name, "conv1d.bias")) {
@@ -175,12 +221,15 @@ static int take_of(const struct mc_golden *g, const struct shard *sh, const char
     return 0;
 }
 
-/* a [d0][d1][rest] sliced along axis (0 or 1) by r into out (allocated; its dims in out_dims). */
+/* a sliced along axis (0, 1 or 2: [outer][dims[axis]][inner]) by r into out (allocated; its dims in
+ * out_dims). */
 static double *slice(const struct mc_array *a, const struct take *t, int64_t *out_dims)
 {
-    int64_t d0 = a->dims[0], d1 = a->ndim > 1 ? a->dims[1] : 1, rest = 1;
-    for (int i = 2; i < a->ndim; i++)
-        rest *= a->dims[i];
+    int64_t outer = 1, mid = a->ndim > t->axis ? a->dims[t->axis] : 1, inner = 1;
+    for (int i = 0; i < t->axis && i < a->ndim; i++)
+        outer *= a->dims[i];
+    for (int i = t->axis + 1; i < a->ndim; i++)
+        inner *= a->dims[i];
     memcpy(out_dims, a->dims, sizeof a->dims);
     if (t->whole) {
         double *w = calloc((size_t)mc_array_elems(a) + 1, sizeof *w);
@@ -190,24 +239,16 @@ static double *slice(const struct mc_array *a, const struct take *t, int64_t *ou
     }
     int64_t kept = ranges_len(&t->r);
     out_dims[t->axis] = kept;
-    double *w = calloc((size_t)((t->axis == 0 ? kept * d1 : d0 * kept) * rest) + 1, sizeof *w);
+    double *w = calloc((size_t)(outer * kept * inner) + 1, sizeof *w);
     if (w == NULL)
         return NULL;
     double *o = w;
-    if (t->axis == 0) {
+    for (int64_t r0 = 0; r0 < outer; r0++)
         for (int i = 0; i < t->r.n; i++) {
-            size_t n = (size_t)((t->r.hi[i] - t->r.lo[i]) * d1 * rest);
-            memcpy(o, a->data + t->r.lo[i] * d1 * rest, n * sizeof *o);
+            size_t n = (size_t)((t->r.hi[i] - t->r.lo[i]) * inner);
+            memcpy(o, a->data + (r0 * mid + t->r.lo[i]) * inner, n * sizeof *o);
             o += n;
         }
-    } else {
-        for (int64_t r0 = 0; r0 < d0; r0++)
-            for (int i = 0; i < t->r.n; i++) {
-                size_t n = (size_t)((t->r.hi[i] - t->r.lo[i]) * rest);
-                memcpy(o, a->data + (r0 * d1 + t->r.lo[i]) * rest, n * sizeof *o);
-                o += n;
-            }
-    }
     return w;
 }
 
@@ -415,10 +456,11 @@ const char *mc_headshard_misfit(const struct mc_scenario_spec *sp, const struct 
 {
     int64_t heads = g->config.family == MC_FAMILY_MAMBA2 ? g->config.u.mamba2.num_heads
                     : g->config.family == MC_FAMILY_GDN  ? g->config.u.gdn.num_key_heads
+                    : g->config.family == MC_FAMILY_KDA  ? g->config.u.kda.num_heads
                                                          : 0;
     if (heads > 0 && heads % sp->shards != 0) {
         snprintf(buf, len, "shards %lld must divide the %s (%lld)", (long long)sp->shards,
-                 g->config.family == MC_FAMILY_MAMBA2 ? "heads" : "key heads", (long long)heads);
+                 g->config.family == MC_FAMILY_GDN ? "key heads" : "heads", (long long)heads);
         return buf;
     }
     return NULL;
