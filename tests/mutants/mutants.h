@@ -42,6 +42,8 @@ enum mut_fault {
     MUT_UNFUSED_ACT,        /* not a bug: conv output rounded to bf16 before the SiLU */
     MUT_ROPE_PAD_POSITIONS, /* attention: RoPE at the padded token index, not the real-token count */
     MUT_ROTARY_ALL_DIMS,    /* attention: partial_rotary_factor ignored, every head dim rotated */
+    MUT_NOPE_ROTATED,       /* attention: no_rope ignored, RoPE applied (the default theta and factor) */
+    MUT_SCALE_DEFAULT,      /* attention: softmax_scale ignored, scores scaled by 1/sqrt(hd) */
 };
 
 struct mut_family;

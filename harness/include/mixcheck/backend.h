@@ -190,6 +190,10 @@ struct mc_attention_config {
     int32_t qk_norm;              /* enum mc_qk_norm */
     int32_t attn_output_gate;     /* 1: q_proj gives query and gate per head, out = o_proj(attn ⊙ sigmoid(gate)) */
     int32_t attention_bias;       /* q_proj, k_proj, v_proj and o_proj biases present */
+    /* appended options (0 = the behaviour before them): */
+    int32_t no_rope;              /* 1: no rotary embedding at all (GraniteMoeHybrid position_embedding_type "nope",
+                                     Jamba, Nemotron-H); partial_rotary_factor and rope_theta are then unused */
+    double softmax_scale;         /* the score scale; 0 = 1/sqrt(hd) (GraniteMoeHybrid attention_multiplier) */
 };
 
 /* ---- Model creation ---------------------------------------------------------------------------- */
