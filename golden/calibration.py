@@ -32,7 +32,8 @@ import configkeys
 import mixers
 import stacks as S
 
-MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5"}
+MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5",
+               "granitemoehybrid": "granitemoehybrid"}
 
 
 def _config(model_type, rng):
@@ -56,7 +57,21 @@ def _config(model_type, rng):
         kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
         rng.shuffle(kinds)
         cfg["layer_types"] = kinds
-    if model_type in ("lfm2", "bamba", "qwen3_5_text"):
+    elif model_type == "granitemoehybrid":
+        # the multipliers around released Granite 4.0-H values (embedding 12, residual 0.22, attention 1/hd,
+        # logits 6-8), the MoE top-1 or top-2 of 4 or 8 experts, RoPE or NoPE
+        kinds = ["linear_attention", "full_attention"] + [str(rng.choice(["linear_attention", "full_attention"]))
+                                                          for _ in range(n - 2)]
+        rng.shuffle(kinds)
+        E = int(rng.choice([4, 8]))
+        cfg.update(mamba_n_heads=2 * D // 16, mamba_d_head=16, mamba_n_groups=int(rng.choice([1, 2])),
+                   layer_types=kinds, num_local_experts=E, num_experts_per_tok=int(rng.integers(1, 3)),
+                   embedding_multiplier=float(rng.choice([1.0, 4.0, 12.0])),
+                   residual_multiplier=float(rng.uniform(0.2, 1.0)),
+                   attention_multiplier=float(rng.uniform(0.5, 2.0)) / (D // cfg["num_attention_heads"]),
+                   logits_scaling=float(rng.uniform(1.0, 8.0)),
+                   position_embedding_type=None if rng.uniform() < 0.5 else "rope")
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

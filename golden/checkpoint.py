@@ -237,6 +237,8 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
         config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
         config["qk_norm"] = mcfg["qk_norm"]
+        # the options appended to the family (GraniteMoeHybrid's NoPE and score scale), stored when set
+        config.update({k: t(mcfg[k]) for k, t in M_ATTR_OPTIONS if mcfg.get(k)})
     tensors = {"weights/" + k: v for k, v in fw.items()}
     tensors["inputs/hidden_states"] = x32
     tensors["inputs/attention_mask"] = mask
@@ -318,3 +320,5 @@ def main(argv):
 M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
                "attn_output_gate", "attention_bias")
 M_ATTR_FLOATS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
+# the appended options (models.py ATTENTION_OPTION_ATTRS): absent from a golden reads as 0
+M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64))

@@ -47,6 +47,12 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_BLOCK_NORM_SKIPPED, /* layer `layer`'s mixer reads the residual without its norm */
     MC_STACK_GLUE_FINAL_NORM_SKIPPED, /* the head reads the residual without the final norm */
     MC_STACK_GLUE_HEAD_UNTIED,       /* tied config, but the head is a matrix of its own (a fresh init) */
+    /* the glue of GraniteMoeHybrid (MoE, multipliers): */
+    MC_STACK_GLUE_MOE_NOT_RENORMALISED,     /* the k expert weights are the softmax over every expert, not over the k */
+    MC_STACK_GLUE_ROUTER_TIE_HIGH,          /* equal router logits: the higher expert index wins, not the lower */
+    MC_STACK_GLUE_RESIDUAL_MULTIPLIER_DROPPED, /* every block's output added without residual_multiplier */
+    MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE,  /* the embedding multiplied by embedding_multiplier twice */
+    MC_STACK_GLUE_LOGITS_SCALING_DROPPED,      /* the logits not divided by logits_scaling */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
