@@ -129,6 +129,13 @@ def write_safetensors(path, tensors, dtype="F32"):
 
 
 MULTIMODAL_TEXT = {"qwen3_5": ("qwen3_5_text", "model.language_model.", "model.", ("model.visual.", "mtp."))}
+# The names a checkpoint stores that the model's state_dict() calls otherwise: transformers' conversion mapping
+# (conversion_mapping.py, "granitemoe", which granitemoehybrid uses) renames them on load and back on
+# save_pretrained, so 5.24 writes the MoE under its older names; pure renames, the layouts are the same
+# ([E, 2F, D] gate rows first, [E, D, F], [E, D]). (old suffix, state_dict suffix)
+CHECKPOINT_RENAMES = {"granitemoehybrid": (("block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"),
+                                           ("block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"),
+                                           ("block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"))}
 
 
 def load_checkpoint(folder, semantics=None):
@@ -172,6 +179,11 @@ def load_checkpoint(folder, semantics=None):
         _, old, new, dropped = rename
         w = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in w.items()
              if not k.startswith(dropped)}
+    for old, new in CHECKPOINT_RENAMES.get(mt, ()):
+        for k in [k for k in w if k.endswith("." + old)]:
+            if k[:-len(old)] + new in w:
+                raise ValueError(f"{folder}: both {k} and {k[:-len(old)] + new}: one tensor under two names")
+            w[k[:-len(old)] + new] = w.pop(k)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"] and nm["embed"] in w:
         w[nm["head"]] = w[nm["embed"]].copy()   # tied: the head is the embedding (a tied checkpoint stores only it)
