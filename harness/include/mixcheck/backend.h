@@ -127,6 +127,15 @@ struct mc_mamba2_config {
     int32_t use_conv_bias;     /* conv1d.bias present */
 };
 
+/* The RMSNorms inside a Mamba1 mixer on the x_proj outputs dt_low [R], B [N] and C [N] (struct
+ * mc_mamba1_config.inner_norms). */
+enum mc_mamba1_inner_norms {
+    MC_M1_INNER_NORMS_NONE = 0,       /* Mamba */
+    MC_M1_INNER_NORMS_WEIGHTLESS = 1, /* FalconMamba: x·rsqrt(mean x² + mixer_rms_eps), no weight */
+    MC_M1_INNER_NORMS_WEIGHTED = 2,   /* Jamba: the same times dt_layernorm.weight [R], b_layernorm.weight [N],
+                                         c_layernorm.weight [N] */
+};
+
 /* Mamba1 (docs/semantics.md §3.1). C = I. */
 struct mc_mamba1_config {
     int64_t hidden_size;       /* D */
@@ -136,6 +145,9 @@ struct mc_mamba1_config {
     int64_t time_step_rank;    /* R */
     int32_t use_bias;
     int32_t use_conv_bias;
+    /* appended options (0 = the behaviour before them): */
+    int64_t inner_norms;       /* enum mc_mamba1_inner_norms */
+    double mixer_rms_eps;      /* epsilon of the inner norms (FalconMamba mixer_rms_eps, Jamba rms_norm_eps) */
 };
 
 enum mc_gdn_layout {

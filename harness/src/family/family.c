@@ -29,6 +29,8 @@ static const struct mc_config_field mamba1_fields[] = {
     FIELD(mc_mamba1_config, time_step_rank, MC_FIELD_INT),
     FIELD(mc_mamba1_config, use_bias, MC_FIELD_BOOL),
     FIELD(mc_mamba1_config, use_conv_bias, MC_FIELD_BOOL),
+    {"inner_norms", MC_FIELD_INT, offsetof(struct mc_mamba1_config, inner_norms), 1},
+    {"mixer_rms_eps", MC_FIELD_DOUBLE, offsetof(struct mc_mamba1_config, mixer_rms_eps), 1},
 };
 
 static const struct mc_config_field gdn_fields[] = {
@@ -191,6 +193,12 @@ static enum mc_err_code validate_mamba1(const struct mc_mamba1_config *c, struct
         check_dim("state_size", c->state_size, err) || check_dim("conv_kernel", c->conv_kernel, err) ||
         check_dim("time_step_rank", c->time_step_rank, err))
         return err->code;
+    if (c->inner_norms < MC_M1_INNER_NORMS_NONE || c->inner_norms > MC_M1_INNER_NORMS_WEIGHTED)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'inner_norms' must be 0, 1 or 2 (got %lld)",
+                            (long long)c->inner_norms);
+    if (c->inner_norms != MC_M1_INNER_NORMS_NONE && (!(c->mixer_rms_eps > 0.0) || !isfinite(c->mixer_rms_eps)))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'mixer_rms_eps' must be finite and > 0 (got %g)",
+                            c->mixer_rms_eps);
     return MC_ERR_NONE;
 }
 
@@ -328,6 +336,11 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
         if (c->use_conv_bias)
             spec(out, &n, "conv1d.bias", 1, I, 0, 0);
         spec(out, &n, "x_proj.weight", 2, R + 2 * N, I, 0);
+        if (c->inner_norms == MC_M1_INNER_NORMS_WEIGHTED) { /* Jamba's JambaRMSNorm weights */
+            spec(out, &n, "dt_layernorm.weight", 1, R, 0, 0);
+            spec(out, &n, "b_layernorm.weight", 1, N, 0, 0);
+            spec(out, &n, "c_layernorm.weight", 1, N, 0, 0);
+        }
         spec(out, &n, "dt_proj.weight", 2, I, R, 0);
         spec(out, &n, "dt_proj.bias", 1, I, 0, 0);
         spec(out, &n, "A_log", 2, I, N, 0);
