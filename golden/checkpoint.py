@@ -138,6 +138,25 @@ CHECKPOINT_RENAMES = {"granitemoehybrid": (("block_sparse_moe.input_linear.weigh
                                            ("block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"))}
 
 
+def merge_expert_lists(folder, w, n_experts):
+    """Jamba's checkpoint stores each expert as its own module (feed_forward.experts.<e>.{gate,up,down}_proj.weight,
+    [F, D], [F, D], [D, F]); its conversion mapping ("jamba": MergeModulelist then Concatenate) makes them
+    feed_forward.experts.gate_up_proj [E, 2F, D] (each expert's gate rows, then its up rows) and
+    feed_forward.experts.down_proj [E, D, F]. The same, in place; a layer missing one of its experts is refused."""
+    layers = sorted({k.split(".experts.")[0] for k in w if ".feed_forward.experts." in k and k.endswith("_proj.weight")})
+    for pre in layers:
+        parts = {}
+        for part in ("gate_proj", "up_proj", "down_proj"):
+            names = [f"{pre}.experts.{e}.{part}.weight" for e in range(n_experts)]
+            gone = [n for n in names if n not in w]
+            if gone:
+                raise ValueError(f"{folder}: {pre}: {len(gone)} of {n_experts} experts' {part}.weight missing "
+                                 f"(first {gone[0]})")
+            parts[part] = np.stack([w.pop(n) for n in names])
+        w[pre + ".experts.gate_up_proj"] = np.concatenate([parts["gate_proj"], parts["up_proj"]], axis=1)
+        w[pre + ".experts.down_proj"] = parts["down_proj"]
+
+
 def load_checkpoint(folder, semantics=None):
     """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder. Every
     config key is honoured or refused (configkeys.py); the text part of a multimodal checkpoint is read
@@ -179,6 +198,8 @@ def load_checkpoint(folder, semantics=None):
         _, old, new, dropped = rename
         w = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in w.items()
              if not k.startswith(dropped)}
+    if mt == "jamba":
+        merge_expert_lists(folder, w, cfg["num_experts"])
     for old, new in CHECKPOINT_RENAMES.get(mt, ()):
         for k in [k for k in w if k.endswith("." + old)]:
             if k[:-len(old)] + new in w:
@@ -239,6 +260,7 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
     elif family == "mamba1":
         config = {k: np.int64(mcfg[k]) for k in mixers.MAMBA1_INT_ATTRS}
+        config.update({k: t(mcfg[k]) for k, t in mixers.MAMBA1_OPTION_ATTRS if mcfg.get(k)})   # the inner norms
     elif family == "shortconv":
         config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
     elif family == "gdn":

@@ -92,9 +92,16 @@ MODEL_DEFAULTS["granitemoehybrid"] = dict(
     attention_bias=False, attention_multiplier=1.0, embedding_multiplier=1.0, residual_multiplier=1.0,
     logits_scaling=1.0, num_local_experts=8, num_experts_per_tok=2, shared_intermediate_size=1024,
     intermediate_size=11008, position_embedding_type=None, max_position_embeddings=2048)
+MODEL_DEFAULTS["falcon_mamba"] = dict(MODEL_DEFAULTS["mamba"], mixer_rms_eps=1e-6)
+MODEL_DEFAULTS["jamba"] = dict(
+    rms_norm_eps=1e-6, tie_word_embeddings=False, num_attention_heads=32, num_key_value_heads=8,
+    attn_layer_period=8, attn_layer_offset=4, expert_layer_period=2, expert_layer_offset=1, num_experts=16,
+    num_experts_per_tok=2, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto",
+    mamba_conv_bias=True, mamba_proj_bias=False, intermediate_size=14336, max_position_embeddings=262144)
 ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
                  "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
-                 "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
+                 "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
+                 "jamba": "JambaForCausalLM"}
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -140,6 +147,22 @@ SPECS = {s.key: s for s in [
                    max_position_embeddings=32,
                    layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"]),
               batch=3, length=12, left_pad=(0, 4, 8), greedy=16, seed=106, positions=(6, 12)),
+    ModelSpec("falcon_mamba", "falcon_mamba",
+              "4-layer FalconMamba stack (Mamba1 mixers with weightless RMSNorms on dt, B and C), head tied to the "
+              "embedding, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, intermediate_size=64, state_size=8,
+                   conv_kernel=4, time_step_rank=4, tie_word_embeddings=True),
+              batch=3, length=12, left_pad=(0, 3, 9), greedy=16, seed=107, positions=(6, 12)),
+    ModelSpec("jamba", "jamba",
+              "4-layer Jamba (Mamba1 with weighted inner norms, NoPE attention at layer 1 and 3: attn_layer_period 2, "
+              "offset 1), a top-2 of 4 MoE (softmax over every expert, not renormalised) at layers 0 and 2 "
+              "(expert_layer_period 2, offset 0) and a SwiGLU MLP at 1 and 3, untied head, left-padded batch of 3, "
+              "16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=0,
+                   num_experts=4, num_experts_per_tok=2, intermediate_size=24, mamba_d_state=8, mamba_dt_rank=4,
+                   max_position_embeddings=32),
+              batch=3, length=12, left_pad=(0, 5, 8), greedy=16, seed=108, positions=(6, 12)),
 ]}
 
 
@@ -186,6 +209,16 @@ def granite(cfg):
     return cfg["model_type"] == "granitemoehybrid"
 
 
+def moe_layer(cfg, i):
+    """Whether layer i's feed-forward has the mixture of experts: every layer of GraniteMoeHybrid (with experts),
+    Jamba's at i % expert_layer_period == expert_layer_offset (with more than one expert)."""
+    if granite(cfg):
+        return cfg["num_local_experts"] > 0
+    if cfg["model_type"] == "jamba":
+        return cfg["num_experts"] > 1 and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
+    return False
+
+
 def zero_centred(cfg):
     return cfg["model_type"] == "qwen3_5_text"
 
@@ -199,6 +232,10 @@ def layer_kind(cfg, i):
         return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
     if cfg["model_type"] == "qwen3_5_text":
         return "attention" if cfg["layer_types"][i] == "full_attention" else "gdn"
+    if cfg["model_type"] == "falcon_mamba":   # FalconMambaMixer: MambaMixer with the inner norms
+        return "mamba"
+    if cfg["model_type"] == "jamba":   # JambaConfig.layers_block_type
+        return "attention" if i % cfg["attn_layer_period"] == cfg["attn_layer_offset"] else "mamba"
     if granite(cfg):   # GraniteMoeHybridConfig: linear_attention (mamba) unless full_attention (attention)
         types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
         return "attention" if types[i] in ("full_attention", "attention") else "mamba2"
@@ -236,6 +273,20 @@ def mixer_config(cfg, kind=None):
                     cache_length=cfg["max_position_embeddings"], partial_rotary_factor=prf,
                     rope_theta=theta, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="zero_centred",
                     attn_output_gate=1, attention_bias=int(cfg["attention_bias"]))
+    if kind == "attention" and cfg["model_type"] == "jamba":   # JambaAttention: no rotary embedding, 1/sqrt(hd)
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H,
+                    num_key_value_heads=cfg.get("num_key_value_heads") or H,
+                    head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=1.0, rope_theta=10000.0, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none",
+                    attn_output_gate=0, attention_bias=0, no_rope=1, softmax_scale=0.0)
+    if kind == "mamba" and cfg["model_type"] == "jamba":   # JambaMambaMixer: the inner norms with weights
+        D = cfg["hidden_size"]
+        R = cfg["mamba_dt_rank"]
+        R = -(-D // 16) if R == "auto" else R
+        return dict(hidden_size=D, intermediate_size=cfg["mamba_expand"] * D, state_size=cfg["mamba_d_state"],
+                    conv_kernel=cfg["mamba_d_conv"], time_step_rank=R, use_bias=int(cfg["mamba_proj_bias"]),
+                    use_conv_bias=int(cfg["mamba_conv_bias"]), inner_norms=2, mixer_rms_eps=float(cfg["rms_norm_eps"]))
     if kind == "attention" and granite(cfg):   # GraniteMoeHybridAttention: scaling = attention_multiplier
         H = cfg["num_attention_heads"]
         rope = cfg.get("position_embedding_type") == "rope"
@@ -271,6 +322,8 @@ def mixer_config(cfg, kind=None):
         return m
     m = {k: cfg[k] for k in ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank")}
     m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]))
+    if cfg["model_type"] == "falcon_mamba":   # the weightless RMSNorms on dt, B and C (mixers.py inner_norms 1)
+        m.update(inner_norms=1, mixer_rms_eps=float(cfg["mixer_rms_eps"]))
     return m
 
 
@@ -317,6 +370,12 @@ def names(cfg):
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
                     ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "jamba":
+        return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
+                    ffn="feed_forward.", mlp=("gate_proj", "up_proj", "down_proj"),
+                    moe=("feed_forward.router.weight", "feed_forward.experts.gate_up_proj",
+                         "feed_forward.experts.down_proj"))
     if cfg["model_type"] == "bamba":
         return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
@@ -331,7 +390,7 @@ def names(cfg):
 
 def mixer_prefix(cfg, i):
     n = names(cfg)["layer"].format(i)
-    if cfg["model_type"] in ("bamba", "granitemoehybrid"):
+    if cfg["model_type"] in ("bamba", "granitemoehybrid", "jamba"):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
     if cfg["model_type"] == "qwen3_5_text":
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "linear_attn.")
@@ -374,6 +433,13 @@ def init_weights(cfg, rng):
                 w[router] = mixers.uniform_init(rng, (E, D), D)
                 w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
                 w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+        elif nm["ffn"] and moe_layer(cfg, i):   # Jamba's JambaSparseMoeBlock: router and experts, no MLP
+            E, Fe = cfg["num_experts"], cfg["intermediate_size"]
+            w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+            router, gate_up, down = (pre + n for n in nm["moe"])
+            w[router] = mixers.uniform_init(rng, (E, D), D)
+            w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
+            w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
         elif nm["ffn"]:
             F = ffn_size(cfg)
             gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
@@ -433,13 +499,16 @@ class Stack:
             if self.cfg["num_local_experts"] > 0:
                 out = out + self.moe(i, x)
             return out
+        if moe_layer(self.cfg, i):   # Jamba: the mixture of experts alone
+            return self.moe(i, x)
         gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
         return (mixers.silu(x @ gate.T) * (x @ up.T)) @ down.T
 
     def moe(self, i, x):
         """The mixture of experts of layer i on x [..., D], from its definition: router logits r = W x; the k
         experts of the largest r (a tie: the lower index; none in a golden drawn in float64); their weights
-        the softmax over those k logits; the output the weighted sum of down_e(silu(gate_e x) * up_e x)."""
+        the softmax over those k logits (GraniteMoeHybrid), or the softmax over every expert's logit taken at those
+        k, not renormalised (Jamba); the output the weighted sum of down_e(silu(gate_e x) * up_e x)."""
         pre = self.nm["layer"].format(i)
         router, gate_up, down = (self.w[pre + n] for n in self.nm["moe"])
         k = self.cfg["num_experts_per_tok"]
@@ -449,8 +518,11 @@ class Stack:
             r = router @ xt
             top = sorted(range(len(r)), key=lambda e: (-r[e], e))[:k]
             assert len(set(r[top[-1:]]) & set(np.delete(r, top))) == 0, "a router tie at the k-th expert"
-            p = np.exp(r[top] - r[top].max())
-            p = p / p.sum()
+            if self.cfg["model_type"] == "jamba":
+                p = (np.exp(r - r.max()) / np.exp(r - r.max()).sum())[top]
+            else:
+                p = np.exp(r[top] - r[top].max())
+                p = p / p.sum()
             for wgt, e in zip(p, top):
                 gate, up = np.split(gate_up[e], 2, axis=0)
                 out[t] += wgt * (down[e] @ (mixers.silu(gate @ xt) * (up @ xt)))

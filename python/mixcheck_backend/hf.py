@@ -470,11 +470,12 @@ class HFModel(StackBackend):
         self.model, self.hf_config, self.cls = model, hf_config, cls
         params = inspect.signature(model.forward).parameters
         self.takes_positions = "position_ids" in params
-        # MambaModel hands attention_mask to every mixer as it is (no create_recurrent_attention_mask), and
+        # MambaModel (and FalconMambaModel) hands attention_mask to every mixer as it is (no
+        # create_recurrent_attention_mask), and
         # the mixer multiplies its [B][L] slice's states by it: it takes the mask of this forward's tokens
         # (what generate() passes at the first step; later steps it passes none). The others build their
         # masks from the 2-D mask of every token so far, as generate() grows it.
-        self.local_mask = model_type == "mamba"
+        self.local_mask = model_type in ("mamba", "falcon_mamba")
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers

@@ -41,12 +41,20 @@ TINY = {
                              num_local_experts=4, num_experts_per_tok=2, embedding_multiplier=6.0,
                              residual_multiplier=0.4, attention_multiplier=0.2, logits_scaling=3.0,
                              max_position_embeddings=64, layer_types=["mamba", "attention"]),
+    "falcon_mamba": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, state_size=8, conv_kernel=4,
+                         time_step_rank=4, mixer_rms_eps=1e-5),
+    "jamba": dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=24, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                  expert_layer_offset=0, num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=4,
+                  max_position_embeddings=64),
 }
 CONFIGS = {"mamba2": "Mamba2Config", "mamba": "MambaConfig", "lfm2": "Lfm2Config", "bamba": "BambaConfig",
-           "qwen3_5_text": "Qwen3_5TextConfig", "granitemoehybrid": "GraniteMoeHybridConfig"}
+           "qwen3_5_text": "Qwen3_5TextConfig", "granitemoehybrid": "GraniteMoeHybridConfig",
+           "falcon_mamba": "FalconMambaConfig", "jamba": "JambaConfig"}
 MODELS = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
           "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
-          "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
+          "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
+          "jamba": "JambaForCausalLM"}
 
 # name: (model type, keys over TINY, save options)
 VARIANTS = {
@@ -65,6 +73,10 @@ VARIANTS = {
                                                              "partial_rotary_factor": 0.25}}, {}),
     # NoPE (the default), the older layer_types names "mamba" / "attention", every multiplier; then RoPE
     "granitemoehybrid-nope": ("granitemoehybrid", {}, {}),
+    # tied by default; mixer_rms_eps 1e-5 (not the default 1e-6) so the key is seen read
+    "falcon_mamba-tied": ("falcon_mamba", {}, {}),
+    # the experts saved one module each (conversion mapping "jamba"), a MoE and a dense layer of each kind
+    "jamba-moe": ("jamba", {}, {}),
     "granitemoehybrid-rope": ("granitemoehybrid", {"position_embedding_type": "rope",
                                                    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
                               {}),
@@ -107,7 +119,8 @@ def main():
         # into a model built with the casts promoted: its rotary frequencies are computed at construction
         # a mixture of experts in float64 needs upstream's eager expert loop: the default grouped_mm kernel
         # takes no float64 (docs/findings.md 16)
-        extra = {"experts_implementation": "eager"} if getattr(cfg, "num_local_experts", 0) else {}
+        extra = {"experts_implementation": "eager"} if getattr(cfg, "num_local_experts", 0) or \
+            getattr(cfg, "num_experts", 0) else {}
         loaded = getattr(transformers, MODELS[mt]).from_pretrained(folder, dtype=torch.float64, **extra)
         state = {k: v.detach().clone() for k, v in loaded.state_dict().items()}
         try:

@@ -81,7 +81,8 @@ static void test_models_pass(void **state)
     (void)state;
     static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml",
                                         "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml",
-                                        "cases/models/granitemoehybrid.yaml"};
+                                        "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
+                                        "cases/models/jamba.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -161,6 +162,11 @@ static const struct glue GLUE[] = {
      0, 1, MC_DTYPE_F32, {"glue: the embedding"}},
     {"cases/models/granitemoehybrid.yaml", "glue.logits-scaling-dropped", MC_STACK_GLUE_LOGITS_SCALING_DROPPED, 0, 1,
      MC_DTYPE_F32, {"glue after the last layer"}},
+    /* Jamba: its router is not renormalised, so the fault renormalises the k weights; layer 0 is Mamba1 + MoE */
+    {"cases/models/jamba.yaml", "glue.moe-renormalisation-flipped", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (mamba1 mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/jamba.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
 };
 
 static void test_glue_mutants(void **state)

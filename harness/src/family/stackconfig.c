@@ -23,6 +23,10 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "qwen3_5_text";
     case MC_MODEL_GRANITEMOEHYBRID:
         return "granitemoehybrid";
+    case MC_MODEL_FALCON_MAMBA:
+        return "falcon_mamba";
+    case MC_MODEL_JAMBA:
+        return "jamba";
     }
     return "unknown";
 }
@@ -41,6 +45,10 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_QWEN3_5;
     else if (strcmp(name, "granitemoehybrid") == 0)
         *t = MC_MODEL_GRANITEMOEHYBRID;
+    else if (strcmp(name, "falcon_mamba") == 0)
+        *t = MC_MODEL_FALCON_MAMBA;
+    else if (strcmp(name, "jamba") == 0)
+        *t = MC_MODEL_JAMBA;
     else
         return -1;
     return 0;
@@ -48,7 +56,7 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
 
 enum mc_family mc_model_type_family(enum mc_model_type t)
 {
-    return t == MC_MODEL_MAMBA     ? MC_FAMILY_MAMBA1
+    return t == MC_MODEL_MAMBA || t == MC_MODEL_FALCON_MAMBA || t == MC_MODEL_JAMBA ? MC_FAMILY_MAMBA1
            : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
            : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
                                    : MC_FAMILY_MAMBA2;
@@ -57,7 +65,8 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
-    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID)
+    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
+        t != MC_MODEL_JAMBA)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -279,6 +288,11 @@ static int parse_mamba(struct reader *r, struct mc_stack_config *cfg)
         m.time_step_rank = (cfg->hidden + 15) / 16;
     else if (get_int(r, "time_step_rank", 1, 0, &m.time_step_rank))
         return -1;
+    if (cfg->type == MC_MODEL_FALCON_MAMBA) { /* FalconMambaMixer: the weightless norms on dt, B and C */
+        m.inner_norms = MC_M1_INNER_NORMS_WEIGHTLESS;
+        if (get_num(r, "mixer_rms_eps", 0, 0, 1e-6, &m.mixer_rms_eps))
+            return -1;
+    }
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         cfg->layers[i].family = MC_FAMILY_MAMBA1;
         cfg->layers[i].mixer.family = MC_FAMILY_MAMBA1;
@@ -566,6 +580,75 @@ static int parse_granitemoehybrid(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* JambaConfig (transformers 5.24): attention at i % attn_layer_period == attn_layer_offset, Mamba1 elsewhere
+ * (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank "auto" = ceil(hidden / 16), mamba_conv_bias,
+ * mamba_proj_bias; the weighted inner norms with rms_norm_eps), the attention without rotary embedding and
+ * without q/k norm (num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings), the MoE
+ * (num_experts > 1, num_experts_per_tok, the experts of intermediate_size) at i % expert_layer_period ==
+ * expert_layer_offset and the SwiGLU MLP of intermediate_size on every other layer. */
+static int parse_jamba(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba1_config m = {.hidden_size = cfg->hidden, .inner_norms = MC_M1_INNER_NORMS_WEIGHTED,
+                                 .mixer_rms_eps = cfg->norm_eps};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .no_rope = 1, .partial_rotary_factor = 1.0,
+                                     .rope_theta = 10000.0, .qk_norm = MC_QK_NORM_NONE, .rms_norm_eps = cfg->norm_eps};
+    int64_t expand = 2, ap = 8, ao = 4, ep = 2, eo = 1;
+    if (get_int(r, "mamba_d_state", 0, 16, &m.state_size) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) ||
+        get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, 8, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 0, cfg->hidden / at.num_attention_heads, &at.head_dim) ||
+        get_int(r, "max_position_embeddings", 0, 262144, &at.cache_length) ||
+        get_int(r, "attn_layer_period", 0, 8, &ap) || get_int(r, "attn_layer_offset", 0, 4, &ao) ||
+        get_int(r, "expert_layer_period", 0, 2, &ep) || get_int(r, "expert_layer_offset", 0, 1, &eo) ||
+        get_int(r, "num_experts", 0, 16, &cfg->moe.n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, 2, &cfg->moe.top_k) ||
+        get_int(r, "intermediate_size", 0, 14336, &cfg->ffn_size) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) ||
+        positive(r, "attn_layer_period", ap, 1 << 20) || positive(r, "expert_layer_period", ep, 1 << 20))
+        return -1;
+    if (ao < 0 || ao >= ap || eo < 0 || eo >= ep) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: attn_layer_offset (%lld) and expert_layer_offset (%lld) must be in [0, their "
+                     "period)", r->where, (long long)ao, (long long)eo);
+        return -1;
+    }
+    if (cfg->moe.n_experts < 1 || cfg->moe.n_experts > MC_STACK_MAX_EXPERTS ||
+        (cfg->moe.n_experts > 1 && (cfg->moe.top_k < 1 || cfg->moe.top_k > cfg->moe.n_experts ||
+                                    cfg->moe.top_k > MC_STACK_MAX_TOP_K))) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: num_experts (%lld) must be in [1, 512] and num_experts_per_tok (%lld) in [1, "
+                     "min(num_experts, 64)]", r->where, (long long)cfg->moe.n_experts, (long long)cfg->moe.top_k);
+        return -1;
+    }
+    const struct mc_json_value *rank = mc_json_get(r->root, "mamba_dt_rank");
+    if (rank == NULL || rank->type == MC_JSON_NULL || (rank->type == MC_JSON_STRING && strcmp(rank->string, "auto") == 0))
+        m.time_step_rank = (cfg->hidden + 15) / 16;
+    else if (get_int(r, "mamba_dt_rank", 1, 0, &m.time_step_rank))
+        return -1;
+    m.intermediate_size = expand * cfg->hidden;
+    cfg->moe.expert_size = cfg->ffn_size;
+    cfg->moe.router = MC_ROUTER_SOFTMAX_TOPK;
+    cfg->moe.renormalise = 0;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        int attn = i % ap == ao;
+        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_MAMBA1;
+        cfg->layers[i].mixer.family = cfg->layers[i].family;
+        if (attn)
+            cfg->layers[i].mixer.u.attention = at;
+        else
+            cfg->layers[i].mixer.u.mamba1 = m;
+        cfg->layers[i].moe = cfg->moe.n_experts > 1 && i % ep == eo;
+        cfg->layers[i].dense = !cfg->layers[i].moe;
+    }
+    if (cfg->moe.n_experts == 1)
+        cfg->moe.n_experts = 0; /* layers_num_experts all 1: every layer the SwiGLU MLP */
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -573,7 +656,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid)",
+                            "granitemoehybrid, falcon_mamba, jamba)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -598,13 +681,19 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         get_num(&r,
                 cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-                        cfg->type == MC_MODEL_GRANITEMOEHYBRID
+                        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
-                0, 0, cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ? 1e-6 : 1e-5,
+                0, 0,
+                cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA
+                    ? 1e-6
+                    : 1e-5,
                 &cfg->norm_eps) ||
-        get_bool(&r, "tie_word_embeddings", cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2, &cfg->tied) ||
-        get_bool(&r, "residual_in_fp32", cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA,
+        get_bool(&r, "tie_word_embeddings",
+                 cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_FALCON_MAMBA,
+                 &cfg->tied) ||
+        get_bool(&r, "residual_in_fp32",
+                 cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA,
                  &cfg->residual_in_fp32) ||
         positive(&r, "num_hidden_layers", cfg->n_layers, MC_STACK_MAX_LAYERS) ||
         positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
@@ -614,17 +703,20 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         goto out;
     }
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-        cfg->type == MC_MODEL_GRANITEMOEHYBRID)
+        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype */
     cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5;
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
-         : cfg->type == MC_MODEL_MAMBA ? parse_mamba(&r, cfg)
+         : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
          : cfg->type == MC_MODEL_BAMBA ? parse_bamba(&r, cfg)
          : cfg->type == MC_MODEL_QWEN3_5 ? parse_qwen3_5(&r, cfg)
+         : cfg->type == MC_MODEL_JAMBA   ? parse_jamba(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
+    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && i < cfg->n_layers; i++)
+        cfg->layers[i].dense = cfg->ffn_size > 0; /* every layer has its MLP (GraniteMoeHybrid: the shared one) */
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
         if (mc_family_config_validate(&cfg->layers[i].mixer, &e) != MC_ERR_NONE) {
@@ -647,7 +739,7 @@ static int lfm2(const struct mc_stack_config *cfg)
 static int hybrid(const struct mc_stack_config *cfg)
 {
     return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-           cfg->type == MC_MODEL_GRANITEMOEHYBRID;
+           cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -657,7 +749,8 @@ void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STAC
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID)
+    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
+        cfg->type == MC_MODEL_JAMBA)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
@@ -716,15 +809,17 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
 {
     static const char *const granite_parts[] = {"block_sparse_moe.router.weight", "block_sparse_moe.experts.gate_up_proj",
                                                 "block_sparse_moe.experts.down_proj"};
-    (void)cfg;
-    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, granite_parts[part < 0 || part > 2 ? 0 : part]);
+    static const char *const jamba_parts[] = {"feed_forward.router.weight", "feed_forward.experts.gate_up_proj",
+                                              "feed_forward.experts.down_proj"};
+    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+             (cfg->type == MC_MODEL_JAMBA ? jamba_parts : granite_parts)[part < 0 || part > 2 ? 0 : part]);
 }
 
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
-             : cfg->type == MC_MODEL_BAMBA   ? "model.final_layernorm.weight"
+             : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA ? "model.final_layernorm.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }

@@ -28,6 +28,11 @@ enum mc_model_type {
     MC_MODEL_GRANITEMOEHYBRID = 6, /* GraniteMoeHybridForCausalLM: Mamba2 and attention (NoPE or RoPE, its own
                                       score scale) by layer_types, a top-k MoE plus a shared SwiGLU MLP, the
                                       embedding / residual / logits multipliers */
+    MC_MODEL_FALCON_MAMBA = 7, /* FalconMambaForCausalLM: MambaForCausalLM's stack, its mixers with the weightless
+                                  RMSNorms on dt, B and C (mamba1 inner_norms 1, mixer_rms_eps) */
+    MC_MODEL_JAMBA = 8,        /* JambaForCausalLM: Mamba1 (weighted inner norms) and NoPE attention every
+                                  attn_layer_period at attn_layer_offset, a softmax-then-top-k MoE every
+                                  expert_layer_period at expert_layer_offset, a SwiGLU MLP on the other layers */
 };
 
 /* How a mixture-of-experts feed-forward turns its router's logits into expert weights. */
@@ -35,6 +40,9 @@ enum mc_stack_router {
     MC_ROUTER_TOPK_SOFTMAX = 1, /* the k largest float32 router logits (a tie: the lower expert index first), then
                                    a softmax over those k, rounded to the model dtype (GraniteMoeHybridTopKRouter:
                                    the weights sum to 1) */
+    MC_ROUTER_SOFTMAX_TOPK = 2, /* a float32 softmax over every expert's logit, the k largest probabilities (a tie:
+                                   the lower index first), divided by their sum only with `renormalise`, rounded to
+                                   the model dtype (JambaTopKRouter: not renormalised) */
 };
 
 /* A mixture-of-experts feed-forward (docs/models.md §1): E experts of SwiGLU size F_e, k of them per token.
@@ -46,6 +54,7 @@ struct mc_stack_moe {
     int64_t top_k;       /* k (num_experts_per_tok), 1 <= k <= E */
     int64_t expert_size; /* F_e (GraniteMoeHybrid: intermediate_size) */
     int32_t router;      /* enum mc_stack_router */
+    int32_t renormalise; /* MC_ROUTER_SOFTMAX_TOPK: the k probabilities divided by their sum */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -54,6 +63,8 @@ struct mc_stack_layer {
     struct mc_family_config mixer; /* the family configuration derived from config.json */
     int32_t moe;                   /* 1: the layer's feed-forward has the config's MoE (besides the dense MLP when
                                       ffn_size > 0); 0 on a dense layer */
+    int32_t dense;                 /* 1: the layer has the dense SwiGLU MLP of ffn_size (0 on Jamba's MoE layers, whose
+                                      feed-forward is the MoE alone) */
 };
 
 struct mc_stack_config {
@@ -80,7 +91,8 @@ struct mc_stack_config {
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
-/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid"; 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba"; 0 on success, -1
+ * when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);

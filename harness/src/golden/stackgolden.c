@@ -98,6 +98,8 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
         if (cfg->ffn_size > 0) {
             mc_stack_name_ffn(cfg, l, 0, buf);
             ADD(buf, 1, cfg->hidden, 0, 0);
+        }
+        if (cfg->ffn_size > 0 && cfg->layers[l].dense) {
             mc_stack_name_ffn(cfg, l, 1, buf);
             ADD(buf, 2, (cfg->ffn_fused ? 2 : 1) * cfg->ffn_size, cfg->hidden, 0);
             if (!cfg->ffn_fused) {

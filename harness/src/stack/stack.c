@@ -138,15 +138,15 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
     if (s->F > 0) {
         int64_t D = s->D, F = s->F;
         s->ffn_norm = malloc((size_t)(s->n * D) * sizeof(double));
-        s->w1 = malloc((size_t)(s->n * F * D) * sizeof(double));
-        s->w3 = malloc((size_t)(s->n * F * D) * sizeof(double));
-        s->w2 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        s->w1 = calloc((size_t)(s->n * F * D), sizeof(double)); /* zeros on a layer without the MLP */
+        s->w3 = calloc((size_t)(s->n * F * D), sizeof(double));
+        s->w2 = calloc((size_t)(s->n * F * D), sizeof(double));
         double *dst[4] = {s->ffn_norm, s->w1, s->w3, s->w2};
         int64_t size[4] = {D, F * D, F * D, F * D};
         for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++)
             for (int part = 0; part < 4 && st == MC_BACKEND_OK; part++) {
-                if (part == 2 && s->cfg->ffn_fused)
-                    continue; /* read with part 1 */
+                if ((part == 2 && s->cfg->ffn_fused) || (part > 0 && !s->cfg->layers[l].dense))
+                    continue; /* read with part 1; a MoE-only layer (Jamba) has no MLP */
                 mc_stack_name_ffn(s->cfg, l, part, name);
                 int fused = part == 1 && s->cfg->ffn_fused; /* [2F][D]: the gate's rows, then up's */
                 double *w = dst[part] ? weight_copy(s, g, name, (fused ? 2 : 1) * size[part]) : NULL;
@@ -505,17 +505,22 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
             taken[best] = 1;
             pick[j] = best;
         }
-        double mx = logit[pick[0]], sum = 0.0;
-        if (s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED) /* softmax over every expert, not renormalised */
-            for (int64_t k = 0; k < E; k++)
-                sum += exp(logit[k] - mx);
+        /* the weights: a softmax over the k (MC_ROUTER_TOPK_SOFTMAX: they sum to 1), or the softmax over every
+         * expert at the k (MC_ROUTER_SOFTMAX_TOPK), divided by their sum with renormalise; in float32, then
+         * rounded to the dtype (.type_as / .to(hidden_states.dtype)). The top-k of a softmax is the top-k of the
+         * logits it is taken of, so one pick serves both. */
+        int over_all = e->router == MC_ROUTER_SOFTMAX_TOPK || s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED;
+        int renorm = e->router == MC_ROUTER_TOPK_SOFTMAX ? s->fault != MC_STACK_GLUE_MOE_NOT_RENORMALISED
+                                                         : e->renormalise != (s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED);
+        double mx = logit[pick[0]], all = 0.0, sel = 0.0;
+        for (int64_t k = 0; over_all && k < E; k++)
+            all += exp(logit[k] - mx);
         for (int64_t j = 0; j < K; j++) {
-            w[j] = exp(logit[pick[j]] - mx);
-            if (s->fault != MC_STACK_GLUE_MOE_NOT_RENORMALISED)
-                sum += w[j];
+            w[j] = over_all ? compute(s, exp(logit[pick[j]] - mx) / all) : exp(logit[pick[j]] - mx);
+            sel += w[j];
         }
         for (int64_t j = 0; j < K; j++)
-            w[j] = store(s, compute(s, w[j] / sum)); /* softmax in float32, .type_as(hidden_states) */
+            w[j] = store(s, compute(s, renorm ? w[j] / sel : w[j]));
         /* index_add_ in increasing expert index: the experts of this row in that order */
         for (int64_t k = 0; k < E; k++) {
             int64_t j = 0;
@@ -557,7 +562,9 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     if (a == NULL)
         return MC_BACKEND_NOMEM;
     block_norm(s, s->ffn_norm + l * D, h, rows, x);
-    for (int64_t r = 0; r < rows; r++) {
+    if (!s->cfg->layers[l].dense) /* the MoE alone (Jamba's JambaSparseMoeBlock) */
+        memset(y, 0, (size_t)(rows * D) * sizeof *y);
+    for (int64_t r = 0; s->cfg->layers[l].dense && r < rows; r++) {
         const double *xr = x + r * D;
         for (int64_t f = 0; f < F; f++) {
             double g = 0.0, u = 0.0;

@@ -48,7 +48,8 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_FINAL_NORM_SKIPPED, /* the head reads the residual without the final norm */
     MC_STACK_GLUE_HEAD_UNTIED,       /* tied config, but the head is a matrix of its own (a fresh init) */
     /* the glue of GraniteMoeHybrid (MoE, multipliers): */
-    MC_STACK_GLUE_MOE_NOT_RENORMALISED,     /* the k expert weights are the softmax over every expert, not over the k */
+    MC_STACK_GLUE_MOE_NOT_RENORMALISED,     /* the k expert weights the other way round: GraniteMoeHybrid's the softmax
+                                               over every expert, not over the k; Jamba's divided by their sum */
     MC_STACK_GLUE_ROUTER_TIE_HIGH,          /* equal router logits: the higher expert index wins, not the lower */
     MC_STACK_GLUE_RESIDUAL_MULTIPLIER_DROPPED, /* every block's output added without residual_multiplier */
     MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE,  /* the embedding multiplied by embedding_multiplier twice */
