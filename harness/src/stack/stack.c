@@ -685,6 +685,23 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
     return st;
 }
 
+enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t rows, const double *h_in,
+                                            double *h_out, struct mc_msg *msg)
+{
+    size_t n = (size_t)(rows * s->D);
+    for (size_t i = 0; i < n; i++)
+        h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
+    if (s->F == 0)
+        return MC_BACKEND_OK;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    enum mc_backend_status st = x != NULL && y != NULL ? feed_forward(s, layer, rows, h_out, x, y) : MC_BACKEND_NOMEM;
+    if (st == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)layer);
+    free(x);
+    free(y);
+    return st;
+}
+
 enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *x, const uint8_t *mask, double *y, struct mc_msg *msg)
 {

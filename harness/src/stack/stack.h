@@ -105,6 +105,11 @@ enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_sta
 enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *h_in, const uint8_t *mask, double *h_out,
                                               struct mc_msg *msg);
+/* Layer `layer`'s feed-forward alone (its norm, the dense MLP and / or the MoE, the residual add with its
+ * multiplier) on the residual after the mixer, h_in [rows][D] (float64 values, rounded as the engine holds the
+ * residual): h_out receives the layer's output. A layer without a feed-forward copies its input. */
+enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t rows, const double *h_in,
+                                            double *h_out, struct mc_msg *msg);
 /* Layer `layer`'s block norm of residual rows h [rows][D] into x [rows][D], as the engine computes it
  * in its dtype: the input of that layer's mixer. */
 void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x);
