@@ -32,7 +32,8 @@ import configkeys
 import mixers
 import stacks as S
 
-MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5"}
+MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5",
+               "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba"}
 
 
 def _config(model_type, rng):
@@ -45,6 +46,11 @@ def _config(model_type, rng):
         cfg.update(num_heads=2 * D // 16, head_dim=16, n_groups=int(rng.choice([1, 2])))
     elif model_type == "mamba":
         cfg.update(intermediate_size=2 * D, time_step_rank=int(rng.choice([2, 4])))
+    elif model_type == "falcon_mamba":
+        # the inner RMSNorms normalise dt_low over its R entries and B, C over N: over 2 or 4 entries (the tiny
+        # shapes of mamba's draw) a near-zero vector is normalised to a direction its rounding decides, which no
+        # released model has (FalconMamba-7B: R 256, N 16); so R 8 or 16 and N 16 here
+        cfg.update(intermediate_size=2 * D, time_step_rank=int(rng.choice([8, 16])), state_size=16)
     elif model_type == "bamba":
         cfg.update(mamba_n_heads=2 * D // 16, mamba_d_head=16, mamba_n_groups=int(rng.choice([1, 2])),
                    attn_layer_indices=[int(rng.integers(0, n))])
@@ -56,7 +62,28 @@ def _config(model_type, rng):
         kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
         rng.shuffle(kinds)
         cfg["layer_types"] = kinds
-    if model_type in ("lfm2", "bamba", "qwen3_5_text"):
+    elif model_type == "granitemoehybrid":
+        # the multipliers around released Granite 4.0-H values (embedding 12, residual 0.22, attention 1/hd,
+        # logits 6-8), the MoE top-1 or top-2 of 4 or 8 experts, RoPE or NoPE
+        kinds = ["linear_attention", "full_attention"] + [str(rng.choice(["linear_attention", "full_attention"]))
+                                                          for _ in range(n - 2)]
+        rng.shuffle(kinds)
+        E = int(rng.choice([4, 8]))
+        cfg.update(mamba_n_heads=2 * D // 16, mamba_d_head=16, mamba_n_groups=int(rng.choice([1, 2])),
+                   layer_types=kinds, num_local_experts=E, num_experts_per_tok=int(rng.integers(1, 3)),
+                   embedding_multiplier=float(rng.choice([1.0, 4.0, 12.0])),
+                   residual_multiplier=float(rng.uniform(0.2, 1.0)),
+                   attention_multiplier=float(rng.uniform(0.5, 2.0)) / (D // cfg["num_attention_heads"]),
+                   logits_scaling=float(rng.uniform(1.0, 8.0)),
+                   position_embedding_type=None if rng.uniform() < 0.5 else "rope")
+    elif model_type == "jamba":
+        # attention and MoE layers by their periods (offsets drawn), every layer kind where n allows; R 8 or 16,
+        # N 16 for the inner norms (see falcon_mamba); top-1 or top-2 of 4 or 8 experts
+        cfg.update(attn_layer_period=2, attn_layer_offset=int(rng.integers(0, 2)), expert_layer_period=2,
+                   expert_layer_offset=int(rng.integers(0, 2)), num_experts=int(rng.choice([4, 8])),
+                   num_experts_per_tok=int(rng.integers(1, 3)), mamba_dt_rank=int(rng.choice([8, 16])),
+                   mamba_d_state=16)
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

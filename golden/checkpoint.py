@@ -129,6 +129,32 @@ def write_safetensors(path, tensors, dtype="F32"):
 
 
 MULTIMODAL_TEXT = {"qwen3_5": ("qwen3_5_text", "model.language_model.", "model.", ("model.visual.", "mtp."))}
+# The names a checkpoint stores that the model's state_dict() calls otherwise: transformers' conversion mapping
+# (conversion_mapping.py, "granitemoe", which granitemoehybrid uses) renames them on load and back on
+# save_pretrained, so 5.24 writes the MoE under its older names; pure renames, the layouts are the same
+# ([E, 2F, D] gate rows first, [E, D, F], [E, D]). (old suffix, state_dict suffix)
+CHECKPOINT_RENAMES = {"granitemoehybrid": (("block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"),
+                                           ("block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"),
+                                           ("block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"))}
+
+
+def merge_expert_lists(folder, w, n_experts):
+    """Jamba's checkpoint stores each expert as its own module (feed_forward.experts.<e>.{gate,up,down}_proj.weight,
+    [F, D], [F, D], [D, F]); its conversion mapping ("jamba": MergeModulelist then Concatenate) makes them
+    feed_forward.experts.gate_up_proj [E, 2F, D] (each expert's gate rows, then its up rows) and
+    feed_forward.experts.down_proj [E, D, F]. The same, in place; a layer missing one of its experts is refused."""
+    layers = sorted({k.split(".experts.")[0] for k in w if ".feed_forward.experts." in k and k.endswith("_proj.weight")})
+    for pre in layers:
+        parts = {}
+        for part in ("gate_proj", "up_proj", "down_proj"):
+            names = [f"{pre}.experts.{e}.{part}.weight" for e in range(n_experts)]
+            gone = [n for n in names if n not in w]
+            if gone:
+                raise ValueError(f"{folder}: {pre}: {len(gone)} of {n_experts} experts' {part}.weight missing "
+                                 f"(first {gone[0]})")
+            parts[part] = np.stack([w.pop(n) for n in names])
+        w[pre + ".experts.gate_up_proj"] = np.concatenate([parts["gate_proj"], parts["up_proj"]], axis=1)
+        w[pre + ".experts.down_proj"] = parts["down_proj"]
 
 
 def load_checkpoint(folder, semantics=None):
@@ -172,6 +198,13 @@ def load_checkpoint(folder, semantics=None):
         _, old, new, dropped = rename
         w = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in w.items()
              if not k.startswith(dropped)}
+    if mt == "jamba":
+        merge_expert_lists(folder, w, cfg["num_experts"])
+    for old, new in CHECKPOINT_RENAMES.get(mt, ()):
+        for k in [k for k in w if k.endswith("." + old)]:
+            if k[:-len(old)] + new in w:
+                raise ValueError(f"{folder}: both {k} and {k[:-len(old)] + new}: one tensor under two names")
+            w[k[:-len(old)] + new] = w.pop(k)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"] and nm["embed"] in w:
         w[nm["head"]] = w[nm["embed"]].copy()   # tied: the head is the embedding (a tied checkpoint stores only it)
@@ -227,6 +260,7 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
     elif family == "mamba1":
         config = {k: np.int64(mcfg[k]) for k in mixers.MAMBA1_INT_ATTRS}
+        config.update({k: t(mcfg[k]) for k, t in mixers.MAMBA1_OPTION_ATTRS if mcfg.get(k)})   # the inner norms
     elif family == "shortconv":
         config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
     elif family == "gdn":
@@ -237,6 +271,8 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
         config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
         config["qk_norm"] = mcfg["qk_norm"]
+        # the options appended to the family (GraniteMoeHybrid's NoPE and score scale), stored when set
+        config.update({k: t(mcfg[k]) for k, t in M_ATTR_OPTIONS if mcfg.get(k)})
     tensors = {"weights/" + k: v for k, v in fw.items()}
     tensors["inputs/hidden_states"] = x32
     tensors["inputs/attention_mask"] = mask
@@ -318,3 +354,5 @@ def main(argv):
 M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
                "attn_output_gate", "attention_bias")
 M_ATTR_FLOATS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
+# the appended options (models.py ATTENTION_OPTION_ATTRS): absent from a golden reads as 0
+M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64))

@@ -228,6 +228,38 @@ HONOURED = {
         "linear_value_head_dim": _any, "linear_num_key_heads": _any, "linear_num_value_heads": _any,
         "layer_types": _any, **ROPE_KEYS,
     },
+    "falcon_mamba": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "expand": _any, "state_size": _any, "conv_kernel": _any,
+        "time_step_rank": _any, "use_bias": _any, "use_conv_bias": _any, "hidden_act": _one_of(*_SILU),
+        "layer_norm_epsilon": _any, "residual_in_fp32": _any, "mixer_rms_eps": _any,
+        # implementation choices of FalconMambaMixer's slow path (use_falcon_mambapy: the config's older name of
+        # use_mambapy): the same recurrence
+        "use_mambapy": _any, "use_falcon_mambapy": _any, "use_associative_scan": _any,
+    },
+    "jamba": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "num_attention_heads": _any, "num_key_value_heads": _any, "head_dim": _any,
+        "hidden_act": _one_of(*_SILU), "rms_norm_eps": _any, "max_position_embeddings": _any,
+        "attn_layer_period": _any, "attn_layer_offset": _any, "expert_layer_period": _any,
+        "expert_layer_offset": _any, "num_experts": _any, "num_local_experts": _any, "num_experts_per_tok": _any,
+        "mamba_d_state": _any, "mamba_d_conv": _any, "mamba_expand": _any, "mamba_dt_rank": _any,
+        "mamba_conv_bias": _any, "mamba_proj_bias": _any,
+        # implementation choices of the Mamba mixer's slow path (use_mamba_kernels: deprecated, no effect in 5.24)
+        "use_mambapy": _any, "use_associative_scan": _any, "use_mamba_kernels": _any,
+    },
+    "granitemoehybrid": {
+        "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+        "intermediate_size": _any, "shared_intermediate_size": _any, "num_local_experts": _any,
+        "num_experts_per_tok": _any, "num_attention_heads": _any, "num_key_value_heads": _any, "head_dim": _any,
+        "hidden_act": _one_of(*_SILU), "rms_norm_eps": _any, "max_position_embeddings": _any,
+        "attention_bias": _any, "attention_multiplier": _any, "embedding_multiplier": _any,
+        "residual_multiplier": _any, "logits_scaling": _any, "position_embedding_type": _one_of(None, "nope", "rope"),
+        "layer_types": _any, "layers_block_type": _any, "mamba_n_heads": _any, "mamba_d_head": _any,
+        "mamba_n_groups": _any, "mamba_d_state": _any, "mamba_d_conv": _any, "mamba_expand": _any,
+        "mamba_chunk_size": _any, "mamba_conv_bias": _any, "mamba_proj_bias": _any,
+        "time_step_limit": _time_step_limit, **ROPE_KEYS,
+    },
 }
 for _t in HONOURED.values():
     _t["mixcheck_semantics"] = _mixcheck_semantics
@@ -239,6 +271,13 @@ INERT = {
     "bamba": {**INERT_COMMON, "attention_dropout": "dropout is off at inference",
               "z_loss_coefficient": "a training loss term"},
     "qwen3_5_text": {**INERT_COMMON, "attention_dropout": "dropout is off at inference"},
+    "falcon_mamba": {**INERT_COMMON, **INERT_MAMBA_INIT},
+    "jamba": {**INERT_COMMON, "attention_dropout": "dropout is off at inference",
+              "output_router_logits": "the router logits as an extra output; the logits do not change",
+              "router_aux_loss_coef": "a training loss term"},
+    "granitemoehybrid": {**INERT_COMMON, "attention_dropout": "dropout is off at inference",
+                         "output_router_logits": "the router logits as an extra output; the logits do not change",
+                         "router_aux_loss_coef": "a training loss term"},
 }
 
 # Values an inert key must still have for it to be inert.
@@ -246,7 +285,7 @@ INERT_VALUES = {"is_encoder_decoder": _false, "attention_dropout": lambda v: Non
                 "dropout at inference is not computed by mixcheck (only 0 is read)"}
 
 SEMANTICS = {"mamba2_gated_norm": ("per_group", "full_row")}
-GATED_NORM_TYPES = ("mamba2", "bamba")
+GATED_NORM_TYPES = ("mamba2", "bamba", "granitemoehybrid")
 PER_GROUP_SINCE = (5, 23, 0)
 
 
@@ -273,7 +312,8 @@ def gated_norm_group_size(cfg, intermediate, n_groups):
 
 # transformers' defaults where the model class sets its own (Lfm2Config.default_theta; Bamba hard-codes a
 # partial rotary factor of 0.5 over any top-level value; Qwen3.5 defaults it to 0.25)
-ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_text": (10000.0, 0.25)}
+ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_text": (10000.0, 0.25),
+                 "granitemoehybrid": (10000.0, 1.0)}
 
 
 def rope_params(cfg):
@@ -336,6 +376,19 @@ def normalise(cfg):
             cfg["layer_types"] = ["full_attention" if i in idx else "conv" for i in range(cfg["num_hidden_layers"])]
     if cfg["model_type"] == "bamba" and cfg.get("mamba_d_head", "auto") == "auto":
         cfg["mamba_d_head"] = cfg.get("mamba_expand", 2) * cfg["hidden_size"] // cfg["mamba_n_heads"]
+    if cfg["model_type"] == "jamba":
+        if "num_local_experts" in cfg:   # the attribute_map alias of num_experts
+            cfg.setdefault("num_experts", cfg.pop("num_local_experts"))
+        if cfg.get("mamba_dt_rank", "auto") == "auto":
+            cfg["mamba_dt_rank"] = -(-cfg["hidden_size"] // 16)
+    if cfg["model_type"] == "granitemoehybrid":
+        if cfg.get("mamba_d_head", "auto") == "auto":
+            cfg["mamba_d_head"] = cfg.get("mamba_expand", 2) * cfg["hidden_size"] // cfg.get("mamba_n_heads", 128)
+        if "layers_block_type" in cfg:   # the attribute_map alias of layer_types
+            cfg.setdefault("layer_types", cfg.pop("layers_block_type"))
+        old = {"mamba": "linear_attention", "attention": "full_attention"}   # what the 5.24 config converts
+        if cfg.get("layer_types") is not None:
+            cfg["layer_types"] = [old.get(t, t) for t in cfg["layer_types"]]
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

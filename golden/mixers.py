@@ -618,9 +618,13 @@ def dt_bias_init(rng, n):
 # Mamba1 (docs/semantics.md §3, with §A.1: the multi-token cached forward is defined by §1.3(b))
 # ---------------------------------------------------------------------------------------------------
 
-MAMBA1_DEFAULTS = dict(use_bias=0, use_conv_bias=1)
+MAMBA1_DEFAULTS = dict(use_bias=0, use_conv_bias=1, inner_norms=0, mixer_rms_eps=0.0)
 MAMBA1_INT_ATTRS = ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank",
                     "use_bias", "use_conv_bias")
+# The inner norms (§3.6) appended to the family: stored only by a golden that sets them (absent reads as 0).
+# inner_norms 1: FalconMamba's weightless RMSNorms on dt_low, B and C; 2: Jamba's, with weights.
+MAMBA1_OPTION_ATTRS = (("inner_norms", np.int64), ("mixer_rms_eps", np.float64))
+MAMBA1_INNER_NORM_WEIGHTS = ("dt_layernorm.weight", "b_layernorm.weight", "c_layernorm.weight")
 
 
 def mamba1_config(spec_config):
@@ -653,14 +657,28 @@ def mamba1_init(cfg, rng, bits):
     w["out_proj.weight"] = uniform_init(rng, (D, I), I, bits)
     if cfg["use_bias"]:
         w["out_proj.bias"] = uniform_init(rng, (D,), I)
+    if cfg.get("inner_norms") == 2:   # drawn last, so the draws before them are the plain Mamba1's
+        for name, n in zip(MAMBA1_INNER_NORM_WEIGHTS, (R, N, N)):
+            w[name] = quantize(1.0 + 0.3 * rng.standard_normal(n))
     return w
 
 
+def mamba1_inner_norm(cfg, w, v, name):
+    """One inner norm (§3.6) over the last axis: v·rsqrt(mean v² + mixer_rms_eps), times its weight when
+    inner_norms is 2; v itself when the config has none."""
+    if not cfg.get("inner_norms"):
+        return v
+    out = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + cfg["mixer_rms_eps"])
+    return out * w[name] if cfg["inner_norms"] == 2 else out
+
+
 def mamba1_ssm_inputs(cfg, w, xc):
-    """x_proj and dt_proj for post-conv xc [..., I]: delta [..., I], Bm [..., N], Cm [..., N]."""
+    """x_proj and dt_proj for post-conv xc [..., I]: delta [..., I], Bm [..., N], Cm [..., N]; with inner
+    norms (FalconMamba, Jamba) dt_low, B and C are each normalised before dt_proj and the scan."""
     D, I, N, K, R = mamba1_dims(cfg)
     ssm = xc @ w["x_proj.weight"].T
-    dt_low, Bm, Cm = ssm[..., :R], ssm[..., R:R + N], ssm[..., R + N:]
+    dt_low, Bm, Cm = (mamba1_inner_norm(cfg, w, v, name) for v, name in
+                      zip((ssm[..., :R], ssm[..., R:R + N], ssm[..., R + N:]), MAMBA1_INNER_NORM_WEIGHTS))
     delta = softplus(dt_low @ w["dt_proj.weight"].T + w["dt_proj.bias"])
     return delta, Bm, Cm
 
@@ -741,12 +759,13 @@ def mamba1_make_golden(spec):
     rng = np.random.default_rng(spec.seed)
     weights = mamba1_init(cfg, rng, spec.proj_grid_bits)
     config = {k: np.int64(cfg[k]) for k in MAMBA1_INT_ATTRS}
+    config.update({k: t(cfg[k]) for k, t in MAMBA1_OPTION_ATTRS if cfg[k]})
     return finish_golden(spec, cfg, rng, weights, mamba1_forward, config, with_probes=True)
 
 
 def mamba1_selftest():
     report = Reporter()
-    for spec in family_specs("mamba1", ("tiny", "odd")):
+    for spec in family_specs("mamba1", ("tiny", "odd", "falconnorm", "jambanorm")):
         cfg = mamba1_config(spec.config)
         g = mamba1_make_golden(spec)
         w, u = float64_weights(g), g.tensors["inputs/hidden_states"].astype(np.float64)
@@ -1175,6 +1194,18 @@ MIXER_SPECS = {s.key: s for s in [
                dict(hidden_size=19, intermediate_size=38, state_size=5, conv_kernel=3, time_step_rank=3,
                     use_bias=1),
                batch=2, length=17, seed=12),
+    GoldenSpec("falconnorm", "mamba1",
+               "FalconMamba's mixer: weightless RMSNorms on dt_low, B and C (inner_norms 1, mixer_rms_eps 1e-6) "
+               "before dt_proj and the scan; a Mamba mixer without them moves every output",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=4,
+                    inner_norms=1, mixer_rms_eps=1e-6),
+               batch=2, length=20, seed=18),
+    GoldenSpec("jambanorm", "mamba1",
+               "Jamba's mixer: the same RMSNorms with weights dt_layernorm / b_layernorm / c_layernorm "
+               "(inner_norms 2, eps 1e-6); the weights dropped, or the norms dropped, move every output",
+               dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=4,
+                    inner_norms=2, mixer_rms_eps=1e-6),
+               batch=2, length=20, seed=19),
     GoldenSpec("leftpad", "mamba1",
                "left padding with garbage at pads: pads must never reach conv window or state (8.4, 8.6)",
                dict(hidden_size=16, intermediate_size=32, state_size=8, conv_kernel=4, time_step_rank=2),

@@ -2,8 +2,10 @@
 its own).
 
 attention: softmax attention with a KV cache (docs/semantics.md §12), the fifth mixer family: GQA, RoPE
-with partial rotary (rotate_half, NeoX style), per-head q/k RMSNorm (plain as LFM2, zero-centred as
-Qwen3-Next / Qwen3.5), the Qwen3-Next output gate, optional q/k/v/o biases (Bamba's attention_bias).
+with partial rotary (rotate_half, NeoX style) or none (`no_rope`: GraniteMoeHybrid's "nope"), per-head q/k
+RMSNorm (plain as LFM2, zero-centred as Qwen3-Next / Qwen3.5), the Qwen3-Next output gate, optional q/k/v/o
+biases (Bamba's attention_bias), a score scale of its own (`softmax_scale`: GraniteMoeHybrid's
+attention_multiplier; 0 is 1/sqrt(hd)).
 The oracle is a token-by-token loop over each row's own cache, written from the spec, never from the C
 code; its self-test checks it against the whole-sequence form upstream runs (eager attention over a
 causal + padding mask with position_ids derived from the mask, cos/sin tables of cat(freqs, freqs)).
@@ -23,7 +25,9 @@ import mixers
 # ---------------------------------------------------------------------------------------------------
 
 ATTENTION_DEFAULTS = dict(partial_rotary_factor=1.0, rope_theta=10000.0, rms_norm_eps=1e-6, qk_norm="none",
-                          attn_output_gate=0, attention_bias=0)
+                          attn_output_gate=0, attention_bias=0, no_rope=0, softmax_scale=0.0)
+# the options appended after the first goldens: stored only by a golden that sets them (absent reads as 0)
+ATTENTION_OPTION_ATTRS = (("no_rope", np.int64), ("softmax_scale", np.float64))
 ATTENTION_INT_ATTRS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
                        "attn_output_gate", "attention_bias")
 ATTENTION_FLOAT_ATTRS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
@@ -39,8 +43,8 @@ def attention_config(spec):
 def attention_dims(cfg):
     """(D, Hq, Hkv, hd, Lmax, R) with R = int(hd * partial_rotary_factor), as upstream truncates."""
     hd = cfg["head_dim"]
-    R = int(hd * cfg["partial_rotary_factor"])
-    assert R >= 2 and R % 2 == 0 and cfg["num_attention_heads"] % cfg["num_key_value_heads"] == 0
+    R = 0 if cfg.get("no_rope") else int(hd * cfg["partial_rotary_factor"])
+    assert (cfg.get("no_rope") or (R >= 2 and R % 2 == 0)) and cfg["num_attention_heads"] % cfg["num_key_value_heads"] == 0
     return (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], hd, cfg["cache_length"], R)
 
 
@@ -73,8 +77,10 @@ def attention_qk_norm(cfg, w, v, name):
 
 def attention_rotate(cfg, v, pos):
     """RoPE of one head vector v [hd] at integer position pos: the pairs (i, i + R/2), i < R/2, rotated by
-    pos·theta^(-2i/R); dims R.. pass through."""
+    pos·theta^(-2i/R); dims R.. pass through (every dim with no_rope, R = 0)."""
     _, _, _, hd, _, R = attention_dims(cfg)
+    if R == 0:
+        return v.copy()
     half = R // 2
     ang = pos * cfg["rope_theta"] ** (-np.arange(half) * 2.0 / R)
     c, s = np.cos(ang), np.sin(ang)
@@ -100,6 +106,11 @@ def attention_project(cfg, w, u):
     else:
         q = q.reshape(B, L, Hq, hd)
     return q, gate, lin("k_proj").reshape(B, L, Hkv, hd), lin("v_proj").reshape(B, L, Hkv, hd)
+
+
+def attention_scale(cfg):
+    """The score scale: softmax_scale, or 1/sqrt(hd) when it is 0."""
+    return cfg.get("softmax_scale") or 1.0 / np.sqrt(cfg["head_dim"])
 
 
 def attention_out(cfg, w, att, live):
@@ -136,7 +147,7 @@ def attention_forward(cfg, w, u, mask=None, window=None, state=None):
             for h in range(Hq):
                 qh = attention_rotate(cfg, attention_qk_norm(cfg, w, q[b, t, h], "q_norm.weight"), n)
                 keys, vals = state[b, h // r, :n + 1], state[b, Hkv + h // r, :n + 1]
-                s = keys @ qh / np.sqrt(hd)
+                s = keys @ qh * attention_scale(cfg)
                 p = np.exp(s - s.max())
                 o = (p / p.sum()) @ vals
                 if gate is not None:
@@ -156,7 +167,7 @@ def attention_upstream_form(cfg, w, u, mask):
     B, L, _ = u.shape
     live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
     pos = np.cumsum(live, axis=1) - 1                                       # [B, L]
-    inv = 1.0 / cfg["rope_theta"] ** (np.arange(0, R, 2) / R)
+    inv = 1.0 / cfg["rope_theta"] ** (np.arange(0, R, 2) / max(R, 1))
     freqs = pos[..., None] * inv                                            # [B, L, R/2]
     emb = np.concatenate([freqs, freqs], axis=-1)
     cos, sin = np.cos(emb)[:, :, None], np.sin(emb)[:, :, None]             # [B, L, 1, R]
@@ -170,7 +181,7 @@ def attention_upstream_form(cfg, w, u, mask):
     k = rope(attention_qk_norm(cfg, w, k, "k_norm.weight"))
     r = Hq // Hkv
     k, v = np.repeat(k, r, axis=2), np.repeat(v, r, axis=2)                 # repeat_kv
-    scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(hd)
+    scores = np.einsum("bthd,bshd->bhts", q, k) * (cfg.get("softmax_scale") or 1.0 / np.sqrt(hd))
     allowed = np.tril(np.ones((L, L), bool))[None] & live[:, None, :]       # [B, t, s]
     scores = np.where(allowed[:, None], scores, -np.inf)
     scores = scores - np.max(np.where(np.isfinite(scores), scores, -1e300), axis=-1, keepdims=True)
@@ -189,6 +200,7 @@ def attention_make_golden(spec):
     config = {k: np.int64(cfg[k]) for k in ATTENTION_INT_ATTRS}
     config.update({k: np.float64(cfg[k]) for k in ATTENTION_FLOAT_ATTRS})
     config["qk_norm"] = cfg["qk_norm"]
+    config.update({k: t(cfg[k]) for k, t in ATTENTION_OPTION_ATTRS if cfg[k]})
     return mixers.finish_golden(spec, cfg, rng, weights, attention_forward, config)
 
 
@@ -247,6 +259,11 @@ ATTENTION_SPEC_ARGS = [
      dict(hidden_size=24, num_attention_heads=4, num_key_value_heads=2, head_dim=8, partial_rotary_factor=0.5,
           attention_bias=1),
      dict(batch=3, length=14, seed=55, right_pad=(0, 4, 9))),
+    ("nope", "GraniteMoeHybrid attention: no positional embedding (position_embedding_type \"nope\": no_rope) and "
+     "the score scale attention_multiplier 0.5 instead of 1/sqrt(hd) = 0.354, GQA 4/2: keys cached unrotated, a "
+     "rotation or the default scale moves every output (unpadded, for the serving scenarios; padding at the model level)",
+     dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, no_rope=1, softmax_scale=0.5),
+     dict(batch=3, length=14, seed=56)),
 ]
 
 

@@ -1,9 +1,11 @@
 """mixcheck model-level goldens: whole `...ForCausalLM` stacks in float64 (docs/models.md).
 
 The stack glue is written from the upstream modeling files (transformers `Mamba2ForCausalLM`,
-`MambaForCausalLM`, `Lfm2ForCausalLM`): embedding lookup, per layer RMSNorm -> mixer -> residual (lfm2: then
-RMSNorm -> SwiGLU feed-forward -> residual), final RMSNorm, LM head (tied to the embedding or not, per
-config). The mixer layers are the float64 sequential oracles of mixers.py (mamba2_forward,
+`MambaForCausalLM`, `Lfm2ForCausalLM`, `GraniteMoeHybridForCausalLM`, ...): embedding lookup (times
+embedding_multiplier), per layer RMSNorm -> mixer -> residual (lfm2: then RMSNorm -> SwiGLU feed-forward ->
+residual; granitemoehybrid: the block outputs times residual_multiplier, the feed-forward a top-k mixture of
+experts plus a shared MLP), final RMSNorm, LM head (tied to the embedding or not, per config; divided by
+logits_scaling). The mixer layers are the float64 sequential oracles of mixers.py (mamba2_forward,
 mamba1_forward, shortconv_forward) and models.py (attention_forward), never the C code under test. Weights are stored under the
 upstream checkpoint names (`state_dict()` keys), so they load into the upstream class with
 load_state_dict(strict=True) (docs/models.md).
@@ -84,8 +86,22 @@ MODEL_DEFAULTS["bamba"] = dict(rms_norm_eps=1e-5, tie_word_embeddings=False, mam
 MODEL_DEFAULTS["qwen3_5_text"] = dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                                       linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
                                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+MODEL_DEFAULTS["granitemoehybrid"] = dict(
+    rms_norm_eps=1e-6, tie_word_embeddings=False, mamba_n_heads=128, mamba_n_groups=1, mamba_d_state=256,
+    mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=256, mamba_conv_bias=True, mamba_proj_bias=False,
+    attention_bias=False, attention_multiplier=1.0, embedding_multiplier=1.0, residual_multiplier=1.0,
+    logits_scaling=1.0, num_local_experts=8, num_experts_per_tok=2, shared_intermediate_size=1024,
+    intermediate_size=11008, position_embedding_type=None, max_position_embeddings=2048)
+MODEL_DEFAULTS["falcon_mamba"] = dict(MODEL_DEFAULTS["mamba"], mixer_rms_eps=1e-6)
+MODEL_DEFAULTS["jamba"] = dict(
+    rms_norm_eps=1e-6, tie_word_embeddings=False, num_attention_heads=32, num_key_value_heads=8,
+    attn_layer_period=8, attn_layer_offset=4, expert_layer_period=2, expert_layer_offset=1, num_experts=16,
+    num_experts_per_tok=2, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto",
+    mamba_conv_bias=True, mamba_proj_bias=False, intermediate_size=14336, max_position_embeddings=262144)
 ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
-                 "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM"}
+                 "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
+                 "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
+                 "jamba": "JambaForCausalLM"}
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -120,6 +136,33 @@ SPECS = {s.key: s for s in [
                    linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=32,
                    layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"]),
               batch=3, length=12, left_pad=(0, 2, 8), greedy=16, seed=105, positions=(6, 12)),
+    ModelSpec("granitemoehybrid", "granitemoehybrid",
+              "4-layer GraniteMoeHybrid (Mamba2, NoPE attention with attention_multiplier 0.3, Mamba2, NoPE attention; "
+              "GQA 4/2), a top-2 of 4 experts MoE plus a shared SwiGLU MLP in every layer, embedding_multiplier 3, "
+              "residual_multiplier 0.6, logits_scaling 1.5, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16, mamba_chunk_size=8,
+                   shared_intermediate_size=32, intermediate_size=24, num_local_experts=4, num_experts_per_tok=2,
+                   embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.3, logits_scaling=1.5,
+                   max_position_embeddings=32,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"]),
+              batch=3, length=12, left_pad=(0, 4, 8), greedy=16, seed=106, positions=(6, 12)),
+    ModelSpec("falcon_mamba", "falcon_mamba",
+              "4-layer FalconMamba stack (Mamba1 mixers with weightless RMSNorms on dt, B and C), head tied to the "
+              "embedding, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, intermediate_size=64, state_size=8,
+                   conv_kernel=4, time_step_rank=4, tie_word_embeddings=True),
+              batch=3, length=12, left_pad=(0, 3, 9), greedy=16, seed=107, positions=(6, 12)),
+    ModelSpec("jamba", "jamba",
+              "4-layer Jamba (Mamba1 with weighted inner norms, NoPE attention at layer 1 and 3: attn_layer_period 2, "
+              "offset 1), a top-2 of 4 MoE (softmax over every expert, not renormalised) at layers 0 and 2 "
+              "(expert_layer_period 2, offset 0) and a SwiGLU MLP at 1 and 3, untied head, left-padded batch of 3, "
+              "16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=0,
+                   num_experts=4, num_experts_per_tok=2, intermediate_size=24, mamba_d_state=8, mamba_dt_rank=4,
+                   max_position_embeddings=32),
+              batch=3, length=12, left_pad=(0, 5, 8), greedy=16, seed=108, positions=(6, 12)),
 ]}
 
 
@@ -143,7 +186,10 @@ def rmsnorm(x, w, eps, zero_centred=False):
 
 
 def ffn_size(cfg):
-    """The SwiGLU feed-forward's intermediate size (Bamba: intermediate_size; LFM2: lfm2_ffn_size)."""
+    """The SwiGLU feed-forward's intermediate size (Bamba: intermediate_size; LFM2: lfm2_ffn_size;
+    GraniteMoeHybrid's shared MLP: shared_intermediate_size)."""
+    if cfg["model_type"] == "granitemoehybrid":
+        return cfg["shared_intermediate_size"]
     return lfm2_ffn_size(cfg) if cfg["model_type"] == "lfm2" else cfg["intermediate_size"]
 
 
@@ -159,6 +205,20 @@ def lfm2_ffn_size(cfg):
     return size
 
 
+def granite(cfg):
+    return cfg["model_type"] == "granitemoehybrid"
+
+
+def moe_layer(cfg, i):
+    """Whether layer i's feed-forward has the mixture of experts: every layer of GraniteMoeHybrid (with experts),
+    Jamba's at i % expert_layer_period == expert_layer_offset (with more than one expert)."""
+    if granite(cfg):
+        return cfg["num_local_experts"] > 0
+    if cfg["model_type"] == "jamba":
+        return cfg["num_experts"] > 1 and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
+    return False
+
+
 def zero_centred(cfg):
     return cfg["model_type"] == "qwen3_5_text"
 
@@ -172,6 +232,13 @@ def layer_kind(cfg, i):
         return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
     if cfg["model_type"] == "qwen3_5_text":
         return "attention" if cfg["layer_types"][i] == "full_attention" else "gdn"
+    if cfg["model_type"] == "falcon_mamba":   # FalconMambaMixer: MambaMixer with the inner norms
+        return "mamba"
+    if cfg["model_type"] == "jamba":   # JambaConfig.layers_block_type
+        return "attention" if i % cfg["attn_layer_period"] == cfg["attn_layer_offset"] else "mamba"
+    if granite(cfg):   # GraniteMoeHybridConfig: linear_attention (mamba) unless full_attention (attention)
+        types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
+        return "attention" if types[i] in ("full_attention", "attention") else "mamba2"
     return cfg["model_type"]
 
 
@@ -185,7 +252,7 @@ def mixer_config(cfg, kind=None):
     kind = kind or cfg["model_type"]
     if kind == "shortconv":
         return dict(hidden_size=cfg["hidden_size"], conv_L_cache=cfg["conv_L_cache"], conv_bias=int(cfg["conv_bias"]))
-    if cfg["model_type"] == "bamba" and kind == "mamba2":
+    if cfg["model_type"] in ("bamba", "granitemoehybrid") and kind == "mamba2":
         H, D = cfg["mamba_n_heads"], cfg["hidden_size"]
         P = cfg["mamba_d_head"] if cfg.get("mamba_d_head", "auto") != "auto" else cfg["mamba_expand"] * D // H
         return dict(hidden_size=D, num_heads=H, head_dim=P, state_size=cfg["mamba_d_state"],
@@ -206,6 +273,30 @@ def mixer_config(cfg, kind=None):
                     cache_length=cfg["max_position_embeddings"], partial_rotary_factor=prf,
                     rope_theta=theta, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="zero_centred",
                     attn_output_gate=1, attention_bias=int(cfg["attention_bias"]))
+    if kind == "attention" and cfg["model_type"] == "jamba":   # JambaAttention: no rotary embedding, 1/sqrt(hd)
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H,
+                    num_key_value_heads=cfg.get("num_key_value_heads") or H,
+                    head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=1.0, rope_theta=10000.0, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none",
+                    attn_output_gate=0, attention_bias=0, no_rope=1, softmax_scale=0.0)
+    if kind == "mamba" and cfg["model_type"] == "jamba":   # JambaMambaMixer: the inner norms with weights
+        D = cfg["hidden_size"]
+        R = cfg["mamba_dt_rank"]
+        R = -(-D // 16) if R == "auto" else R
+        return dict(hidden_size=D, intermediate_size=cfg["mamba_expand"] * D, state_size=cfg["mamba_d_state"],
+                    conv_kernel=cfg["mamba_d_conv"], time_step_rank=R, use_bias=int(cfg["mamba_proj_bias"]),
+                    use_conv_bias=int(cfg["mamba_conv_bias"]), inner_norms=2, mixer_rms_eps=float(cfg["rms_norm_eps"]))
+    if kind == "attention" and granite(cfg):   # GraniteMoeHybridAttention: scaling = attention_multiplier
+        H = cfg["num_attention_heads"]
+        rope = cfg.get("position_embedding_type") == "rope"
+        theta, prf = configkeys.rope_params(cfg) if rope else (10000.0, 1.0)
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H,
+                    num_key_value_heads=cfg.get("num_key_value_heads") or H,
+                    head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=prf, rope_theta=theta, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none",
+                    attn_output_gate=0, attention_bias=int(cfg["attention_bias"]), no_rope=int(not rope),
+                    softmax_scale=float(cfg["attention_multiplier"]))
     if kind == "attention" and cfg["model_type"] == "bamba":
         H = cfg["num_attention_heads"]
         theta, prf = configkeys.rope_params(cfg)
@@ -231,6 +322,8 @@ def mixer_config(cfg, kind=None):
         return m
     m = {k: cfg[k] for k in ("hidden_size", "intermediate_size", "state_size", "conv_kernel", "time_step_rank")}
     m.update(use_bias=int(cfg["use_bias"]), use_conv_bias=int(cfg["use_conv_bias"]))
+    if cfg["model_type"] == "falcon_mamba":   # the weightless RMSNorms on dt, B and C (mixers.py inner_norms 1)
+        m.update(inner_norms=1, mixer_rms_eps=float(cfg["mixer_rms_eps"]))
     return m
 
 
@@ -267,10 +360,22 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
 def names(cfg):
     """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
     mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if granite(cfg):   # the shared MLP's gate and up are one input_linear [2F, D] (gate rows first)
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="shared_mlp.", mlp=("input_linear", None, "output_linear"),
+                    moe=("block_sparse_moe.router.weight", "block_sparse_moe.experts.gate_up_proj",
+                         "block_sparse_moe.experts.down_proj"))
     if cfg["model_type"] == "qwen3_5_text":
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
                     ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "jamba":
+        return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
+                    ffn="feed_forward.", mlp=("gate_proj", "up_proj", "down_proj"),
+                    moe=("feed_forward.router.weight", "feed_forward.experts.gate_up_proj",
+                         "feed_forward.experts.down_proj"))
     if cfg["model_type"] == "bamba":
         return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
@@ -285,7 +390,7 @@ def names(cfg):
 
 def mixer_prefix(cfg, i):
     n = names(cfg)["layer"].format(i)
-    if cfg["model_type"] == "bamba":
+    if cfg["model_type"] in ("bamba", "granitemoehybrid", "jamba"):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
     if cfg["model_type"] == "qwen3_5_text":
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "linear_attn.")
@@ -318,7 +423,24 @@ def init_weights(cfg, rng):
         w[pre + nm["norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
         for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
             w[checkpoint_name(cfg, i, k)] = v
-        if nm["ffn"]:
+        if nm["ffn"] and granite(cfg):   # shared MLP (fused gate | up), then the MoE: router, experts
+            F, E, Fe = ffn_size(cfg), cfg["num_local_experts"], cfg["intermediate_size"]
+            w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+            w[pre + "shared_mlp.input_linear.weight"] = mixers.uniform_init(rng, (2 * F, D), D)
+            w[pre + "shared_mlp.output_linear.weight"] = mixers.uniform_init(rng, (D, F), F)
+            if E > 0:
+                router, gate_up, down = (pre + n for n in nm["moe"])
+                w[router] = mixers.uniform_init(rng, (E, D), D)
+                w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
+                w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+        elif nm["ffn"] and moe_layer(cfg, i):   # Jamba's JambaSparseMoeBlock: router and experts, no MLP
+            E, Fe = cfg["num_experts"], cfg["intermediate_size"]
+            w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+            router, gate_up, down = (pre + n for n in nm["moe"])
+            w[router] = mixers.uniform_init(rng, (E, D), D)
+            w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
+            w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+        elif nm["ffn"]:
             F = ffn_size(cfg)
             gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
             w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
@@ -367,32 +489,69 @@ class Stack:
         return self.w[self.nm["embed"]] if self.cfg["tie_word_embeddings"] else self.w[self.nm["head"]]
 
     def ffn(self, i, h):
-        """Lfm2MLP / BambaMLP on the feed-forward norm of h: down(silu(gate x) * up x)."""
+        """Lfm2MLP / BambaMLP on the feed-forward norm of h: down(silu(gate x) * up x); GraniteMoeHybrid: its
+        shared MLP (gate | up in one input_linear) plus its mixture of experts on the same x."""
         pre = self.nm["layer"].format(i)
         x = rmsnorm(h, self.w[pre + self.nm["ffn_norm"]], self.eps, self.zc)
+        if granite(self.cfg):
+            gate, up = np.split(self.w[pre + "shared_mlp.input_linear.weight"], 2, axis=0)
+            out = (mixers.silu(x @ gate.T) * (x @ up.T)) @ self.w[pre + "shared_mlp.output_linear.weight"].T
+            if self.cfg["num_local_experts"] > 0:
+                out = out + self.moe(i, x)
+            return out
+        if moe_layer(self.cfg, i):   # Jamba: the mixture of experts alone
+            return self.moe(i, x)
         gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
         return (mixers.silu(x @ gate.T) * (x @ up.T)) @ down.T
+
+    def moe(self, i, x):
+        """The mixture of experts of layer i on x [..., D], from its definition: router logits r = W x; the k
+        experts of the largest r (a tie: the lower index; none in a golden drawn in float64); their weights
+        the softmax over those k logits (GraniteMoeHybrid), or the softmax over every expert's logit taken at those
+        k, not renormalised (Jamba); the output the weighted sum of down_e(silu(gate_e x) * up_e x)."""
+        pre = self.nm["layer"].format(i)
+        router, gate_up, down = (self.w[pre + n] for n in self.nm["moe"])
+        k = self.cfg["num_experts_per_tok"]
+        flat = x.reshape(-1, x.shape[-1])
+        out = np.zeros_like(flat)
+        for t, xt in enumerate(flat):
+            r = router @ xt
+            top = sorted(range(len(r)), key=lambda e: (-r[e], e))[:k]
+            assert len(set(r[top[-1:]]) & set(np.delete(r, top))) == 0, "a router tie at the k-th expert"
+            if self.cfg["model_type"] == "jamba":
+                p = (np.exp(r - r.max()) / np.exp(r - r.max()).sum())[top]
+            else:
+                p = np.exp(r[top] - r[top].max())
+                p = p / p.sum()
+            for wgt, e in zip(p, top):
+                gate, up = np.split(gate_up[e], 2, axis=0)
+                out[t] += wgt * (down[e] @ (mixers.silu(gate @ xt) * (up @ xt)))
+        return out.reshape(x.shape)
 
     def forward(self, ids, mask, caches=None):
         """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
         [B, L, V], hidden [n + 1, B, L, D], new caches, per-layer per-position caches, and each layer's
         mixer output [n, B, L, D]."""
-        h = self.w[self.nm["embed"]][ids]
+        h = self.w[self.nm["embed"]][ids] * self.mult("embedding_multiplier")
         hidden, mixed = [h], []
         new_caches, per_pos = [], []
         for i in range(self.n):
             x = rmsnorm(h, self.w[self.nm["layer"].format(i) + self.nm["norm"]], self.eps, self.zc)
             out, cache, windows, states = mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
                                                         None if caches is None else caches[i])
-            h = h + out
+            h = h + out * self.mult("residual_multiplier")
             if self.nm["ffn"]:
-                h = h + self.ffn(i, h)
+                h = h + self.ffn(i, h) * self.mult("residual_multiplier")
             hidden.append(h)
             mixed.append(out)
             new_caches.append(cache)
             per_pos.append((windows, states))
-        logits = rmsnorm(h, self.w[self.nm["final"]], self.eps, self.zc) @ self.head().T
+        logits = rmsnorm(h, self.w[self.nm["final"]], self.eps, self.zc) @ self.head().T / self.mult("logits_scaling")
         return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
+
+    def mult(self, key):
+        """GraniteMoeHybrid's multipliers (1 for the models without them)."""
+        return float(self.cfg[key]) if granite(self.cfg) else 1.0
 
     def greedy(self, ids, mask, steps):
         """Prefill, then `steps` greedy tokens through the cache: (tokens [B, G], logits [B, G, V])."""

@@ -107,17 +107,21 @@ static enum mc_backend_status at_config_validate(const struct mc_attention_confi
                            "attention config: 'num_attention_heads' (%lld) must be a multiple of "
                            "'num_key_value_heads' (%lld)",
                            (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
-    if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+    if ((c->no_rope != 0 && c->no_rope != 1) || !(c->softmax_scale >= 0.0) || !isfinite(c->softmax_scale))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'no_rope' must be 0 or 1 and 'softmax_scale' finite and >= 0 (got %d, %g)",
+                           (int)c->no_rope, c->softmax_scale);
+    if (!c->no_rope && !(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
                            c->partial_rotary_factor);
     const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
-    if (R < 2 || R % 2 != 0)
+    if (!c->no_rope && (R < 2 || R % 2 != 0))
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be even "
                            "and >= 2",
                            (long long)R);
-    if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))
+    if (!c->no_rope && (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta)))
         return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'rope_theta' must be finite and > 1 (got %g)",
                            c->rope_theta);
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
@@ -183,12 +187,12 @@ static enum mc_backend_status at_model_create(const struct mc_model_desc *desc, 
     m->Hkv = m->cfg.num_key_value_heads;
     m->hd = m->cfg.head_dim;
     m->Lmax = m->cfg.cache_length;
-    m->R = (int64_t)((double)m->hd * m->cfg.partial_rotary_factor);
+    m->R = m->cfg.no_rope ? 0 : (int64_t)((double)m->hd * m->cfg.partial_rotary_factor); /* no_rope: nothing rotated */
     m->qrows = (m->cfg.attn_output_gate ? 2 : 1) * m->Hq * m->hd;
     m->ref.window_elems = 1;
     m->ref.state_elems = 2 * m->Hkv * m->Lmax * m->hd;
     m->ref.hidden = m->D;
-    m->inv_freq = malloc((size_t)(m->R / 2) * sizeof *m->inv_freq);
+    m->inv_freq = malloc((size_t)(m->R / 2 + 1) * sizeof *m->inv_freq);
     if (!m->inv_freq) {
         st = mc_ref_fail(msg, MC_BACKEND_NOMEM, "attention reference: out of memory for the rotary frequencies");
         goto fail;

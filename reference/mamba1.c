@@ -40,6 +40,9 @@ enum m1_weight_slot {
     M1_W_D,
     M1_W_OUT_PROJ,
     M1_W_OUT_PROJ_BIAS,
+    M1_W_DT_NORM, /* inner_norms WEIGHTED (Jamba) only */
+    M1_W_B_NORM,
+    M1_W_C_NORM,
     M1_W_COUNT,
 };
 
@@ -55,7 +58,17 @@ static const char *const m1_weight_names[M1_W_COUNT] = {
     [M1_W_D] = "D",
     [M1_W_OUT_PROJ] = "out_proj.weight",
     [M1_W_OUT_PROJ_BIAS] = "out_proj.bias",
+    [M1_W_DT_NORM] = "dt_layernorm.weight",
+    [M1_W_B_NORM] = "b_layernorm.weight",
+    [M1_W_C_NORM] = "c_layernorm.weight",
 };
+
+/* The inner-norm mutant of tests/mutants (m1norm_mutant.c) builds this file with MC_REF_M1_NORMS_FAULT: 1 the
+ * inner norms not applied (a Mamba mixer run on a FalconMamba / Jamba checkpoint), 2 applied without their
+ * weights (Jamba's JambaRMSNorm run as FalconMamba's weightless one). */
+#ifndef MC_REF_M1_NORMS_FAULT
+#define MC_REF_M1_NORMS_FAULT 0
+#endif
 
 struct mc_model {
     struct mc_ref_model ref; /* first: dtype, window [I][K] and state [I][N] per row, w[M1_W_COUNT] */
@@ -100,6 +113,12 @@ static enum mc_backend_status m1_config_validate(const struct mc_mamba1_config *
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "mamba1 config: 'use_bias' and 'use_conv_bias' must be 0 or 1 (got %d, %d)",
                            (int)c->use_bias, (int)c->use_conv_bias);
+    if (c->inner_norms < MC_M1_INNER_NORMS_NONE || c->inner_norms > MC_M1_INNER_NORMS_WEIGHTED ||
+        (c->inner_norms != MC_M1_INNER_NORMS_NONE && (!(c->mixer_rms_eps > 0.0) || !isfinite(c->mixer_rms_eps))))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "mamba1 config: 'inner_norms' must be 0, 1 or 2 and 'mixer_rms_eps' finite and > 0 with "
+                           "them (got %lld, %g)",
+                           (long long)c->inner_norms, c->mixer_rms_eps);
     return MC_BACKEND_OK;
 }
 
@@ -122,6 +141,11 @@ static void m1_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
     M1_SPEC(M1_W_D, 1, NULL, 1, m->inner, 0, 0);
     M1_SPEC(M1_W_OUT_PROJ, 1, NULL, 2, m->D, m->inner, 0);
     M1_SPEC(M1_W_OUT_PROJ_BIAS, m->cfg.use_bias, no_bias, 1, m->D, 0, 0);
+    static const char no_norm_w[] = "given but the configuration's inner_norms is not 2 (weighted)";
+    const int weighted = m->cfg.inner_norms == MC_M1_INNER_NORMS_WEIGHTED;
+    M1_SPEC(M1_W_DT_NORM, weighted, no_norm_w, 1, m->R, 0, 0);
+    M1_SPEC(M1_W_B_NORM, weighted, no_norm_w, 1, m->N, 0, 0);
+    M1_SPEC(M1_W_C_NORM, weighted, no_norm_w, 1, m->N, 0, 0);
 #undef M1_SPEC
 }
 

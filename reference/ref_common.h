@@ -23,8 +23,8 @@
  * overflow (the harness applies the same bound to every dimension). */
 #define MC_REF_MAX_DIM 65536
 
-/* Most owned weight buffers a model holds (Mamba1 has 11, KDA 12). */
-#define MC_REF_MAX_WEIGHTS 12
+/* Most owned weight buffers a model holds (Mamba1 with inner norms and KDA need the most). */
+#define MC_REF_MAX_WEIGHTS 16
 
 /* What one weight slot should hold for a configuration. */
 struct mc_ref_weight_spec {

@@ -40,18 +40,22 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py"), "calibration-set"]
-MODEL_TYPES = ["mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text"]
+MODEL_TYPES = ["mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba", "jamba"]
 LAYER_FAMILIES = ["mamba2", "mamba1", "gdn", "shortconv", "attention"]
 PROFILE_OF = {"mamba2": "models.yaml", "mamba": "models-mamba.yaml", "lfm2": "models-lfm2.yaml",
-              "bamba": "models-bamba.yaml", "qwen3_5_text": "models-qwen3_5.yaml"}
+              "bamba": "models-bamba.yaml", "qwen3_5_text": "models-qwen3_5.yaml",
+              "granitemoehybrid": "models-granitemoehybrid.yaml", "falcon_mamba": "models-falcon_mamba.yaml",
+              "jamba": "models-jamba.yaml"}
 PROFILE_OF.update({"layer:" + f: f"checkpoint-{f}.yaml" for f in LAYER_FAMILIES})
 UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # The tensors stored in float32 when the model runs at a reduced dtype T, whose floor is 2u of float32: the
 # SSM state of Mamba2 and Mamba. Everything else holds T-rounded values or carries them: the logits, the
 # conv windows, the hybrids' KV caches and residual, and Mamba2's and Mamba's float32 residual stream, into
 # which every layer adds a T-rounded mixer output (one rounding flip there moves it by u of its magnitude).
-F32_STORED = {"mamba2": {"recurrent_state"}, "mamba": {"recurrent_state"}}
+F32_STORED = {"mamba2": {"recurrent_state"}, "mamba": {"recurrent_state"}, "falcon_mamba": {"recurrent_state"}}
 F32_STORED.update({"layer:" + f: {"recurrent_state", "ref_recurrent_state"} for f in ("mamba2", "mamba1", "gdn")})
+MOE_TYPES = {"granitemoehybrid", "jamba"}   # model types with a mixture-of-experts feed-forward (measure())
+GOLDEN_TENSORS = ("logits", "hidden_states", "conv_state", "recurrent_state")
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says
 TENSOR_ORDER = ["default", "logits", "hidden_states", "conv_state", "recurrent_state", "consistency",
                 "ref_logits", "ref_hidden_states"]
@@ -135,6 +139,25 @@ def measure(args):
                 for mt2, w2 in results.items():
                     if (d, t) in w2 and mt2.startswith("layer:") == layers:
                         w2[(d, t)] = (w2[(d, t)][0], w, f"{where} ({mt}; pooled over {len(rows)} {what})")
+    # A mixture of experts routes each token to k experts by its router's logits: where two of them lie closer
+    # than the dtype's rounding of the router input, the stack picks another expert than the float64 golden,
+    # and the change reaches every tensor after it (later layers' caches included) by as much as it moves the
+    # logits. So each tensor compared with the golden takes the worst over them at each dtype (the rule judged on
+    # seeds 500000+; per tensor it gave 4 false alarms in 1500 checks on seeds 400000+: conv_state at bf16,
+    # recurrent_state at f32).
+    for mt in args.model_type:
+        if mt not in MOE_TYPES:
+            continue
+        for d in args.dtype:
+            rows = [(results[mt][(d, t)], t) for t in GOLDEN_TENSORS if (d, t) in results[mt]]
+            if not rows:
+                continue
+            (_, w, where), t = max(rows, key=lambda x: x[0][1])
+            for t2 in GOLDEN_TENSORS:
+                if (d, t2) in results[mt]:
+                    results[mt][(d, t2)] = (results[mt][(d, t2)][0], w,
+                                            f"{where} ({t}: the worst of the golden-compared tensors, a routing "
+                                            f"flip moves them alike)")
     for mt in args.model_type:
         write_profile(args, mt, results[mt])
     return 0

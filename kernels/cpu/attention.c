@@ -87,17 +87,23 @@ static enum mc_backend_status atc_config_check(const struct mc_attention_config 
                            "attention cpu config: 'num_attention_heads' (%lld) must be a multiple of "
                            "'num_key_value_heads' (%lld)",
                            (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
-    if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+    if ((c->no_rope != 0 && c->no_rope != 1) || !(c->softmax_scale >= 0.0) || !isfinite(c->softmax_scale))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'no_rope' must be 0 or 1 and 'softmax_scale' finite and >= 0 "
+                           "(got %d, %g)",
+                           (int)c->no_rope, c->softmax_scale);
+    if (!c->no_rope && !(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
                            c->partial_rotary_factor);
     const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
-    if (R < 2 || R % 2 != 0)
+    if (!c->no_rope && (R < 2 || R % 2 != 0))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be "
                            "even and >= 2",
                            (long long)R);
-    if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta) || !(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
+    if ((!c->no_rope && (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))) || !(c->rms_norm_eps > 0.0) ||
+        !isfinite(c->rms_norm_eps))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: 'rope_theta' must be finite and > 1 and 'rms_norm_eps' finite and "
                            "> 0 (got %g, %g)",
@@ -139,7 +145,7 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
     m->Hkv = c->num_key_value_heads;
     m->hd = c->head_dim;
     m->Lmax = c->cache_length;
-    m->R = (int64_t)((double)m->hd * c->partial_rotary_factor);
+    m->R = c->no_rope ? 0 : (int64_t)((double)m->hd * c->partial_rotary_factor); /* no_rope: nothing rotated */
     m->qrows = (c->attn_output_gate ? 2 : 1) * m->Hq * m->hd;
     m->threads = mc_cpu_threads_resolve(desc->threads);
     m->cache_shape = mc_cpu_cache_shape_kc(1, 1, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
@@ -162,8 +168,8 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
     if ((st = mc_cpu_weights_load(desc, spec, ATC_COUNT, m->w, ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
     const int64_t half = m->R / 2;
-    m->cos_t = malloc((size_t)(m->Lmax * half) * sizeof *m->cos_t);
-    m->sin_t = malloc((size_t)(m->Lmax * half) * sizeof *m->sin_t);
+    m->cos_t = malloc((size_t)(m->Lmax * half + 1) * sizeof *m->cos_t);
+    m->sin_t = malloc((size_t)(m->Lmax * half + 1) * sizeof *m->sin_t);
     if (!m->cos_t || !m->sin_t) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu: out of memory for the rotary tables");
         goto fail;
@@ -263,7 +269,7 @@ static void atc_row(void *ctx, int64_t b, int worker)
     const int64_t L = r->pk ? r->pk->cu_seqlens[b + 1] - t0 : r->len;
     const int64_t slot = r->pk ? r->pk->slots[b] : b;
     const uint8_t *mask = r->mask ? r->mask + t0 : NULL;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = m->cfg.softmax_scale > 0.0 ? (float)m->cfg.softmax_scale : 1.0f / sqrtf((float)hd);
     float *p = r->scratch + (size_t)worker * (size_t)(Lmax + hd), *q = p + Lmax;
     float *keys = r->state + (size_t)slot * m->cache_shape.state_elems, *vals = keys + kvd * Lmax;
     int64_t n = (int64_t)r->window[slot];

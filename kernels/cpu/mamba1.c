@@ -56,6 +56,9 @@ enum m1c_slot {
     M1C_D,
     M1C_OUT_PROJ,
     M1C_OUT_PROJ_BIAS,
+    M1C_DT_NORM, /* inner_norms WEIGHTED (Jamba) only */
+    M1C_B_NORM,
+    M1C_C_NORM,
     M1C_COUNT,
 };
 
@@ -89,6 +92,12 @@ static enum mc_backend_status m1c_config_validate(const struct mc_mamba1_config 
     if (c->conv_kernel > MC_CPU_CONV_MAX_K)
         return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED, "mamba1 cpu: conv_kernel %lld is not supported (at most %d)",
                            (long long)c->conv_kernel, MC_CPU_CONV_MAX_K);
+    if (c->inner_norms < MC_M1_INNER_NORMS_NONE || c->inner_norms > MC_M1_INNER_NORMS_WEIGHTED ||
+        (c->inner_norms != MC_M1_INNER_NORMS_NONE && (!(c->mixer_rms_eps > 0.0) || !isfinite(c->mixer_rms_eps))))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba1 cpu config: 'inner_norms' must be 0, 1 or 2 and 'mixer_rms_eps' finite and > 0 with "
+                           "them (got %lld, %g)",
+                           (long long)c->inner_norms, c->mixer_rms_eps);
     return MC_BACKEND_OK;
 }
 
@@ -145,6 +154,9 @@ static enum mc_backend_status m1c_model_create(const struct mc_model_desc *desc,
         [M1C_D] = {"D", 1, 1, {m->inner, 0, 0}},
         [M1C_OUT_PROJ] = {"out_proj.weight", 1, 2, {m->D, m->inner, 0}},
         [M1C_OUT_PROJ_BIAS] = {"out_proj.bias", m->cfg.use_bias, 1, {m->D, 0, 0}},
+        [M1C_DT_NORM] = {"dt_layernorm.weight", m->cfg.inner_norms == MC_M1_INNER_NORMS_WEIGHTED, 1, {m->R, 0, 0}},
+        [M1C_B_NORM] = {"b_layernorm.weight", m->cfg.inner_norms == MC_M1_INNER_NORMS_WEIGHTED, 1, {m->N, 0, 0}},
+        [M1C_C_NORM] = {"c_layernorm.weight", m->cfg.inner_norms == MC_M1_INNER_NORMS_WEIGHTED, 1, {m->N, 0, 0}},
     };
     if ((st = mc_cpu_weights_load(desc, spec, M1C_COUNT, m->w, "mamba1 cpu", msg)) != MC_BACKEND_OK)
         goto fail;
@@ -292,6 +304,30 @@ static void m1c_scan_task(void *ctx, int64_t task, int worker)
 /* The forward over the M = batch·len token rows of `run` (f32 x and y), in `rows` rows of tasks
  * (batch rows, or the sequences of a packed call): projections over all M rows at once, conv and
  * scan per row. */
+/* The inner norms (FalconMamba, Jamba) of x_proj's rows dbc [M][xdim] in place: dt_low, B and C each
+ * x·rsqrt(mean x² + eps) in f32, times its weight when weighted. */
+static void m1c_inner_norms(const struct mc_model *m, float *dbc, int64_t M)
+{
+    if (m->cfg.inner_norms == MC_M1_INNER_NORMS_NONE)
+        return;
+    const float *nw[3] = {m->w[M1C_DT_NORM], m->w[M1C_B_NORM], m->w[M1C_C_NORM]};
+    const int64_t off[3] = {0, m->R, m->R + m->N}, len[3] = {m->R, m->N, m->N};
+    const float eps = (float)m->cfg.mixer_rms_eps;
+    for (int64_t r = 0; r < M; r++)
+        for (int part = 0; part < 3; part++) {
+            float *restrict v = dbc + r * m->xdim + off[part], ss = 0.0f;
+            for (int64_t j = 0; j < len[part]; j++)
+                ss += v[j] * v[j];
+            const float inv = 1.0f / sqrtf(ss / (float)len[part] + eps);
+            if (nw[part] != NULL)
+                for (int64_t j = 0; j < len[part]; j++)
+                    v[j] = v[j] * inv * nw[part][j];
+            else
+                for (int64_t j = 0; j < len[part]; j++)
+                    v[j] *= inv;
+        }
+}
+
 static void m1c_run_all(const struct m1c_run *run, const float *x, float *y, int64_t rows, int workers)
 {
     const struct mc_model *m = run->m;
@@ -302,6 +338,7 @@ static void m1c_run_all(const struct m1c_run *run, const float *x, float *y, int
                         m->threads);
     mc_cpu_parallel_for(rows, m1c_conv_task, ctx, m->threads);
     mc_cpu_linear_tiled(M, m->xdim, inner, run->xc, inner, m->w[M1C_X_PROJ], NULL, run->dbc, m->xdim, m->threads);
+    m1c_inner_norms(m, run->dbc, M);
     mc_cpu_linear_tiled(M, inner, m->R, run->dbc, m->xdim, m->w[M1C_DT_PROJ], NULL, run->delta, inner, m->threads);
     mc_cpu_parallel_for((M + M1C_ROW_BLOCK - 1) / M1C_ROW_BLOCK, m1c_delta_task, ctx, m->threads);
     mc_cpu_parallel_for(rows * n_blocks, m1c_scan_task, ctx, workers);

@@ -254,6 +254,9 @@ class HFMamba(_HF):
     fresh_positions = "conv_kernel"
 
     def build(self, c):
+        if c.get("inner_norms"):   # FalconMambaMixer's / JambaMambaMixer's inner norms: not bridged yet
+            raise Unsupported("the mamba1 option inner_norms=%d (FalconMamba, Jamba) is not bridged to a transformers "
+                              "mixer class" % c["inner_norms"])
         _need("MambaMixer", MambaConfig, MambaMixer)
         cfg = MambaConfig(hidden_size=c["hidden_size"], state_size=c["state_size"], conv_kernel=c["conv_kernel"],
                           expand=_expand(c["intermediate_size"], c["hidden_size"]), time_step_rank=c["time_step_rank"],
@@ -340,6 +343,9 @@ class HFAttention(_HF):
 
     def build(self, c):
         gate, norm, bias = c["attn_output_gate"], c["qk_norm"], c["attention_bias"]
+        if c.get("no_rope") or c.get("softmax_scale"):   # GraniteMoeHybridAttention's options: not bridged yet
+            raise Unsupported("the attention options no_rope=%d / softmax_scale=%g are not bridged to a transformers "
+                              "attention class" % (c.get("no_rope", 0), c.get("softmax_scale", 0.0)))
         rope = {"rope_type": "default", "rope_theta": c["rope_theta"],
                 "partial_rotary_factor": c["partial_rotary_factor"]}
         kw = dict(hidden_size=c["hidden_size"], num_attention_heads=c["num_attention_heads"],

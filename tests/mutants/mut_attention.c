@@ -8,6 +8,10 @@
  *                           the number of real tokens before it: what position_ids = arange gives
  *                           when the mask is not turned into positions
  *   MUT_ROTARY_ALL_DIMS     partial rotary ignored: all hd dims rotated, frequencies over hd
+ *   MUT_NOPE_ROTATED        no_rope ignored: a model without positional embedding (GraniteMoeHybrid "nope")
+ *                           rotated as a Llama attention would be, at the config's factor and theta
+ *   MUT_SCALE_DEFAULT       softmax_scale ignored: 1/sqrt(hd) where GraniteMoeHybrid's attention_multiplier
+ *                           sets the score scale
  *   MUT_HEAD_MOD            query head h reads kv head h mod Hkv instead of h / (Hq/Hkv)
  *   MUT_MASK_CONTINUED      (8.4) the mask dropped on a multi-token forward from a primed cache: its
  *                           pads are cached, counted and attended as real tokens
@@ -54,7 +58,7 @@ static enum mc_backend_status at_create(const struct mc_model_desc *d, struct mc
     m->Hkv = c->num_key_value_heads;
     m->hd = c->head_dim;
     m->Lmax = c->cache_length;
-    m->R = (int64_t)((double)m->hd * c->partial_rotary_factor);
+    m->R = c->no_rope && model->fault != MUT_NOPE_ROTATED ? 0 : (int64_t)((double)m->hd * c->partial_rotary_factor);
     m->qrows = (c->attn_output_gate ? 2 : 1) * m->Hq * m->hd;
     const int64_t D = m->D, qd = m->Hq * m->hd, kvd = m->Hkv * m->hd;
     int miss;
@@ -165,7 +169,8 @@ static enum mc_backend_status at_segment(const struct mc_model *model, float *wi
                 float dot = 0.0f;
                 for (int64_t i = 0; i < hd; i++)
                     dot += q[i] * keys[(j * Lmax + s) * hd + i];
-                p[s] = dot / sqrtf((float)hd);
+                p[s] = m->c.softmax_scale > 0.0 && model->fault != MUT_SCALE_DEFAULT ? dot * (float)m->c.softmax_scale
+                                                                                    : dot / sqrtf((float)hd);
                 pmax = p[s] > pmax ? p[s] : pmax;
             }
             for (int64_t s = 0; s <= n; s++) {

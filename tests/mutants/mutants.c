@@ -33,6 +33,8 @@
  * | nonbug.unfused-conv-act             | mamba2    | #47630 torch fallback vs fused CUDA conv | bf16 storage, conv output rounded to bf16 before the SiLU (§0.4, §A.8): NOT a bug          | must pass every case of cases/mamba2/ at bf16                         |
  * | mutant.rope-pad-positions           | attention | position_ids = arange (cache_position) under left padding | RoPE at the token's padded index, not the number of real tokens before it: keys cached at shifted angles (outputs only see position differences) | leftpad: left_padded_batch -> recurrent_state (output passes); tiny: prefill passes |
  * | mutant.rotary-all-dims              | attention | partial_rotary_factor dropped            | every head dim rotated, frequencies over hd instead of R = hd·factor                       | qwen3next: prefill -> output, recurrent_state; tiny (full rotary): prefill passes |
+ * | mutant.nope-rotated                 | attention | a NoPE model run through a Llama attention | position_embedding_type "nope" (no_rope) ignored: q and k rotated at the config's factor and theta | nope: prefill -> output, recurrent_state; tiny (rotary anyway): prefill passes |
+ * | mutant.scale-default                | attention | attention_multiplier dropped (Granite)   | softmax_scale ignored: scores scaled by 1/sqrt(hd)                                         | nope: prefill -> output (recurrent_state passes); tiny (default scale): prefill passes |
  * | mutant.8.13-kv-head-mod             | attention | harness-derived (8.13)                   | query head h reads kv head h mod Hkv instead of h / (Hq/Hkv)                               | qwen3next: prefill -> output (recurrent_state passes); tiny (Hq = Hkv) passes |
  * | mutant.8.4-pad-unmasked-continued   | attention | #47086 (the Mamba2 bug, in attention)    | on a continued multi-token forward the mask is dropped: pads cached, counted and attended  | leftpad: left_padded_batch -> conv_state (the count), recurrent_state |
  * | mutant.8.15-decode-no-d             | mamba2    | decode-only parameter mistakes (ports)   | the single-token step on a primed cache drops D·x; prefill and continued forwards keep it  | tiny: decode -> output (prefill, first_token_causality pass)          |
@@ -393,6 +395,8 @@ static enum mc_backend_status mut_probe_read(struct mc_model *m, const struct mc
     X(mfut, "mutant.future-leak", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_FUTURE_LEAK, DT_F32)                        \
     X(arp, "mutant.rope-pad-positions", mut_attention_family, MC_FAMILY_ATTENTION, MUT_ROPE_PAD_POSITIONS, DT_F32)     \
     X(ara, "mutant.rotary-all-dims", mut_attention_family, MC_FAMILY_ATTENTION, MUT_ROTARY_ALL_DIMS, DT_F32)           \
+    X(anr, "mutant.nope-rotated", mut_attention_family, MC_FAMILY_ATTENTION, MUT_NOPE_ROTATED, DT_F32)                 \
+    X(asd, "mutant.scale-default", mut_attention_family, MC_FAMILY_ATTENTION, MUT_SCALE_DEFAULT, DT_F32)               \
     X(a813, "mutant.8.13-kv-head-mod", mut_attention_family, MC_FAMILY_ATTENTION, MUT_HEAD_MOD, DT_F32)                \
     X(a84, "mutant.8.4-pad-unmasked-continued", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MASK_CONTINUED, DT_F32) \
     X(m815, "mutant.8.15-decode-no-d", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_DECODE_NO_D, DT_F32)                 \

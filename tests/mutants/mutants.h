@@ -51,6 +51,8 @@ enum mut_fault {
     MUT_BLOCK_DECAY,        /* lightning: the state leaving a partial block decays by λ^Q, not λ^b */
     MUT_SLOPE_ORDER,        /* lightning: head h decays with the slope of head H-1-h */
     MUT_GATE_PER_HEAD,      /* kda: every key channel of a head decays with the head's first channel's g */
+    MUT_NOPE_ROTATED,       /* attention: no_rope ignored, RoPE applied (the default theta and factor) */
+    MUT_SCALE_DEFAULT,      /* attention: softmax_scale ignored, scores scaled by 1/sqrt(hd) */
 };
 
 struct mut_family;

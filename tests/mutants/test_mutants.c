@@ -131,6 +131,13 @@ static const struct mutant mutants[] = {
     {"attention", "mutant.rotary-all-dims",
      {{"attention-qwen3next", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
       {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    /* the appended attention options (GraniteMoeHybrid): a NoPE model rotated anyway, the score scale dropped */
+    {"attention", "mutant.nope-rotated",
+     {{"attention-nope", "prefill", {"output", "recurrent_state"}, {"conv_state"}},
+      {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
+    {"attention", "mutant.scale-default",
+     {{"attention-nope", "prefill", {"output"}, {"recurrent_state", "conv_state"}},
+      {"attention-tiny", "prefill", {0}, {"output", "recurrent_state"}}}},
     {"attention", "mutant.8.4-pad-unmasked-continued",
      {{"attention-leftpad", "left_padded_batch", {"conv_state", "recurrent_state", "output"}, {0}},
       {"attention-leftpad", "prefill", {0}, {"output", "conv_state", "recurrent_state"}},

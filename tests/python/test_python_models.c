@@ -158,7 +158,11 @@ static void test_every_scenario_at_f32(void **state)
     (void)state;
     char args[512], json[128];
     snprintf(json, sizeof json, "%s/f32.json", tmp);
-    snprintf(args, sizeof args, "cases/models -k '*/f32' --json %s", json);
+    /* the five model types this test asserts (the later ones' hf-model runs are docs/findings.md 16-18) */
+    snprintf(args, sizeof args,
+             "cases/models/mamba2.yaml cases/models/mamba.yaml cases/models/lfm2.yaml cases/models/bamba.yaml "
+             "cases/models/qwen3_5.yaml -k '*/f32' --json %s",
+             json);
     int rc = run(args);
     if (rc != 1)
         fail_msg("exit %d (expected 1: the upstream divergences fail):\n%.8000s", rc, out);

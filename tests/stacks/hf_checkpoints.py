@@ -35,11 +35,26 @@ TINY = {
                          num_key_value_heads=2, head_dim=16, intermediate_size=48, linear_num_key_heads=2,
                          linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
                          max_position_embeddings=64, layer_types=["linear_attention", "full_attention"]),
+    "granitemoehybrid": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8,
+                             mamba_chunk_size=8, shared_intermediate_size=32, intermediate_size=24,
+                             num_local_experts=4, num_experts_per_tok=2, embedding_multiplier=6.0,
+                             residual_multiplier=0.4, attention_multiplier=0.2, logits_scaling=3.0,
+                             max_position_embeddings=64, layer_types=["mamba", "attention"]),
+    "falcon_mamba": dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, state_size=8, conv_kernel=4,
+                         time_step_rank=4, mixer_rms_eps=1e-5),
+    "jamba": dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=24, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                  expert_layer_offset=0, num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=4,
+                  max_position_embeddings=64),
 }
 CONFIGS = {"mamba2": "Mamba2Config", "mamba": "MambaConfig", "lfm2": "Lfm2Config", "bamba": "BambaConfig",
-           "qwen3_5_text": "Qwen3_5TextConfig"}
+           "qwen3_5_text": "Qwen3_5TextConfig", "granitemoehybrid": "GraniteMoeHybridConfig",
+           "falcon_mamba": "FalconMambaConfig", "jamba": "JambaConfig"}
 MODELS = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
-          "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM"}
+          "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
+          "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
+          "jamba": "JambaForCausalLM"}
 
 # name: (model type, keys over TINY, save options)
 VARIANTS = {
@@ -56,6 +71,15 @@ VARIANTS = {
     "bamba-tsl": ("bamba", {"time_step_limit": [0.0, 0.05]}, {}),
     "qwen3_5-rope500": ("qwen3_5_text", {"rope_parameters": {"rope_type": "default", "rope_theta": 500.0,
                                                              "partial_rotary_factor": 0.25}}, {}),
+    # NoPE (the default), the older layer_types names "mamba" / "attention", every multiplier; then RoPE
+    "granitemoehybrid-nope": ("granitemoehybrid", {}, {}),
+    # tied by default; mixer_rms_eps 1e-5 (not the default 1e-6) so the key is seen read
+    "falcon_mamba-tied": ("falcon_mamba", {}, {}),
+    # the experts saved one module each (conversion mapping "jamba"), a MoE and a dense layer of each kind
+    "jamba-moe": ("jamba", {}, {}),
+    "granitemoehybrid-rope": ("granitemoehybrid", {"position_embedding_type": "rope",
+                                                   "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
+                              {}),
 }
 
 
@@ -93,7 +117,11 @@ def main():
         model.save_pretrained(folder, max_shard_size=save.get("max_shard_size", "50GB"))
         # read back as from_pretrained reads it (the index of a sharded checkpoint, tied heads, bfloat16), then
         # into a model built with the casts promoted: its rotary frequencies are computed at construction
-        loaded = getattr(transformers, MODELS[mt]).from_pretrained(folder, dtype=torch.float64)
+        # a mixture of experts in float64 needs upstream's eager expert loop: the default grouped_mm kernel
+        # takes no float64 (docs/findings.md 16)
+        extra = {"experts_implementation": "eager"} if getattr(cfg, "num_local_experts", 0) or \
+            getattr(cfg, "num_experts", 0) else {}
+        loaded = getattr(transformers, MODELS[mt]).from_pretrained(folder, dtype=torch.float64, **extra)
         state = {k: v.detach().clone() for k, v in loaded.state_dict().items()}
         try:
             promoted(True)

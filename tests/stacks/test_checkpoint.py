@@ -25,7 +25,8 @@ import stacks as S  # noqa: E402
 MIXCHECK = sys.argv[1]
 GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py")]
 PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
-LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn")}
+LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn"),
+         "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1")}
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -69,7 +70,10 @@ def main():
             print(f"{spec.name}: from-checkpoint logits vs oracle max|diff| {d:.1e}, kind {root['kind']}")
             failures += d > 1e-12
             tol = os.path.join(TOL, {"lfm2": "models-lfm2.yaml", "bamba": "models-bamba.yaml",
-                                    "qwen3_5_text": "models-qwen3_5.yaml"}.get(spec.model_type,
+                                    "qwen3_5_text": "models-qwen3_5.yaml",
+                                    "granitemoehybrid": "models-granitemoehybrid.yaml",
+                                    "falcon_mamba": "models-falcon_mamba.yaml",
+                                    "jamba": "models-jamba.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

@@ -123,7 +123,9 @@ def enumeration():
     if py and os.path.exists(py):
         code = ("import json, transformers as T; print(json.dumps({m: sorted(c().to_dict()) for m, c in ["
                 "('mamba2', T.Mamba2Config), ('mamba', T.MambaConfig), ('lfm2', T.Lfm2Config), "
-                "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig)]}))")
+                "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig), "
+                "('granitemoehybrid', T.GraniteMoeHybridConfig), ('falcon_mamba', T.FalconMambaConfig), "
+                "('jamba', T.JambaConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])

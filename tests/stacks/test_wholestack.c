@@ -396,7 +396,8 @@ PORT_OPS(PORT_HOLES, "port.holes", create_holes, MC_CAP_STACK | MC_CAP_STACK_HID
 
 static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml",
                                           "cases/models/lfm2.yaml", "cases/models/bamba.yaml",
-                                          "cases/models/qwen3_5.yaml"};
+                                          "cases/models/qwen3_5.yaml", "cases/models/granitemoehybrid.yaml",
+                                          "cases/models/falcon_mamba.yaml", "cases/models/jamba.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else

@@ -129,6 +129,15 @@ struct mc_mamba2_config {
     int32_t use_conv_bias;     /* conv1d.bias present */
 };
 
+/* The RMSNorms inside a Mamba1 mixer on the x_proj outputs dt_low [R], B [N] and C [N] (struct
+ * mc_mamba1_config.inner_norms). */
+enum mc_mamba1_inner_norms {
+    MC_M1_INNER_NORMS_NONE = 0,       /* Mamba */
+    MC_M1_INNER_NORMS_WEIGHTLESS = 1, /* FalconMamba: x·rsqrt(mean x² + mixer_rms_eps), no weight */
+    MC_M1_INNER_NORMS_WEIGHTED = 2,   /* Jamba: the same times dt_layernorm.weight [R], b_layernorm.weight [N],
+                                         c_layernorm.weight [N] */
+};
+
 /* Mamba1 (docs/semantics.md §3.1). C = I. */
 struct mc_mamba1_config {
     int64_t hidden_size;       /* D */
@@ -138,6 +147,9 @@ struct mc_mamba1_config {
     int64_t time_step_rank;    /* R */
     int32_t use_bias;
     int32_t use_conv_bias;
+    /* appended options (0 = the behaviour before them): */
+    int64_t inner_norms;       /* enum mc_mamba1_inner_norms */
+    double mixer_rms_eps;      /* epsilon of the inner norms (FalconMamba mixer_rms_eps, Jamba rms_norm_eps) */
 };
 
 enum mc_gdn_layout {
@@ -192,6 +204,10 @@ struct mc_attention_config {
     int32_t qk_norm;              /* enum mc_qk_norm */
     int32_t attn_output_gate;     /* 1: q_proj gives query and gate per head, out = o_proj(attn ⊙ sigmoid(gate)) */
     int32_t attention_bias;       /* q_proj, k_proj, v_proj and o_proj biases present */
+    /* appended options (0 = the behaviour before them): */
+    int32_t no_rope;              /* 1: no rotary embedding at all (GraniteMoeHybrid position_embedding_type "nope",
+                                     Jamba, Nemotron-H); partial_rotary_factor and rope_theta are then unused */
+    double softmax_scale;         /* the score scale; 0 = 1/sqrt(hd) (GraniteMoeHybrid attention_multiplier) */
 };
 
 /* MiniMax lightning attention (docs/semantics.md §13, HF MiniMaxLightningAttention). hd = head_dim;

@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "case/casenames.h"
 #include "family/family.h"
+#include "family/stackconfig.h"
 #include "case/tolerance.h"
 #include "case/yamlread.h"
 
@@ -380,19 +381,13 @@ static enum mc_err_code ld_kind(struct mc_yaml_doc *ld, yaml_node_t *root, yaml_
     if ((rc = mc_yaml_string(ld, v[CK_MODEL], "model", &s)) != MC_ERR_NONE)
         return rc;
     enum mc_family fam;
-    if (strcmp(s, "mamba2") == 0)
-        fam = MC_FAMILY_MAMBA2;
-    else if (strcmp(s, "mamba") == 0)
-        fam = MC_FAMILY_MAMBA1;
-    else if (strcmp(s, "lfm2") == 0)
-        fam = MC_FAMILY_SHORTCONV;
-    else if (strcmp(s, "bamba") == 0)
-        fam = MC_FAMILY_MAMBA2;
-    else if (strcmp(s, "qwen3_5_text") == 0)
-        fam = MC_FAMILY_GDN;
-    else {
+    enum mc_model_type mt;
+    if (mc_model_type_from_name(s, &mt) == 0) {
+        fam = mc_model_type_family(mt); /* the family `--family` filters the case by (family/stackconfig.h) */
+    } else {
         mc_yaml_node_describe(v[CK_MODEL], got, sizeof got);
-        return mc_yaml_fail(ld, v[CK_MODEL]->start_mark, "model", "unknown model type; valid: mamba2, mamba, lfm2, bamba, qwen3_5_text (got %s)",
+        return mc_yaml_fail(ld, v[CK_MODEL]->start_mark, "model",
+                            "unknown model type; valid: mamba2, mamba, lfm2, bamba, qwen3_5_text, granitemoehybrid (got %s)",
                             got);
     }
     if ((c->model_type = mc_strdup(s)) == NULL)

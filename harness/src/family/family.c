@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#define FIELD(type, member, kind) {#member, kind, offsetof(struct type, member)}
+#define FIELD(type, member, kind) {#member, kind, offsetof(struct type, member), 0}
 
 static const struct mc_config_field mamba2_fields[] = {
     FIELD(mc_mamba2_config, hidden_size, MC_FIELD_INT),
@@ -29,23 +29,25 @@ static const struct mc_config_field mamba1_fields[] = {
     FIELD(mc_mamba1_config, time_step_rank, MC_FIELD_INT),
     FIELD(mc_mamba1_config, use_bias, MC_FIELD_BOOL),
     FIELD(mc_mamba1_config, use_conv_bias, MC_FIELD_BOOL),
+    {"inner_norms", MC_FIELD_INT, offsetof(struct mc_mamba1_config, inner_norms), 1},
+    {"mixer_rms_eps", MC_FIELD_DOUBLE, offsetof(struct mc_mamba1_config, mixer_rms_eps), 1},
 };
 
 static const struct mc_config_field gdn_fields[] = {
     FIELD(mc_gdn_config, hidden_size, MC_FIELD_INT),
-    {"linear_num_key_heads", MC_FIELD_INT, offsetof(struct mc_gdn_config, num_key_heads)},
-    {"linear_num_value_heads", MC_FIELD_INT, offsetof(struct mc_gdn_config, num_value_heads)},
-    {"linear_key_head_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, key_head_dim)},
-    {"linear_value_head_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, value_head_dim)},
-    {"linear_conv_kernel_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, conv_kernel)},
+    {"linear_num_key_heads", MC_FIELD_INT, offsetof(struct mc_gdn_config, num_key_heads), 0},
+    {"linear_num_value_heads", MC_FIELD_INT, offsetof(struct mc_gdn_config, num_value_heads), 0},
+    {"linear_key_head_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, key_head_dim), 0},
+    {"linear_value_head_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, value_head_dim), 0},
+    {"linear_conv_kernel_dim", MC_FIELD_INT, offsetof(struct mc_gdn_config, conv_kernel), 0},
     FIELD(mc_gdn_config, chunk_size, MC_FIELD_INT),
     FIELD(mc_gdn_config, rms_norm_eps, MC_FIELD_DOUBLE),
-    {"projection_layout", MC_FIELD_GDN_LAYOUT, offsetof(struct mc_gdn_config, layout)},
+    {"projection_layout", MC_FIELD_GDN_LAYOUT, offsetof(struct mc_gdn_config, layout), 0},
 };
 
 static const struct mc_config_field shortconv_fields[] = {
     FIELD(mc_shortconv_config, hidden_size, MC_FIELD_INT),
-    {"conv_L_cache", MC_FIELD_INT, offsetof(struct mc_shortconv_config, conv_kernel)},
+    {"conv_L_cache", MC_FIELD_INT, offsetof(struct mc_shortconv_config, conv_kernel), 0},
     FIELD(mc_shortconv_config, conv_bias, MC_FIELD_BOOL),
 };
 
@@ -61,6 +63,8 @@ static const struct mc_config_field attention_fields[] = {
     FIELD(mc_attention_config, qk_norm, MC_FIELD_QK_NORM),
     FIELD(mc_attention_config, attn_output_gate, MC_FIELD_BOOL),
     FIELD(mc_attention_config, attention_bias, MC_FIELD_BOOL),
+    {"no_rope", MC_FIELD_BOOL, offsetof(struct mc_attention_config, no_rope), 1},
+    {"softmax_scale", MC_FIELD_DOUBLE, offsetof(struct mc_attention_config, softmax_scale), 1},
 };
 
 static const struct mc_config_field lightning_fields[] = {
@@ -218,6 +222,12 @@ static enum mc_err_code validate_mamba1(const struct mc_mamba1_config *c, struct
         check_dim("state_size", c->state_size, err) || check_dim("conv_kernel", c->conv_kernel, err) ||
         check_dim("time_step_rank", c->time_step_rank, err))
         return err->code;
+    if (c->inner_norms < MC_M1_INNER_NORMS_NONE || c->inner_norms > MC_M1_INNER_NORMS_WEIGHTED)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'inner_norms' must be 0, 1 or 2 (got %lld)",
+                            (long long)c->inner_norms);
+    if (c->inner_norms != MC_M1_INNER_NORMS_NONE && (!(c->mixer_rms_eps > 0.0) || !isfinite(c->mixer_rms_eps)))
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'mixer_rms_eps' must be finite and > 0 (got %g)",
+                            c->mixer_rms_eps);
     return MC_ERR_NONE;
 }
 
@@ -256,6 +266,14 @@ static enum mc_err_code validate_attention(const struct mc_attention_config *c, 
     if (check_divides("num_attention_heads", c->num_attention_heads, "num_key_value_heads", c->num_key_value_heads,
                       err))
         return err->code;
+    if (c->no_rope != 0 && c->no_rope != 1)
+        return mc_error_set(err, MC_ERR_INPUT, "config attribute 'no_rope' must be 0 or 1");
+    if (!(c->softmax_scale >= 0.0) || !isfinite(c->softmax_scale))
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attribute 'softmax_scale' must be finite and >= 0 (0: 1/sqrt(head_dim); got %g)",
+                            c->softmax_scale);
+    if (c->no_rope) /* partial_rotary_factor and rope_theta unused */
+        goto rope_checked;
     if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
         return mc_error_set(err, MC_ERR_INPUT, "config attribute 'partial_rotary_factor' must be in (0, 1] (got %g)",
                             c->partial_rotary_factor);
@@ -267,6 +285,7 @@ static enum mc_err_code validate_attention(const struct mc_attention_config *c, 
     if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))
         return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rope_theta' must be finite and > 1 (got %g)",
                             c->rope_theta);
+rope_checked:
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
         return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rms_norm_eps' must be finite and > 0 (got %g)",
                             c->rms_norm_eps);
@@ -386,6 +405,11 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
         if (c->use_conv_bias)
             spec(out, &n, "conv1d.bias", 1, I, 0, 0);
         spec(out, &n, "x_proj.weight", 2, R + 2 * N, I, 0);
+        if (c->inner_norms == MC_M1_INNER_NORMS_WEIGHTED) { /* Jamba's JambaRMSNorm weights */
+            spec(out, &n, "dt_layernorm.weight", 1, R, 0, 0);
+            spec(out, &n, "b_layernorm.weight", 1, N, 0, 0);
+            spec(out, &n, "c_layernorm.weight", 1, N, 0, 0);
+        }
         spec(out, &n, "dt_proj.weight", 2, I, R, 0);
         spec(out, &n, "dt_proj.bias", 1, I, 0, 0);
         spec(out, &n, "A_log", 2, I, N, 0);

@@ -37,11 +37,14 @@ enum mc_field_kind {
     MC_FIELD_QK_NORM,     /* int32_t enum mc_qk_norm, stored as the string "none" / "rms" / "zero_centred" */
 };
 
-/* One configuration attribute: its HF name and where it lives inside the family's config struct. */
+/* One configuration attribute: its HF name and where it lives inside the family's config struct. An
+ * optional attribute (an option appended to a family after its first goldens) reads as 0 when a golden
+ * does not store it, 0 being the behaviour before the option. */
 struct mc_config_field {
     const char *name;
     enum mc_field_kind kind;
     size_t offset;
+    int optional;
 };
 
 /* One parameter tensor a configuration implies: HF name and shape. */
@@ -74,7 +77,7 @@ const char *mc_family_names_text(void);
 int mc_qk_norm_from_name(const char *name);
 const char *mc_qk_norm_name(int32_t qk_norm);
 
-/* The attribute table of a family (every entry required). NULL for an unknown family. */
+/* The attribute table of a family (every entry required but the optional ones). NULL for an unknown family. */
 const struct mc_config_field *mc_family_config_fields(enum mc_family family, size_t *count);
 
 /* Checks sizes are positive and divisibility rules hold; the message names the attribute. */

@@ -21,6 +21,12 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "bamba";
     case MC_MODEL_QWEN3_5:
         return "qwen3_5_text";
+    case MC_MODEL_GRANITEMOEHYBRID:
+        return "granitemoehybrid";
+    case MC_MODEL_FALCON_MAMBA:
+        return "falcon_mamba";
+    case MC_MODEL_JAMBA:
+        return "jamba";
     }
     return "unknown";
 }
@@ -37,6 +43,12 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_BAMBA;
     else if (strcmp(name, "qwen3_5_text") == 0)
         *t = MC_MODEL_QWEN3_5;
+    else if (strcmp(name, "granitemoehybrid") == 0)
+        *t = MC_MODEL_GRANITEMOEHYBRID;
+    else if (strcmp(name, "falcon_mamba") == 0)
+        *t = MC_MODEL_FALCON_MAMBA;
+    else if (strcmp(name, "jamba") == 0)
+        *t = MC_MODEL_JAMBA;
     else
         return -1;
     return 0;
@@ -44,7 +56,7 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
 
 enum mc_family mc_model_type_family(enum mc_model_type t)
 {
-    return t == MC_MODEL_MAMBA     ? MC_FAMILY_MAMBA1
+    return t == MC_MODEL_MAMBA || t == MC_MODEL_FALCON_MAMBA || t == MC_MODEL_JAMBA ? MC_FAMILY_MAMBA1
            : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
            : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
                                    : MC_FAMILY_MAMBA2;
@@ -53,7 +65,8 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
-    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5)
+    if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
+        t != MC_MODEL_JAMBA)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -275,6 +288,11 @@ static int parse_mamba(struct reader *r, struct mc_stack_config *cfg)
         m.time_step_rank = (cfg->hidden + 15) / 16;
     else if (get_int(r, "time_step_rank", 1, 0, &m.time_step_rank))
         return -1;
+    if (cfg->type == MC_MODEL_FALCON_MAMBA) { /* FalconMambaMixer: the weightless norms on dt, B and C */
+        m.inner_norms = MC_M1_INNER_NORMS_WEIGHTLESS;
+        if (get_num(r, "mixer_rms_eps", 0, 0, 1e-6, &m.mixer_rms_eps))
+            return -1;
+    }
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         cfg->layers[i].family = MC_FAMILY_MAMBA1;
         cfg->layers[i].mixer.family = MC_FAMILY_MAMBA1;
@@ -450,14 +468,198 @@ static int parse_qwen3_5(struct reader *r, struct mc_stack_config *cfg)
     return layer_types(r, cfg, "linear_attention", &linear, &at);
 }
 
+/* GraniteMoeHybridConfig (transformers 5.24): layer_types ("linear_attention" / "full_attention", or the older
+ * "mamba" / "attention", which the config converts; absent: every layer Mamba2), the mamba_* keys of the Mamba2
+ * layers as Bamba's (with GraniteMoeHybrid's defaults), attention with head_dim (default hidden / heads), no q/k
+ * norm, attention_multiplier as the score scale and position_embedding_type (null or "nope": no rotary
+ * embedding; "rope": rope_parameters / rope_theta, the whole head), the MoE (num_local_experts, 0 = none,
+ * num_experts_per_tok, intermediate_size) plus the shared MLP (shared_intermediate_size), rms_norm_eps
+ * everywhere, embedding_multiplier, residual_multiplier, logits_scaling. */
+static int parse_granitemoehybrid(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t expand = 2;
+    if (get_int(r, "mamba_n_heads", 0, 128, &m.num_heads) || get_int(r, "mamba_d_state", 0, 256, &m.state_size) ||
+        get_int(r, "mamba_n_groups", 0, 1, &m.n_groups) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || get_int(r, "mamba_chunk_size", 0, 256, &m.chunk_size) ||
+        get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) || get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        positive(r, "mamba_n_heads", m.num_heads, 1 << 16) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 0, cfg->hidden / at.num_attention_heads, &at.head_dim) ||
+        get_int(r, "max_position_embeddings", 0, 2048, &at.cache_length) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) ||
+        get_num(r, "attention_multiplier", 0, 0, 1.0, &at.softmax_scale) ||
+        get_int(r, "shared_intermediate_size", 0, 1024, &cfg->ffn_size) ||
+        get_int(r, "num_local_experts", 0, 8, &cfg->moe.n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, 2, &cfg->moe.top_k) ||
+        get_int(r, "intermediate_size", 0, 11008, &cfg->moe.expert_size) ||
+        get_num(r, "embedding_multiplier", 0, 0, 1.0, &cfg->embedding_multiplier) ||
+        get_num(r, "residual_multiplier", 0, 0, 1.0, &cfg->residual_multiplier) ||
+        get_num(r, "logits_scaling", 0, 0, 1.0, &cfg->logits_scaling) ||
+        positive(r, "shared_intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    if (!(at.softmax_scale > 0.0) || !isfinite(at.softmax_scale) || !isfinite(cfg->embedding_multiplier) ||
+        !isfinite(cfg->residual_multiplier) || !(cfg->logits_scaling != 0.0) || !isfinite(cfg->logits_scaling)) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: attention_multiplier must be > 0, embedding_multiplier and residual_multiplier "
+                     "finite, logits_scaling finite and not 0", r->where);
+        return -1;
+    }
+    if (cfg->moe.n_experts < 0 || cfg->moe.n_experts > MC_STACK_MAX_EXPERTS ||
+        (cfg->moe.n_experts > 0 && (cfg->moe.top_k < 1 || cfg->moe.top_k > cfg->moe.n_experts ||
+                                    cfg->moe.top_k > MC_STACK_MAX_TOP_K ||
+                                    positive(r, "intermediate_size", cfg->moe.expert_size, 1 << 20)))) {
+        if (r->err->code == MC_ERR_NONE)
+            mc_error_set(r->err, MC_ERR_INPUT,
+                         "%s: config_json: num_local_experts (%lld) must be in [0, 512] and num_experts_per_tok (%lld) "
+                         "in [1, min(num_local_experts, 64)]",
+                         r->where, (long long)cfg->moe.n_experts, (long long)cfg->moe.top_k);
+        return -1;
+    }
+    cfg->moe.router = MC_ROUTER_TOPK_SOFTMAX;
+    cfg->ffn_fused = 1;
+    const struct mc_json_value *pe = mc_json_get(r->root, "position_embedding_type");
+    if (pe == NULL || pe->type == MC_JSON_NULL || (pe->type == MC_JSON_STRING && strcmp(pe->string, "nope") == 0)) {
+        at.no_rope = 1; /* GraniteMoeHybridModel builds no rotary embedding: every attention layer is NoPE */
+        at.partial_rotary_factor = 1.0;
+        at.rope_theta = 10000.0;
+    } else if (pe->type == MC_JSON_STRING && strcmp(pe->string, "rope") == 0) {
+        if (rope_params(r, 10000.0, 1.0, 1, &at))
+            return -1;
+    } else {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'position_embedding_type' must be null, \"nope\" or \"rope\"",
+                     r->where);
+        return -1;
+    }
+    const struct mc_json_value *dh = mc_json_get(r->root, "mamba_d_head");
+    if (dh == NULL || dh->type == MC_JSON_NULL || (dh->type == MC_JSON_STRING && strcmp(dh->string, "auto") == 0))
+        m.head_dim = expand * cfg->hidden / m.num_heads;
+    else if (get_int(r, "mamba_d_head", 1, 0, &m.head_dim))
+        return -1;
+    if (m.head_dim * m.num_heads != expand * cfg->hidden) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: mamba_n_heads * mamba_d_head (%lld) must equal mamba_expand * hidden_size (%lld)",
+                     r->where, (long long)(m.head_dim * m.num_heads), (long long)(expand * cfg->hidden));
+        return -1;
+    }
+    m.layer_norm_epsilon = cfg->norm_eps;
+    if (time_step_limit(r, m.time_step_limit) ||
+        gated_norm_group_size(r, m.num_heads * m.head_dim, m.n_groups, &m.norm_group_size))
+        return -1;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_NONE;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt != NULL && lt->type != MC_JSON_NULL && (lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' must list num_hidden_layers (%lld) layers",
+                     r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        const struct mc_json_value *v = lt != NULL && lt->type == MC_JSON_ARRAY ? &lt->items[i] : NULL;
+        const char *s = v == NULL ? "linear_attention" : v->type == MC_JSON_STRING ? v->string : "";
+        int attn = strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0;
+        if (!attn && strcmp(s, "linear_attention") != 0 && strcmp(s, "mamba") != 0) {
+            mc_error_set(r->err, MC_ERR_INPUT,
+                         "%s: config_json: 'layer_types[%lld]' must be \"linear_attention\" (\"mamba\") or "
+                         "\"full_attention\" (\"attention\")",
+                         r->where, (long long)i);
+            return -1;
+        }
+        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_MAMBA2;
+        cfg->layers[i].mixer.family = cfg->layers[i].family;
+        if (attn)
+            cfg->layers[i].mixer.u.attention = at;
+        else
+            cfg->layers[i].mixer.u.mamba2 = m;
+        cfg->layers[i].moe = cfg->moe.n_experts > 0;
+    }
+    return 0;
+}
+
+/* JambaConfig (transformers 5.24): attention at i % attn_layer_period == attn_layer_offset, Mamba1 elsewhere
+ * (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank "auto" = ceil(hidden / 16), mamba_conv_bias,
+ * mamba_proj_bias; the weighted inner norms with rms_norm_eps), the attention without rotary embedding and
+ * without q/k norm (num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings), the MoE
+ * (num_experts > 1, num_experts_per_tok, the experts of intermediate_size) at i % expert_layer_period ==
+ * expert_layer_offset and the SwiGLU MLP of intermediate_size on every other layer. */
+static int parse_jamba(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba1_config m = {.hidden_size = cfg->hidden, .inner_norms = MC_M1_INNER_NORMS_WEIGHTED,
+                                 .mixer_rms_eps = cfg->norm_eps};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .no_rope = 1, .partial_rotary_factor = 1.0,
+                                     .rope_theta = 10000.0, .qk_norm = MC_QK_NORM_NONE, .rms_norm_eps = cfg->norm_eps};
+    int64_t expand = 2, ap = 8, ao = 4, ep = 2, eo = 1;
+    if (get_int(r, "mamba_d_state", 0, 16, &m.state_size) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) ||
+        get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, 8, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 0, cfg->hidden / at.num_attention_heads, &at.head_dim) ||
+        get_int(r, "max_position_embeddings", 0, 262144, &at.cache_length) ||
+        get_int(r, "attn_layer_period", 0, 8, &ap) || get_int(r, "attn_layer_offset", 0, 4, &ao) ||
+        get_int(r, "expert_layer_period", 0, 2, &ep) || get_int(r, "expert_layer_offset", 0, 1, &eo) ||
+        get_int(r, "num_experts", 0, 16, &cfg->moe.n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, 2, &cfg->moe.top_k) ||
+        get_int(r, "intermediate_size", 0, 14336, &cfg->ffn_size) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) ||
+        positive(r, "attn_layer_period", ap, 1 << 20) || positive(r, "expert_layer_period", ep, 1 << 20))
+        return -1;
+    if (ao < 0 || ao >= ap || eo < 0 || eo >= ep) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: attn_layer_offset (%lld) and expert_layer_offset (%lld) must be in [0, their "
+                     "period)", r->where, (long long)ao, (long long)eo);
+        return -1;
+    }
+    if (cfg->moe.n_experts < 1 || cfg->moe.n_experts > MC_STACK_MAX_EXPERTS ||
+        (cfg->moe.n_experts > 1 && (cfg->moe.top_k < 1 || cfg->moe.top_k > cfg->moe.n_experts ||
+                                    cfg->moe.top_k > MC_STACK_MAX_TOP_K))) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: num_experts (%lld) must be in [1, 512] and num_experts_per_tok (%lld) in [1, "
+                     "min(num_experts, 64)]", r->where, (long long)cfg->moe.n_experts, (long long)cfg->moe.top_k);
+        return -1;
+    }
+    const struct mc_json_value *rank = mc_json_get(r->root, "mamba_dt_rank");
+    if (rank == NULL || rank->type == MC_JSON_NULL || (rank->type == MC_JSON_STRING && strcmp(rank->string, "auto") == 0))
+        m.time_step_rank = (cfg->hidden + 15) / 16;
+    else if (get_int(r, "mamba_dt_rank", 1, 0, &m.time_step_rank))
+        return -1;
+    m.intermediate_size = expand * cfg->hidden;
+    cfg->moe.expert_size = cfg->ffn_size;
+    cfg->moe.router = MC_ROUTER_SOFTMAX_TOPK;
+    cfg->moe.renormalise = 0;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        int attn = i % ap == ao;
+        cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_MAMBA1;
+        cfg->layers[i].mixer.family = cfg->layers[i].family;
+        if (attn)
+            cfg->layers[i].mixer.u.attention = at;
+        else
+            cfg->layers[i].mixer.u.mamba1 = m;
+        cfg->layers[i].moe = cfg->moe.n_experts > 1 && i % ep == eo;
+        cfg->layers[i].dense = !cfg->layers[i].moe;
+    }
+    if (cfg->moe.n_experts == 1)
+        cfg->moe.n_experts = 0; /* layers_num_experts all 1: every layer the SwiGLU MLP */
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
-        return mc_error_set(err, MC_ERR_INPUT, "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text)",
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
+                            "granitemoehybrid, falcon_mamba, jamba)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
+    cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
     struct mc_json_value *root = NULL;
     struct mc_json_error je = {0};
     if (mc_json_parse(config_json, strlen(config_json), NULL, &root, &je) != 0)
@@ -478,11 +680,20 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
         get_num(&r,
                 cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
-                : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ? "rms_norm_eps"
-                                                                                : "layer_norm_epsilon",
-                0, 0, cfg->type == MC_MODEL_QWEN3_5 ? 1e-6 : 1e-5, &cfg->norm_eps) ||
-        get_bool(&r, "tie_word_embeddings", cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2, &cfg->tied) ||
-        get_bool(&r, "residual_in_fp32", cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA,
+                : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
+                        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA
+                    ? "rms_norm_eps"
+                    : "layer_norm_epsilon",
+                0, 0,
+                cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA
+                    ? 1e-6
+                    : 1e-5,
+                &cfg->norm_eps) ||
+        get_bool(&r, "tie_word_embeddings",
+                 cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_FALCON_MAMBA,
+                 &cfg->tied) ||
+        get_bool(&r, "residual_in_fp32",
+                 cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA,
                  &cfg->residual_in_fp32) ||
         positive(&r, "num_hidden_layers", cfg->n_layers, MC_STACK_MAX_LAYERS) ||
         positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
@@ -491,15 +702,21 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'layer_norm_epsilon' must be > 0", where);
         goto out;
     }
-    if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5)
-        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer add in the model dtype */
+    if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
+        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA)
+        cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
+                                      GraniteMoeHybridDecoderLayer add in the model dtype */
     cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5;
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
-         : cfg->type == MC_MODEL_MAMBA ? parse_mamba(&r, cfg)
+         : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
          : cfg->type == MC_MODEL_BAMBA ? parse_bamba(&r, cfg)
-                                       : parse_qwen3_5(&r, cfg)) != 0)
+         : cfg->type == MC_MODEL_QWEN3_5 ? parse_qwen3_5(&r, cfg)
+         : cfg->type == MC_MODEL_JAMBA   ? parse_jamba(&r, cfg)
+                                         : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
+    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && i < cfg->n_layers; i++)
+        cfg->layers[i].dense = cfg->ffn_size > 0; /* every layer has its MLP (GraniteMoeHybrid: the shared one) */
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
         if (mc_family_config_validate(&cfg->layers[i].mixer, &e) != MC_ERR_NONE) {
@@ -521,7 +738,8 @@ static int lfm2(const struct mc_stack_config *cfg)
 /* The `model.` layouts of the hybrids (lfm2, bamba) as against the `backbone.` of the Mamba models. */
 static int hybrid(const struct mc_stack_config *cfg)
 {
-    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5;
+    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
+           cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -531,7 +749,8 @@ void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STAC
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5)
+    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
+        cfg->type == MC_MODEL_JAMBA)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
@@ -574,17 +793,35 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
                                               "feed_forward.up_proj.weight", "feed_forward.down_proj.weight"};
     static const char *const qwen_parts[] = {"post_attention_layernorm.weight", "mlp.gate_proj.weight",
                                              "mlp.up_proj.weight", "mlp.down_proj.weight"};
+    static const char *const granite_parts[] = {"post_attention_layernorm.weight", "shared_mlp.input_linear.weight",
+                                                NULL, "shared_mlp.output_linear.weight"};
+    const char *const *parts = lfm2(cfg)                                ? lfm2_parts
+                               : cfg->type == MC_MODEL_QWEN3_5          ? qwen_parts
+                               : cfg->type == MC_MODEL_GRANITEMOEHYBRID ? granite_parts
+                                                                        : bamba_parts;
+    if (parts[part & 3] == NULL)
+        out[0] = '\0';
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, parts[part & 3]);
+}
+
+void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
+{
+    static const char *const granite_parts[] = {"block_sparse_moe.router.weight", "block_sparse_moe.experts.gate_up_proj",
+                                                "block_sparse_moe.experts.down_proj"};
+    static const char *const jamba_parts[] = {"feed_forward.router.weight", "feed_forward.experts.gate_up_proj",
+                                              "feed_forward.experts.down_proj"};
     snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
-             (lfm2(cfg) ? lfm2_parts : cfg->type == MC_MODEL_QWEN3_5 ? qwen_parts : bamba_parts)[part & 3]);
+             (cfg->type == MC_MODEL_JAMBA ? jamba_parts : granite_parts)[part < 0 || part > 2 ? 0 : part]);
 }
 
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
-             : cfg->type == MC_MODEL_BAMBA   ? "model.final_layernorm.weight"
-             : cfg->type == MC_MODEL_QWEN3_5 ? "model.norm.weight"
-                                             : "backbone.norm_f.weight");
+             : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA ? "model.final_layernorm.weight"
+             : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ? "model.norm.weight"
+                                                                                   : "backbone.norm_f.weight");
 }
 
 void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])

@@ -15,6 +15,8 @@
 
 #define MC_STACK_MAX_LAYERS 64
 #define MC_STACK_NAME_LEN 96
+#define MC_STACK_MAX_EXPERTS 512 /* E of a MoE feed-forward */
+#define MC_STACK_MAX_TOP_K 64    /* its k */
 
 enum mc_model_type {
     MC_MODEL_MAMBA2 = 1, /* Mamba2ForCausalLM */
@@ -23,12 +25,46 @@ enum mc_model_type {
     MC_MODEL_BAMBA = 4,  /* BambaForCausalLM: Mamba2 and attention layers, SwiGLU feed-forward */
     MC_MODEL_QWEN3_5 = 5, /* Qwen3_5ForCausalLM (model_type qwen3_5_text): Gated DeltaNet and gated attention
                              layers, zero-centred RMSNorm, dense SwiGLU MLP */
+    MC_MODEL_GRANITEMOEHYBRID = 6, /* GraniteMoeHybridForCausalLM: Mamba2 and attention (NoPE or RoPE, its own
+                                      score scale) by layer_types, a top-k MoE plus a shared SwiGLU MLP, the
+                                      embedding / residual / logits multipliers */
+    MC_MODEL_FALCON_MAMBA = 7, /* FalconMambaForCausalLM: MambaForCausalLM's stack, its mixers with the weightless
+                                  RMSNorms on dt, B and C (mamba1 inner_norms 1, mixer_rms_eps) */
+    MC_MODEL_JAMBA = 8,        /* JambaForCausalLM: Mamba1 (weighted inner norms) and NoPE attention every
+                                  attn_layer_period at attn_layer_offset, a softmax-then-top-k MoE every
+                                  expert_layer_period at expert_layer_offset, a SwiGLU MLP on the other layers */
+};
+
+/* How a mixture-of-experts feed-forward turns its router's logits into expert weights. */
+enum mc_stack_router {
+    MC_ROUTER_TOPK_SOFTMAX = 1, /* the k largest float32 router logits (a tie: the lower expert index first), then
+                                   a softmax over those k, rounded to the model dtype (GraniteMoeHybridTopKRouter:
+                                   the weights sum to 1) */
+    MC_ROUTER_SOFTMAX_TOPK = 2, /* a float32 softmax over every expert's logit, the k largest probabilities (a tie:
+                                   the lower index first), divided by their sum only with `renormalise`, rounded to
+                                   the model dtype (JambaTopKRouter: not renormalised) */
+};
+
+/* A mixture-of-experts feed-forward (docs/models.md §1): E experts of SwiGLU size F_e, k of them per token.
+ * Expert e: down_e(silu(gate_e x) · up_e x), gate and up the two halves of one [2 F_e][D] matrix (gate rows
+ * first); the token's output is the sum over its k experts of weight · expert output, added in increasing
+ * expert index, each product and sum rounded to the model dtype. */
+struct mc_stack_moe {
+    int64_t n_experts;   /* E (num_local_experts); 0: no MoE */
+    int64_t top_k;       /* k (num_experts_per_tok), 1 <= k <= E */
+    int64_t expert_size; /* F_e (GraniteMoeHybrid: intermediate_size) */
+    int32_t router;      /* enum mc_stack_router */
+    int32_t renormalise; /* MC_ROUTER_SOFTMAX_TOPK: the k probabilities divided by their sum */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
 struct mc_stack_layer {
     enum mc_family family;
     struct mc_family_config mixer; /* the family configuration derived from config.json */
+    int32_t moe;                   /* 1: the layer's feed-forward has the config's MoE (besides the dense MLP when
+                                      ffn_size > 0); 0 on a dense layer */
+    int32_t dense;                 /* 1: the layer has the dense SwiGLU MLP of ffn_size (0 on Jamba's MoE layers, whose
+                                      feed-forward is the MoE alone) */
 };
 
 struct mc_stack_config {
@@ -42,11 +78,21 @@ struct mc_stack_config {
     int32_t residual_in_fp32;
     int64_t ffn_size;        /* the SwiGLU feed-forward's intermediate size after each mixer; 0 = none */
     int32_t zero_centred;    /* every norm multiplies by (1 + weight), in float32 before the rounding */
+    int32_t ffn_fused;       /* the dense feed-forward's gate and up projections are one [2F][D] matrix, gate rows
+                                first (GraniteMoeHybridMLP input_linear) */
+    struct mc_stack_moe moe; /* the MoE of the layers with layers[i].moe */
+    /* the multipliers (1 when the model has none; GraniteMoeHybrid's µP-style ones): the embedding's output is
+     * multiplied by embedding_multiplier, every block's output (mixer, feed-forward) by residual_multiplier
+     * before its residual add, and the logits divided by logits_scaling, each product rounded to the dtype */
+    double embedding_multiplier;
+    double residual_multiplier;
+    double logits_scaling;
     struct mc_stack_layer layers[MC_STACK_MAX_LAYERS];
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
-/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text"; 0 on success, -1 when unknown. */
+/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba"; 0 on success, -1
+ * when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
@@ -71,7 +117,11 @@ void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAM
 void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer, const char *family_name,
                                char out[MC_STACK_NAME_LEN + 32]);
 /* The feed-forward of layer i (ffn_size > 0): part 0 its norm, 1 the gate (lfm2 w1, bamba gate_proj), 2 up
- * (w3, up_proj), 3 down (w2, down_proj). */
+ * (w3, up_proj), 3 down (w2, down_proj). With ffn_fused part 1 is the [2F][D] gate-and-up matrix and part 2
+ * has no name of its own (""). */
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
+/* The MoE of layer i (layers[i].moe): part 0 the router [E][D], 1 the experts' gate-and-up [E][2 F_e][D], 2 their
+ * down projections [E][D][F_e]. */
+void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 
 #endif

@@ -132,9 +132,17 @@ static enum mc_err_code read_config(struct mc_h5_reader *r, struct mc_golden *g)
         return r->err.code;
     if (e == 0)
         return mc_h5_fail(r, MC_ERR_INPUT, "/config", "missing group");
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
+        if (fields[i].optional) { /* absent: 0, the behaviour before the option */
+            int has = mc_h5_attr_exists(r, "/config", fields[i].name);
+            if (has < 0)
+                return r->err.code;
+            if (has == 0)
+                continue;
+        }
         if (read_config_field(r, &fields[i], (char *)&g->config.u + fields[i].offset))
             return r->err.code;
+    }
     if (mc_family_config_validate(&g->config, &r->err))
         mc_error_prefix(&r->err, "%s: /config", r->path);
     return r->err.code;

@@ -98,12 +98,25 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
         if (cfg->ffn_size > 0) {
             mc_stack_name_ffn(cfg, l, 0, buf);
             ADD(buf, 1, cfg->hidden, 0, 0);
+        }
+        if (cfg->ffn_size > 0 && cfg->layers[l].dense) {
             mc_stack_name_ffn(cfg, l, 1, buf);
-            ADD(buf, 2, cfg->ffn_size, cfg->hidden, 0);
-            mc_stack_name_ffn(cfg, l, 2, buf);
-            ADD(buf, 2, cfg->ffn_size, cfg->hidden, 0);
+            ADD(buf, 2, (cfg->ffn_fused ? 2 : 1) * cfg->ffn_size, cfg->hidden, 0);
+            if (!cfg->ffn_fused) {
+                mc_stack_name_ffn(cfg, l, 2, buf);
+                ADD(buf, 2, cfg->ffn_size, cfg->hidden, 0);
+            }
             mc_stack_name_ffn(cfg, l, 3, buf);
             ADD(buf, 2, cfg->hidden, cfg->ffn_size, 0);
+        }
+        if (cfg->layers[l].moe) {
+            const struct mc_stack_moe *e = &cfg->moe;
+            mc_stack_name_moe(cfg, l, 0, buf);
+            ADD(buf, 2, e->n_experts, cfg->hidden, 0);
+            mc_stack_name_moe(cfg, l, 1, buf);
+            ADD(buf, 3, e->n_experts, 2 * e->expert_size, cfg->hidden);
+            mc_stack_name_moe(cfg, l, 2, buf);
+            ADD(buf, 3, e->n_experts, cfg->hidden, e->expert_size);
         }
     }
     mc_stack_name_final_norm(cfg, buf);
@@ -116,7 +129,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
 
 static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_golden *g)
 {
-    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 5));
+    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 8)); /* norm, mixer, feed-forward, MoE */
     char(*names)[MC_STACK_NAME_LEN + 32] = mc_calloc((size_t)cap, sizeof *names);
     struct mc_h5_shape_rule *rules = mc_calloc((size_t)cap, sizeof *rules);
     const char **known = mc_calloc((size_t)cap, sizeof *known);

@@ -22,6 +22,7 @@ struct mc_stack {
     double *norm;                      /* [n][D] */
     int64_t F;                         /* feed-forward size (0 = none) */
     double *ffn_norm, *w1, *w3, *w2;   /* [n][D], [n][F][D], [n][F][D], [n][D][F] */
+    double **router, **gate_up, **down; /* per MoE layer [E][D], [E][2Fe][D], [E][D][Fe]; NULL on a dense layer */
     enum mc_stack_glue_fault fault;    /* MC_STACK_GLUE_NONE but in the mutant tests */
     int64_t fault_layer;
     double *fresh_head;                /* MC_STACK_GLUE_HEAD_UNTIED: [V][D] */
@@ -137,21 +138,44 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
     if (s->F > 0) {
         int64_t D = s->D, F = s->F;
         s->ffn_norm = malloc((size_t)(s->n * D) * sizeof(double));
-        s->w1 = malloc((size_t)(s->n * F * D) * sizeof(double));
-        s->w3 = malloc((size_t)(s->n * F * D) * sizeof(double));
-        s->w2 = malloc((size_t)(s->n * F * D) * sizeof(double));
+        s->w1 = calloc((size_t)(s->n * F * D), sizeof(double)); /* zeros on a layer without the MLP */
+        s->w3 = calloc((size_t)(s->n * F * D), sizeof(double));
+        s->w2 = calloc((size_t)(s->n * F * D), sizeof(double));
         double *dst[4] = {s->ffn_norm, s->w1, s->w3, s->w2};
         int64_t size[4] = {D, F * D, F * D, F * D};
         for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++)
             for (int part = 0; part < 4 && st == MC_BACKEND_OK; part++) {
+                if ((part == 2 && s->cfg->ffn_fused) || (part > 0 && !s->cfg->layers[l].dense))
+                    continue; /* read with part 1; a MoE-only layer (Jamba) has no MLP */
                 mc_stack_name_ffn(s->cfg, l, part, name);
-                double *w = dst[part] ? weight_copy(s, g, name, size[part]) : NULL;
+                int fused = part == 1 && s->cfg->ffn_fused; /* [2F][D]: the gate's rows, then up's */
+                double *w = dst[part] ? weight_copy(s, g, name, (fused ? 2 : 1) * size[part]) : NULL;
                 if (w == NULL)
                     st = MC_BACKEND_NOMEM;
                 else
                     memcpy(dst[part] + l * size[part], w, (size_t)size[part] * sizeof *w);
+                if (w != NULL && fused)
+                    memcpy(dst[2] + l * size[2], w + size[1], (size_t)size[2] * sizeof *w);
                 free(w);
             }
+    }
+    s->router = calloc((size_t)s->n, sizeof *s->router);
+    s->gate_up = calloc((size_t)s->n, sizeof *s->gate_up);
+    s->down = calloc((size_t)s->n, sizeof *s->down);
+    if (s->router == NULL || s->gate_up == NULL || s->down == NULL)
+        st = MC_BACKEND_NOMEM;
+    for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
+        const struct mc_stack_moe *e = &g->config.moe;
+        if (!g->config.layers[l].moe)
+            continue;
+        double **dst[3] = {s->router, s->gate_up, s->down};
+        int64_t size[3] = {e->n_experts * s->D, e->n_experts * 2 * e->expert_size * s->D,
+                           e->n_experts * s->D * e->expert_size};
+        for (int part = 0; part < 3 && st == MC_BACKEND_OK; part++) {
+            mc_stack_name_moe(s->cfg, l, part, name);
+            if ((dst[part][l] = weight_copy(s, g, name, size[part])) == NULL)
+                st = MC_BACKEND_NOMEM;
+        }
     }
     if (s->ops == NULL || s->models == NULL || s->norm == NULL || s->embed == NULL || s->final_norm == NULL ||
         (!s->cfg->tied && s->head == NULL))
@@ -210,6 +234,17 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->w1);
     free(s->w3);
     free(s->w2);
+    for (int64_t l = 0; l < s->n; l++) {
+        if (s->router != NULL)
+            free(s->router[l]);
+        if (s->gate_up != NULL)
+            free(s->gate_up[l]);
+        if (s->down != NULL)
+            free(s->down[l]);
+    }
+    free(s->router);
+    free(s->gate_up);
+    free(s->down);
     free(s);
 }
 
@@ -378,6 +413,8 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
             for (int64_t d = 0; d < D; d++)
                 acc += tmp[d] * wv[d];
             logits[r * V + v] = store(s, acc);
+            if (s->cfg->logits_scaling != 1.0 && s->fault != MC_STACK_GLUE_LOGITS_SCALING_DROPPED)
+                logits[r * V + v] = store(s, logits[r * V + v] / s->cfg->logits_scaling); /* logits / logits_scaling */
         }
     }
 }
@@ -427,25 +464,107 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
     return st;
 }
 
-/* The residual add of one layer: float32 (or float64) when residual_in_fp32, else in T. */
+/* The residual add of one block's output y: float32 (or float64) when residual_in_fp32, else in T; y is first
+ * multiplied by residual_multiplier (rounded to T) where the model has one. */
 static void residual_add(const struct mc_stack *s, double *h, const double *y, size_t n)
 {
     int fp32 = s->cfg->residual_in_fp32 && s->fault != MC_STACK_GLUE_RESIDUAL_NOT_FP32;
-    for (size_t i = 0; i < n; i++)
-        h[i] = fp32 ? compute(s, h[i] + y[i]) : store(s, h[i] + y[i]);
+    double m = s->fault == MC_STACK_GLUE_RESIDUAL_MULTIPLIER_DROPPED ? 1.0 : s->cfg->residual_multiplier;
+    for (size_t i = 0; i < n; i++) {
+        double v = m != 1.0 ? store(s, y[i] * m) : y[i];
+        h[i] = fp32 ? compute(s, h[i] + v) : store(s, h[i] + v);
+    }
 }
 
-/* The SwiGLU feed-forward after layer l's mixer (Lfm2MLP): h += w2(silu(w1 x) * w3 x), x the ffn_norm of
- * h; every product stored in the model dtype. x and y are [rows][D] scratch. */
-static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_t rows, double *h, double *x)
+/* The MoE of layer l on normed rows x [rows][D], added into y [rows][D] (the dense MLP's output, or zeros):
+ * y = y + Σ_j w_j · expert_{e_j}(x), in the dtype (MC_ROUTER_TOPK_SOFTMAX, stackconfig.h). a is [Fe] scratch. */
+static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const double *x, double *y, double *a)
+{
+    const struct mc_stack_moe *e = &s->cfg->moe;
+    const int64_t D = s->D, E = e->n_experts, K = e->top_k, Fe = e->expert_size;
+    const double *router = s->router[l], *gu = s->gate_up[l], *dn = s->down[l];
+    int64_t pick[MC_STACK_MAX_TOP_K];
+    double logit[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D;
+        double *yr = y + r * D;
+        for (int64_t k = 0; k < E; k++) { /* F.linear in T, then .float() */
+            double acc = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                acc += router[k * D + d] * xr[d];
+            logit[k] = compute(s, store(s, acc));
+        }
+        /* the k largest, larger first; a tie goes to the lower index (the higher one with the planted fault) */
+        uint8_t taken[MC_STACK_MAX_EXPERTS] = {0};
+        for (int64_t j = 0; j < K; j++) {
+            int64_t best = -1;
+            for (int64_t k = 0; k < E; k++)
+                if (!taken[k] && (best < 0 || logit[k] > logit[best] ||
+                                  (s->fault == MC_STACK_GLUE_ROUTER_TIE_HIGH && logit[k] == logit[best])))
+                    best = k;
+            taken[best] = 1;
+            pick[j] = best;
+        }
+        /* the weights: a softmax over the k (MC_ROUTER_TOPK_SOFTMAX: they sum to 1), or the softmax over every
+         * expert at the k (MC_ROUTER_SOFTMAX_TOPK), divided by their sum with renormalise; in float32, then
+         * rounded to the dtype (.type_as / .to(hidden_states.dtype)). The top-k of a softmax is the top-k of the
+         * logits it is taken of, so one pick serves both. */
+        int over_all = e->router == MC_ROUTER_SOFTMAX_TOPK || s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED;
+        int renorm = e->router == MC_ROUTER_TOPK_SOFTMAX ? s->fault != MC_STACK_GLUE_MOE_NOT_RENORMALISED
+                                                         : e->renormalise != (s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED);
+        double mx = logit[pick[0]], all = 0.0, sel = 0.0;
+        for (int64_t k = 0; over_all && k < E; k++)
+            all += exp(logit[k] - mx);
+        for (int64_t j = 0; j < K; j++) {
+            w[j] = over_all ? compute(s, exp(logit[pick[j]] - mx) / all) : exp(logit[pick[j]] - mx);
+            sel += w[j];
+        }
+        for (int64_t j = 0; j < K; j++)
+            w[j] = store(s, compute(s, renorm ? w[j] / sel : w[j]));
+        /* index_add_ in increasing expert index: the experts of this row in that order */
+        for (int64_t k = 0; k < E; k++) {
+            int64_t j = 0;
+            while (j < K && pick[j] != k)
+                j++;
+            if (j == K)
+                continue;
+            const double *g0 = gu + k * 2 * Fe * D, *u0 = g0 + Fe * D, *d0 = dn + k * D * Fe;
+            for (int64_t f = 0; f < Fe; f++) {
+                double g = 0.0, u = 0.0;
+                for (int64_t d = 0; d < D; d++) {
+                    g += g0[f * D + d] * xr[d];
+                    u += u0[f * D + d] * xr[d];
+                }
+                g = store(s, g);
+                u = store(s, u);
+                a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+            }
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int64_t f = 0; f < Fe; f++)
+                    acc += d0[d * Fe + f] * a[f];
+                yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
+            }
+        }
+    }
+}
+
+/* The feed-forward after layer l's mixer: x the ffn_norm of h, y = w2(silu(w1 x) * w3 x) (the SwiGLU MLP,
+ * Lfm2MLP / GraniteMoeHybrid's shared_mlp), plus the MoE on the same x where the layer has one, then
+ * h += y (times residual_multiplier); every product stored in the model dtype. x and y are [rows][D] scratch. */
+static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_t rows, double *h, double *x,
+                                           double *y)
 {
     int64_t D = s->D, F = s->F;
     const double *w1 = s->w1 + l * F * D, *w3 = s->w3 + l * F * D, *w2 = s->w2 + l * F * D;
-    double *a = malloc((size_t)F * sizeof *a);
+    int64_t Fe = s->cfg->layers[l].moe ? s->cfg->moe.expert_size : 0;
+    double *a = malloc((size_t)(F > Fe ? F : Fe) * sizeof *a);
     if (a == NULL)
         return MC_BACKEND_NOMEM;
     block_norm(s, s->ffn_norm + l * D, h, rows, x);
-    for (int64_t r = 0; r < rows; r++) {
+    if (!s->cfg->layers[l].dense) /* the MoE alone (Jamba's JambaSparseMoeBlock) */
+        memset(y, 0, (size_t)(rows * D) * sizeof *y);
+    for (int64_t r = 0; s->cfg->layers[l].dense && r < rows; r++) {
         const double *xr = x + r * D;
         for (int64_t f = 0; f < F; f++) {
             double g = 0.0, u = 0.0;
@@ -457,16 +576,16 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
             u = store(s, u);
             a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
         }
-        double *hr = h + r * D;
         for (int64_t d = 0; d < D; d++) {
-            double y = 0.0;
+            double acc = 0.0;
             for (int64_t f = 0; f < F; f++)
-                y += w2[d * F + f] * a[f];
-            y = store(s, y);
-            hr[d] = s->cfg->residual_in_fp32 && s->fault != MC_STACK_GLUE_RESIDUAL_NOT_FP32 ? compute(s, hr[d] + y)
-                                                                                          : store(s, hr[d] + y);
+                acc += w2[d * F + f] * a[f];
+            y[r * D + d] = store(s, acc);
         }
     }
+    if (Fe > 0) /* moe_hidden_states + shared_mlp(hidden_states) */
+        moe_forward(s, l, rows, x, y, a);
+    residual_add(s, h, y, (size_t)(rows * D));
     free(a);
     return MC_BACKEND_OK;
 }
@@ -483,7 +602,7 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
     enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
     if (st == MC_BACKEND_OK)
         residual_add(s, h, y, (size_t)(B * L * s->D));
-    if (st == MC_BACKEND_OK && s->F > 0 && (st = feed_forward(s, l, B * L, h, x)) == MC_BACKEND_NOMEM)
+    if (st == MC_BACKEND_OK && s->F > 0 && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)
         snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
     return st;
 }
@@ -508,6 +627,13 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
             goto out;
         }
         memcpy(h + r * D, s->embed + ids[r] * D, (size_t)D * sizeof *h);
+        /* inputs_embeds * embedding_multiplier, in T (applied once more with the planted fault) */
+        int times = s->cfg->embedding_multiplier == 1.0                    ? 0
+                    : s->fault == MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE ? 2
+                                                                           : 1;
+        for (int t = 0; t < times; t++)
+            for (int64_t d = 0; d < D; d++)
+                h[r * D + d] = store(s, h[r * D + d] * s->cfg->embedding_multiplier);
     }
     if (hidden != NULL)
         memcpy(hidden, h, n * sizeof *h);
@@ -554,6 +680,23 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
             h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
         st = layer_step(s, layer, NULL, batch, len, h_out, mask, NULL, x, y, msg);
     }
+    free(x);
+    free(y);
+    return st;
+}
+
+enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t rows, const double *h_in,
+                                            double *h_out, struct mc_msg *msg)
+{
+    size_t n = (size_t)(rows * s->D);
+    for (size_t i = 0; i < n; i++)
+        h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
+    if (s->F == 0)
+        return MC_BACKEND_OK;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    enum mc_backend_status st = x != NULL && y != NULL ? feed_forward(s, layer, rows, h_out, x, y) : MC_BACKEND_NOMEM;
+    if (st == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)layer);
     free(x);
     free(y);
     return st;

@@ -47,6 +47,13 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_BLOCK_NORM_SKIPPED, /* layer `layer`'s mixer reads the residual without its norm */
     MC_STACK_GLUE_FINAL_NORM_SKIPPED, /* the head reads the residual without the final norm */
     MC_STACK_GLUE_HEAD_UNTIED,       /* tied config, but the head is a matrix of its own (a fresh init) */
+    /* the glue of GraniteMoeHybrid (MoE, multipliers): */
+    MC_STACK_GLUE_MOE_NOT_RENORMALISED,     /* the k expert weights the other way round: GraniteMoeHybrid's the softmax
+                                               over every expert, not over the k; Jamba's divided by their sum */
+    MC_STACK_GLUE_ROUTER_TIE_HIGH,          /* equal router logits: the higher expert index wins, not the lower */
+    MC_STACK_GLUE_RESIDUAL_MULTIPLIER_DROPPED, /* every block's output added without residual_multiplier */
+    MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE,  /* the embedding multiplied by embedding_multiplier twice */
+    MC_STACK_GLUE_LOGITS_SCALING_DROPPED,      /* the logits not divided by logits_scaling */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
@@ -98,6 +105,11 @@ enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_sta
 enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *h_in, const uint8_t *mask, double *h_out,
                                               struct mc_msg *msg);
+/* Layer `layer`'s feed-forward alone (its norm, the dense MLP and / or the MoE, the residual add with its
+ * multiplier) on the residual after the mixer, h_in [rows][D] (float64 values, rounded as the engine holds the
+ * residual): h_out receives the layer's output. A layer without a feed-forward copies its input. */
+enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t rows, const double *h_in,
+                                            double *h_out, struct mc_msg *msg);
 /* Layer `layer`'s block norm of residual rows h [rows][D] into x [rows][D], as the engine computes it
  * in its dtype: the input of that layer's mixer. */
 void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x);

@@ -1393,10 +1393,31 @@ static void localise(struct sess *s)
     }
     memcpy(dm, s->g->mixer_outputs.data + l * N, (size_t)N * sizeof *dm);
     int mixer_ok = within(s, ym, dm, &t_mixer);
+    /* the feed-forward alone on the golden's residual after the mixer, hidden + residual_multiplier x mixer output
+     * (both the golden's float64): what the layer adds after its mixer, so a feed-forward fault (the MoE's router,
+     * its experts, the MLP) is told from one of the block norm or the residual */
+    int ffn_ok = 1;
+    int64_t t_ffn = -1;
+    if (mixer_ok && !layer_ok && cfg->ffn_size > 0) {
+        for (int64_t i = 0; i < N; i++)
+            x[i] = h_in[i] + cfg->residual_multiplier * dm[i];
+        if (mc_stack_ffn_forward(s->st, l, s->B * s->L, x, ym, &msg) == MC_BACKEND_OK)
+            ffn_ok = within(s, ym, h_next, &t_ffn);
+    }
     if (!mixer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
                  (long long)t_mixer);
+    else if (!layer_ok && !ffn_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue: the feed-forward (%s) or its residual add — the mixer alone is within tolerance on the "
+                 "golden's input, the feed-forward alone on the golden's residual after the mixer leaves it at token "
+                 "%lld",
+                 where,
+                 cfg->layers[l].moe && cfg->layers[l].dense ? "MoE + shared MLP"
+                 : cfg->layers[l].moe                        ? "MoE"
+                                                             : "MLP",
+                 (long long)t_ffn);
     else if (!layer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue around the mixer (norm / residual%s) — the mixer alone is within tolerance on the golden's "

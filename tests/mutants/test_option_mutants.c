@@ -1,0 +1,105 @@
+/*
+ * test_option_mutants.c — the mutants of Mamba1's inner-norm option (m1norm_mutant.c) through the CLI: each
+ * must fail the goldens whose configuration has what it breaks on prefill -> output (and recurrent_state, where
+ * the state moves), and pass the goldens where the bug cannot exist (exit 0): the plain Mamba1 golden for both,
+ * the weightless FalconMamba golden for the dropped weights.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture.h"
+#include "tmpdir.h"
+
+static char dir[] = "/tmp/mixcheck-options-XXXXXX";
+static char out[1 << 20];
+
+/* Status of (scenario, tensor) in the JSON report, or NULL when absent. */
+static const char *status_of(const char *scenario, const char *tensor)
+{
+    static char st[32];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import json, sys\n"
+             "for x in json.load(open(sys.argv[1]))[\"results\"]:\n"
+             "    if x[\"scenario\"] == sys.argv[2] and (x[\"tensor\"] or \"-\") == sys.argv[3]: print(x[\"status\"])' "
+             "%s/r.json %s %s",
+             dir, scenario, tensor);
+    if (mc_capture(cmd, out, sizeof out) != 0 || out[0] == '\0')
+        return NULL;
+    snprintf(st, sizeof st, "%.*s", (int)strcspn(out, "\n"), out);
+    return st;
+}
+
+static const struct {
+    const char *plugin, *backend, *golden;
+    int caught;                 /* 1: exit 1 with prefill/output failing; 0: every check passes */
+    const char *also;           /* another tensor prefill must fail, or NULL */
+} runs[] = {
+    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "falconnorm", 1, "recurrent_state"},
+    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "jambanorm", 1, "recurrent_state"},
+    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "tiny", 0, NULL},
+    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "jambanorm", 1, NULL},
+    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "falconnorm", 0, NULL},
+    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "tiny", 0, NULL},
+};
+
+static void test_m1_inner_norm_mutants(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd,
+                 MC_BINARY_DIR "/mixcheck run cases/mamba1/%s.yaml --plugin %s --backend %s --dtype f32 -q "
+                               "--color never --json %s/r.json",
+                 runs[i].golden, runs[i].plugin, runs[i].backend, dir);
+        int rc = mc_capture(cmd, out, sizeof out);
+        if (!runs[i].caught) {
+            if (rc != 0)
+                fail_msg("%s on mamba1/%s (nothing to break): exit %d, expected 0:\n%s", runs[i].backend,
+                         runs[i].golden, rc, out);
+            printf("%-40s %-11s passes (control)\n", runs[i].backend, runs[i].golden);
+            continue;
+        }
+        if (rc != 1)
+            fail_msg("%s on mamba1/%s: exit %d, expected 1:\n%s", runs[i].backend, runs[i].golden, rc, out);
+        const char *tensors[2] = {"output", runs[i].also};
+        for (int t = 0; t < 2 && tensors[t]; t++) {
+            const char *st = status_of("prefill", tensors[t]);
+            if (st == NULL || strcmp(st, "fail") != 0)
+                fail_msg("%s on mamba1/%s: prefill/%s %s, expected fail", runs[i].backend, runs[i].golden, tensors[t],
+                         st ? st : "absent");
+        }
+        printf("%-40s %-11s caught by prefill -> output%s%s\n", runs[i].backend, runs[i].golden,
+               runs[i].also ? ", " : "", runs[i].also ? runs[i].also : "");
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return mc_test_tmpdir_remove(dir);
+}
+
+int main(void)
+{
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        fprintf(stderr, "test_option_mutants: /usr/bin/python3 is needed to read the JSON report\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_m1_inner_norm_mutants)};
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
