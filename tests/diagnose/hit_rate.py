@@ -92,7 +92,7 @@ def names(sig, cls):
 def run(mixcheck, plugin, backend, paths, dtype, out):
     cmd = [mixcheck, "run", *paths, "--plugin", plugin, "--backend", backend, "--dtype", dtype, "-j", "2", "-q",
            "--color", "never", "--json", out]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     if p.returncode not in (0, 1):
         sys.exit("%s: exit %d\n%s" % (" ".join(cmd), p.returncode, p.stdout[-4000:]))
     with open(out) as f:

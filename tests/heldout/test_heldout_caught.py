@@ -86,7 +86,7 @@ def main(argv):
         report = os.path.join(scratch, fam + ".json")
         if os.path.exists(report):
             os.remove(report)
-        cmd = [mixcheck, "run", "cases/" + fam, "--plugin", plugin, "-k", "heldout.", "-q", "--json", report]
+        cmd = [mixcheck, "run", "cases/" + fam, "--plugin", plugin, "-k", "heldout.", "-q", "--no-experiments", "--json", report]
         if len(dtypes) == 1:
             cmd += ["--dtype", dtypes[0]]
         # the console output (which names diagnoses) is not read: only the verdicts of the report

@@ -189,7 +189,7 @@ static int run_cli(const char *path, const char *backend, const char *dtype)
     /* the library is loaded only for its own backends: a loaded plugin that runs nothing is an error */
     int builtin = strcmp(backend, "reference") == 0 || strcmp(backend, "cpu") == 0;
     snprintf(cmd, sizeof cmd,
-             MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype %s -j 2 -q --color never --json %s/r.json",
+             MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype %s -j 2 -q --no-experiments --color never --json %s/r.json",
              path, builtin ? "" : "--plugin " MC_MUTANTS_PLUGIN, backend, dtype, dir);
     int rc = run(cmd);
     if (rc != 0 && rc != 1)

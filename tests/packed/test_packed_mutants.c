@@ -73,7 +73,7 @@ static int run_cli(const char *path, const char *backend, const char *k, int jso
 {
     char cmd[4096];
     int builtin = strcmp(backend, "reference") == 0;
-    snprintf(cmd, sizeof cmd, MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype f32 %s%s -q --color never %s%s%s",
+    snprintf(cmd, sizeof cmd, MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype f32 %s%s -q --no-experiments --color never %s%s%s",
              path, builtin ? "" : "--plugin " MC_PACKED_MUTANTS, backend, k ? "-k " : "", k ? k : "",
              json ? "--json " : "", json ? dir : "", json ? "/r.json" : "");
     int rc = run(cmd);

@@ -8,6 +8,20 @@
 
 #include "verdict/compare.h"
 
+/* Cuts a string cut short by snprintf back to its last whole UTF-8 character (the lines hold "—", "‖", "√"). */
+static void utf8_trim(char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--; /* continuation bytes at the end */
+    if (i == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (lead >= 0x80 && n - (i - 1) < want)
+        s[i - 1] = '\0';
+}
+
 /* ---- facts ------------------------------------------------------------------------------------------- */
 
 static int reduced(enum mc_dtype d)
@@ -720,6 +734,8 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
         return 0;
     facts_text(f, out->facts, sizeof out->facts);
     experiments_text(f, out->experiments, sizeof out->experiments);
+    utf8_trim(out->facts);
+    utf8_trim(out->experiments);
     if (f->n_errored > 0) {
         out->verdict = MC_DIAG_ERRORS;
         errors_text(f, out->errors, sizeof out->errors);
@@ -764,6 +780,7 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
             continue;
         m.specific = specific(sig, truth);
         evidence(sig, truth, f, m.evidence, sizeof m.evidence);
+        utf8_trim(m.evidence);
         keep(out, &m);
     }
     if (out->n > 0)
@@ -956,7 +973,16 @@ static void with_experiments(const struct mc_diagnosis *d, char *line, size_t le
         snprintf(line + u, len - u, "; experiments: %s", d->experiments);
 }
 
+static void diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len);
+
 void mc_diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len)
+{
+    diag_line(d, line, len, also, also_len);
+    utf8_trim(line);
+    utf8_trim(also);
+}
+
+static void diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len)
 {
     also[0] = '\0';
     switch (d->verdict) {
@@ -980,8 +1006,20 @@ void mc_diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *al
     also_text(d->top, d->n, mc_diag_named_in_line(d->top, d->n), also, also_len);
 }
 
+static int summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len, char *also,
+                        size_t also_len, int *cases, int *first);
+
 int mc_diag_summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len,
                          char *also, size_t also_len, int *cases, int *first)
+{
+    int r = summary_line(d, n, backend, line, len, also, also_len, cases, first);
+    utf8_trim(line);
+    utf8_trim(also);
+    return r;
+}
+
+static int summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len, char *also,
+                        size_t also_len, int *cases, int *first)
 {
     int diagnosed = 0, errored = 0, precision = 0, noclass = 0;
     const struct mc_diagnosis *err_case = NULL, *prec_case = NULL, *none_case = NULL;

@@ -52,8 +52,11 @@
 #define GDN FAM(MC_FAMILY_GDN)
 #define ATT FAM(MC_FAMILY_ATTENTION)
 #define SSM (M2 | M1)
-#define STATEFUL (M2 | M1 | GDN)
-#define CONV (M2 | M1 | GDN | FAM(MC_FAMILY_SHORTCONV)) /* the families with a conv window */
+#define LIN FAM(MC_FAMILY_LIGHTNING)
+#define KDA FAM(MC_FAMILY_KDA)
+#define STATEFUL (M2 | M1 | GDN | LIN | KDA)
+#define CONV (M2 | M1 | GDN | KDA | FAM(MC_FAMILY_SHORTCONV)) /* the families with a conv window (lightning's
+                                                              "window" is only its token count) */
 
 #define FAILS(s, t, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .weight = (w)}
 #define PASSES(s, t, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .weight = (w)}

@@ -46,14 +46,20 @@ int64_t mc_experiment_split(const struct mc_scenario_ctx *ctx)
     return -1;
 }
 
-static int has_state(enum mc_family f)
+/* The golden's cache has a recurrent state / a conv window to zero (attention's KV cache is its state, but
+ * zeroing it is no history-less continuation; lightning attention has no conv window). */
+static int has_state(const struct mc_golden *g)
 {
-    return f == MC_FAMILY_MAMBA2 || f == MC_FAMILY_MAMBA1 || f == MC_FAMILY_GDN;
+    struct mc_family_shape sh;
+    mc_family_shape(&g->config, &sh);
+    return g->config.family != MC_FAMILY_ATTENTION && mc_family_state_elems(&sh) > 0;
 }
 
-static int has_window(enum mc_family f)
+static int has_window(const struct mc_golden *g)
 {
-    return f != MC_FAMILY_ATTENTION && f != MC_FAMILY_STACK;
+    struct mc_family_shape sh;
+    mc_family_shape(&g->config, &sh);
+    return g->config.family != MC_FAMILY_ATTENTION && sh.conv_channels * sh.conv_kernel > 0;
 }
 
 static int clamp_binds(const struct mc_golden *g)
@@ -79,9 +85,9 @@ int mc_experiment_applies(enum mc_experiment_kind kind, const struct mc_scenario
     case MC_EXP_GOLDEN_STATE_DECODE:
         return P > 0;
     case MC_EXP_ZERO_WINDOW:
-        return P > 0 && has_window(f) && have_reference(ctx);
+        return P > 0 && has_window(ctx->g) && have_reference(ctx);
     case MC_EXP_ZERO_STATE:
-        return P > 0 && has_state(f) && have_reference(ctx);
+        return P > 0 && has_state(ctx->g) && have_reference(ctx);
     case MC_EXP_DT_INSIDE_CLAMP:
         return P > 0 && clamp_binds(ctx->g) && have_reference(ctx);
     case MC_EXP_F32_REFERENCE:

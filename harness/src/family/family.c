@@ -79,9 +79,9 @@ static const struct mc_config_field lightning_fields[] = {
 
 static const struct mc_config_field kda_fields[] = {
     FIELD(mc_kda_config, hidden_size, MC_FIELD_INT),
-    {"linear_num_heads", MC_FIELD_INT, offsetof(struct mc_kda_config, num_heads)},
-    {"linear_head_dim", MC_FIELD_INT, offsetof(struct mc_kda_config, head_dim)},
-    {"linear_conv_kernel_dim", MC_FIELD_INT, offsetof(struct mc_kda_config, conv_kernel)},
+    {"linear_num_heads", MC_FIELD_INT, offsetof(struct mc_kda_config, num_heads), 0},
+    {"linear_head_dim", MC_FIELD_INT, offsetof(struct mc_kda_config, head_dim), 0},
+    {"linear_conv_kernel_dim", MC_FIELD_INT, offsetof(struct mc_kda_config, conv_kernel), 0},
     FIELD(mc_kda_config, chunk_size, MC_FIELD_INT),
     FIELD(mc_kda_config, rms_norm_eps, MC_FIELD_DOUBLE),
 };
