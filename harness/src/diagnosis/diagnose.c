@@ -97,7 +97,8 @@ static void note_error(struct mc_diag_facts *f, const struct mc_check_result *r)
     struct mc_diag_error *e = &f->errors[f->n_errors++];
     e->scenario = r->scenario;
     e->dtype = r->dtype;
-    snprintf(e->message, sizeof e->message, "%s", r->message[0] ? r->message : "errored (no message)");
+    snprintf(e->message, sizeof e->message, "%.*s", (int)sizeof e->message - 1,
+             r->message[0] ? r->message : "errored (no message)");
 }
 
 void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const struct mc_golden *g,
@@ -436,7 +437,7 @@ static void phrase(const struct mc_diag_cond *c, const struct mc_diag_facts *f, 
     case MC_DC_EXP_RATIO_BELOW: {
         int k = (int)c->value;
         snprintf(subj, ns, "experiment %s", mc_experiment_name((enum mc_experiment_kind)k));
-        snprintf(buf1, sizeof buf1, "%s", k >= 0 && k < MC_EXP_COUNT ? f->exp[k].text : "?");
+        snprintf(buf1, sizeof buf1, "%.*s", (int)sizeof buf1 - 1, k >= 0 && k < MC_EXP_COUNT ? f->exp[k].text : "?");
         p1 = pn = buf1;
         break;
     }
