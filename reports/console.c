@@ -188,7 +188,7 @@ static void console_diagnosis_summary(const struct mc_console *con, const struct
         char line[2048], also[1024];
         int cases = 0, first = 0;
         if (!mc_diag_summary_line(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, line, sizeof line, also,
-                                  sizeof also, &cases, &first))
+                                  sizeof also, &cases, &first, NULL))
             continue;
         fprintf(con->out, "\ndiagnosis of %s over %d diagnosed case(s) (first in %d): %s\n", rep->diagnoses[i].backend,
                 cases, first, line);

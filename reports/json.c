@@ -369,18 +369,14 @@ static void write_diagnoses(struct mc_writer *w, const struct mc_run_report *rep
         struct mc_diag_match top[MC_DIAG_TOP];
         int cases = 0, first = 0, named = 0, likely_first = 0;
         char line[2048], also[1024];
+        enum mc_diag_verdict v = MC_DIAG_NO_CLASS;
         mc_diag_summary_line(rep->diagnoses, rep->n_diagnoses, backend, line, sizeof line, also, sizeof also, &cases,
-                             &first);
-        int n = mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, backend, top, &named, &likely_first);
-        const char *verdict = "possibly";
-        if (strncmp(line, "errors", 6) == 0)
-            verdict = "errors", n = 0;
-        else if (strncmp(line, "computes in", 11) == 0)
-            verdict = "precision", n = 0;
-        else if (strncmp(line, "no class", 8) == 0)
-            verdict = "no class";
-        else if (strncmp(line, "likely", 6) == 0)
-            verdict = "likely";
+                             &first, &v);
+        /* the errors and precision verdicts name no class */
+        int n = v == MC_DIAG_ERRORS || v == MC_DIAG_PRECISION
+                    ? 0
+                    : mc_diagnose_summary(rep->diagnoses, rep->n_diagnoses, backend, top, &named, &likely_first);
+        const char *verdict = verdict_name(v);
         fputs(any ? ",\n    {" : "\n    {", w->f);
         any = 1;
         kv_str(w, "backend", backend, 0);

@@ -100,7 +100,7 @@ int mc_rank_diagnosis_summary_text(const struct mc_run_report *rep, int i, char 
     char what[2048];
     int cases = 0, first = 0;
     if (!mc_diag_summary_line(rep->diagnoses, rep->n_diagnoses, rep->diagnoses[i].backend, what, sizeof what, also,
-                              also_len, &cases, &first))
+                              also_len, &cases, &first, NULL))
         return 0;
     snprintf(line, len, "over %d diagnosed case(s) (first in %d): %s", cases, first, what);
     return 1;

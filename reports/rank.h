@@ -31,9 +31,9 @@ int mc_rank_most_drifted(const struct mc_run_report *rep, const struct mc_drift 
  * theirs failed). */
 const struct mc_diagnosis *mc_rank_diagnosis_of(const struct mc_run_report *rep, const struct mc_check_result *r);
 
-/* A diagnosis in the console's words: `line` as mc_diag_format_best ("likely: <title> (<id>) — evidence:
- * ..."), or "no known bug class matches these failures"; `also` the classes it names besides, "also
- * possible: <title> (<id>); ..." or "". */
+/* A diagnosis in the console's words: `line` as mc_diag_line ("likely: ...", "possibly: ...", "no class
+ * fits — facts: ...", "errors, not numbers: ...", "computes in f32 inside — ..."); `also` the classes it
+ * names besides, "also possible: <title> (<id>); ..." or "". */
 void mc_rank_diagnosis_text(const struct mc_diagnosis *d, char *line, size_t len, char *also, size_t also_len);
 
 /* The run's diagnosis of the backend of rep->diagnoses[i] over all its cases (mc_diagnose_summary), in

@@ -635,7 +635,6 @@ static int all_at_rounding(const struct mc_diag_facts *f, uint32_t dts, double u
             any = 1;
         }
     }
-    (void)dts;
     return any;
 }
 
@@ -911,14 +910,14 @@ void mc_diag_format(const struct mc_diag_match *m, char *buf, size_t len)
     snprintf(buf, len, "likely: %s (%s) \xe2\x80\x94 evidence: %s", m->sig->title, m->sig->id, m->evidence);
 }
 
-int mc_diag_named_in_line(const struct mc_diag_match *top, int n)
+static int named_in_line(const struct mc_diag_match *top, int n)
 {
     if (n <= 0)
         return 0;
     return n > 1 && thin(top, n) ? 2 : 1;
 }
 
-void mc_diag_format_best(const struct mc_diag_match *top, int n, char *buf, size_t len)
+static void format_best(const struct mc_diag_match *top, int n, char *buf, size_t len)
 {
     if (n <= 0) {
         snprintf(buf, len, "%s", "");
@@ -937,7 +936,7 @@ void mc_diag_format_best(const struct mc_diag_match *top, int n, char *buf, size
              top[1].sig->title, top[1].sig->id, top[0].evidence);
 }
 
-void mc_diag_format_summary(const struct mc_diag_match *top, int n, int cases, int first, char *buf, size_t len)
+static void format_summary(const struct mc_diag_match *top, int n, int cases, int first, char *buf, size_t len)
 {
     if (n <= 0) {
         snprintf(buf, len, "%s", "");
@@ -1003,24 +1002,27 @@ static void diag_line(const struct mc_diagnosis *d, char *line, size_t len, char
     case MC_DIAG_POSSIBLY:
         break;
     }
-    mc_diag_format_best(d->top, d->n, line, len);
-    also_text(d->top, d->n, mc_diag_named_in_line(d->top, d->n), also, also_len);
+    format_best(d->top, d->n, line, len);
+    also_text(d->top, d->n, named_in_line(d->top, d->n), also, also_len);
 }
 
 static int summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len, char *also,
-                        size_t also_len, int *cases, int *first);
+                        size_t also_len, int *cases, int *first, enum mc_diag_verdict *verdict);
 
 int mc_diag_summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len,
-                         char *also, size_t also_len, int *cases, int *first)
+                         char *also, size_t also_len, int *cases, int *first, enum mc_diag_verdict *verdict)
 {
-    int r = summary_line(d, n, backend, line, len, also, also_len, cases, first);
+    enum mc_diag_verdict v = MC_DIAG_NO_CLASS;
+    int r = summary_line(d, n, backend, line, len, also, also_len, cases, first, &v);
+    if (verdict)
+        *verdict = v;
     utf8_trim(line);
     utf8_trim(also);
     return r;
 }
 
 static int summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len, char *also,
-                        size_t also_len, int *cases, int *first)
+                        size_t also_len, int *cases, int *first, enum mc_diag_verdict *verdict)
 {
     int diagnosed = 0, errored = 0, precision = 0, noclass = 0;
     const struct mc_diagnosis *err_case = NULL, *prec_case = NULL, *none_case = NULL;
@@ -1042,12 +1044,14 @@ static int summary_line(const struct mc_diagnosis *d, int n, const char *backend
         return 0;
     if (errored) {
         *first = errored;
+        *verdict = MC_DIAG_ERRORS;
         snprintf(line, len, "errors, not numbers: %d of %d diagnosed case(s) errored; in %s: %s", errored, diagnosed,
                  err_case->case_id, err_case->errors);
         return 1;
     }
     if (precision == diagnosed) {
         *first = precision;
+        *verdict = MC_DIAG_PRECISION;
         snprintf(line, len, "computes in %s inside \xe2\x80\x94 rounding, not structure, in every diagnosed case; in %s: %s",
                  prec_case->precision, prec_case->case_id, prec_case->errors);
         return 1;
@@ -1063,7 +1067,8 @@ static int summary_line(const struct mc_diagnosis *d, int n, const char *backend
     }
     /* likely only when more than half of the diagnosed cases (not just those naming a class) name it likely */
     *first = likely_first;
-    mc_diag_format_summary(top, nt, diagnosed, likely_first, line, len);
+    *verdict = 2 * likely_first > diagnosed ? MC_DIAG_LIKELY : MC_DIAG_POSSIBLY;
+    format_summary(top, nt, diagnosed, likely_first, line, len);
     also_text(top, nt, 2 * likely_first > diagnosed ? 1 : nt > 1 ? 2 : 1, also, also_len);
     return 1;
 }

@@ -41,14 +41,15 @@ struct mc_diag_tensor_fact {
     double nmse;              /* largest NMSE over the failing checks */
     double rel_err;           /* largest max |a - b| / magnitude over the failing checks (the error's scale) */
     double cosine;            /* smallest cosine over the failing checks */
-    /* over its failing comparisons at f32/f64: elements compared, and those bf16 / f16 cannot hold */
+    /* over its failing comparisons at f32/f64: elements compared, and whether some value is off the bf16 /
+     * f16 grid (non-zero) */
     int64_t full_elems, offgrid_bf16, offgrid_f16;
 };
 
 struct mc_diag_scenario_fact {
     int ran_full, ran_reduced;       /* checks that compared something, per precision */
     int failed_full, failed_reduced; /* checks with a non-passing verdict (fail, error, nondeterministic) */
-    int errored, nondeterministic;
+    int nondeterministic;
     int64_t split;                   /* the token a continued forward starts at (its `prefill`), -1 none */
     char first_run[256];             /* the first failing run of the first failing check ("splits [1, 5]") */
     char first_stage[MC_DIAG_STAGE_LEN]; /* first failing stage of a check, "" when none is reported */
@@ -198,7 +199,7 @@ void mc_diag_line(const struct mc_diagnosis *d, char *line, size_t len, char *al
  * verdict when every diagnosed case has it, else the classes (mc_diagnose_summary, "likely" when more
  * than half the cases name the first class likely). Returns 0 when the backend has no diagnosis. */
 int mc_diag_summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len,
-                         char *also, size_t also_len, int *cases, int *first);
+                         char *also, size_t also_len, int *cases, int *first, enum mc_diag_verdict *verdict);
 
 /* 1 when d[i] is the first of d[0..i] from its backend (a run's per-backend lines take each backend
  * once, in the order of its first diagnosis), 0 otherwise. */
@@ -214,16 +215,5 @@ int mc_diagnose_summary(const struct mc_diagnosis *d, int n, const char *backend
 
 /* "likely: <title> (<id>) — evidence: <evidence>" into buf. */
 void mc_diag_format(const struct mc_diag_match *m, char *buf, size_t len);
-/* The line of a diagnosis: as mc_diag_format for its first class, or, when the runner-up scores less than
- * 3 (one defining observation) below it or under 60 % of the first class's conditions could be evaluated (the scenarios that would
- * tell it apart did not run), "possibly: <title> (<id>), or <title> (<id>) — evidence: <evidence of the
- * first>"; "" when nothing was named. */
-void mc_diag_format_best(const struct mc_diag_match *top, int n, char *buf, size_t len);
-/* The run's line for one backend (mc_diagnose_summary): "likely: ..." when more than half of its failing
- * cases name the first class first, else "possibly: A, or B — ...". */
-void mc_diag_format_summary(const struct mc_diag_match *top, int n, int cases, int first, char *buf, size_t len);
-/* How many classes that line names (0; 1; 2 for a close call, 1 when only one class was named but its
- * evidence is thin — then the line still says "possibly"). */
-int mc_diag_named_in_line(const struct mc_diag_match *top, int n);
 
 #endif

@@ -306,24 +306,18 @@ out:
 static void zeroed_cache(struct mc_session *s)
 {
     const struct mc_golden *g = s->g;
-    size_t n = (size_t)(g->batch * g->len * s->shape.hidden);
-    double *y = mc_session_calloc(n, sizeof *y, s);
+    double *ys = mc_session_calloc((size_t)(g->batch * g->len * s->shape.hidden), sizeof *ys, s);
     struct mc_session_cache c = {0};
     struct mc_slice sl = rows(g, 0, g->len);
-    if (y == NULL)
-        return;
-    double *ys = mc_session_calloc(n, sizeof *ys, s);
     if (ys == NULL)
-        goto out;
+        return;
     if (mc_session_cache_new(s, g->batch, &c) == 0 && mc_session_forward(s, &c, &sl, ys) == 0)
         mc_session_check_output_against(s, &sl, ys, g->output.data, "fresh", MC_TENSOR_OUTPUT);
     mc_session_cache_drop(s, &c);
     if (cache_from(s, NULL, NULL, 1, 1, &c) == 0 && mc_session_forward(s, &c, &sl, ys) == 0)
         mc_session_check_output_against(s, &sl, ys, g->output.data, "zeroed", MC_TENSOR_OUTPUT);
-    free(ys);
-out:
     mc_session_cache_drop(s, &c);
-    free(y);
+    free(ys);
 }
 
 static void cache_copy(struct mc_session *s, int64_t P)

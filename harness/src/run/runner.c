@@ -282,7 +282,6 @@ static void not_scheduled(struct mc_run_report *rep, const struct mc_backend_ops
 
 /* The experiments of one backend's diagnosis, each a job: the kinds, in job order. */
 struct exp_jobs {
-    const struct mc_run_options *opt;
     const struct mc_job *base;
     enum mc_experiment_kind kind[MC_EXP_COUNT];
 };
@@ -322,7 +321,7 @@ static void run_experiments(const struct mc_case *c, const struct mc_golden *g, 
     int want[MC_EXP_COUNT];
     mc_diagnose_experiments(c, g, checks, n_checks, backend, want);
     struct mc_job *ej = calloc(MC_EXP_COUNT, sizeof *ej);
-    struct exp_jobs x = {.opt = opt, .base = ej};
+    struct exp_jobs x = {.base = ej};
     int ne = 0;
     for (int k = 0; ej != NULL && k < MC_EXP_COUNT; k++) {
         if (!want[k] || !mc_experiment_applies((enum mc_experiment_kind)k, base))

@@ -234,8 +234,11 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
             s->headroom = h;
             record_worst(s, v, i, a, b);
         }
-        s->n_offgrid_bf16 += !mc_dtype_exact_bf16(a);
-        s->n_offgrid_f16 += !mc_dtype_exact_f16(a);
+        /* one off-grid value settles it: the conversions stop there (most f32 values: at the first) */
+        if (s->n_offgrid_bf16 == 0)
+            s->n_offgrid_bf16 = !mc_dtype_exact_bf16(a);
+        if (s->n_offgrid_f16 == 0)
+            s->n_offgrid_f16 = !mc_dtype_exact_f16(a);
         s->sum_ab += a * b;
         s->sum_aa += a * a;
         s->sum_bb += b * b;

@@ -66,8 +66,9 @@ struct mc_compare_stats {
     int64_t first_fail_batch;
     /* running sums for cosine and NMSE */
     double sum_ab, sum_aa, sum_bb, sum_err2;
-    /* finite actual values that bfloat16 / binary16 cannot hold exactly: 0 over a tensor compared at
-     * f32/f64 says the backend rounded it to that dtype somewhere (the diagnosis's storage-precision fact) */
+    /* 0 while every finite actual value is exactly a bfloat16 / binary16 value, non-zero from the first that
+     * is not (the comparator stops looking there): 0 over a tensor compared at f32/f64 says the backend
+     * rounded it to that dtype somewhere (the diagnosis's storage-precision fact) */
     int64_t n_offgrid_bf16, n_offgrid_f16;
     struct mc_position_profile profile; /* error against token position (above) */
 };
