@@ -9,6 +9,9 @@
  *   robust_nan       returns a NaN in its output
  *   robust_scribble  modifies its input x
  *   robust_exit      calls exit(0) inside forward (a library must never exit)
+ *   robust_leftover  state left in the process: a model made after another was destroyed perturbs its
+ *                    output (a static flag the port's destroy sets and its create never resets), so
+ *                    each check passes alone and fails after another check ran in its process
  *   robust_segv_packed, robust_segv_copy, robust_segv_create
  *                    die with SIGSEGV inside forward_packed, cache_copy, model_create (the crash report
  *                    names the entry point)
@@ -34,7 +37,7 @@
 enum misbehaviour {
     SEGV, ABORT, HANG, OVERRUN, NAN_OUT, SCRIBBLE, EXIT,
     READ_X_END, READ_X_BEFORE, READ_X_DISCARD, READ_MASK_END, READ_WEIGHT_END, READ_X_64, READ_X_4K,
-    SEGV_PACKED, SEGV_COPY, SEGV_CREATE,
+    SEGV_PACKED, SEGV_COPY, SEGV_CREATE, LEFTOVER,
     N_KINDS
 };
 
@@ -205,6 +208,30 @@ static enum mc_backend_status create_segv(const struct mc_model_desc *d, struct 
     return st;
 }
 
+/* robust_leftover's process-wide state: set by a destroy, read by the next create. */
+static int leftover_destroyed, leftover_tainted;
+
+static enum mc_backend_status create_leftover(const struct mc_model_desc *d, struct mc_model **m, struct mc_msg *msg)
+{
+    leftover_tainted = leftover_destroyed;
+    return mc_reference_mamba2_ops()->model_create(d, m, msg);
+}
+
+static void destroy_leftover(struct mc_model *m)
+{
+    leftover_destroyed = 1;
+    mc_reference_mamba2_ops()->model_destroy(m);
+}
+
+static enum mc_backend_status fwd_leftover(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
+                                           struct mc_msg *msg)
+{
+    enum mc_backend_status st = mc_reference_mamba2_ops()->forward(m, c, a, msg);
+    if (leftover_tainted && st == MC_BACKEND_OK)
+        ((float *)a->y)[0] += 1.0f;
+    return st;
+}
+
 __attribute__((visibility("default"))) const struct mc_backend_ops *const *
 mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
 {
@@ -214,13 +241,14 @@ mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
         "robust_nan",           "robust_scribble",      "robust_exit",           "robust_read_x_end",
         "robust_read_x_before", "robust_read_x_discard", "robust_read_mask_end", "robust_read_weight_end",
         "robust_read_x_64",     "robust_read_x_4k",     "robust_segv_packed",    "robust_segv_copy",
-        "robust_segv_create"};
+        "robust_segv_create",   "robust_leftover"};
     enum mc_backend_status (*fwd[N_KINDS])(struct mc_model *, struct mc_cache *, const struct mc_forward_args *,
                                            struct mc_msg *) = {
         fwd_segv,           fwd_abort,          fwd_hang,          fwd_overrun,   fwd_nan,       fwd_scribble,
         fwd_exit,           fwd_read_x_end,     fwd_read_x_before, fwd_read_x_discard, fwd_read_mask_end,
         mc_reference_mamba2_ops()->forward, fwd_read_x_64, fwd_read_x_4k,
-        mc_reference_mamba2_ops()->forward, mc_reference_mamba2_ops()->forward, mc_reference_mamba2_ops()->forward};
+        mc_reference_mamba2_ops()->forward, mc_reference_mamba2_ops()->forward, mc_reference_mamba2_ops()->forward,
+        fwd_leftover};
     for (int k = 0; k < N_KINDS; k++) {
         ops[k] = *mc_reference_mamba2_ops();
         ops[k].name = names[k];
@@ -235,6 +263,8 @@ mixcheck_plugin_backends(uint32_t *count, uint32_t *abi_version)
     ops[SEGV_PACKED].forward_packed = packed_segv;
     ops[SEGV_COPY].cache_copy = copy_segv;
     ops[SEGV_CREATE].model_create = create_segv;
+    ops[LEFTOVER].model_create = create_leftover;
+    ops[LEFTOVER].model_destroy = destroy_leftover;
     *count = N_KINDS;
     *abi_version = MIXCHECK_ABI_VERSION;
     return all;

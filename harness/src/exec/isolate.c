@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -40,14 +41,21 @@ struct entry_note {
 static struct entry_note own_note;
 static struct entry_note *note = &own_note;
 
+/* A worker: a child process that runs jobs one after another, their indices sent on `fd` and each
+ * result sent back on it, as long as they pass (see mc_isolate_run). */
 struct child {
-    pid_t pid;
-    int fd;
-    int job;
+    pid_t pid;       /* 0: no worker in this slot */
+    int fd;          /* a socket pair's parent end: job indices out, replies in */
+    int job;         /* the job it runs, -1 when idle */
+    int served;      /* jobs it finished before this one */
+    int rerun;       /* the job runs again in this fresh worker: it failed in a reused one */
+    int rerun_job;   /* that job, -1 when none waits */
     double deadline;
     size_t got;
     struct reply *buf;
-    struct entry_note *note; /* shared with the child (mmap MAP_SHARED) */
+    struct entry_note *note;         /* shared with the worker (mmap MAP_SHARED) */
+    struct mc_check_result *earlier; /* a rerun job's first result (allocated on first use) */
+    int earlier_served;              /* the checks its worker had run before it */
 };
 
 void mc_isolate_enter(const char *call)
@@ -239,87 +247,6 @@ static void fault_handler_remove(void)
     fault_reply = NULL;
 }
 
-static int start(struct child *ch, struct mc_job *job, int index, const struct mc_isolate_options *opt,
-                 mc_job_fn fn, void *user, struct mc_error *err)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return mc_error_set(err, MC_ERR_INTERNAL, "pipe: %s", strerror(errno));
-    fflush(NULL); /* nothing buffered may be written twice */
-    memset(ch->note, 0, sizeof *ch->note);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return mc_error_set(err, MC_ERR_INTERNAL, "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        struct reply *r = calloc(1, sizeof *r);
-        if (r == NULL)
-            _exit(3);
-        note = ch->note;
-        fault_handler_install(fds[1], r);
-        fn(job, user);
-        mc_guard_trim();
-        r->res = job->res;
-        r->err = job->err;
-        r->magic = REPLY_MAGIC;
-        write_all(fds[1], r, sizeof *r);
-        _exit(0);
-    }
-    close(fds[1]);
-    ch->pid = pid;
-    ch->fd = fds[0];
-    ch->job = index;
-    ch->got = 0;
-    ch->deadline = opt->timeout_s > 0 ? mc_clock_now_s() + opt->timeout_s : 0;
-    return MC_ERR_NONE;
-}
-
-/* Reaps a finished child and turns what it sent (or how it died) into the job's result. */
-static void finish(struct child *ch, struct mc_job *job, int timed_out, const struct mc_isolate_options *opt)
-{
-    int status = 0;
-    if (timed_out)
-        kill(ch->pid, SIGKILL);
-    while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    close(ch->fd);
-    /* identity of the check, in case the child never sent it */
-    struct mc_check_result *r = &job->res;
-    int all = ch->got == sizeof *ch->buf, whole = all && ch->buf->magic == REPLY_MAGIC;
-    char where[NOTE_CALL_LEN + 64];
-    note_text(ch->note, where, sizeof where);
-    if (whole && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        *r = ch->buf->res;
-        job->err = ch->buf->err;
-    } else if (timed_out) {
-        snprintf(r->message, sizeof r->message, "timed out after %.0f s (killed)%s", opt->timeout_s, where);
-        r->status = MC_CHECK_ERROR;
-        r->n_tensors = 0;
-    } else if (all && ch->buf->magic == FAULT_MAGIC) {
-        /* a fault in a fence: the child's handler named the buffer; it then died of the signal, or
-         * a sanitizer's handler (reached after ours) ended it */
-        int sig = ch->buf->res.n_tensors;
-        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s): %.900s", sig, strsignal(sig),
-                 ch->buf->res.message);
-        r->status = MC_CHECK_ERROR;
-        r->n_tensors = 0;
-    } else if (WIFSIGNALED(status)) {
-        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s)%s", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)), where);
-        r->status = MC_CHECK_ERROR;
-        r->n_tensors = 0;
-    } else {
-        snprintf(r->message, sizeof r->message, "the check's process exited with status %d before reporting%s%s",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, where[0] ? "," : "", where);
-        r->status = MC_CHECK_ERROR;
-        r->n_tensors = 0;
-    }
-    ch->pid = 0;
-}
-
 /* Fills the identity fields a dead child could not send. */
 static void preset_identity(struct mc_job *job)
 {
@@ -332,6 +259,187 @@ static void preset_identity(struct mc_job *job)
     r->backend = job->ctx.ops->name;
     r->device = job->ctx.ops->device;
     r->dtype = job->ctx.dtype;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* A check that leaves its worker fit for the next one: it passed, or did not apply, and the harness
+ * found no input problem in it. Anything else retires the worker. */
+static int clean(const struct mc_job *job)
+{
+    enum mc_check_status st = job->res.status;
+    return job->err.code == MC_ERR_NONE &&
+           (st == MC_CHECK_PASS || st == MC_CHECK_UNSUPPORTED || st == MC_CHECK_SKIPPED);
+}
+
+/* Jobs one worker runs at most before it is replaced (what a backend leaks stays bounded). */
+#define WORKER_JOBS 256
+
+/* The worker's life: wait for a job index, run the job, send the reply; until the parent closes its
+ * end (or kills it). Its copy of `jobs` is the parent's as it was when the worker was forked. */
+static void worker_main(int fd, struct entry_note *shared, struct mc_job *jobs, int n, mc_job_fn fn, void *user)
+{
+    struct reply *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        _exit(3);
+    note = shared;
+    fault_handler_install(fd, r);
+    int32_t idx;
+    while (read_all(fd, &idx, sizeof idx) == 0 && idx >= 0 && idx < n) {
+        struct mc_job *job = &jobs[idx];
+        preset_identity(job);
+        memset(&job->err, 0, sizeof job->err);
+        fn(job, user);
+        r->res = job->res;
+        r->err = job->err;
+        r->magic = REPLY_MAGIC;
+        write_all(fd, r, sizeof *r);
+    }
+    mc_guard_trim();
+    _exit(0);
+}
+
+/* Forks a fresh worker into slot k. */
+static int spawn(struct child *kids, int slots, int k, struct mc_job *jobs, int n, mc_job_fn fn, void *user,
+                 struct mc_error *err)
+{
+    struct child *ch = &kids[k];
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return mc_error_set(err, MC_ERR_INTERNAL, "socketpair: %s", strerror(errno));
+    fflush(NULL); /* nothing buffered may be written twice */
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return mc_error_set(err, MC_ERR_INTERNAL, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        /* the other workers' parent ends: held open here, a worker the parent retires would never
+         * see its end of file */
+        for (int o = 0; o < slots; o++)
+            if (o != k && kids[o].pid != 0)
+                close(kids[o].fd);
+        worker_main(sv[1], ch->note, jobs, n, fn, user);
+    }
+    close(sv[1]);
+    ch->pid = pid;
+    ch->fd = sv[0];
+    ch->job = -1;
+    ch->served = 0;
+    ch->got = 0;
+    return MC_ERR_NONE;
+}
+
+/* Ends slot k's worker (its reply, if any, is in). */
+static void retire(struct child *ch)
+{
+    if (ch->pid == 0)
+        return;
+    kill(ch->pid, SIGKILL);
+    close(ch->fd);
+    while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    ch->pid = 0;
+    ch->job = -1;
+}
+
+/* Hands job j to slot k's worker. 0 when sent; -1 when the worker was gone (the slot is then empty). */
+static int assign(struct child *ch, struct mc_job *jobs, int j, const struct mc_isolate_options *opt)
+{
+    preset_identity(&jobs[j]);
+    memset(ch->note, 0, sizeof *ch->note);
+    int32_t idx = j;
+    if (send(ch->fd, &idx, sizeof idx, MSG_NOSIGNAL) != (ssize_t)sizeof idx) {
+        retire(ch);
+        return -1;
+    }
+    ch->job = j;
+    ch->got = 0;
+    ch->deadline = opt->timeout_s > 0 ? mc_clock_now_s() + opt->timeout_s : 0;
+    return 0;
+}
+
+/* Slot k's worker died (or ran out of time) during its job: the job's result says how, from what the
+ * worker sent before (a fence's diagnosis) and its exit status. */
+static void died(struct child *ch, struct mc_job *job, int timed_out, const struct mc_isolate_options *opt)
+{
+    int status = 0;
+    if (timed_out)
+        kill(ch->pid, SIGKILL);
+    while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(ch->fd);
+    ch->pid = 0;
+    ch->job = -1;
+    struct mc_check_result *r = &job->res;
+    int all = ch->got == sizeof *ch->buf;
+    char where[NOTE_CALL_LEN + 64];
+    note_text(ch->note, where, sizeof where);
+    if (timed_out) {
+        snprintf(r->message, sizeof r->message, "timed out after %.0f s (killed)%s", opt->timeout_s, where);
+    } else if (all && ch->buf->magic == FAULT_MAGIC) {
+        /* a fault in a fence: the worker's handler named the buffer; it then died of the signal, or
+         * a sanitizer's handler (reached after ours) ended it */
+        int sig = ch->buf->res.n_tensors;
+        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s): %.900s", sig, strsignal(sig),
+                 ch->buf->res.message);
+    } else if (WIFSIGNALED(status)) {
+        snprintf(r->message, sizeof r->message, "crashed: signal %d (%s)%s", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)), where);
+    } else {
+        snprintf(r->message, sizeof r->message, "the check's process exited with status %d before reporting%s%s",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, where[0] ? "," : "", where);
+    }
+    r->status = MC_CHECK_ERROR;
+    r->n_tensors = 0;
+}
+
+/* A job that did not pass in a worker that had run others first runs again in a fresh one (a crash
+ * or failure may be what an earlier check left in the process). Its first result is kept. */
+static int plan_rerun(struct child *ch, const struct mc_job *job, int j, int served)
+{
+    if (served == 0)
+        return 0;
+    if (ch->earlier == NULL && (ch->earlier = malloc(sizeof *ch->earlier)) == NULL)
+        return 0; /* no room to keep it: the first result stands */
+    *ch->earlier = job->res;
+    ch->earlier_served = served;
+    ch->rerun = 1;
+    ch->rerun_job = j;
+    return 1;
+}
+
+/* The rerun's result is in: when it passed alone, the first result stands, saying so (a backend whose
+ * result depends on the checks run before it in the same process has a bug of its own). */
+static void settle_rerun(struct child *ch, struct mc_job *job)
+{
+    ch->rerun = 0;
+    ch->rerun_job = -1;
+    if (!clean(job))
+        return;
+    struct mc_check_result first = *ch->earlier;
+    char msg[sizeof first.message];
+    snprintf(msg, sizeof msg,
+             "fails after %d other checks ran in the same process and passes in a fresh one (the backend "
+             "keeps state across calls?)%s%.900s",
+             ch->earlier_served, first.message[0] ? ": " : "", first.message);
+    memcpy(first.message, msg, sizeof first.message);
+    job->res = first;
 }
 
 enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isolate_options *opt, mc_job_fn fn,
@@ -354,10 +462,13 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
         return MC_ERR_NONE;
     }
     int slots = opt->jobs < 1 ? 1 : opt->jobs > MC_ISOLATE_MAX_JOBS ? MC_ISOLATE_MAX_JOBS : opt->jobs;
+    if (slots > n)
+        slots = n > 0 ? n : 1;
     struct child *kids = calloc((size_t)slots, sizeof *kids);
     struct pollfd *pfd = calloc((size_t)slots, sizeof *pfd);
     int ok = kids != NULL && pfd != NULL;
     for (int k = 0; ok && k < slots; k++) {
+        kids[k].job = kids[k].rerun_job = -1;
         kids[k].buf = malloc(sizeof *kids[k].buf);
         void *page = mmap(NULL, sizeof *kids[k].note, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         kids[k].note = page == MAP_FAILED ? NULL : page;
@@ -367,23 +478,36 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         goto out;
     }
-    int next = 0, running = 0;
-    while ((next < n || running > 0) && err->code == MC_ERR_NONE) {
-        for (int k = 0; k < slots && next < n && err->code == MC_ERR_NONE; k++) {
-            if (kids[k].pid != 0)
+    int next = 0, running = 0, reruns = 0; /* reruns: planned, not yet handed out */
+    while ((next < n || running > 0 || reruns > 0) && err->code == MC_ERR_NONE) {
+        for (int k = 0; k < slots && err->code == MC_ERR_NONE; k++) {
+            struct child *ch = &kids[k];
+            if (ch->job >= 0 || (!ch->rerun && next >= n))
                 continue;
-            preset_identity(&jobs[next]);
-            if (start(&kids[k], &jobs[next], next, opt, fn, user, err) == MC_ERR_NONE)
-                running++;
-            next++;
+            int j = ch->rerun ? ch->rerun_job : next;
+            /* a worker found gone between jobs is replaced once; a fresh one that cannot take a job is
+             * a harness error */
+            for (int tries = 0; ch->job < 0 && tries < 2 && err->code == MC_ERR_NONE; tries++)
+                if (ch->pid != 0 || spawn(kids, slots, k, jobs, n, fn, user, err) == MC_ERR_NONE)
+                    assign(ch, jobs, j, opt);
+            if (ch->job < 0) {
+                if (err->code == MC_ERR_NONE)
+                    mc_error_set(err, MC_ERR_INTERNAL, "a check's worker process could not be started");
+                break;
+            }
+            if (ch->rerun)
+                reruns--;
+            else
+                next++;
+            running++;
         }
-        if (running == 0)
+        if (running == 0 || err->code != MC_ERR_NONE)
             break;
         /* wait for output, or the nearest deadline */
         int np = 0, map[MC_ISOLATE_MAX_JOBS];
         double nearest = 0;
         for (int k = 0; k < slots; k++) {
-            if (kids[k].pid == 0)
+            if (kids[k].job < 0)
                 continue;
             pfd[np].fd = kids[k].fd;
             pfd[np].events = POLLIN;
@@ -403,30 +527,48 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
         }
         for (int i = 0; i < np; i++) {
             struct child *ch = &kids[map[i]];
+            int j = ch->job, served = ch->served, outcome = 0; /* 1: a whole reply, 2: died, 3: timed out */
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
                 ssize_t r = read(ch->fd, (char *)ch->buf + ch->got, sizeof *ch->buf - ch->got);
                 if (r > 0) {
                     ch->got += (size_t)r;
-                    continue;
+                    if (ch->got == sizeof *ch->buf && ch->buf->magic == REPLY_MAGIC)
+                        outcome = 1;
+                } else if (!(r < 0 && errno == EINTR)) {
+                    outcome = 2; /* end of file: the worker is dead */
                 }
-                if (r < 0 && errno == EINTR)
-                    continue;
-                finish(ch, &jobs[ch->job], 0, opt); /* EOF: the child is done, or dead */
-                running--;
             } else if (ch->deadline > 0 && mc_clock_now_s() >= ch->deadline) {
-                finish(ch, &jobs[ch->job], 1, opt);
-                running--;
+                outcome = 3;
+            }
+            if (outcome == 0)
+                continue;
+            running--;
+            struct mc_job *job = &jobs[j];
+            if (outcome == 1) {
+                job->res = ch->buf->res;
+                job->err = ch->buf->err;
+                ch->job = -1;
+                ch->served++;
+            } else {
+                died(ch, job, outcome == 3, opt);
+            }
+            if (ch->rerun) {
+                retire(ch);
+                settle_rerun(ch, job);
+            } else if (!clean(job)) {
+                retire(ch);
+                if (outcome != 3)
+                    reruns += plan_rerun(ch, job, j, served);
+            } else if (ch->served >= WORKER_JOBS) {
+                retire(ch);
             }
         }
     }
 out:
     for (int k = 0; kids != NULL && k < slots; k++) {
-        if (kids[k].pid != 0) { /* only after a harness error */
-            kill(kids[k].pid, SIGKILL);
-            waitpid(kids[k].pid, NULL, 0);
-            close(kids[k].fd);
-        }
+        retire(&kids[k]);
         free(kids[k].buf);
+        free(kids[k].earlier);
         if (kids[k].note != NULL)
             munmap(kids[k].note, sizeof *kids[k].note);
     }

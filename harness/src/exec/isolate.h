@@ -1,9 +1,17 @@
 /*
  * isolate.h — runs checks so that a backend that crashes, aborts, exits or hangs fails its own check
- * and nothing else: each check runs in a child process (fork) with a time limit, up to `jobs` at a
- * time; the child sends its result back through a pipe. A check that dies is reported with its
+ * and nothing else: checks run in worker processes (fork), up to `jobs` at a time, each with a time
+ * limit; a worker sends each result back through a socket. A check that dies is reported with its
  * signal or exit status, one that runs out of time with the limit. Results land in job order, so a
  * run with any `jobs` gives the same report.
+ *
+ * A worker runs one check after another (of one mc_isolate_run call) while they pass: a fresh process
+ * per check cost more in first-touch page faults than many checks themselves. A check that fails,
+ * errors, crashes or finds an input problem retires its worker; when that worker had run other checks
+ * first, the check runs again in a fresh process, and that result is the one reported — unless it
+ * passes there: then the first failure stands, its message saying that it happens only after other
+ * checks ran in the same process (a backend that keeps state across calls has a bug of its own). A
+ * time limit is not rerun. A worker is also replaced after 256 checks.
  */
 #ifndef MC_ISOLATE_H
 #define MC_ISOLATE_H
