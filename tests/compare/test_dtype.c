@@ -51,6 +51,33 @@ static void test_round_trips(void **state)
     }
 }
 
+/* Between every two neighbouring finite values of the grid (of one sign), the midpoint rounds to the
+ * one with the even last bit, and the doubles either side of the midpoint to the nearer one; past the
+ * largest finite value, the midpoint to the next (the overflow threshold) goes to infinity. A
+ * property of the grid itself, not a comparison with another conversion. */
+static void check_midpoints(uint16_t (*from)(double), double (*to)(uint16_t), uint16_t inf)
+{
+    for (uint32_t sign = 0; sign <= 0x8000u; sign += 0x8000u) {
+        for (uint32_t h = 0; h < inf; h++) {
+            uint16_t lo = (uint16_t)(sign | h), hi = (uint16_t)(sign | (h + 1));
+            double a = to(lo), b = to(hi), mid = (a + b) / 2; /* exact: a, b have few significant bits */
+            uint16_t even = (h & 1) ? hi : lo;
+            if (hi == (sign | inf)) /* a + (a - previous)/2 past the largest finite value */
+                mid = a + (a - to((uint16_t)(sign | (h - 1)))) / 2, b = sign ? -INFINITY : INFINITY, even = hi;
+            assert_int_equal(from(mid), even);
+            assert_int_equal(from(nextafter(mid, a)), lo);
+            assert_int_equal(from(nextafter(mid, b)), hi);
+        }
+    }
+}
+
+static void test_midpoints(void **state)
+{
+    (void)state;
+    check_midpoints(mc_f16_from_f64, mc_f16_to_f64, 0x7c00u);
+    check_midpoints(mc_bf16_from_f64, mc_bf16_to_f64, 0x7f80u);
+}
+
 static void test_buffers(void **state)
 {
     (void)state;
@@ -75,6 +102,7 @@ int main(void)
         cmocka_unit_test(test_f16_known_values),
         cmocka_unit_test(test_bf16_known_values),
         cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_midpoints),
         cmocka_unit_test(test_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

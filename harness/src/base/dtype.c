@@ -18,72 +18,68 @@ size_t mc_dtype_size(enum mc_dtype dtype)
     return 0;
 }
 
-/* Rounds x to a binary format with `precision` significand bits, minimum normal exponent `emin` and
- * largest finite value `max`; round-to-nearest-even, subnormals kept, overflow to ±inf. */
-static double round_to_format(double x, int precision, int emin, double max)
+/* The conversions work on the bits (frexp/ldexp cost several times more, and every reduced-precision
+ * check converts each tensor through them).
+ *
+ * Rounds |x| (bits a, not NaN or inf) to `mbits` fraction bits with minimum normal exponent emin,
+ * round-to-nearest-even: the format's bits without the sign (the exponent field may overflow). */
+static uint32_t round_bits(uint64_t a, int mbits, int emin)
 {
-    if (!isfinite(x) || x == 0.0)
-        return x;
-    int e;
-    frexp(x, &e); /* |x| = f * 2^e, f in [0.5, 1): the leading bit has weight 2^(e-1) */
-    int lead = e - 1;
-    if (lead < emin)
-        lead = emin; /* subnormal range: fixed quantum 2^(emin - precision + 1) */
-    int shift = precision - 1 - lead;
-    double r = ldexp(nearbyint(ldexp(x, shift)), -shift);
-    if (fabs(r) > max)
-        return copysign(INFINITY, x);
-    return r;
+    int e = (int)(a >> 52) - 1023;
+    if (e < -1022)
+        return 0; /* zero, or a float64 subnormal: far below any 16-bit format's smallest value */
+    uint64_t m = (a & 0x000fffffffffffffull) | 0x0010000000000000ull;
+    int q = (e < emin ? emin : e) - mbits; /* the exponent of the result's last bit */
+    int s = 52 + q - e;                    /* bits of m below it */
+    if (s >= 64)
+        return 0;
+    uint64_t r = m >> s, rem = m & ((1ull << s) - 1), half = 1ull << (s - 1);
+    if (rem > half || (rem == half && (r & 1)))
+        r++;
+    /* normal: the implicit bit of r adds one to the exponent field (and a carry out of the fraction
+     * lands there too); subnormal: r is the fraction itself (r = 2^mbits is the smallest normal) */
+    return e < emin ? (uint32_t)r : ((uint32_t)(e - emin) << mbits) + (uint32_t)r;
 }
-
-#define F16_MAX 65504.0
-#define BF16_MAX 3.38953138925153547590470800371487866880e+38
-
 uint16_t mc_f16_from_f64(double x)
 {
-    uint16_t sign = signbit(x) ? 0x8000u : 0u;
-    if (isnan(x))
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    uint64_t a = b & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull)
         return (uint16_t)(sign | 0x7e00u);
-    double r = round_to_format(x, 11, -14, F16_MAX);
-    if (isinf(r))
+    if (a == 0x7ff0000000000000ull)
         return (uint16_t)(sign | 0x7c00u);
-    double a = fabs(r);
-    if (a == 0.0)
-        return sign;
-    int e;
-    frexp(a, &e);
-    int lead = e - 1;
-    if (lead < -14) /* subnormal: a = m * 2^-24 */
-        return (uint16_t)(sign | (uint16_t)ldexp(a, 24));
-    uint16_t mant = (uint16_t)(ldexp(a, -lead) * 1024.0 - 1024.0);
-    return (uint16_t)(sign | (uint16_t)((lead + 15) << 10) | mant);
+    uint32_t r = round_bits(a, 10, -14);
+    return (uint16_t)(sign | (r >= 0x7c00u ? 0x7c00u : r));
 }
-
 double mc_f16_to_f64(uint16_t h)
 {
+    uint64_t sign = (uint64_t)(h & 0x8000u) << 48;
     int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    double s = (h & 0x8000u) ? -1.0 : 1.0;
+    double v;
     if (exp == 0x1f)
-        return mant ? NAN : s * INFINITY;
-    if (exp == 0)
-        return s * ldexp((double)mant, -24);
-    return s * ldexp(1024.0 + mant, exp - 25);
+        return mant ? NAN : ((h & 0x8000u) ? -INFINITY : INFINITY);
+    if (exp == 0) {
+        v = (double)mant * 0x1p-24; /* exact */
+        return (h & 0x8000u) ? -v : v;
+    }
+    uint64_t bits = sign | ((uint64_t)(exp - 15 + 1023) << 52) | ((uint64_t)mant << 42);
+    memcpy(&v, &bits, sizeof v);
+    return v;
 }
-
 uint16_t mc_bf16_from_f64(double x)
 {
-    float f;
-    if (isnan(x)) {
-        f = NAN;
-    } else {
-        /* exact: the rounded value has 8 significant bits within float32's range */
-        f = (float)round_to_format(x, 8, -126, BF16_MAX);
-    }
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    if (isnan(x))
-        bits |= 0x00400000u;
-    return (uint16_t)(bits >> 16);
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    uint64_t a = b & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull)
+        return 0x7fc0u; /* one quiet NaN, whatever the sign */
+    if (a == 0x7ff0000000000000ull)
+        return (uint16_t)(sign | 0x7f80u);
+    uint32_t r = round_bits(a, 7, -126);
+    return (uint16_t)(sign | (r >= 0x7f80u ? 0x7f80u : r));
 }
 
 double mc_bf16_to_f64(uint16_t h)

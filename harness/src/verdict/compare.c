@@ -126,22 +126,40 @@ static void record_worst(struct mc_compare_stats *s, const struct mc_compare_vie
     s->worst_expected = b;
 }
 
-/* Absolute token position and batch row of a flat index. */
-static void element_position(const struct mc_compare_view *v, int64_t flat, int64_t *token, int64_t *batch,
-                             int64_t *local_token)
+/* Walks a view's flat indices in order and keeps each one's token (along token_axis) and batch row
+ * (dimension 0) on the way: a division per dimension per element cost more than the comparison. */
+struct walk {
+    int64_t tok_stride, tok_dim, bat_stride; /* elements per token step, tokens, elements per row */
+    int64_t in_tok, in_bat, tok, bat;        /* where the walk is */
+};
+
+static void walk_init(struct walk *w, const struct mc_compare_view *v)
 {
-    int64_t rem = flat, tok = 0, bat = 0;
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        int64_t idx = rem % v->dims[d];
-        rem /= v->dims[d];
-        if (d == v->token_axis)
-            tok = idx;
-        if (d == 0)
-            bat = idx;
+    memset(w, 0, sizeof *w);
+    w->tok_stride = INT64_MAX; /* no token axis: the token stays 0 */
+    w->tok_dim = 1;
+    w->bat_stride = 1;
+    for (int d = 1; d < v->ndim; d++)
+        w->bat_stride *= v->dims[d];
+    if (v->token_axis >= 0 && v->token_axis < v->ndim) {
+        w->tok_stride = 1;
+        for (int d = v->token_axis + 1; d < v->ndim; d++)
+            w->tok_stride *= v->dims[d];
+        w->tok_dim = v->dims[v->token_axis];
     }
-    *local_token = tok;
-    *token = (v->token_axis >= 0 ? tok : 0) + v->token_offset;
-    *batch = bat + v->batch_offset;
+}
+
+static void walk_next(struct walk *w)
+{
+    if (++w->in_tok == w->tok_stride) {
+        w->in_tok = 0;
+        if (++w->tok == w->tok_dim)
+            w->tok = 0;
+    }
+    if (++w->in_bat == w->bat_stride) {
+        w->in_bat = 0;
+        w->bat++;
+    }
 }
 
 static void note_failure(struct mc_compare_stats *s, int64_t token, int64_t batch)
@@ -183,10 +201,10 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
     /* M (case/tolerance.h): the array's own largest compared |b| is needed before the comparison only when
      * the tolerance scales with it; otherwise it is gathered on the way, for the stats */
     double M = tol.magnitude, seen = 0.0;
-    for (int64_t i = 0; tol.atol_scale > 0.0 && i < n; i++) {
-        int64_t token, batch, local_token;
-        element_position(v, i, &token, &batch, &local_token);
-        if (v->valid != NULL && v->token_axis >= 0 && !v->valid[(batch - v->batch_offset) * len_tokens + local_token])
+    struct walk w;
+    walk_init(&w, v);
+    for (int64_t i = 0; tol.atol_scale > 0.0 && i < n; i++, walk_next(&w)) {
+        if (v->valid != NULL && v->token_axis >= 0 && !v->valid[w.bat * len_tokens + w.tok])
             continue;
         if (isfinite(expected[i]) && fabs(expected[i]) > M)
             M = fabs(expected[i]);
@@ -194,11 +212,11 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
     tol.atol = mc_tolerance_atol_at(tol, M);
     if (tol.atol > s->atol_applied)
         s->atol_applied = tol.atol;
-    for (int64_t i = 0; i < n; i++) {
+    walk_init(&w, v);
+    for (int64_t i = 0; i < n; i++, walk_next(&w)) {
         double a = actual[i], b = expected[i];
-        int64_t token, batch, local_token;
-        element_position(v, i, &token, &batch, &local_token);
-        if (v->valid != NULL && v->token_axis >= 0 && !v->valid[(batch - v->batch_offset) * len_tokens + local_token]) {
+        int64_t token = (v->token_axis >= 0 ? w.tok : 0) + v->token_offset, batch = w.bat + v->batch_offset;
+        if (v->valid != NULL && v->token_axis >= 0 && !v->valid[w.bat * len_tokens + w.tok]) {
             /* padding: not compared, but it must be finite */
             if (!isfinite(a)) {
                 s->n_nonfinite++;
