@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bootstrap.sh [BUILD_DIR] [CMAKE_ARGS...] [--target T...] — installs the Debian packages mixcheck
 # needs (when missing; needs root), then configures and builds into BUILD_DIR (default: build); the
-# arguments after --target name the targets to build (default: all). clang and libclang-rt-14-dev
-# (libFuzzer) are for the fuzz build of .ci/run (-DMIXCHECK_FUZZ=ON).
+# arguments after --target name the targets to build (default: all); `bootstrap.sh --deps` only
+# installs. clang and libclang-rt-14-dev (libFuzzer) are for the fuzz build of .ci/run (-DMIXCHECK_FUZZ=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libhdf5-dev libyaml-dev libcmocka-dev libopenblas-dev
@@ -17,6 +17,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+[ "${1:-}" = --deps ] && exit 0
 build=${1:-build}
 shift || true
 cmake_args=() targets=()
