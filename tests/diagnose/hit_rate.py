@@ -9,11 +9,15 @@ apart). The correct controls and the non-bug must get no diagnosis at all. Print
 the hit rate; exits 1 below 90 % or when a control is diagnosed. Mutants of PENDING_FAMILIES (no signatures
 yet) must still be caught (exit 1) but are shown as "pending" and left out of the rate.
 
-usage: hit_rate.py MIXCHECK MUTANTS_PLUGIN PACKED_PLUGIN [--markdown]
+With --keep DIR, each run of the mutant library leaves its JSON report and exit status in DIR
+(keep_name()), for test_mutants, whose kill matrix makes the same runs (CTest runs it after this one).
+
+usage: hit_rate.py MIXCHECK MUTANTS_PLUGIN PACKED_PLUGIN [--markdown] [--keep DIR]
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,6 +93,11 @@ def names(sig, cls):
     return sig == cls or (re.fullmatch(r"\d+\.\d+", sig) is not None and re.fullmatch(re.escape(sig) + "[a-z]", cls) is not None)
 
 
+def keep_name(backend, path, dtype):
+    """The file name (without .json / .rc) of a kept run; test_mutants.c (kept_report) builds the same."""
+    return ("%s@%s@%s" % (backend, path, dtype)).replace("/", "_")
+
+
 def run(mixcheck, plugin, backend, paths, dtype, out):
     cmd = [mixcheck, "run", *paths, "--plugin", plugin, "--backend", backend, "--dtype", dtype, "-j", "2", "-q",
            "--color", "never", "--json", out]
@@ -102,11 +111,20 @@ def run(mixcheck, plugin, backend, paths, dtype, out):
 def main():
     mixcheck, plugins = sys.argv[1], {"m": sys.argv[2], "p": sys.argv[3]}
     markdown = "--markdown" in sys.argv
+    keep = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
+    if keep:
+        shutil.rmtree(keep, ignore_errors=True)
+        os.makedirs(keep)
     tmp = tempfile.mkdtemp(prefix="mixcheck-diag-")
     rows, hits, n_mutants, bad_controls = [], 0, 0, []
     verdicts = {}  # per-case verdict -> [right, total]
     for key, backend, label, paths, dtype, is_mutant in plan(mixcheck, plugins):
         rc, rep = run(mixcheck, plugins[key], backend, paths, dtype, os.path.join(tmp, "r.json"))
+        if keep and key == "m" and len(paths) == 1:
+            name = os.path.join(keep, keep_name(backend, paths[0], dtype))
+            shutil.copyfile(os.path.join(tmp, "r.json"), name + ".json")
+            with open(name + ".rc", "w") as f:
+                f.write("%d\n" % rc)
         diags = [d for d in rep.get("diagnoses", []) if d["backend"] == backend]
         if not is_mutant:
             named = diags[0]["likely"][0]["class"] if diags and diags[0]["likely"] else "-"

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -181,26 +182,61 @@ static int run(const char *cmd)
     return mc_capture(cmd, out, sizeof out);
 }
 
-/* Runs the CLI on `path` with backend/dtype; the JSON results, one "case\tscenario\ttensor\tstatus"
- * line each, are left in `out`. Returns the CLI's exit status. */
+/* The report diagnose_hit_rate kept of the same run (hit_rate.py --keep: MC_MUTANT_REPORTS names the
+ * folder), when there is one newer than both the mixcheck binary and the plugin: its path into `json`
+ * and its exit status into *rc. The two tests make the same runs (the diagnosis's experiments run after
+ * the checks and change no check's result), so the plain build makes them once; run alone, or when the
+ * kept one is older than the build, the run is made here. */
+static int kept_report(const char *path, const char *backend, const char *dtype, char *json, size_t len, int *rc)
+{
+    const char *keep = getenv("MC_MUTANT_REPORTS");
+    if (keep == NULL || keep[0] == '\0')
+        return 0;
+    char name[1024], rcfile[1100];
+    int n = snprintf(name, sizeof name, "%s@%s@%s", backend, path, dtype);
+    if (n < 0 || (size_t)n >= sizeof name)
+        return 0;
+    for (char *c = name; *c; c++)
+        if (*c == '/')
+            *c = '_';
+    snprintf(json, len, "%s/%s.json", keep, name);
+    snprintf(rcfile, sizeof rcfile, "%s/%s.rc", keep, name);
+    struct stat rep, bin, lib;
+    if (stat(json, &rep) != 0 || stat(MC_BINARY_DIR "/mixcheck", &bin) != 0 || stat(MC_MUTANTS_PLUGIN, &lib) != 0 ||
+        rep.st_mtime <= bin.st_mtime || rep.st_mtime <= lib.st_mtime)
+        return 0;
+    FILE *f = fopen(rcfile, "r");
+    if (f == NULL)
+        return 0;
+    int ok = fscanf(f, "%d", rc) == 1;
+    fclose(f);
+    return ok;
+}
+
+/* Runs the CLI on `path` with backend/dtype (or takes diagnose_hit_rate's report of that run); the JSON
+ * results, one "case\tscenario\ttensor\tstatus" line each, are left in `out`. Returns the CLI's exit status. */
 static int run_cli(const char *path, const char *backend, const char *dtype)
 {
-    char cmd[4096];
-    /* the library is loaded only for its own backends: a loaded plugin that runs nothing is an error */
-    int builtin = strcmp(backend, "reference") == 0 || strcmp(backend, "cpu") == 0;
-    snprintf(cmd, sizeof cmd,
-             MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype %s -j 2 -q --no-experiments --color never --json %s/r.json",
-             path, builtin ? "" : "--plugin " MC_MUTANTS_PLUGIN, backend, dtype, dir);
-    int rc = run(cmd);
-    if (rc != 0 && rc != 1)
-        fail_msg("%s: exit %d:\n%s", cmd, rc, out);
+    char cmd[4096], json[1200];
+    int rc;
+    if (!kept_report(path, backend, dtype, json, sizeof json, &rc)) {
+        /* the library is loaded only for its own backends: a loaded plugin that runs nothing is an error */
+        int builtin = strcmp(backend, "reference") == 0 || strcmp(backend, "cpu") == 0;
+        snprintf(json, sizeof json, "%s/r.json", dir);
+        snprintf(cmd, sizeof cmd,
+                 MC_BINARY_DIR "/mixcheck run %s %s --backend %s --dtype %s -j 2 -q --no-experiments --color never --json %s",
+                 path, builtin ? "" : "--plugin " MC_MUTANTS_PLUGIN, backend, dtype, json);
+        rc = run(cmd);
+        if (rc != 0 && rc != 1)
+            fail_msg("%s: exit %d:\n%s", cmd, rc, out);
+    }
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 -c 'import json, sys\n"
              "for x in json.load(open(sys.argv[1]))[\"results\"]:\n"
-             "    print(x[\"case\"], x[\"scenario\"], x[\"tensor\"] or \"-\", x[\"status\"], sep=\"\\t\")' %s/r.json",
-             dir);
+             "    print(x[\"case\"], x[\"scenario\"], x[\"tensor\"] or \"-\", x[\"status\"], sep=\"\\t\")' %s",
+             json);
     if (run(cmd) != 0)
-        fail_msg("cannot read the JSON report of %s on %s:\n%s", backend, path, out);
+        fail_msg("cannot read the JSON report %s of %s on %s:\n%s", json, backend, path, out);
     return rc;
 }
 
