@@ -19,6 +19,7 @@
 #include "base/dtype.h"
 #include "case/casenames.h"
 #include "exec/guard.h"
+#include "exec/wire.h"
 
 /* What a child sends back: the whole job result, then a trailer proving it arrived whole. A child
  * that faults in a guard fence (guard.h) sends FAULT_MAGIC instead, with the diagnosis in
@@ -261,21 +262,6 @@ static void preset_identity(struct mc_job *job)
     r->dtype = job->ctx.dtype;
 }
 
-static int read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n > 0) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* A check that leaves its worker fit for the next one: it passed, or did not apply, and the harness
  * found no input problem in it. Anything else retires the worker. */
 static int clean(const struct mc_job *job)
@@ -298,7 +284,7 @@ static void worker_main(int fd, struct entry_note *shared, struct mc_job *jobs, 
     note = shared;
     fault_handler_install(fd, r);
     int32_t idx;
-    while (read_all(fd, &idx, sizeof idx) == 0 && idx >= 0 && idx < n) {
+    while (mc_wire_recv_all(fd, &idx, sizeof idx) == 0 && idx >= 0 && idx < n) {
         struct mc_job *job = &jobs[idx];
         preset_identity(job);
         memset(&job->err, 0, sizeof job->err);
@@ -364,7 +350,7 @@ static int assign(struct child *ch, struct mc_job *jobs, int j, const struct mc_
     preset_identity(&jobs[j]);
     memset(ch->note, 0, sizeof *ch->note);
     int32_t idx = j;
-    if (send(ch->fd, &idx, sizeof idx, MSG_NOSIGNAL) != (ssize_t)sizeof idx) {
+    if (mc_wire_send_all(ch->fd, &idx, sizeof idx) != 0) {
         retire(ch);
         return -1;
     }

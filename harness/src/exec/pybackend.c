@@ -22,6 +22,7 @@
 #include "family/family.h"
 #include "base/jsonread.h"
 #include "exec/provenance.h"
+#include "exec/wire.h"
 #include "family/stackconfig.h"
 
 /* the package in the build tree (the source tree's python/), and where an installed mixcheck has it
@@ -282,36 +283,6 @@ static int worker_status(int fd)
     return st;
 }
 
-static int send_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int recv_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n > 0) {
-        ssize_t r = recv(fd, c, n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 static void worker_release(struct worker *w)
 {
     if (w->arena != NULL)
@@ -336,8 +307,8 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     f[F_ARENA] = (int64_t)W.arena_bytes;
     f[F_PAYLOAD] = (int64_t)plen;
     int64_t rep[4];
-    if (send_all(W.sock, f, N_FIELDS * sizeof f[0]) != 0 || (plen && send_all(W.sock, payload, plen) != 0) ||
-        recv_all(W.sock, rep, sizeof rep) != 0) {
+    if (mc_wire_send_all(W.sock, f, N_FIELDS * sizeof f[0]) != 0 || (plen && mc_wire_send_all(W.sock, payload, plen) != 0) ||
+        mc_wire_recv_all(W.sock, rep, sizeof rep) != 0) {
         char how[MC_MSG_LEN];
         describe_end(worker_status(W.status_fd), W.log_fd, what, how, sizeof how);
         W.dead = 1;
@@ -348,7 +319,7 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     for (int64_t left = rep[2]; left > 0;) { /* the message, truncated to what fits */
         char chunk[512];
         size_t n = left > (int64_t)sizeof chunk ? sizeof chunk : (size_t)left;
-        if (recv_all(W.sock, chunk, n) != 0) {
+        if (mc_wire_recv_all(W.sock, chunk, n) != 0) {
             W.dead = 1;
             return fail(msg, MC_BACKEND_INTERNAL, "python worker: short reply during %s", what);
         }
