@@ -29,6 +29,16 @@ static int run(const char *cmd)
     return mc_capture(cmd, out, sizeof out);
 }
 
+/* Writes a case file `name`.yaml with `text` into the scratch folder; its path into path. */
+static void write_case(char *path, size_t len, const char *name, const char *text)
+{
+    snprintf(path, len, "%s/%s.yaml", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 /* The console line of a backend's check, or NULL. */
 static const char *line_of(const char *backend)
 {
@@ -75,11 +85,7 @@ static void test_misbehaving_backends_are_contained(void **state)
              "robust_scribble, robust_exit]\ndtypes: [f32]\nscenarios:\n  prefill: {}\n",
              MC_SOURCE_DIR, MC_SOURCE_DIR);
     char path[600];
-    snprintf(path, sizeof path, "%s/robust.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_case(path, sizeof path, "robust", text);
     /* under ASan a SIGSEGV would be caught and turned into exit 1: let it kill the process */
     snprintf(cmd, sizeof cmd,
              "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 " MC_BINARY_DIR
@@ -127,11 +133,7 @@ static void test_model_layer_crash_is_contained(void **state)
              "backends: [reference, robust_segv, robust_hang, robust_exit]\ndtypes: [f32]\n"
              "scenarios:\n  prefill: {}\n  decode: {prefill: 5}\n",
              MC_SOURCE_DIR, MC_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/robust-model.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_case(path, sizeof path, "robust-model", text);
     snprintf(cmd, sizeof cmd,
              "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 " MC_BINARY_DIR
              "/mixcheck run %s --plugin %s --timeout 2 -j 4 --json %s/m.json"
@@ -158,11 +160,7 @@ static void test_model_layer_crash_is_contained(void **state)
              "backends: [robust_segv_copy]\ndtypes: [f32]\n"
              "scenarios:\n  speculative_verify: {prefill: 4, len: 5, accept: 2, seed: 11}\n",
              MC_SOURCE_DIR, MC_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/robust-model-copy.yaml", dir);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_case(path, sizeof path, "robust-model-copy", text);
     snprintf(cmd, sizeof cmd,
              "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 " MC_BINARY_DIR
              "/mixcheck run %s --plugin %s --timeout 20 -k /robust_segv_copy/",
@@ -222,11 +220,7 @@ static void test_read_overruns(void **state)
     for (size_t k = 0; k < N_READS; k++)
         used += snprintf(text + used, sizeof text - (size_t)used, ", %s", reads[k].backend);
     snprintf(text + used, sizeof text - (size_t)used, "]\ndtypes: [f32]\nscenarios:\n  prefill: {}\n");
-    snprintf(path, sizeof path, "%s/reads.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_case(path, sizeof path, "reads", text);
     static const char *modes[] = {"none", "poison", "fence", "both", NULL /* unset: the default, both */};
     for (int m = 0; m < 5; m++) {
         int asan_default = 0;
@@ -282,11 +276,7 @@ static void test_crash_names_the_entry(void **state)
              "backends: [robust_segv, robust_abort, robust_segv_packed, robust_segv_copy, robust_segv_create]\n"
              "dtypes: [f32]\nscenarios:\n  determinism: {prefill: 11}\n",
              MC_SOURCE_DIR, MC_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/robust-entry.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_case(path, sizeof path, "robust-entry", text);
     const char *env = "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 ";
     int used = snprintf(cmd, sizeof cmd, "%s" MC_BINARY_DIR "/mixcheck run %s --plugin %s -j 4 --color never", env,
                         path, MC_ROBUST_PLUGIN);
@@ -330,11 +320,7 @@ static void test_state_left_in_a_worker_is_named(void **state)
              "tolerance: %s/cases/tolerances/mamba2.yaml\nbackends: [robust_leftover]\ndtypes: [f32]\n"
              "scenarios:\n  prefill: {}\n  decode: {prefill: 5}\n  chunked: {splits: [[3, 11, 17]]}\n",
              MC_SOURCE_DIR, MC_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/leftover.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_case(path, sizeof path, "leftover", text);
     snprintf(cmd, sizeof cmd, MC_BINARY_DIR "/mixcheck run %s --plugin %s -j 1 --color never -k /robust_leftover/",
              path, MC_ROBUST_PLUGIN);
     assert_int_equal(run(cmd), 1);
