@@ -370,6 +370,7 @@ class _LinearCache:
         self.hf = hf
         self.batch = batch
         self.counts = np.zeros(batch)
+        self.seen = None   # [B][T] int64: the 2-D mask of every token so far, as generate() grows it
         self.next_pos = 0  # the next cache_position (4.57's forward takes one; the module does not read it)
 
 
@@ -377,8 +378,8 @@ class HFLightning(_HF):
     """Lightning attention (docs/semantics.md §13) through ``MiniMaxLightningAttention``, the golden's layer
     ``layer_idx`` of ``num_hidden_layers`` (the slopes depend on both), with ``MiniMaxCache``: the cache
     ``MiniMaxModel`` builds itself (``MiniMaxCache()``, every release). The mask is the one the model passes
-    its linear-attention layers (``create_recurrent_attention_mask``; before 5.20 the model passed the 2-D
-    mask itself, which the module reads only in its prefill branch, where the two are the same)."""
+    its linear-attention layers: from 5.15 ``create_recurrent_attention_mask`` (the model module imports it),
+    before that the 2-D mask of every token so far itself (the module reads it only in its prefill branch)."""
     name = "hf-lightning"
     family = "lightning"
     computed_buffers = ("slope_rate", "query_decay", "key_decay", "diagonal_decay")
@@ -404,10 +405,29 @@ class HFLightning(_HF):
             raise Unsupported("MiniMaxLightningAttention's norm eps is %g (fixed), the golden's %g"
                               % (mixer.norm.variance_epsilon, c["norm_eps"]))
         self.layer = layer
+        # whether MiniMaxModel builds its linear layers' mask with the release's helper (5.15 on)
+        self.model_helper = hasattr(sys.modules[MiniMaxLightningAttention.__module__],
+                                    "create_recurrent_attention_mask")
         return cfg, mixer
 
     def cache_alloc(self, batch):
         return _LinearCache(MiniMaxCache(), batch)
+
+    def model_mask(self, cache, h, mask):
+        """The mask MiniMaxModel hands this layer for a forward of ``mask`` ([B][L], None: all real), and the
+        2-D mask of every token so far after it."""
+        B, L = h.shape[0], h.shape[1]
+        cur = torch.ones((B, L), dtype=torch.int64, device=self.device) if mask is None else \
+            torch.from_numpy(np.array(mask, np.int64)).to(self.device)
+        past = cache.seen if cache is not None and cache.seen is not None else \
+            torch.zeros((B, 0), dtype=torch.int64, device=self.device)
+        full = torch.cat([past, cur], dim=1)
+        if self.model_helper:
+            m = hfapi.recurrent_mask(masking_utils, self.hf_config, h, full, cache.hf if cache is not None else None,
+                                     primed=cache is not None and self.state(cache) is not None)
+        else:  # up to 5.14 the model passes generate()'s attention_mask as it is
+            m = None if mask is None and past.shape[1] == 0 else full
+        return m, full
 
     def state(self, cache):
         s = cache.hf.get_linear_cache(self.layer)
@@ -424,6 +444,13 @@ class HFLightning(_HF):
         cache.hf.set_linear_cache(self.layer, s)
         cache.counts = np.array(conv_state, np.float64).reshape(cache.batch).copy()
         cache.next_pos = max(cache.next_pos, 1)
+        # the mask history of a cache that held counts[b] real tokens (right-aligned; rounded to whole tokens)
+        n = np.clip(np.nan_to_num(cache.counts), 0, 1 << 20).astype(np.int64)
+        T = int(n.max()) if cache.batch else 0
+        seen = np.zeros((cache.batch, T), np.int64)
+        for b in range(cache.batch):
+            seen[b, T - n[b]:] = 1
+        cache.seen = torch.from_numpy(seen).to(self.device)
         return cache
 
     def forward(self, cache, x, mask):
@@ -431,11 +458,7 @@ class HFLightning(_HF):
             h = self.tensor(x)
             B, L = h.shape[0], h.shape[1]
             hf = cache.hf if cache is not None else None
-            m = None
-            if mask is not None:
-                m = hfapi.recurrent_mask(masking_utils, self.hf_config, h,
-                                         torch.from_numpy(np.array(mask, np.int64)).to(self.device), hf,
-                                         primed=cache is not None and self.state(cache) is not None)
+            m, full = self.model_mask(cache, h, mask)
             what = type(self.mixer).__name__ + ".forward"
             pos = torch.arange(cache.next_pos, cache.next_pos + L, device=self.device) if cache is not None else None
             kw = hfapi.forward_kwargs(self.mixer.forward, what, cache=hf, cache_position=pos)
@@ -449,6 +472,7 @@ class HFLightning(_HF):
             if cache is not None:
                 hfapi.check_used(before, hf, what)
                 cache.next_pos += L
+                cache.seen = full
                 cache.counts += np.ones(B) * L if mask is None else np.array(mask, np.float64).sum(axis=1)
         return self.numpy_out(y)
 
