@@ -2,7 +2,7 @@
 
     mixcheck run cases/ --python /work/venv/bin/python --python-backend mixcheck_backend.hf
 
-registers five mixer backends, each wrapping the installed transformers mixer class with transformers' own
+registers seven mixer backends, each wrapping the installed transformers mixer class with transformers' own
 cache class (``DynamicCache`` built from the model's config, one linear-attention layer; for attention a
 ``DynamicCache`` that also keeps the 2-D padding mask, see ``HFAttention``):
 
@@ -12,6 +12,8 @@ cache class (``DynamicCache`` built from the model's config, one linear-attentio
     hf-shortconv  Lfm2ShortConv            (transformers.models.lfm2)
     hf-attention  Qwen3NextAttention (output gate, zero-centred q/k norms), Lfm2Attention (plain RMS
                   q/k norms) or BambaAttention (no q/k norm, biases), by the golden's configuration
+    hf-lightning  MiniMaxLightningAttention with MiniMaxCache (transformers.models.minimax)
+    hf-kda        KimiLinearDeltaAttention  (transformers.models.kimi_linear, 5.20 on)
 
 and one whole-stack backend (family ``stack``, docs/models.md §7):
 
@@ -77,6 +79,11 @@ Lfm2ShortConv, = _optional("models.lfm2.modeling_lfm2", "Lfm2ShortConv")
 Qwen3NextAttention, Qwen3NextRotaryEmbedding = _optional("models.qwen3_next.modeling_qwen3_next",
                                                          "Qwen3NextAttention", "Qwen3NextRotaryEmbedding")
 Lfm2Attention, Lfm2RotaryEmbedding = _optional("models.lfm2.modeling_lfm2", "Lfm2Attention", "Lfm2RotaryEmbedding")
+MiniMaxConfig, = _optional("models.minimax.configuration_minimax", "MiniMaxConfig")
+MiniMaxLightningAttention, MiniMaxCache = _optional("models.minimax.modeling_minimax", "MiniMaxLightningAttention",
+                                                    "MiniMaxCache")
+KimiLinearConfig, = _optional("models.kimi_linear.configuration_kimi_linear", "KimiLinearConfig")
+KimiLinearDeltaAttention, = _optional("models.kimi_linear.modeling_kimi_linear", "KimiLinearDeltaAttention")
 BambaConfig, = _optional("models.bamba.configuration_bamba", "BambaConfig")
 BambaAttention, BambaRotaryEmbedding = _optional("models.bamba.modeling_bamba", "BambaAttention",
                                                  "BambaRotaryEmbedding")
@@ -106,6 +113,8 @@ def _set_expand(cfg, inter, hidden):
 
 class _HF(Backend):
     dtypes = ("f64", "f32", "f16", "bf16")
+    #: state_dict() buffers the module computes itself and the checkpoint does not carry
+    computed_buffers = ()
 
     def __init__(self, family, dtype, config, weights, options):
         super().__init__(family, dtype, config, weights, options)
@@ -116,6 +125,10 @@ class _HF(Backend):
         self.hf_config, self.mixer = self.build(config)
         self.mixer.eval()
         state = {k: self.tensor(v) for k, v in weights.items()}
+        # buffers the module computes from its configuration (lightning's slope and decay tables): its own
+        for k, b in self.mixer.named_buffers():
+            if k in self.computed_buffers and k not in state:
+                state[k] = b
         self.mixer.load_state_dict(state, strict=True)
         self.mixer.to(device=self.device, dtype=self.tdtype)
 
@@ -314,6 +327,154 @@ class HFShortConv(_HF):
         object.__setattr__(cfg, "layer_types", ["conv", "full_attention"])
         object.__setattr__(cfg, "num_hidden_layers", 2)
         return cfg
+
+
+class HFKda(_HF):
+    """Kimi Delta Attention (docs/semantics.md §14) through ``KimiLinearDeltaAttention`` and the
+    ``DynamicCache`` a ``KimiLinearConfig`` of one linear-attention layer builds (its conv window ``[C][K]``
+    and state ``[H][d][d]``, the layouts mixcheck exports)."""
+    name = "hf-kda"
+    family = "kda"
+
+    def build(self, c):
+        _need("KimiLinearDeltaAttention (Kimi-Linear, transformers 5.20 on)", KimiLinearConfig,
+              KimiLinearDeltaAttention)
+        cfg = KimiLinearConfig(hidden_size=c["hidden_size"], num_hidden_layers=1, layer_types=["linear_attention"],
+                               mlp_layer_types=["dense"],
+                               linear_attn_config={"head_dim": c["linear_head_dim"], "num_heads": c["linear_num_heads"],
+                                                   "short_conv_kernel_size": c["linear_conv_kernel_dim"]},
+                               rms_norm_eps=c["rms_norm_eps"], hidden_act="silu", vocab_size=8,
+                               num_attention_heads=2, num_key_value_heads=2)
+        mixer = KimiLinearDeltaAttention(cfg, 0)
+        if (mixer.num_heads, mixer.head_dim, mixer.conv_kernel_size) != \
+                (c["linear_num_heads"], c["linear_head_dim"], c["linear_conv_kernel_dim"]):
+            raise Unsupported("KimiLinearDeltaAttention derives heads %d, head_dim %d, conv kernel %d from its "
+                              "config, the golden has %d, %d, %d"
+                              % (mixer.num_heads, mixer.head_dim, mixer.conv_kernel_size, c["linear_num_heads"],
+                                 c["linear_head_dim"], c["linear_conv_kernel_dim"]))
+        return cfg, mixer
+
+    def state_dtype(self):
+        # the module writes its state back as float32 whatever the model dtype (update_recurrent_state(....to(
+        # torch.float32))): an imported state is held the same way
+        return torch.float32
+
+
+class _LinearCache:
+    """A ``MiniMaxCache`` (the linear cache: one ``[B][H][hd][hd]`` state per lightning layer, ``[]`` for
+    the layers before it) and beside it the count of real tokens each row has consumed: mixcheck's
+    ``conv_state [B][1][1]`` (docs/semantics.md §13.4), which HF does not keep. Each forward adds its mask's
+    real tokens; an import sets it."""
+
+    def __init__(self, hf, batch):
+        self.hf = hf
+        self.batch = batch
+        self.counts = np.zeros(batch)
+        self.seen = None   # [B][T] int64: the 2-D mask of every token so far, as generate() grows it
+        self.next_pos = 0  # the next cache_position (4.57's forward takes one; the module does not read it)
+
+
+class HFLightning(_HF):
+    """Lightning attention (docs/semantics.md §13) through ``MiniMaxLightningAttention``, the golden's layer
+    ``layer_idx`` of ``num_hidden_layers`` (the slopes depend on both), with ``MiniMaxCache``: the cache
+    ``MiniMaxModel`` builds itself (``MiniMaxCache()``, every release). The mask is the one the model passes
+    its linear-attention layers: from 5.15 ``create_recurrent_attention_mask`` (the model module imports it),
+    before that the 2-D mask of every token so far itself (the module reads it only in its prefill branch)."""
+    name = "hf-lightning"
+    family = "lightning"
+    computed_buffers = ("slope_rate", "query_decay", "key_decay", "diagonal_decay")
+
+    def build(self, c):
+        _need("MiniMaxLightningAttention", MiniMaxConfig, MiniMaxLightningAttention, MiniMaxCache)
+        n, layer, hd = c["num_hidden_layers"], c["layer_idx"], c["head_dim"]
+        types = ["full_attention"] * n
+        types[layer] = "linear_attention"
+        # the config validates RoPE for its softmax layers, which wants an even head_dim; lightning attention
+        # has no RoPE, so an odd head_dim is set past the validation
+        cfg = MiniMaxConfig(hidden_size=c["hidden_size"], num_attention_heads=c["num_attention_heads"],
+                            num_key_value_heads=c["num_attention_heads"], head_dim=hd + hd % 2,
+                            block_size=c["block_size"], num_hidden_layers=n, layer_types=types, hidden_act="silu",
+                            vocab_size=8, intermediate_size=8, num_local_experts=1, num_experts_per_tok=1)
+        object.__setattr__(cfg, "head_dim", hd)
+        mixer = MiniMaxLightningAttention(cfg, layer)
+        if mixer.head_dim != hd or mixer.block_size != c["block_size"]:
+            raise Unsupported("MiniMaxLightningAttention derives head_dim %d, block_size %d, the golden has %d, %d"
+                              % (mixer.head_dim, mixer.block_size, hd, c["block_size"]))
+        # upstream's output norm has a fixed eps (MiniMaxRMSNorm's default): another one it cannot express
+        if mixer.norm.variance_epsilon != c["norm_eps"]:
+            raise Unsupported("MiniMaxLightningAttention's norm eps is %g (fixed), the golden's %g"
+                              % (mixer.norm.variance_epsilon, c["norm_eps"]))
+        self.layer = layer
+        # whether MiniMaxModel builds its linear layers' mask with the release's helper (5.15 on)
+        self.model_helper = hasattr(sys.modules[MiniMaxLightningAttention.__module__],
+                                    "create_recurrent_attention_mask")
+        return cfg, mixer
+
+    def cache_alloc(self, batch):
+        return _LinearCache(MiniMaxCache(), batch)
+
+    def model_mask(self, cache, h, mask):
+        """The mask MiniMaxModel hands this layer for a forward of ``mask`` ([B][L], None: all real), and the
+        2-D mask of every token so far after it."""
+        B, L = h.shape[0], h.shape[1]
+        cur = torch.ones((B, L), dtype=torch.int64, device=self.device) if mask is None else \
+            torch.from_numpy(np.array(mask, np.int64)).to(self.device)
+        past = cache.seen if cache is not None and cache.seen is not None else \
+            torch.zeros((B, 0), dtype=torch.int64, device=self.device)
+        full = torch.cat([past, cur], dim=1)
+        if self.model_helper:
+            m = hfapi.recurrent_mask(masking_utils, self.hf_config, h, full, cache.hf if cache is not None else None,
+                                     primed=cache is not None and self.state(cache) is not None)
+        else:  # up to 5.14 the model passes generate()'s attention_mask as it is
+            m = None if mask is None and past.shape[1] == 0 else full
+        return m, full
+
+    def state(self, cache):
+        s = cache.hf.get_linear_cache(self.layer)
+        return s if isinstance(s, torch.Tensor) else None
+
+    def cache_export(self, cache):
+        s = self.state(cache)
+        rec = self.state_numpy(s) if s is not None else np.zeros((cache.batch,) + self.options.state_shape)
+        return cache.counts.reshape(cache.batch, 1, 1).copy(), rec
+
+    def cache_import(self, cache, conv_state, recurrent_state):
+        # the linear cache in the model dtype: what the module's prefill allocates and its cached loop keeps
+        s = torch.from_numpy(np.array(recurrent_state)).to(self.device, self.tdtype)
+        cache.hf.set_linear_cache(self.layer, s)
+        cache.counts = np.array(conv_state, np.float64).reshape(cache.batch).copy()
+        cache.next_pos = max(cache.next_pos, 1)
+        # the mask history of a cache that held counts[b] real tokens (right-aligned; rounded to whole tokens)
+        n = np.clip(np.nan_to_num(cache.counts), 0, 1 << 20).astype(np.int64)
+        T = int(n.max()) if cache.batch else 0
+        seen = np.zeros((cache.batch, T), np.int64)
+        for b in range(cache.batch):
+            seen[b, T - n[b]:] = 1
+        cache.seen = torch.from_numpy(seen).to(self.device)
+        return cache
+
+    def forward(self, cache, x, mask):
+        with torch.no_grad():
+            h = self.tensor(x)
+            B, L = h.shape[0], h.shape[1]
+            hf = cache.hf if cache is not None else None
+            m, full = self.model_mask(cache, h, mask)
+            what = type(self.mixer).__name__ + ".forward"
+            pos = torch.arange(cache.next_pos, cache.next_pos + L, device=self.device) if cache is not None else None
+            kw = hfapi.forward_kwargs(self.mixer.forward, what, cache=hf, cache_position=pos)
+            names = hfapi.named_params(self.mixer.forward)
+            for k in ("position_embeddings", "attention_mask"):
+                if k not in names:
+                    raise Unbridged("%s takes no %s" % (what, k))
+            kw.update(position_embeddings=None, attention_mask=m)  # no RoPE in a lightning layer
+            before = hfapi.snapshot(hf) if hf is not None else None
+            y = self.mixer(h, **kw)[0]
+            if cache is not None:
+                hfapi.check_used(before, hf, what)
+                cache.next_pos += L
+                cache.seen = full
+                cache.counts += np.ones(B) * L if mask is None else np.array(mask, np.float64).sum(axis=1)
+        return self.numpy_out(y)
 
 
 class _KVCache(DynamicCache):
@@ -703,4 +864,4 @@ class HFModel(StackBackend):
         return conv, rec
 
 
-MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv, HFAttention, HFModel]
+MIXCHECK_BACKENDS = [HFMamba2, HFMamba, HFGatedDeltaNet, HFShortConv, HFAttention, HFLightning, HFKda, HFModel]

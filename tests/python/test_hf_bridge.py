@@ -21,6 +21,9 @@ stand-in rule. hf-attention (hf.HFAttention) with a stand-in attention and creat
 the older shapes (past_key_values, cache_position, input_embeds), and hf-model (hf.HFModel.forward) with
 stand-in models that build their own cache (5.5 on), that take a per-model cache and cache_position (4.57 /
 5.0 Mamba: arange(conv_kernel) first), and that name no cache argument (an error), split and unsplit alike.
+hf-lightning (hf.HFLightning) with a stand-in MiniMaxCache and lightning layer: the count of real tokens it
+exports beside the linear cache, split and round trip, a cache left unwritten an error, and the mask of each
+release (generate()'s whole 2-D mask up to 5.14, create_recurrent_attention_mask's from 5.15).
 
 Needs torch and transformers (hf.py imports them): run under $MIXCHECK_HF_PYTHON or /work/venv/bin/python,
 exit 77 (CTest: skipped) where neither imports them.
@@ -590,6 +593,117 @@ def test_model_without_a_cache_argument_is_an_error():
     c = be.cache_alloc(B)
     be.forward(c, IDS[:, :5], None)  # the first forward: the model builds its cache and returns it
     expect_unbridged(lambda: be.forward(c, IDS[:, 5:], None), "names no cache argument")
+
+
+# ---- hf-lightning: MiniMaxCache's linear cache, the count beside it, the mask of each release --------------
+
+class LinearCache:  # MiniMaxCache: one state per layer in a list, [] for the layers before it
+    def __init__(self):
+        self.linear_cache = []
+
+    def set_linear_cache(self, i, s):
+        while len(self.linear_cache) <= i:
+            self.linear_cache.append([])
+        self.linear_cache[i] = s
+
+    def get_linear_cache(self, i):
+        return self.linear_cache[i] if i < len(self.linear_cache) else None
+
+
+class Lightning(torch.nn.Module):  # a decaying sum of the masked inputs, state [B][1][1][D], prefill / loop
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(D))
+        self.seen = []
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_values=None, **kwargs):
+        self.seen.append(attention_mask)
+        x = hidden_states * self.w
+        if attention_mask is not None:
+            x = x * attention_mask[:, -x.shape[1]:, None]
+        s = past_key_values.get_linear_cache(1) if past_key_values is not None else None
+        s = torch.zeros(x.shape[0], 1, 1, D, dtype=x.dtype) if s is None else s
+        ys = []
+        for t in range(x.shape[1]):
+            s = DECAY * s + x[:, t][:, None, None]
+            ys.append(s[:, 0, 0])
+        if past_key_values is not None:
+            past_key_values.set_linear_cache(1, s)
+        return torch.stack(ys, 1), s
+
+
+class IgnoringLightning(Lightning):
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_values=None, **kwargs):
+        return super().forward(hidden_states, position_embeddings, attention_mask, None)
+
+
+def make_lightning(helper):
+    class StandIn(hf.HFLightning):
+        name = "standin-lightning"
+
+        def build(self, c):
+            self.layer, self.model_helper = 1, helper
+            return Cfg(), Lightning()
+
+    opts = Options(conv_shape=(1, 1), state_shape=(1, 1, D), hidden=D)
+    return StandIn("lightning", "f64", {}, {"w": np.linspace(0.5, 1.5, D)}, opts)
+
+
+def test_lightning_cache_count_and_roundtrip():
+    saved = hf.MiniMaxCache
+    hf.MiniMaxCache = LinearCache
+    try:
+        be = make_lightning(helper=False)
+        want = be.forward(be.cache_alloc(B), X, None)
+        c = be.cache_alloc(B)
+        mask = np.ones((B, 5), np.uint8)
+        mask[1, :2] = 0
+        be.forward(c, X[:, :5], mask)
+        conv, rec = be.cache_export(c)
+        assert conv.reshape(B).tolist() == [5, 3], conv  # the real tokens each row consumed
+        c = be.cache_alloc(B)
+        y = np.concatenate([be.forward(c, X[:, :5], None), be.forward(c, X[:, 5:], None)], 1)
+        np.testing.assert_allclose(y, want, rtol=0, atol=1e-12, err_msg="lightning prefill + continued forward")
+        conv, rec = be.cache_export(c)
+        c2 = be.cache_import(be.cache_alloc(B), conv, rec)
+        np.testing.assert_allclose(be.cache_export(c2)[1], rec, rtol=0, atol=0)
+        np.testing.assert_allclose(be.forward(c2, X[:, :1], None)[:, 0], DECAY * rec[:, 0, 0] + X[:, 0] *
+                                   np.linspace(0.5, 1.5, D), rtol=0, atol=1e-12, err_msg="after import")
+        be.mixer = IgnoringLightning()  # takes the cache, never writes it: an error, not a run without it
+        expect_unbridged(lambda: be.forward(be.cache_alloc(B), X[:, :5], None), "without writing")
+    finally:
+        hf.MiniMaxCache = saved
+
+
+def test_lightning_mask_of_each_release():
+    saved = hf.MiniMaxCache
+    hf.MiniMaxCache = LinearCache
+    try:
+        mask = np.ones((B, 5), np.uint8)
+        mask[1, :2] = 0
+        # up to 5.14: the model hands the layer generate()'s 2-D mask of every token so far
+        be = make_lightning(helper=False)
+        c = be.cache_alloc(B)
+        be.forward(c, X[:, :5], mask)
+        be.forward(c, X[:, 5:7], np.ones((B, 2), np.uint8))
+        m0, m1 = be.mixer.seen
+        assert m0.tolist() == mask.tolist() and m1.tolist() == np.concatenate([mask, np.ones((B, 2))], 1).tolist()
+        # from 5.15: the release's create_recurrent_attention_mask, given the whole 2-D mask
+        calls = []
+
+        def create_recurrent_attention_mask(config, inputs_embeds, attention_mask, cache=None, **kwargs):
+            calls.append(attention_mask.shape)
+            return None if inputs_embeds.shape[1] == 1 else attention_mask[:, -inputs_embeds.shape[1]:]
+        hf.masking_utils = types.SimpleNamespace(create_recurrent_attention_mask=create_recurrent_attention_mask)
+        be = make_lightning(helper=True)
+        c = be.cache_alloc(B)
+        be.forward(c, X[:, :5], mask)
+        be.forward(c, X[:, 5:6], np.ones((B, 1), np.uint8))
+        assert calls == [(B, 5), (B, 6)], calls
+        m0, m1 = be.mixer.seen
+        assert m0.tolist() == mask.tolist() and m1 is None, (m0, m1)
+    finally:
+        hf.MiniMaxCache = saved
 
 
 def main():
