@@ -78,6 +78,32 @@ static void test_midpoints(void **state)
     check_midpoints(mc_bf16_from_f64, mc_bf16_to_f64, 0x7f80u);
 }
 
+/* The grid tests: every finite value of each grid is on it, the doubles next to it are not (they have
+ * more significant bits), NaN never is, the infinities are. */
+static void test_on_grid(void **state)
+{
+    (void)state;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        double v = mc_f16_to_f64((uint16_t)h), w = mc_bf16_to_f64((uint16_t)h);
+        if (isfinite(v)) {
+            assert_true(mc_dtype_exact_f16(v));
+            assert_false(mc_dtype_exact_f16(nextafter(v, INFINITY)));
+            assert_false(mc_dtype_exact_f16(nextafter(v, -INFINITY)));
+        }
+        if (isfinite(w)) {
+            assert_true(mc_dtype_exact_bf16(w));
+            assert_false(mc_dtype_exact_bf16(nextafter(w, INFINITY)));
+            assert_false(mc_dtype_exact_bf16(nextafter(w, -INFINITY)));
+        }
+    }
+    assert_false(mc_dtype_exact_f16(NAN));
+    assert_false(mc_dtype_exact_bf16(NAN));
+    assert_true(mc_dtype_exact_f16(INFINITY) && mc_dtype_exact_bf16(-INFINITY));
+    assert_false(mc_dtype_exact_f16(65536.0)); /* a float, beyond f16's largest finite value */
+    assert_true(mc_dtype_exact_bf16(65536.0));
+    assert_false(mc_dtype_exact_f16(0x1p-25)); /* below the smallest f16 subnormal */
+}
+
 static void test_buffers(void **state)
 {
     (void)state;
@@ -103,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_bf16_known_values),
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_midpoints),
+        cmocka_unit_test(test_on_grid),
         cmocka_unit_test(test_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
