@@ -49,8 +49,8 @@ struct child {
     int fd;          /* a socket pair's parent end: job indices out, replies in */
     int job;         /* the job it runs, -1 when idle */
     int served;      /* jobs it finished before this one */
-    int rerun;       /* the job runs again in this fresh worker: it failed in a reused one */
-    int rerun_job;   /* that job, -1 when none waits */
+    int rerun_job;   /* a job that failed in a reused worker, to run (or running) again in this fresh
+                      * one; -1 when none */
     double deadline;
     size_t got;
     struct reply *buf;
@@ -405,7 +405,6 @@ static int plan_rerun(struct child *ch, const struct mc_job *job, int j, int ser
         return 0; /* no room to keep it: the first result stands */
     *ch->earlier = job->res;
     ch->earlier_served = served;
-    ch->rerun = 1;
     ch->rerun_job = j;
     return 1;
 }
@@ -414,7 +413,6 @@ static int plan_rerun(struct child *ch, const struct mc_job *job, int j, int ser
  * result depends on the checks run before it in the same process has a bug of its own). */
 static void settle_rerun(struct child *ch, struct mc_job *job)
 {
-    ch->rerun = 0;
     ch->rerun_job = -1;
     if (!clean(job))
         return;
@@ -468,9 +466,10 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
     while ((next < n || running > 0 || reruns > 0) && err->code == MC_ERR_NONE) {
         for (int k = 0; k < slots && err->code == MC_ERR_NONE; k++) {
             struct child *ch = &kids[k];
-            if (ch->job >= 0 || (!ch->rerun && next >= n))
+            int rerun = ch->rerun_job >= 0;
+            if (ch->job >= 0 || (!rerun && next >= n))
                 continue;
-            int j = ch->rerun ? ch->rerun_job : next;
+            int j = rerun ? ch->rerun_job : next;
             /* a worker found gone between jobs is replaced once; a fresh one that cannot take a job is
              * a harness error */
             for (int tries = 0; ch->job < 0 && tries < 2 && err->code == MC_ERR_NONE; tries++)
@@ -481,7 +480,7 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
                     mc_error_set(err, MC_ERR_INTERNAL, "a check's worker process could not be started");
                 break;
             }
-            if (ch->rerun)
+            if (rerun)
                 reruns--;
             else
                 next++;
@@ -538,7 +537,7 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
             } else {
                 died(ch, job, outcome == 3, opt);
             }
-            if (ch->rerun) {
+            if (ch->rerun_job >= 0) {
                 retire(ch);
                 settle_rerun(ch, job);
             } else if (!clean(job)) {
