@@ -845,19 +845,56 @@ static void bw_plain_conv(int64_t C, int64_t K, const float *row, const float *c
     }
 }
 
-/* The plain token-by-token recurrence of a family's core (docs/semantics.md §2.3, §3.3, §4.4, §5), f64,
- * over tok[i] = [B][len][tok_w[i]]; window [B][K][C], state, y [B][len][y_w] in f64. scratch holds
- * C + 2·dk doubles (at least). */
+/* One token of one GDN head on its state S [dk][dv]: S <- S·decay; m = Sᵀk̂ (row by row); δ = β(v - m), kept
+ * in m; S += k̂δᵀ; o = Sᵀq̂ with the updated state. Sums run over i ascending; the column loops vectorise. */
+static void bw_plain_gdn_step(double *restrict S, int64_t dk, int64_t dv, double decay, double beta,
+                              const double *restrict kn, const double *restrict qn, const double *restrict v,
+                              double *restrict m, double *restrict o)
+{
+    for (int64_t j = 0; j < dv; j++)
+        m[j] = 0.0;
+    for (int64_t i = 0; i < dk; i++) {
+        double *restrict si = S + i * dv;
+        for (int64_t j = 0; j < dv; j++) {
+            si[j] *= decay;
+            m[j] += si[j] * kn[i];
+        }
+    }
+    for (int64_t j = 0; j < dv; j++) {
+        m[j] = beta * (v[j] - m[j]);
+        o[j] = 0.0;
+    }
+    for (int64_t i = 0; i < dk; i++) {
+        double *restrict si = S + i * dv;
+        for (int64_t j = 0; j < dv; j++) {
+            si[j] += kn[i] * m[j];
+            o[j] += si[j] * qn[i];
+        }
+    }
+}
+
+/* Tokens whose conv outputs the plain recurrence holds at once: a head's (channel's) state then stays in
+ * cache while the span's tokens pass through it, instead of the whole state being swept once a token. */
+#define BW_PLAIN_SPAN 64
+
+/*
+ * The plain token-by-token recurrence of a family's core (docs/semantics.md §2.3, §3.3, §4.4, §5), f64,
+ * over tok[i] = [B][len][tok_w[i]]; window [B][K][C], state, y [B][len][y_w] in f64. The conv runs over
+ * BW_PLAIN_SPAN tokens into scratch, then each head (channel) advances its own state over those tokens
+ * in order: every state element sees the same operations in the same order as a token-outer loop.
+ * scratch holds BW_PLAIN_SPAN·(C + D) + 2·dk doubles (bw_plain_scratch).
+ */
 static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len, float *const tok[],
                           const float *conv_w, const float *a, const float *d, double *window, double *state,
                           double *y, double *scratch)
 {
     int64_t C, K, st_el;
     bw_cache_dims(s, &C, &K, &st_el);
+    double *u = scratch; /* [span][C]: the conv outputs of the span's tokens */
     for (int64_t b = 0; b < B; b++) {
         double *win = window + b * K * C, *S = state + b * st_el;
-        for (int64_t t = 0; t < len; t++) {
-            const int64_t row = b * len + t;
+        for (int64_t t0 = 0; t0 < len; t0 += BW_PLAIN_SPAN) {
+            const int64_t n = len - t0 < BW_PLAIN_SPAN ? len - t0 : BW_PLAIN_SPAN, row0 = b * len + t0;
             switch (s->family) {
             case MC_FAMILY_STACK: /* a whole model: no mixer of its own */
                 break;
@@ -865,21 +902,23 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                 const struct mc_mamba2_config *c = &s->cfg.m2;
                 const int64_t H = c->num_heads, P = c->head_dim, N = c->state_size, R = H / c->n_groups;
                 const int64_t I = H * P, GN = c->n_groups * N;
-                double *u = scratch;
-                bw_plain_conv(C, K, tok[0] + row * C, conv_w, win, 1, u);
-                const float *dtr = tok[1] + row * H;
-                double *yr = y + row * I;
+                for (int64_t t = 0; t < n; t++)
+                    bw_plain_conv(C, K, tok[0] + (row0 + t) * C, conv_w, win, 1, u + t * C);
                 for (int64_t h = 0; h < H; h++) {
-                    const double dt = dtr[h], dA = exp(dt * (double)a[h]);
-                    const double *Bg = u + I + (h / R) * N, *Cg = u + I + GN + (h / R) * N;
-                    for (int64_t p = 0; p < P; p++) {
-                        double *sp = S + (h * P + p) * N, acc = 0.0;
-                        const double dx = dt * u[h * P + p];
-                        for (int64_t n = 0; n < N; n++) {
-                            sp[n] = dA * sp[n] + dx * Bg[n];
-                            acc += sp[n] * Cg[n];
+                    for (int64_t t = 0; t < n; t++) {
+                        const double *ut = u + t * C;
+                        const double dt = tok[1][(row0 + t) * H + h], dA = exp(dt * (double)a[h]);
+                        const double *Bg = ut + I + (h / R) * N, *Cg = ut + I + GN + (h / R) * N;
+                        double *yr = y + (row0 + t) * I;
+                        for (int64_t p = 0; p < P; p++) {
+                            double *sp = S + (h * P + p) * N, acc = 0.0;
+                            const double dx = dt * ut[h * P + p];
+                            for (int64_t q = 0; q < N; q++) {
+                                sp[q] = dA * sp[q] + dx * Bg[q];
+                                acc += sp[q] * Cg[q];
+                            }
+                            yr[h * P + p] = acc + (double)d[h] * ut[h * P + p];
                         }
-                        yr[h * P + p] = acc + (double)d[h] * u[h * P + p];
                     }
                 }
                 break;
@@ -888,36 +927,28 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                 const struct mc_gdn_config *c = &s->cfg.gdn;
                 const int64_t Hk = c->num_key_heads, Hv = c->num_value_heads, dk = c->key_head_dim;
                 const int64_t dv = c->value_head_dim, r = Hv / Hk, kd = Hk * dk;
-                double *u = scratch, *qn = scratch + C, *kn = qn + dk;
-                bw_plain_conv(C, K, tok[0] + row * C, conv_w, win, 1, u);
+                double *qn = u + BW_PLAIN_SPAN * C, *kn = qn + dk, *m = kn + dk;
+                for (int64_t t = 0; t < n; t++)
+                    bw_plain_conv(C, K, tok[0] + (row0 + t) * C, conv_w, win, 1, u + t * C);
                 for (int64_t h = 0; h < Hv; h++) {
                     const int64_t hk = h / r;
-                    double sq = 0.0, sk = 0.0;
-                    for (int64_t i = 0; i < dk; i++) {
-                        sq += u[hk * dk + i] * u[hk * dk + i];
-                        sk += u[kd + hk * dk + i] * u[kd + hk * dk + i];
-                    }
-                    const double iq = 1.0 / sqrt(sq + 1e-6) / sqrt((double)dk), ik = 1.0 / sqrt(sk + 1e-6);
-                    for (int64_t i = 0; i < dk; i++) {
-                        qn[i] = u[hk * dk + i] * iq;
-                        kn[i] = u[kd + hk * dk + i] * ik;
-                    }
-                    const double decay = exp((double)tok[1][row * Hv + h]), beta = tok[2][row * Hv + h];
-                    const double *v = u + 2 * kd + h * dv;
-                    double *Sh = S + h * dk * dv, *o = y + row * Hv * dv + h * dv;
-                    for (int64_t j = 0; j < dv; j++) {
-                        double m = 0.0;
+                    double *Sh = S + h * dk * dv;
+                    for (int64_t t = 0; t < n; t++) {
+                        const int64_t row = row0 + t;
+                        const double *ut = u + t * C;
+                        double sq = 0.0, sk = 0.0;
                         for (int64_t i = 0; i < dk; i++) {
-                            Sh[i * dv + j] *= decay;
-                            m += Sh[i * dv + j] * kn[i];
+                            sq += ut[hk * dk + i] * ut[hk * dk + i];
+                            sk += ut[kd + hk * dk + i] * ut[kd + hk * dk + i];
                         }
-                        const double delta = beta * (v[j] - m);
-                        double acc = 0.0;
+                        const double iq = 1.0 / sqrt(sq + 1e-6) / sqrt((double)dk), ik = 1.0 / sqrt(sk + 1e-6);
                         for (int64_t i = 0; i < dk; i++) {
-                            Sh[i * dv + j] += kn[i] * delta;
-                            acc += Sh[i * dv + j] * qn[i];
+                            qn[i] = ut[hk * dk + i] * iq;
+                            kn[i] = ut[kd + hk * dk + i] * ik;
                         }
-                        o[j] = acc;
+                        const double decay = exp((double)tok[1][row * Hv + h]), beta = tok[2][row * Hv + h];
+                        const double *v = ut + 2 * kd + h * dv;
+                        bw_plain_gdn_step(Sh, dk, dv, decay, beta, kn, qn, v, m, y + row * Hv * dv + h * dv);
                     }
                 }
                 break;
@@ -925,29 +956,35 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
             case MC_FAMILY_MAMBA1: {
                 const struct mc_mamba1_config *c = &s->cfg.m1;
                 const int64_t I = c->intermediate_size, N = c->state_size;
-                double *u = scratch;
-                bw_plain_conv(C, K, tok[0] + row * C, conv_w, win, 1, u);
-                const float *dl = tok[1] + row * I, *Bm = tok[2] + row * 2 * N, *Cm = Bm + N;
+                for (int64_t t = 0; t < n; t++)
+                    bw_plain_conv(C, K, tok[0] + (row0 + t) * C, conv_w, win, 1, u + t * C);
                 for (int64_t i = 0; i < I; i++) {
-                    const double dd = dl[i];
-                    double acc = 0.0, *si = S + i * N;
-                    for (int64_t n = 0; n < N; n++) {
-                        si[n] = exp(dd * (double)a[i * N + n]) * si[n] + dd * u[i] * (double)Bm[n];
-                        acc += si[n] * (double)Cm[n];
+                    double *si = S + i * N;
+                    for (int64_t t = 0; t < n; t++) {
+                        const int64_t row = row0 + t;
+                        const double dd = tok[1][row * I + i], ui = u[t * C + i];
+                        const float *Bm = tok[2] + row * 2 * N, *Cm = Bm + N;
+                        double acc = 0.0;
+                        for (int64_t q = 0; q < N; q++) {
+                            si[q] = exp(dd * (double)a[i * N + q]) * si[q] + dd * ui * (double)Bm[q];
+                            acc += si[q] * (double)Cm[q];
+                        }
+                        y[row * I + i] = acc + (double)d[i] * ui;
                     }
-                    y[row * I + i] = acc + (double)d[i] * u[i];
                 }
                 break;
             }
             case MC_FAMILY_SHORTCONV: {
                 const int64_t D = s->cfg.sc.hidden_size;
-                const float *bcx = tok[0] + row * 3 * D;
-                float *bx = (float *)(scratch + C); /* D floats after the conv output */
-                for (int64_t j = 0; j < D; j++)
-                    bx[j] = bcx[j] * bcx[2 * D + j];
-                bw_plain_conv(C, K, bx, conv_w, win, 0, scratch);
-                for (int64_t j = 0; j < D; j++)
-                    y[row * D + j] = (double)bcx[D + j] * scratch[j];
+                float *bx = (float *)(u + C); /* D floats after the conv output */
+                for (int64_t t = 0; t < n; t++) {
+                    const float *bcx = tok[0] + (row0 + t) * 3 * D;
+                    for (int64_t j = 0; j < D; j++)
+                        bx[j] = bcx[j] * bcx[2 * D + j];
+                    bw_plain_conv(C, K, bx, conv_w, win, 0, u);
+                    for (int64_t j = 0; j < D; j++)
+                        y[(row0 + t) * D + j] = (double)bcx[D + j] * u[j];
+                }
                 break;
             }
             case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
@@ -963,7 +1000,9 @@ static size_t bw_plain_scratch(const struct mc_bench_shape *s)
 {
     int64_t C, K, st;
     bw_cache_dims(s, &C, &K, &st);
-    return (size_t)(2 * C + 2 * (s->family == MC_FAMILY_GDN ? s->cfg.gdn.key_head_dim : 0) + 1);
+    const int64_t dk = s->family == MC_FAMILY_GDN ? s->cfg.gdn.key_head_dim : 0;
+    const int64_t dv = s->family == MC_FAMILY_GDN ? s->cfg.gdn.value_head_dim : 0;
+    return (size_t)(BW_PLAIN_SPAN * C + 2 * C + 2 * dk + dv + 1);
 }
 
 int mc_bench_work_run(struct mc_bench_work *w, char *err, size_t err_len)
