@@ -1,4 +1,7 @@
 # mc_add_test(NAME SOURCES... [LABELS l...]): one cmocka executable per unit, registered with CTest.
+# A test that takes over 10 s sets COST (its seconds in a -j2 run on the 2-core development machine) beside
+# its definition: `ctest -j` starts the costliest first when a build has no timing history of its own (a
+# fresh CI clone), so none of them begins near the end and holds the run up alone.
 # Each links tests/support's library (mc_test_support: capture.h, tmpdir.h, goldenmodel.h). Tests run from the source root so that
 # cases/ and golden/ paths resolve; exit 77 = "Not Run".
 function(mc_add_test name)
