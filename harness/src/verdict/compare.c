@@ -162,6 +162,22 @@ static void walk_next(struct walk *w)
     }
 }
 
+/* Moves the walk on by `run` elements, none of which crosses a token step or a batch row. */
+static void walk_advance(struct walk *w, int64_t run)
+{
+    w->in_tok += run;
+    if (w->in_tok == w->tok_stride) {
+        w->in_tok = 0;
+        if (++w->tok == w->tok_dim)
+            w->tok = 0;
+    }
+    w->in_bat += run;
+    if (w->in_bat == w->bat_stride) {
+        w->in_bat = 0;
+        w->bat++;
+    }
+}
+
 static void note_failure(struct mc_compare_stats *s, int64_t token, int64_t batch)
 {
     s->n_fail++;
@@ -171,9 +187,10 @@ static void note_failure(struct mc_compare_stats *s, int64_t token, int64_t batc
     }
 }
 
-/* A non-finite element fails with headroom +inf; the first one seen stays the worst element. */
-static void note_worst_nonfinite(struct mc_compare_stats *s, const struct mc_compare_view *v, int64_t flat, double a,
-                                 double b, int64_t token, int64_t batch)
+/* A non-finite element fails with headroom +inf; the first one seen stays the worst element. Returns 1
+ * when this one became the worst (its index recorded). */
+static int note_worst_nonfinite(struct mc_compare_stats *s, const struct mc_compare_view *v, int64_t flat, double a,
+                                double b, int64_t token, int64_t batch)
 {
     note_failure(s, token, batch);
     profile_note(&s->profile, token, INFINITY, INFINITY);
@@ -181,7 +198,9 @@ static void note_worst_nonfinite(struct mc_compare_stats *s, const struct mc_com
     if (!worst_is_nonfinite) {
         s->headroom = INFINITY;
         record_worst(s, v, flat, a, b);
+        return 1;
     }
+    return 0;
 }
 
 double mc_tolerance_atol_at(struct mc_tolerance tol, double M)
@@ -212,56 +231,94 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
     tol.atol = mc_tolerance_atol_at(tol, M);
     if (tol.atol > s->atol_applied)
         s->atol_applied = tol.atol;
+    /*
+     * The elements go in runs that share one token and one batch row (a token step's channels): the
+     * position profile, the first failing token and the padding mask are settled once a run, and the
+     * worst element's index is spelled out once at the end. The values are those of an element-by-element
+     * walk: profile buckets and failure notes keep maxima and the smallest token, the same in any grouping.
+     */
     walk_init(&w, v);
-    for (int64_t i = 0; i < n; i++, walk_next(&w)) {
-        double a = actual[i], b = expected[i];
-        int64_t token = (v->token_axis >= 0 ? w.tok : 0) + v->token_offset, batch = w.bat + v->batch_offset;
+    int64_t pending_worst = -1; /* flat index of a finite worst element whose index is not yet recorded */
+    for (int64_t i = 0; i < n;) {
+        int64_t run = n - i;
+        if (w.tok_stride - w.in_tok < run)
+            run = w.tok_stride - w.in_tok;
+        if (w.bat_stride - w.in_bat < run)
+            run = w.bat_stride - w.in_bat;
+        const int64_t token = (v->token_axis >= 0 ? w.tok : 0) + v->token_offset, batch = w.bat + v->batch_offset;
+        const int64_t end = i + run;
         if (v->valid != NULL && v->token_axis >= 0 && !v->valid[w.bat * len_tokens + w.tok]) {
             /* padding: not compared, but it must be finite */
-            if (!isfinite(a)) {
-                s->n_nonfinite++;
-                s->n_nan += isnan(a) ? 1 : 0;
-                note_worst_nonfinite(s, v, i, a, b, token, batch);
+            for (; i < end; i++) {
+                const double a = actual[i];
+                if (!isfinite(a)) {
+                    s->n_nonfinite++;
+                    s->n_nan += isnan(a) ? 1 : 0;
+                    if (note_worst_nonfinite(s, v, i, a, expected[i], token, batch))
+                        pending_worst = -1;
+                }
             }
+            walk_advance(&w, run);
             continue;
         }
-        s->n_elems++;
-        if (isfinite(b) && fabs(b) > seen)
-            seen = fabs(b);
-        if (isnan(a))
-            s->n_nan++;
-        if (!isfinite(a) || !isfinite(b)) {
-            /* no non-finite pair passes, equal infinities included: a mixer's outputs and caches are
-             * finite by contract, and a backend compared with itself (determinism, consistency) must
-             * not pass an overflow because both runs overflowed */
-            s->n_nonfinite++;
-            note_worst_nonfinite(s, v, i, a, b, token, batch);
-            continue;
+        double run_err = -1.0, run_h = -1.0;
+        int64_t run_fail = 0;
+        for (; i < end; i++) {
+            const double a = actual[i], b = expected[i];
+            s->n_elems++;
+            if (isfinite(b) && fabs(b) > seen)
+                seen = fabs(b);
+            if (isnan(a))
+                s->n_nan++;
+            if (!isfinite(a) || !isfinite(b)) {
+                /* no non-finite pair passes, equal infinities included: a mixer's outputs and caches are
+                 * finite by contract, and a backend compared with itself (determinism, consistency) must
+                 * not pass an overflow because both runs overflowed */
+                s->n_nonfinite++;
+                if (note_worst_nonfinite(s, v, i, a, b, token, batch))
+                    pending_worst = -1;
+                continue;
+            }
+            const double diff = fabs(a - b);
+            const double bound = tol.atol + tol.rtol * fabs(b);
+            const double h = element_headroom(diff, bound);
+            if (diff > s->max_abs_err)
+                s->max_abs_err = diff;
+            if (b != 0.0 && diff / fabs(b) > s->max_rel_err)
+                s->max_rel_err = diff / fabs(b);
+            if (!(diff <= bound))
+                run_fail++;
+            if (diff > run_err)
+                run_err = diff;
+            if (h > run_h)
+                run_h = h;
+            if (!s->has_worst || h > s->headroom) {
+                s->has_worst = 1;
+                s->headroom = h;
+                s->worst_actual = a;
+                s->worst_expected = b;
+                pending_worst = i;
+            }
+            /* one off-grid value settles it: the conversions stop there (most f32 values: at the first) */
+            if (s->n_offgrid_bf16 == 0)
+                s->n_offgrid_bf16 = !mc_dtype_exact_bf16(a);
+            if (s->n_offgrid_f16 == 0)
+                s->n_offgrid_f16 = !mc_dtype_exact_f16(a);
+            s->sum_ab += a * b;
+            s->sum_aa += a * a;
+            s->sum_bb += b * b;
+            s->sum_err2 += (a - b) * (a - b);
         }
-        double diff = fabs(a - b);
-        double bound = tol.atol + tol.rtol * fabs(b);
-        double h = element_headroom(diff, bound);
-        if (diff > s->max_abs_err)
-            s->max_abs_err = diff;
-        if (b != 0.0 && diff / fabs(b) > s->max_rel_err)
-            s->max_rel_err = diff / fabs(b);
-        if (!(diff <= bound))
+        if (run_fail > 0) {
             note_failure(s, token, batch);
-        profile_note(&s->profile, token, diff, h);
-        if (!s->has_worst || h > s->headroom) {
-            s->headroom = h;
-            record_worst(s, v, i, a, b);
+            s->n_fail += run_fail - 1;
         }
-        /* one off-grid value settles it: the conversions stop there (most f32 values: at the first) */
-        if (s->n_offgrid_bf16 == 0)
-            s->n_offgrid_bf16 = !mc_dtype_exact_bf16(a);
-        if (s->n_offgrid_f16 == 0)
-            s->n_offgrid_f16 = !mc_dtype_exact_f16(a);
-        s->sum_ab += a * b;
-        s->sum_aa += a * a;
-        s->sum_bb += b * b;
-        s->sum_err2 += (a - b) * (a - b);
+        if (run_err >= 0.0)
+            profile_note(&s->profile, token, run_err, run_h);
+        walk_advance(&w, run);
     }
+    if (pending_worst >= 0)
+        record_worst(s, v, pending_worst, s->worst_actual, s->worst_expected);
     if (seen > M)
         M = seen;
     if (M > s->max_abs_expected)
