@@ -669,7 +669,7 @@ static int want_string(struct reader *r, const char *key, const char *want)
     return -1;
 }
 
-/* The first of `names` present and not null in the config (a key and its older aliases), or names[0]. */
+/* The first of `names` present and not null in the config (a key's alias that wins, then the key), or the last. */
 static const char *alias(struct reader *r, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -677,7 +677,7 @@ static const char *alias(struct reader *r, const char *const *names, int n)
         if (v != NULL && v->type != MC_JSON_NULL)
             return names[i];
     }
-    return names[0];
+    return names[n - 1];
 }
 
 /* NemotronHConfig (transformers 5.24): the blocks of layers_block_type ("linear_attention" / "full_attention" /
@@ -693,11 +693,12 @@ static const char *alias(struct reader *r, const char *const *names, int n)
  * (NemotronHForCausalLM ties nothing), activations other than relu² and SiLU. */
 static int parse_nemotron_h(struct reader *r, struct mc_stack_config *cfg)
 {
-    static const char *const k_groups[] = {"n_groups", "mamba_n_groups"}, *const k_conv[] = {"conv_kernel", "mamba_d_conv"},
-                             *const k_chunk[] = {"chunk_size", "mamba_chunk_size"},
-                             *const k_cbias[] = {"use_conv_bias", "mamba_conv_bias"},
-                             *const k_dtmin[] = {"time_step_min", "mamba_dt_min"},
-                             *const k_experts[] = {"n_routed_experts", "num_local_experts"};
+    /* NemotronHConfig: an older mamba_* name given wins over the plain one; num_local_experts is n_routed_experts */
+    static const char *const k_groups[] = {"mamba_n_groups", "n_groups"}, *const k_conv[] = {"mamba_d_conv", "conv_kernel"},
+                             *const k_chunk[] = {"mamba_chunk_size", "chunk_size"},
+                             *const k_cbias[] = {"mamba_conv_bias", "use_conv_bias"},
+                             *const k_dtmin[] = {"mamba_dt_min", "time_step_min"},
+                             *const k_experts[] = {"num_local_experts", "n_routed_experts"};
     struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
     struct mc_attention_config at = {.hidden_size = cfg->hidden, .no_rope = 1, .partial_rotary_factor = 1.0,
                                      .rope_theta = 10000.0, .qk_norm = MC_QK_NORM_NONE, .rms_norm_eps = cfg->norm_eps};
