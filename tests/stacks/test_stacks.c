@@ -169,6 +169,27 @@ static const struct glue GLUE[] = {
      MC_DTYPE_F32, {"first diverging layer 0 of 4 (mamba1 mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
     {"cases/models/jamba.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
      {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* Nemotron-H (blocks M - M * E - * E): the relu² MLP / experts, the grouped sigmoid router, the pattern; block 1
+     * is the first MLP block, block 4 the first MoE block, both without a sequence mixer */
+    {"cases/models/nemotron_h.yaml", "glue.relu2-as-relu", MC_STACK_GLUE_RELU2_AS_RELU, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 8 (MLP block without a mixer, on 'the stack engine')", "glue: the feed-forward (MLP)"}},
+    {"cases/models/nemotron_h.yaml", "glue.moe-not-renormalised", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 4 of 8 (MoE block without a mixer, on 'the stack engine')",
+      "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/nemotron_h.yaml", "glue.correction-bias-in-weights", MC_STACK_GLUE_CORRECTION_BIAS_IN_WEIGHTS, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 4 of 8 (MoE block without a mixer, on 'the stack engine')",
+      "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/nemotron_h.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 8 (mamba2 mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/nemotron_h.yaml", "glue.block-norm-skipped@3", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 3, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 8 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* at bf16 the golden's MoE-wide tolerance (docs/models.md §4) lets it through; the reference stack in bf16
+     * catches it and names the block */
+    {"cases/models/nemotron_h.yaml", "glue.relu2-as-relu", MC_STACK_GLUE_RELU2_AS_RELU, 0, 1, MC_DTYPE_BF16,
+     {"first layer off the reference stack in bf16: layer 1 of 8 (MLP block without a mixer",
+      "glue: the feed-forward (MLP)"}},
 };
 
 static void test_glue_mutants(void **state)

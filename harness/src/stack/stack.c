@@ -767,6 +767,12 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
     return st;
 }
 
+/* The block that runs at position l: l itself, or l + 1 with the planted pattern shift. */
+static int64_t block_at(const struct mc_stack *s, int64_t l)
+{
+    return s->fault == MC_STACK_GLUE_PATTERN_SHIFTED ? (l + 1) % s->n : l;
+}
+
 /* mc_stack_forward and mc_stack_forward_packed (pk, batch = 1, len = T). */
 static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cache *c, int64_t batch, int64_t len,
                                         const int64_t *ids, const uint8_t *mask, const struct mc_stack_packed *pk,
@@ -798,7 +804,8 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     if (hidden != NULL)
         memcpy(hidden, h, n * sizeof *h);
     for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
-        st = layer_step(s, l, c ? c->layer[l] : NULL, batch, len, h, mask, pk, x, y, msg);
+        int64_t k = block_at(s, l);
+        st = layer_step(s, k, c ? c->layer[k] : NULL, batch, len, h, mask, pk, x, y, msg);
         if (st == MC_BACKEND_OK && hidden != NULL)
             memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
     }
@@ -838,7 +845,7 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
     if (x != NULL && y != NULL) {
         for (size_t i = 0; i < n; i++)
             h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
-        st = layer_step(s, layer, NULL, batch, len, h_out, mask, NULL, x, y, msg);
+        st = layer_step(s, block_at(s, layer), NULL, batch, len, h_out, mask, NULL, x, y, msg);
     }
     free(x);
     free(y);

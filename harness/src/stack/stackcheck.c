@@ -1426,6 +1426,11 @@ static void localise(struct sess *s)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
                  (long long)t_mixer);
+    else if (!layer_ok && !ffn_ok && !mc_stack_layer_has_mixer(cfg, l))
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
+                 "golden's input it leaves tolerance at token %lld",
+                 where, cfg->layers[l].moe ? "MoE + shared MLP" : "MLP", (long long)t_ffn);
     else if (!layer_ok && !ffn_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue: the feed-forward (%s) or its residual add — the mixer alone is within tolerance on the "
@@ -1539,6 +1544,11 @@ static void localise_ref(struct sess *s)
     if (!mixer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis, "%s: mixer — on the reference stack's input its output leaves "
                  "the reference's at token %lld", where, (long long)t_mixer);
+    else if (!layer_ok && !mc_stack_layer_has_mixer(cfg, l))
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
+                 "reference stack's input it leaves the reference's at token %lld",
+                 where, cfg->layers[l].moe ? "MoE + shared MLP" : "MLP", (long long)t_layer);
     else if (!layer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue around the mixer (norm / residual%s) — the mixer alone agrees with the reference's, the "
