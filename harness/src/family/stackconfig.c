@@ -755,6 +755,9 @@ static int parse_nemotron_h(struct reader *r, struct mc_stack_config *cfg)
                      "routed_scaling_factor finite", r->where);
         return -1;
     }
+    const struct mc_json_value *kv = mc_json_get(r->root, "num_key_value_heads");
+    if (kv != NULL && kv->type == MC_JSON_NULL) /* NemotronHConfig: null is num_attention_heads (absent: 8) */
+        at.num_key_value_heads = at.num_attention_heads;
     m.time_step_limit[1] = INFINITY; /* NemotronHMamba2Mixer: (time_step_min, inf) */
     m.layer_norm_epsilon = cfg->norm_eps;
     m.norm_group_size = 0;
@@ -805,8 +808,13 @@ static int parse_nemotron_h(struct reader *r, struct mc_stack_config *cfg)
             kinds[n++] = letters[k - "M*-E"];
         }
     }
+    if (n == 0 && (lt == NULL || lt->type == MC_JSON_NULL) && (pat == NULL || pat->type == MC_JSON_NULL)) {
+        static const char *const dflt[] = {"M", "E", "*", "-"}; /* NemotronHConfig's default layers_block_type */
+        for (; n < 4; n++)
+            kinds[n] = dflt[n];
+    }
     if (n == 0) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' (or 'hybrid_override_pattern') is missing",
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'hybrid_override_pattern' must be a string of M, *, - and E",
                      r->where);
         return -1;
     }
