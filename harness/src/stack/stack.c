@@ -556,7 +556,7 @@ static int64_t take_largest(const double *v, int64_t n, uint8_t *taken)
  * into y [rows][D] (the shared expert's output): the router in float32 on float32 weights, the group-limited
  * choice on the corrected scores, the weights of the uncorrected ones; each chosen expert down_e(relu(up_e x)²) in
  * T, times its float32 weight, summed in float32 in increasing expert index, rounded to T once, then added to y in
- * T. a is [Fe] scratch. */
+ * T. a is [Fe + D] scratch. */
 static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t rows, const double *x, double *y,
                                 double *a)
 {
@@ -564,10 +564,8 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
     const int64_t D = s->D, E = e->n_experts, K = e->top_k, Fe = e->expert_size, G = e->n_group, per = E / G;
     const double *router = s->router[l], *bias = s->bias[l], *up = s->gate_up[l], *dn = s->down[l];
     double score[MC_STACK_MAX_EXPERTS], choice[MC_STACK_MAX_EXPERTS], gscore[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
-    double *acc32 = malloc((size_t)D * sizeof *acc32);
+    double *acc32 = a + Fe; /* the float32 sum of the experts' weighted outputs, [D] */
     int64_t pick[MC_STACK_MAX_TOP_K];
-    if (acc32 == NULL)
-        return;
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * D;
         double *yr = y + r * D;
@@ -625,7 +623,6 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
         for (int64_t d = 0; d < D; d++) /* .to(T), then + shared_experts(x) in T */
             yr[d] = store(s, yr[d] + store(s, acc32[d]));
     }
-    free(acc32);
 }
 
 /* The MoE of layer l on normed rows x [rows][D], added into y [rows][D] (the dense MLP's output, or zeros):
@@ -715,7 +712,7 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     const double *w1 = s->w1[l], *w3 = s->w3[l], *w2 = s->w2[l];
     int relu = s->cfg->ffn_act == MC_FFN_RELU2;
     int64_t Fe = s->cfg->layers[l].moe ? s->cfg->moe.expert_size : 0;
-    double *a = malloc((size_t)(F > Fe ? F : Fe) * sizeof *a);
+    double *a = malloc((size_t)(F > Fe + D ? F : Fe + D) * sizeof *a); /* the MLP's [F], or the MoE's [Fe + D] */
     if (a == NULL)
         return MC_BACKEND_NOMEM;
     block_norm(s, s->ffn_norm + l * D, h, rows, x);
