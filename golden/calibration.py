@@ -33,7 +33,8 @@ import mixers
 import stacks as S
 
 MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5",
-               "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba"}
+               "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba",
+               "nemotron_h": "nemotron_h"}
 
 
 def _config(model_type, rng):
@@ -83,7 +84,22 @@ def _config(model_type, rng):
                    expert_layer_offset=int(rng.integers(0, 2)), num_experts=int(rng.choice([4, 8])),
                    num_experts_per_tok=int(rng.integers(1, 3)), mamba_dt_rank=int(rng.choice([8, 16])),
                    mamba_d_state=16)
-    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba"):
+    elif model_type == "nemotron_h":
+        # 3 to 6 blocks of the four kinds (a Mamba2 block always; an MoE block in most), Mamba2 with 1 or 2 groups;
+        # the router what Nemotron-H varies: 4 or 8 experts in 1 or 2 groups, topk_group of them kept, top-1 or
+        # top-2, norm_topk_prob on or off, routed_scaling_factor U(1, 3) (Nemotron-3 Nano: 2.5), the correction
+        # bias drawn as a bias (_weights)
+        nb = int(rng.integers(3, 7))
+        kinds = ["linear_attention"] + [str(rng.choice(["linear_attention", "full_attention", "mlp", "moe"]))
+                                        for _ in range(nb - 1)]
+        rng.shuffle(kinds)
+        E, G = int(rng.choice([4, 8])), int(rng.choice([1, 2]))
+        kg = int(rng.integers(1, G + 1))
+        cfg.update(num_hidden_layers=nb, layers_block_type=kinds, mamba_num_heads=2 * D // 16, mamba_head_dim=16,
+                   n_groups=int(rng.choice([1, 2])), n_routed_experts=E, n_group=G, topk_group=kg,
+                   num_experts_per_tok=int(rng.integers(1, 3)), norm_topk_prob=bool(rng.uniform() < 0.7),
+                   routed_scaling_factor=float(rng.uniform(1.0, 3.0)))
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

@@ -157,6 +157,33 @@ def merge_expert_lists(folder, w, n_experts):
         w[pre + ".experts.down_proj"] = parts["down_proj"]
 
 
+def merge_nemotron_experts(folder, w, n_experts):
+    """Nemotron-H's released checkpoints store each expert as its own module (mixer.experts.<e>.up_proj.weight
+    [Fe, D], mixer.experts.<e>.down_proj.weight [D, Fe]) under `backbone.`; its conversion mapping ("nemotron_h":
+    backbone. -> model., MergeModulelist) stacks them into mixer.experts.up_proj [E, Fe, D] and
+    mixer.experts.down_proj [E, D, Fe]. The same, in place; a layer missing one of its experts is refused, and the
+    multi-token prediction weights (mtp.*, which NemotronHForCausalLM ignores on load) are dropped."""
+    for k in [k for k in w if k.startswith("backbone.")]:
+        new = "model." + k[len("backbone."):]
+        if new in w:
+            raise ValueError(f"{folder}: both {k} and {new}: one tensor under two names")
+        w[new] = w.pop(k)
+    for k in [k for k in w if k.startswith("mtp.")]:
+        del w[k]
+    layers = sorted({k.split(".experts.")[0] for k in w
+                     if ".mixer.experts." in k and k.endswith("_proj.weight") and k.split(".experts.")[1][0].isdigit()})
+    for pre in layers:
+        for part in ("up_proj", "down_proj"):
+            names = [f"{pre}.experts.{e}.{part}.weight" for e in range(n_experts)]
+            gone = [n for n in names if n not in w]
+            if gone:
+                raise ValueError(f"{folder}: {pre}: {len(gone)} of {n_experts} experts' {part}.weight missing "
+                                 f"(first {gone[0]})")
+            if f"{pre}.experts.{part}" in w:
+                raise ValueError(f"{folder}: {pre}: experts.{part} both stacked and per expert")
+            w[f"{pre}.experts.{part}"] = np.stack([w.pop(n) for n in names])
+
+
 def load_checkpoint(folder, semantics=None):
     """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder. Every
     config key is honoured or refused (configkeys.py); the text part of a multimodal checkpoint is read
@@ -200,6 +227,8 @@ def load_checkpoint(folder, semantics=None):
              if not k.startswith(dropped)}
     if mt == "jamba":
         merge_expert_lists(folder, w, cfg["num_experts"])
+    if mt == "nemotron_h":
+        merge_nemotron_experts(folder, w, cfg["n_routed_experts"])
     for old, new in CHECKPOINT_RENAMES.get(mt, ()):
         for k in [k for k in w if k.endswith("." + old)]:
             if k[:-len(old)] + new in w:
@@ -241,6 +270,8 @@ def prompts(args, vocab):
 def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
     kind = S.layer_kind(cfg, layer)
+    if kind in S.NO_MIXER:
+        raise ValueError(f"layer {layer} is a {kind} block without a sequence mixer (Nemotron-H): no mixer golden")
     fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention", "gdn": "gdn"}
     if fam_of[kind] != family:
         raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")

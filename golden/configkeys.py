@@ -137,6 +137,23 @@ def _any(v):
     return None
 
 
+NEMOTRON_BLOCKS = ("linear_attention", "full_attention", "mlp", "moe", "mamba", "attention")
+
+
+def _block_types(v):
+    if v is None:
+        return None
+    if not isinstance(v, list) or not v or not all(x in NEMOTRON_BLOCKS for x in v):
+        return f"must list the blocks, each one of {', '.join(NEMOTRON_BLOCKS[:4])}"
+    return None
+
+
+def _pattern(v):
+    if v is None:
+        return None
+    return None if isinstance(v, str) and v and set(v) <= set("M*-E") else "must be a string of M, *, - and E"
+
+
 def _time_step_limit(v):
     if v is None:
         return None
@@ -260,6 +277,28 @@ HONOURED = {
         "mamba_chunk_size": _any, "mamba_conv_bias": _any, "mamba_proj_bias": _any,
         "time_step_limit": _time_step_limit, **ROPE_KEYS,
     },
+    "nemotron_h": {
+        "vocab_size": _any, "hidden_size": _any, "layers_block_type": _block_types, "layer_types": _block_types,
+        "hybrid_override_pattern": _pattern,
+        # NemotronHForCausalLM ties nothing (_tied_weights_keys is empty): a true here would still be untied
+        "tie_word_embeddings": lambda v: None if v in (False, 0, None) else
+        "NemotronHForCausalLM ties no weights (its lm_head is its own; only false is read)",
+        "num_attention_heads": _any, "num_key_value_heads": _any, "head_dim": _any,
+        "max_position_embeddings": _any, "intermediate_size": _any, "mlp_hidden_act": _one_of("relu2"),
+        "mlp_bias": _false, "layer_norm_epsilon": _any,
+        "ssm_state_size": _any, "mamba_num_heads": _any, "mamba_head_dim": _any, "mamba_hidden_act": _one_of(*_SILU),
+        "n_groups": _any, "mamba_n_groups": _any, "conv_kernel": _any, "mamba_d_conv": _any, "chunk_size": _any,
+        "mamba_chunk_size": _any, "use_conv_bias": _any, "mamba_conv_bias": _any, "use_bias": _any,
+        # NemotronHMamba2Mixer clamps dt to (time_step_min, inf)
+        "time_step_min": _any, "mamba_dt_min": _any,
+        "n_routed_experts": _any, "num_local_experts": _any, "num_experts_per_tok": _any,
+        "moe_intermediate_size": _any, "moe_shared_expert_intermediate_size": _any, "n_group": _any,
+        "topk_group": _any, "norm_topk_prob": _any, "routed_scaling_factor": _any,
+        "moe_latent_size": lambda v: None if v is None else
+        "the MoE's latent projections (fc1_latent_proj / fc2_latent_proj) are not computed (only null is read)",
+        "num_nextn_predict_layers": lambda v: None if v in (0, None) else
+        "multi-token prediction layers are not computed (only 0 is read)",
+    },
 }
 for _t in HONOURED.values():
     _t["mixcheck_semantics"] = _mixcheck_semantics
@@ -278,6 +317,30 @@ INERT = {
     "granitemoehybrid": {**INERT_COMMON, "attention_dropout": "dropout is off at inference",
                          "output_router_logits": "the router logits as an extra output; the logits do not change",
                          "router_aux_loss_coef": "a training loss term"},
+    "nemotron_h": {
+        **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+        "hidden_dropout": "read by no layer of NemotronHForCausalLM",
+        "output_router_logits": "the router logits as an extra output; the logits do not change",
+        "num_hidden_layers": "NemotronHConfig derives it from layers_block_type (a value given is ignored)",
+        "time_step_max": "dt_bias initialisation only", "time_step_floor": "dt_bias initialisation only",
+        "mamba_dt_max": "dt_bias initialisation only (time_step_max)",
+        "mamba_dt_init_floor": "dt_bias initialisation only (time_step_floor)",
+        "rescale_prenorm_residual": "out_proj initialisation only",
+        "time_step_limit": "read by no layer: NemotronHMamba2Mixer's dt limit is (time_step_min, inf)",
+        "mamba_dt_limit": "read by no layer (time_step_limit)",
+        "expand": "read by no layer: the Mamba2 intermediate size is mamba_num_heads x mamba_head_dim",
+        "mamba_expand": "read by no layer (expand)",
+        "mamba_proj_bias": "read by no layer (use_bias sets the Mamba2 projections' bias)",
+        "attention_bias": "NemotronHAttention builds its projections without bias whatever it says",
+        "residual_in_fp32": "NemotronHBlock reads no such key: the residual is added in the model dtype",
+        "mamba_ssm_cache_dtype": "read by no layer in 5.24 (the cache holds the state in the dtype it is given)",
+        "n_shared_experts": "NemotronHMoE has one shared expert whatever it says",
+        "moe_shared_expert_overlap": "read by no layer",
+        "sliding_window": "NemotronHAttention has no sliding window (the causal mask is the full one)",
+        "use_mamba_kernels": "deprecated, no effect in 5.24 (the implementation is chosen by what is installed)",
+        "mtp_layers_block_type": "the multi-token prediction layers' kinds: no such layers (num_nextn_predict_layers 0)",
+        "mtp_hybrid_override_pattern": "the multi-token prediction layers' kinds (older name)",
+    },
 }
 
 # Values an inert key must still have for it to be inert.
@@ -389,6 +452,26 @@ def normalise(cfg):
         old = {"mamba": "linear_attention", "attention": "full_attention"}   # what the 5.24 config converts
         if cfg.get("layer_types") is not None:
             cfg["layer_types"] = [old.get(t, t) for t in cfg["layer_types"]]
+    if cfg["model_type"] == "nemotron_h":   # NemotronHConfig.__post_init__: the mamba_* aliases, the pattern
+        for old, new in (("mamba_n_groups", "n_groups"), ("mamba_d_conv", "conv_kernel"), ("mamba_expand", "expand"),
+                         ("mamba_dt_min", "time_step_min"), ("mamba_dt_max", "time_step_max"),
+                         ("mamba_dt_limit", "time_step_limit"), ("mamba_dt_init_floor", "time_step_floor"),
+                         ("mamba_conv_bias", "use_conv_bias"), ("mamba_chunk_size", "chunk_size"),
+                         ("num_local_experts", "n_routed_experts")):
+            if old in cfg:
+                cfg[new] = cfg.pop(old)
+        if cfg.get("layers_block_type") is None and cfg.get("layer_types") is not None:
+            cfg["layers_block_type"] = cfg["layer_types"]
+        cfg.pop("layer_types", None)
+        pattern = cfg.pop("hybrid_override_pattern", None)
+        if cfg.get("layers_block_type") is None and pattern is not None:
+            kinds = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
+            cfg["layers_block_type"] = [kinds[c] for c in pattern]
+        if cfg.get("layers_block_type") is None:   # NemotronHConfig's default
+            cfg["layers_block_type"] = ["linear_attention", "moe", "full_attention", "mlp"]
+        old = {"mamba": "linear_attention", "attention": "full_attention"}
+        cfg["layers_block_type"] = [old.get(t, t) for t in cfg["layers_block_type"]]
+        cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

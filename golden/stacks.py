@@ -98,10 +98,18 @@ MODEL_DEFAULTS["jamba"] = dict(
     attn_layer_period=8, attn_layer_offset=4, expert_layer_period=2, expert_layer_offset=1, num_experts=16,
     num_experts_per_tok=2, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto",
     mamba_conv_bias=True, mamba_proj_bias=False, intermediate_size=14336, max_position_embeddings=262144)
+MODEL_DEFAULTS["nemotron_h"] = dict(
+    layer_norm_epsilon=1e-5, tie_word_embeddings=False, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+    max_position_embeddings=4096, attention_bias=False, intermediate_size=21504, mlp_hidden_act="relu2",
+    mlp_bias=False, ssm_state_size=128, mamba_num_heads=128, mamba_head_dim=64, mamba_hidden_act="silu", n_groups=8,
+    conv_kernel=4, chunk_size=128, use_conv_bias=True, use_bias=False, time_step_min=0.001, n_routed_experts=8,
+    num_experts_per_tok=2, moe_intermediate_size=7688, moe_shared_expert_intermediate_size=7688,
+    moe_latent_size=None, routed_scaling_factor=1.0, n_group=1, topk_group=1, norm_topk_prob=True,
+    num_nextn_predict_layers=0)
 ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
                  "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
                  "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
-                 "jamba": "JambaForCausalLM"}
+                 "jamba": "JambaForCausalLM", "nemotron_h": "NemotronHForCausalLM"}
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -163,12 +171,27 @@ SPECS = {s.key: s for s in [
                    num_experts=4, num_experts_per_tok=2, intermediate_size=24, mamba_d_state=8, mamba_dt_rank=4,
                    max_position_embeddings=32),
               batch=3, length=12, left_pad=(0, 5, 8), greedy=16, seed=108, positions=(6, 12)),
+    ModelSpec("nemotron_h", "nemotron_h",
+              "8-block Nemotron-H (pattern M-M*E-*E: Mamba2 with 2 groups and its per-group gated norm, a relu² MLP, "
+              "NoPE attention with head_dim 16 (GQA 4/2), a sigmoid-routed MoE of 8 relu² experts in 2 groups, top-1 "
+              "group, top-2 experts, with correction bias, norm_topk_prob and routed_scaling_factor 2.5, plus a shared "
+              "relu² expert), untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, layers_block_type=["linear_attention", "mlp", "linear_attention",
+                                                                      "full_attention", "moe", "mlp",
+                                                                      "full_attention", "moe"],
+                   mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=16, n_groups=2, chunk_size=8,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=32,
+                   intermediate_size=48, n_routed_experts=8, n_group=2, topk_group=1, num_experts_per_tok=2,
+                   moe_intermediate_size=16, moe_shared_expert_intermediate_size=24, routed_scaling_factor=2.5),
+              batch=3, length=12, left_pad=(0, 4, 7), greedy=16, seed=109, positions=(6, 12)),
 ]}
 
 
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
+    if spec.model_type == "nemotron_h":   # NemotronHConfig.num_hidden_layers: the number of blocks
+        cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
     cfg["model_type"] = spec.model_type
     cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
     return cfg
@@ -219,6 +242,17 @@ def moe_layer(cfg, i):
     return False
 
 
+def nemotron(cfg):
+    return cfg["model_type"] == "nemotron_h"
+
+
+# Nemotron-H's block kinds (layers_block_type, older names included): a Mamba2 mixer, attention, or a block that
+# is its feed-forward alone (no sequence mixer, no cache)
+NEMOTRON_KINDS = {"linear_attention": "mamba2", "mamba": "mamba2", "full_attention": "attention",
+                  "attention": "attention", "mlp": "mlp", "moe": "moe"}
+NO_MIXER = ("mlp", "moe")
+
+
 def zero_centred(cfg):
     return cfg["model_type"] == "qwen3_5_text"
 
@@ -236,6 +270,8 @@ def layer_kind(cfg, i):
         return "mamba"
     if cfg["model_type"] == "jamba":   # JambaConfig.layers_block_type
         return "attention" if i % cfg["attn_layer_period"] == cfg["attn_layer_offset"] else "mamba"
+    if nemotron(cfg):   # NemotronHConfig.layers_block_type: the block kinds M * - E
+        return NEMOTRON_KINDS[cfg["layers_block_type"][i]]
     if granite(cfg):   # GraniteMoeHybridConfig: linear_attention (mamba) unless full_attention (attention)
         types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
         return "attention" if types[i] in ("full_attention", "attention") else "mamba2"
@@ -261,6 +297,22 @@ def mixer_config(cfg, kind=None):
                     use_conv_bias=int(cfg["mamba_conv_bias"]),
                     time_step_limit=tuple(cfg.get("time_step_limit") or (0.0, float("inf"))),
                     norm_group_size=configkeys.gated_norm_group_size(cfg, H * P, cfg["mamba_n_groups"]))
+    if nemotron(cfg) and kind == "mamba2":   # NemotronHMamba2Mixer: dt clamped to (time_step_min, inf)
+        H, P, G = cfg["mamba_num_heads"], cfg["mamba_head_dim"], cfg["n_groups"]
+        return dict(hidden_size=cfg["hidden_size"], num_heads=H, head_dim=P, state_size=cfg["ssm_state_size"],
+                    n_groups=G, conv_kernel=cfg["conv_kernel"], chunk_size=cfg["chunk_size"],
+                    layer_norm_epsilon=cfg["layer_norm_epsilon"], use_bias=int(cfg["use_bias"]),
+                    use_conv_bias=int(cfg["use_conv_bias"]), time_step_limit=(float(cfg["time_step_min"]), float("inf")),
+                    norm_group_size=H * P // G)   # NemotronHRMSNormGated: per group in every release
+    if nemotron(cfg) and kind == "attention":   # NemotronHAttention: no rotary embedding, head_dim ** -0.5
+        H = cfg["num_attention_heads"]
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H,
+                    num_key_value_heads=cfg.get("num_key_value_heads") or H, head_dim=cfg["head_dim"],
+                    cache_length=cfg["max_position_embeddings"], partial_rotary_factor=1.0, rope_theta=10000.0,
+                    rms_norm_eps=cfg["layer_norm_epsilon"], qk_norm="none", attn_output_gate=0, attention_bias=0,
+                    no_rope=1, softmax_scale=0.0)
+    if kind in NO_MIXER:
+        return None
     if kind == "gdn":
         m = {k: cfg[k] for k in ("hidden_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                                  "linear_value_head_dim", "linear_conv_kernel_dim")}
@@ -360,6 +412,9 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
 def names(cfg):
     """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
     mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if nemotron(cfg):   # every block's module is `mixer`; its norm is the block's one norm
+        return dict(embed="model.embeddings.weight", final="model.norm_f.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
     if granite(cfg):   # the shared MLP's gate and up are one input_linear [2F, D] (gate rows first)
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
@@ -421,6 +476,9 @@ def init_weights(cfg, rng):
         kind = layer_kind(cfg, i)
         centre = 0.0 if zero_centred(cfg) else 1.0   # Qwen3_5RMSNorm holds w of 1 + w
         w[pre + nm["norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+        if kind in NO_MIXER:   # Nemotron-H's MLP / MoE block: its weights under `mixer.`
+            w.update(nemotron_ffn_init(cfg, kind, pre + "mixer.", rng))
+            continue
         for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
             w[checkpoint_name(cfg, i, k)] = v
         if nm["ffn"] and granite(cfg):   # shared MLP (fused gate | up), then the MoE: router, experts
@@ -452,6 +510,33 @@ def init_weights(cfg, rng):
     # state_dict() holds lm_head.weight under its own name whether tied or not; tied, it is the embedding
     w[nm["head"]] = w[nm["embed"]].copy() if cfg["tie_word_embeddings"] else head
     return w
+
+
+def nemotron_ffn_init(cfg, kind, pre, rng):
+    """Nemotron-H's feed-forward blocks: the relu² MLP (up_proj [F, D], down_proj [D, F]); the MoE: the router
+    (gate.weight [E, D], gate.e_score_correction_bias [E], large enough to change the choice), the experts
+    (experts.up_proj [E, Fe, D], experts.down_proj [E, D, Fe]) and the shared expert (shared_experts.up_proj /
+    down_proj)."""
+    D = cfg["hidden_size"]
+    w = {}
+    if kind == "mlp":
+        F = cfg["intermediate_size"]
+        w[pre + "up_proj.weight"] = mixers.uniform_init(rng, (F, D), D)
+        w[pre + "down_proj.weight"] = mixers.uniform_init(rng, (D, F), F)
+        return w
+    E, Fe, Fs = cfg["n_routed_experts"], cfg["moe_intermediate_size"], cfg["moe_shared_expert_intermediate_size"]
+    w[pre + "gate.weight"] = mixers.uniform_init(rng, (E, D), D)
+    w[pre + "gate.e_score_correction_bias"] = mixers.quantize(0.1 * rng.standard_normal(E), scale=1.0)
+    w[pre + "experts.up_proj"] = mixers.uniform_init(rng, (E, Fe, D), D)
+    w[pre + "experts.down_proj"] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+    w[pre + "shared_experts.up_proj.weight"] = mixers.uniform_init(rng, (Fs, D), D)
+    w[pre + "shared_experts.down_proj.weight"] = mixers.uniform_init(rng, (D, Fs), Fs)
+    return w
+
+
+def relu2(x):
+    """relu(x)² (ACT2FN["relu2"])."""
+    return np.maximum(x, 0.0) ** 2
 
 
 def layer_weights(cfg, w64, i):
@@ -528,6 +613,43 @@ class Stack:
                 out[t] += wgt * (down[e] @ (mixers.silu(gate @ xt) * (up @ xt)))
         return out.reshape(x.shape)
 
+    def nemotron_ffn(self, i, x):
+        """Nemotron-H's feed-forward blocks on the block norm x [..., D]: the MLP down(relu(up x)²) (NemotronHMLP,
+        no gate); the MoE (NemotronHMoE) from its definition: scores s = sigmoid(W x); the choice on c = s + b (the
+        correction bias): the n_group groups of E / n_group experts ranked by the sum of their two largest c, the
+        topk_group best kept, the k largest c among the kept experts; their weights the uncorrected s, divided by
+        (their sum + 1e-20) with norm_topk_prob, times routed_scaling_factor; the output the weighted sum of the
+        experts' down_e(relu(up_e x)²) plus the shared expert's. The golden holds no tie at a cut (float64 draws;
+        asserted)."""
+        pre = self.nm["layer"].format(i) + "mixer."
+        w, cfg = self.w, self.cfg
+        if self.kinds[i] == "mlp":
+            return relu2(x @ w[pre + "up_proj.weight"].T) @ w[pre + "down_proj.weight"].T
+        E, k, G, kg = cfg["n_routed_experts"], cfg["num_experts_per_tok"], cfg["n_group"], cfg["topk_group"]
+        per = E // G
+        router, bias = w[pre + "gate.weight"], w[pre + "gate.e_score_correction_bias"]
+        up, down = w[pre + "experts.up_proj"], w[pre + "experts.down_proj"]
+        flat = x.reshape(-1, x.shape[-1])
+        out = np.zeros_like(flat)
+        for t, xt in enumerate(flat):
+            sc = 1.0 / (1.0 + np.exp(-(router @ xt)))
+            c = sc + bias
+            gs = np.array([np.sum(np.sort(c[g * per:(g + 1) * per])[-2:]) for g in range(G)])
+            groups = sorted(range(G), key=lambda g: (-gs[g], g))[:kg]
+            assert kg == G or gs[groups[-1]] not in np.delete(gs, groups), "a group tie at the topk_group-th group"
+            allowed = [e for e in range(E) if e // per in groups]
+            top = sorted(allowed, key=lambda e: (-c[e], e))[:k]
+            rest = [c[e] for e in allowed if e not in top]
+            assert c[top[-1]] not in rest, "a router tie at the k-th expert"
+            p = sc[top]
+            if cfg["norm_topk_prob"]:
+                p = p / (p.sum() + 1e-20)
+            p = p * cfg["routed_scaling_factor"]
+            for wgt, e in zip(p, top):
+                out[t] += wgt * (down[e] @ relu2(up[e] @ xt))
+        shared = relu2(x @ w[pre + "shared_experts.up_proj.weight"].T) @ w[pre + "shared_experts.down_proj.weight"].T
+        return out.reshape(x.shape) + shared
+
     def forward(self, ids, mask, caches=None):
         """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
         [B, L, V], hidden [n + 1, B, L, D], new caches, per-layer per-position caches, and each layer's
@@ -537,6 +659,13 @@ class Stack:
         new_caches, per_pos = [], []
         for i in range(self.n):
             x = rmsnorm(h, self.w[self.nm["layer"].format(i) + self.nm["norm"]], self.eps, self.zc)
+            if self.kinds[i] in NO_MIXER:   # Nemotron-H's MLP / MoE block: norm -> feed-forward -> residual, no cache
+                h = h + self.nemotron_ffn(i, x)
+                hidden.append(h)
+                mixed.append(np.zeros_like(h))   # no mixer: nothing mixed
+                new_caches.append(None)
+                per_pos.append(None)
+                continue
             out, cache, windows, states = mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
                                                         None if caches is None else caches[i])
             h = h + out * self.mult("residual_multiplier")
@@ -600,7 +729,10 @@ def assemble(spec, cfg, weights, ids, mask):
     tensors["expected/hidden_states"] = hidden
     tensors["expected/mixer_outputs"] = mixed
     tensors["expected/state_positions"] = pos
-    for i, (windows, states) in enumerate(per_pos):
+    for i, cached in enumerate(per_pos):
+        if cached is None:   # a block without a mixer has no cache
+            continue
+        windows, states = cached
         tensors[f"expected/layers/{i}/conv_state"] = windows[pos]
         if states is not None:
             tensors[f"expected/layers/{i}/recurrent_state"] = states[pos]

@@ -27,7 +27,8 @@ def upstream_model(cfg):
     # a mixture of experts runs upstream's eager loop over the experts: the default grouped_mm kernel
     # (transformers.integrations.moe) takes no float64 input ("Expected mat_a to be Float32, BFloat16 or
     # Float16 matrix, got Double", docs/findings.md)
-    extra = {"experts_implementation": "eager"} if cfg.get("num_local_experts") or cfg.get("num_experts") else {}
+    extra = ({"experts_implementation": "eager"}
+             if cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") else {})
     config = transformers.AutoConfig.for_model(**cfg, **extra)
     torch.manual_seed(0)
     model = cls(config).to(torch.float64).eval()

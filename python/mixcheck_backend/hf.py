@@ -716,7 +716,9 @@ class HFModel(StackBackend):
         # forward's tokens (what generate() passes at the first step; later steps it passes none; from 5.14
         # Mamba2Model slices it with create_recurrent_attention_mask, which the [B][L] mask passes through).
         # The others build their masks from the 2-D mask of every token so far, as generate() grows it.
-        self.local_mask = not any(isinstance(getattr(lay, "self_attn", None), torch.nn.Module)
+        # (Nemotron-H's attention block is its `mixer`, a NemotronHAttention: found by its class name.)
+        self.local_mask = not any(isinstance(getattr(lay, "self_attn", None), torch.nn.Module) or
+                                  type(getattr(lay, "mixer", None)).__name__.endswith("Attention")
                                   for lay in model.base_model.layers)
         # up to 5.0 a model module has its own cache class, which generate() builds and passes in (BambaModel
         # returns no cache without one); from 5.5 the models build a DynamicCache themselves

@@ -47,14 +47,21 @@ TINY = {
                   intermediate_size=24, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
                   expert_layer_offset=0, num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=4,
                   max_position_embeddings=64),
+    "nemotron_h": dict(vocab_size=64, hidden_size=32, mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=8,
+                       n_groups=2, chunk_size=8, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                       intermediate_size=24, n_routed_experts=8, n_group=2, topk_group=1, num_experts_per_tok=2,
+                       moe_intermediate_size=16, moe_shared_expert_intermediate_size=24, routed_scaling_factor=2.0,
+                       max_position_embeddings=64,
+                       layers_block_type=["linear_attention", "moe", "full_attention", "mlp", "linear_attention",
+                                          "moe"]),
 }
 CONFIGS = {"mamba2": "Mamba2Config", "mamba": "MambaConfig", "lfm2": "Lfm2Config", "bamba": "BambaConfig",
            "qwen3_5_text": "Qwen3_5TextConfig", "granitemoehybrid": "GraniteMoeHybridConfig",
-           "falcon_mamba": "FalconMambaConfig", "jamba": "JambaConfig"}
+           "falcon_mamba": "FalconMambaConfig", "jamba": "JambaConfig", "nemotron_h": "NemotronHConfig"}
 MODELS = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
           "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
           "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
-          "jamba": "JambaForCausalLM"}
+          "jamba": "JambaForCausalLM", "nemotron_h": "NemotronHForCausalLM"}
 
 # name: (model type, keys over TINY, save options)
 VARIANTS = {
@@ -77,6 +84,11 @@ VARIANTS = {
     "falcon_mamba-tied": ("falcon_mamba", {}, {}),
     # the experts saved one module each (conversion mapping "jamba"), a MoE and a dense layer of each kind
     "jamba-moe": ("jamba", {}, {}),
+    # every block kind, the grouped router (2 groups, 1 kept) with a drawn correction bias, routed_scaling_factor 2,
+    # Mamba2 with 2 groups; then the older pattern spelling, the mamba_* names and norm_topk_prob off
+    "nemotron_h-moe": ("nemotron_h", {}, {}),
+    "nemotron_h-pattern": ("nemotron_h", {"layers_block_type": None, "hybrid_override_pattern": "M*E-ME",
+                                          "mamba_n_groups": 1, "norm_topk_prob": False, "time_step_min": 0.02}, {}),
     "granitemoehybrid-rope": ("granitemoehybrid", {"position_embedding_type": "rope",
                                                    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
                               {}),
@@ -111,6 +123,9 @@ def main():
         with torch.no_grad():   # draw every parameter, so that norms and biases are not all ones / zeros
             for p in model.parameters():
                 p.add_(0.05 * torch.randn_like(p))
+            for n, b in model.named_buffers():   # Nemotron-H's router correction bias is a buffer
+                if n.endswith("e_score_correction_bias"):
+                    b.add_(0.1 * torch.randn_like(b))
         folder = os.path.join(out, name)
         if save.get("bf16"):
             model = model.to(torch.bfloat16)

@@ -26,7 +26,8 @@ MIXCHECK = sys.argv[1]
 GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py")]
 PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
 LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn"),
-         "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1")}
+         "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1"),
+         "nemotron_h": (3, "attention")}
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -73,7 +74,8 @@ def main():
                                     "qwen3_5_text": "models-qwen3_5.yaml",
                                     "granitemoehybrid": "models-granitemoehybrid.yaml",
                                     "falcon_mamba": "models-falcon_mamba.yaml",
-                                    "jamba": "models-jamba.yaml"}.get(spec.model_type,
+                                    "jamba": "models-jamba.yaml",
+                                    "nemotron_h": "models-nemotron_h.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

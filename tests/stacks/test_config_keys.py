@@ -125,7 +125,7 @@ def enumeration():
                 "('mamba2', T.Mamba2Config), ('mamba', T.MambaConfig), ('lfm2', T.Lfm2Config), "
                 "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig), "
                 "('granitemoehybrid', T.GraniteMoeHybridConfig), ('falcon_mamba', T.FalconMambaConfig), "
-                "('jamba', T.JambaConfig)]}))")
+                "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -255,6 +255,42 @@ def main():
             else:
                 print(f"refused ({what}): {err}")
 
+        # Nemotron-H: the block pattern as layers_block_type, as the older hybrid_override_pattern and with the
+        # older mamba_* names read alike; a released checkpoint's layout (backbone., one module per expert, mtp.*)
+        # reads as the state_dict; time_step_min is the dt clamp (raised until it clamps: the golden moves)
+        ncfg, nw = base("nemotron_h")
+        pattern = {k: v for k, v in ncfg.items() if k not in ("layers_block_type", "num_hidden_layers")}
+        pattern["hybrid_override_pattern"] = "".join({"linear_attention": "M", "full_attention": "*", "mlp": "-",
+                                                      "moe": "E"}[t] for t in ncfg["layers_block_type"])
+        aliases = {k: v for k, v in ncfg.items() if k not in ("n_groups", "chunk_size", "conv_kernel")}
+        aliases.update(mamba_n_groups=ncfg["n_groups"], mamba_chunk_size=ncfg["chunk_size"],
+                       mamba_d_conv=ncfg["conv_kernel"])
+        released = {("backbone." + k[len("model."):] if k.startswith("model.") else k): v for k, v in nw.items()}
+        for k in [k for k in released if k.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj"))]:
+            stacked = released.pop(k)
+            for e in range(stacked.shape[0]):
+                released[f"{k}".replace("experts.", f"experts.{e}.") + ".weight"] = stacked[e]
+        released["mtp.layers.0.norm.weight"] = np.ones(ncfg["hidden_size"], np.float32)
+        for tag, c, wts in (("list", ncfg, nw), ("pattern", pattern, nw), ("aliases", aliases, nw),
+                            ("released", ncfg, released)):
+            write(path("nh-" + tag), c, wts)
+            golden(path("nh-" + tag), path(f"nh-{tag}.h5"))
+        for tag in ("pattern", "aliases", "released"):
+            same(path("nh-list.h5"), path(f"nh-{tag}.h5"), f"nemotron_h: {tag} read as layers_block_type")
+        passes(path("nh-list.h5"), tmp, "nemotron_h")
+        write(path("nh-dtmin"), dict(ncfg, time_step_min=0.05), nw)
+        golden(path("nh-dtmin"), path("nh-dtmin.h5"))
+        d = differ(path("nh-list.h5"), path("nh-dtmin.h5"), "nemotron_h time_step_min 0.05")
+        passes(path("nh-dtmin.h5"), tmp, "nemotron_h")
+        print(f"nemotron_h: pattern, mamba_* aliases and the released layout read alike; time_step_min 0.05 clamps "
+              f"dt (max |d logits| {d:.3g})")
+        for key, value, needle in (("moe_latent_size", 16, "'moe_latent_size' = 16"),
+                                   ("num_nextn_predict_layers", 1, "'num_nextn_predict_layers' = 1"),
+                                   ("mlp_hidden_act", "silu", "'mlp_hidden_act' = \"silu\""),
+                                   ("tie_word_embeddings", True, "'tie_word_embeddings' = true"),
+                                   ("mlp_bias", True, "'mlp_bias' = true")):
+            write(path("bad-nh-" + key), dict(ncfg, **{key: value}), nw)
+            refused(path("bad-nh-" + key), needle, f"nemotron_h key {key}")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

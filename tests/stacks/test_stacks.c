@@ -32,6 +32,8 @@
 
 static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
 {
+    if (f == MC_STACK_NO_MIXER) /* a feed-forward block runs on no backend */
+        return NULL;
     if (f == MC_FAMILY_GDN)
         return cpu ? mc_cpu_gdn_ops() : mc_reference_gdn_ops();
     if (f == MC_FAMILY_SHORTCONV)
@@ -82,7 +84,7 @@ static void test_models_pass(void **state)
     static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml",
                                         "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml",
                                         "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
-                                        "cases/models/jamba.yaml"};
+                                        "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -167,6 +169,27 @@ static const struct glue GLUE[] = {
      MC_DTYPE_F32, {"first diverging layer 0 of 4 (mamba1 mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
     {"cases/models/jamba.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
      {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* Nemotron-H (blocks M - M * E - * E): the relu² MLP / experts, the grouped sigmoid router, the pattern; block 1
+     * is the first MLP block, block 4 the first MoE block, both without a sequence mixer */
+    {"cases/models/nemotron_h.yaml", "glue.relu2-as-relu", MC_STACK_GLUE_RELU2_AS_RELU, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 8 (MLP block without a mixer, on 'the stack engine')", "glue: the feed-forward (MLP)"}},
+    {"cases/models/nemotron_h.yaml", "glue.moe-not-renormalised", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 4 of 8 (MoE block without a mixer, on 'the stack engine')",
+      "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/nemotron_h.yaml", "glue.correction-bias-in-weights", MC_STACK_GLUE_CORRECTION_BIAS_IN_WEIGHTS, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 4 of 8 (MoE block without a mixer, on 'the stack engine')",
+      "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/nemotron_h.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 8 (mamba2 mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/nemotron_h.yaml", "glue.block-norm-skipped@3", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 3, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 8 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* at bf16 the golden's MoE-wide tolerance (docs/models.md §4) lets it through; the reference stack in bf16
+     * catches it and names the block */
+    {"cases/models/nemotron_h.yaml", "glue.relu2-as-relu", MC_STACK_GLUE_RELU2_AS_RELU, 0, 1, MC_DTYPE_BF16,
+     {"first layer off the reference stack in bf16: layer 1 of 8 (MLP block without a mixer",
+      "glue: the feed-forward (MLP)"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -273,6 +296,81 @@ static void test_mixer_layer_mutants(void **state)
     assert_string_equal(diag, "");
 }
 
+/* Nemotron-H's config.json as the C reader takes it: the block pattern in its three spellings and the older mamba_*
+ * names read alike (an older name winning over the plain one, as NemotronHConfig), the blocks without a mixer, the
+ * MoE's router; every key the engine does not compute refused with its name. */
+static void test_nemotron_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"mamba_num_heads\": 4, "
+                                    "\"mamba_head_dim\": 16, \"ssm_state_size\": 8, \"num_attention_heads\": 4, "
+                                    "\"num_key_value_heads\": 2, \"head_dim\": 8, \"intermediate_size\": 16, "
+                                    "\"n_routed_experts\": 8, \"n_group\": 2, \"topk_group\": 1, "
+                                    "\"moe_intermediate_size\": 8, \"moe_shared_expert_intermediate_size\": 12";
+    static const char *const same[] = {
+        "\"layers_block_type\": [\"linear_attention\", \"mlp\", \"full_attention\", \"moe\"], \"n_groups\": 2",
+        "\"hybrid_override_pattern\": \"M-*E\", \"n_groups\": 2",
+        "\"layer_types\": [\"mamba\", \"mlp\", \"attention\", \"moe\"], \"n_groups\": 2",
+        "\"hybrid_override_pattern\": \"M-*E\", \"n_groups\": 1, \"mamba_n_groups\": 2, \"num_hidden_layers\": 9",
+    };
+    char json[2048];
+    struct mc_stack_config first;
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, %s}", base, same[i]);
+        if (mc_stack_config_parse("nemotron_h", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s: %s", same[i], err.msg);
+        assert_int_equal(cfg.n_layers, 4);
+        assert_int_equal(cfg.layers[0].family, MC_FAMILY_MAMBA2);
+        assert_int_equal(cfg.layers[0].mixer.u.mamba2.n_groups, 2);
+        assert_int_equal(cfg.layers[0].mixer.u.mamba2.norm_group_size, 32); /* per group: 64 / 2 */
+        assert_true(cfg.layers[0].mixer.u.mamba2.time_step_limit[0] == 0.001);
+        assert_false(mc_stack_layer_has_mixer(&cfg, 1) || mc_stack_layer_has_mixer(&cfg, 3));
+        assert_true(cfg.layers[1].dense && !cfg.layers[1].moe && cfg.layers[1].dense_size == 16);
+        assert_true(cfg.layers[3].dense && cfg.layers[3].moe && cfg.layers[3].dense_size == 12);
+        assert_true(!cfg.layers[0].dense && !cfg.layers[2].dense && cfg.layers[2].mixer.u.attention.no_rope);
+        assert_int_equal(cfg.moe.router, MC_ROUTER_SIGMOID_GROUPED);
+        assert_true(cfg.moe.renormalise && cfg.norm_weight_fp32 && !cfg.tied && !cfg.residual_in_fp32);
+        if (i == 0)
+            first = cfg;
+        else
+            assert_memory_equal(&first.layers, &cfg.layers, sizeof cfg.layers);
+    }
+    { /* neither spelling: NemotronHConfig's default blocks, linear_attention, moe, full_attention, mlp */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"n_groups\": 2}", base);
+        assert_int_equal(mc_stack_config_parse("nemotron_h", json, "cfg", &cfg, &err), MC_ERR_NONE);
+        assert_int_equal(cfg.n_layers, 4);
+        assert_true(cfg.layers[0].family == MC_FAMILY_MAMBA2 && cfg.layers[1].moe &&
+                    cfg.layers[2].family == MC_FAMILY_ATTENTION && cfg.layers[3].dense && !cfg.layers[3].moe);
+    }
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"hybrid_override_pattern\": \"M-*E\", \"moe_latent_size\": 16", "'moe_latent_size'"},
+        {"\"hybrid_override_pattern\": \"M-*E\", \"num_nextn_predict_layers\": 1", "'num_nextn_predict_layers' 1"},
+        {"\"hybrid_override_pattern\": \"M-*E\", \"mlp_hidden_act\": \"silu\"", "'mlp_hidden_act' silu"},
+        {"\"hybrid_override_pattern\": \"M-*E\", \"mamba_hidden_act\": \"gelu\"", "'mamba_hidden_act' gelu"},
+        {"\"hybrid_override_pattern\": \"M-*E\", \"mlp_bias\": true", "'mlp_bias' true"},
+        {"\"hybrid_override_pattern\": \"M-*E\", \"tie_word_embeddings\": true", "'tie_word_embeddings' true"},
+        {"\"hybrid_override_pattern\": \"M-*X\"", "'hybrid_override_pattern'"},
+        {"\"layers_block_type\": [\"linear_attention\", \"dense\"]", "'layers_block_type[1]'"},
+        {"\"hybrid_override_pattern\": \"ME\", \"num_experts_per_tok\": 9", "n_routed_experts (8)"},
+        {"\"hybrid_override_pattern\": 3", "'hybrid_override_pattern' must be a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"n_groups\": 2, %s}", base, bad[i].extra);
+        assert_int_equal(mc_stack_config_parse("nemotron_h", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -289,6 +387,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_models_pass),
+        cmocka_unit_test(test_nemotron_config),
         cmocka_unit_test(test_glue_mutants),
         cmocka_unit_test(test_mixer_layer_mutants),
     };

@@ -105,6 +105,8 @@ static const struct mc_backend_ops *layer_ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     case MC_FAMILY_MAMBA1:
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
+    case MC_STACK_NO_MIXER: /* a feed-forward block runs on no backend */
+        return NULL;
     default:
         return cpu ? mc_cpu_mamba2_ops() : mc_reference_mamba2_ops();
     }
@@ -397,7 +399,8 @@ PORT_OPS(PORT_HOLES, "port.holes", create_holes, MC_CAP_STACK | MC_CAP_STACK_HID
 static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml",
                                           "cases/models/lfm2.yaml", "cases/models/bamba.yaml",
                                           "cases/models/qwen3_5.yaml", "cases/models/granitemoehybrid.yaml",
-                                          "cases/models/falcon_mamba.yaml", "cases/models/jamba.yaml"};
+                                          "cases/models/falcon_mamba.yaml", "cases/models/jamba.yaml",
+                                          "cases/models/nemotron_h.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else

@@ -27,6 +27,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "falcon_mamba";
     case MC_MODEL_JAMBA:
         return "jamba";
+    case MC_MODEL_NEMOTRON_H:
+        return "nemotron_h";
     }
     return "unknown";
 }
@@ -49,6 +51,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_FALCON_MAMBA;
     else if (strcmp(name, "jamba") == 0)
         *t = MC_MODEL_JAMBA;
+    else if (strcmp(name, "nemotron_h") == 0)
+        *t = MC_MODEL_NEMOTRON_H;
     else
         return -1;
     return 0;
@@ -66,10 +70,15 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
-        t != MC_MODEL_JAMBA)
+        t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
+}
+
+int mc_stack_layer_has_mixer(const struct mc_stack_config *cfg, int64_t layer)
+{
+    return cfg->layers[layer].family != MC_STACK_NO_MIXER;
 }
 
 /* One key of the config: a number (an integer when `integer`), or a boolean read as 0/1. */
@@ -649,6 +658,205 @@ static int parse_jamba(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* A string key that must be absent, null or `want` (an activation the engine computes). */
+static int want_string(struct reader *r, const char *key, const char *want)
+{
+    const struct mc_json_value *v = mc_json_get(r->root, key);
+    if (v == NULL || v->type == MC_JSON_NULL || (v->type == MC_JSON_STRING && strcmp(v->string, want) == 0))
+        return 0;
+    mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' %s: only \"%s\" is computed", r->where, key,
+                 v->type == MC_JSON_STRING ? v->string : "(not a string)", want);
+    return -1;
+}
+
+/* The first of `names` present and not null in the config (a key's alias that wins, then the key), or the last. */
+static const char *alias(struct reader *r, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const struct mc_json_value *v = mc_json_get(r->root, names[i]);
+        if (v != NULL && v->type != MC_JSON_NULL)
+            return names[i];
+    }
+    return names[n - 1];
+}
+
+/* NemotronHConfig (transformers 5.24): the blocks of layers_block_type ("linear_attention" / "full_attention" /
+ * "mlp" / "moe", or the older "mamba" / "attention"; its alias layer_types) or of hybrid_override_pattern (M * - E),
+ * num_hidden_layers their count; the Mamba2 mixer (mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups /
+ * mamba_n_groups, conv_kernel / mamba_d_conv, chunk_size / mamba_chunk_size, use_conv_bias / mamba_conv_bias,
+ * use_bias, its gated norm per group, dt clamped below at time_step_min / mamba_dt_min as NemotronHMamba2Mixer
+ * does (time_step_limit is not read upstream)); attention without rotary embedding and without q/k norm
+ * (num_attention_heads, num_key_value_heads, head_dim, 1/sqrt(head_dim), max_position_embeddings); the relu² MLP
+ * (intermediate_size); the MoE (n_routed_experts, num_experts_per_tok, moe_intermediate_size, n_group, topk_group,
+ * norm_topk_prob, routed_scaling_factor, the shared expert of moe_shared_expert_intermediate_size);
+ * layer_norm_epsilon everywhere. Refused: moe_latent_size, multi-token prediction layers, mlp_bias, a tied head
+ * (NemotronHForCausalLM ties nothing), activations other than relu² and SiLU. */
+static int parse_nemotron_h(struct reader *r, struct mc_stack_config *cfg)
+{
+    /* NemotronHConfig: an older mamba_* name given wins over the plain one; num_local_experts is n_routed_experts */
+    static const char *const k_groups[] = {"mamba_n_groups", "n_groups"}, *const k_conv[] = {"mamba_d_conv", "conv_kernel"},
+                             *const k_chunk[] = {"mamba_chunk_size", "chunk_size"},
+                             *const k_cbias[] = {"mamba_conv_bias", "use_conv_bias"},
+                             *const k_dtmin[] = {"mamba_dt_min", "time_step_min"},
+                             *const k_experts[] = {"num_local_experts", "n_routed_experts"};
+    struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .no_rope = 1, .partial_rotary_factor = 1.0,
+                                     .rope_theta = 10000.0, .qk_norm = MC_QK_NORM_NONE, .rms_norm_eps = cfg->norm_eps};
+    int64_t shared = 0, mtp = 0;
+    int32_t mlp_bias = 0;
+    struct mc_stack_moe *e = &cfg->moe;
+    if (get_int(r, "mamba_num_heads", 0, 128, &m.num_heads) || get_int(r, "mamba_head_dim", 0, 64, &m.head_dim) ||
+        get_int(r, "ssm_state_size", 0, 128, &m.state_size) || get_int(r, alias(r, k_groups, 2), 0, 8, &m.n_groups) ||
+        get_int(r, alias(r, k_conv, 2), 0, 4, &m.conv_kernel) || get_int(r, alias(r, k_chunk, 2), 0, 128, &m.chunk_size) ||
+        get_bool(r, alias(r, k_cbias, 2), 1, &m.use_conv_bias) || get_bool(r, "use_bias", 0, &m.use_bias) ||
+        get_num(r, alias(r, k_dtmin, 2), 0, 0, 0.001, &m.time_step_limit[0]) ||
+        positive(r, "mamba_num_heads", m.num_heads, 1 << 16) || positive(r, "mamba_head_dim", m.head_dim, 1 << 16) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, 8, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 0, 128, &at.head_dim) ||
+        get_int(r, "max_position_embeddings", 0, 4096, &at.cache_length) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) ||
+        get_int(r, "intermediate_size", 0, 21504, &cfg->ffn_size) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) || get_bool(r, "mlp_bias", 0, &mlp_bias) ||
+        get_int(r, alias(r, k_experts, 2), 0, 8, &e->n_experts) || get_int(r, "num_experts_per_tok", 0, 2, &e->top_k) ||
+        get_int(r, "moe_intermediate_size", 0, 7688, &e->expert_size) ||
+        positive(r, "moe_intermediate_size", e->expert_size, 1 << 20) ||
+        get_int(r, "moe_shared_expert_intermediate_size", 0, 7688, &shared) ||
+        positive(r, "moe_shared_expert_intermediate_size", shared, 1 << 20) ||
+        get_int(r, "n_group", 0, 1, &e->n_group) || get_int(r, "topk_group", 0, 1, &e->topk_group) ||
+        get_bool(r, "norm_topk_prob", 1, &e->renormalise) ||
+        get_num(r, "routed_scaling_factor", 0, 0, 1.0, &e->routed_scaling) ||
+        get_int(r, "num_nextn_predict_layers", 0, 0, &mtp) || want_string(r, "mlp_hidden_act", "relu2") ||
+        want_string(r, "mamba_hidden_act", "silu"))
+        return -1;
+    const struct mc_json_value *lat = mc_json_get(r->root, "moe_latent_size");
+    if (lat != NULL && lat->type != MC_JSON_NULL) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'moe_latent_size' is set: the MoE's latent projections (fc1_latent_proj / "
+                     "fc2_latent_proj) are not computed", r->where);
+        return -1;
+    }
+    if (mtp != 0) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'num_nextn_predict_layers' %lld: multi-token prediction layers are not computed",
+                     r->where, (long long)mtp);
+        return -1;
+    }
+    if (mlp_bias || cfg->tied) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' true: %s", r->where,
+                     mlp_bias ? "mlp_bias" : "tie_word_embeddings",
+                     mlp_bias ? "the MLP and expert biases are not computed"
+                              : "NemotronHForCausalLM ties no weights (its lm_head is its own)");
+        return -1;
+    }
+    if (!(m.time_step_limit[0] >= 0.0) || !isfinite(m.time_step_limit[0]) || !isfinite(e->routed_scaling)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: time_step_min must be finite and >= 0, "
+                     "routed_scaling_factor finite", r->where);
+        return -1;
+    }
+    const struct mc_json_value *kv = mc_json_get(r->root, "num_key_value_heads");
+    if (kv != NULL && kv->type == MC_JSON_NULL) /* NemotronHConfig: null is num_attention_heads (absent: 8) */
+        at.num_key_value_heads = at.num_attention_heads;
+    m.time_step_limit[1] = INFINITY; /* NemotronHMamba2Mixer: (time_step_min, inf) */
+    m.layer_norm_epsilon = cfg->norm_eps;
+    m.norm_group_size = 0;
+    if (m.n_groups < 1 || (m.num_heads * m.head_dim) % m.n_groups != 0 || m.num_heads % m.n_groups != 0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: n_groups (%lld) must divide mamba_num_heads (%lld)",
+                     r->where, (long long)m.n_groups, (long long)m.num_heads);
+        return -1;
+    }
+    m.norm_group_size = m.num_heads * m.head_dim / m.n_groups; /* NemotronHRMSNormGated: per group, every release */
+    /* the blocks: layers_block_type (or layer_types), else hybrid_override_pattern */
+    const char *kinds[MC_STACK_MAX_LAYERS];
+    int64_t n = 0;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layers_block_type");
+    if (lt == NULL || lt->type == MC_JSON_NULL)
+        lt = mc_json_get(r->root, "layer_types");
+    const struct mc_json_value *pat = mc_json_get(r->root, "hybrid_override_pattern");
+    if (lt != NULL && lt->type != MC_JSON_NULL) {
+        if (lt->type != MC_JSON_ARRAY || lt->len < 1 || lt->len > MC_STACK_MAX_LAYERS) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' must list 1 to %d blocks", r->where,
+                         MC_STACK_MAX_LAYERS);
+            return -1;
+        }
+        for (size_t i = 0; i < lt->len; i++) {
+            const struct mc_json_value *v = &lt->items[i];
+            const char *k = v->type == MC_JSON_STRING ? v->string : "";
+            kinds[n++] = strcmp(k, "linear_attention") == 0 || strcmp(k, "mamba") == 0   ? "M"
+                         : strcmp(k, "full_attention") == 0 || strcmp(k, "attention") == 0 ? "*"
+                         : strcmp(k, "mlp") == 0                                           ? "-"
+                         : strcmp(k, "moe") == 0                                           ? "E"
+                                                                                           : NULL;
+            if (kinds[n - 1] == NULL) {
+                mc_error_set(r->err, MC_ERR_INPUT,
+                             "%s: config_json: 'layers_block_type[%zu]' must be \"linear_attention\", \"full_attention\", "
+                             "\"mlp\" or \"moe\"", r->where, i);
+                return -1;
+            }
+        }
+    } else if (pat != NULL && pat->type == MC_JSON_STRING) {
+        static const char *const letters[] = {"M", "*", "-", "E"};
+        for (const char *c = pat->string; *c != '\0'; c++) {
+            const char *k = strchr("M*-E", *c);
+            if (k == NULL || n == MC_STACK_MAX_LAYERS) {
+                mc_error_set(r->err, MC_ERR_INPUT,
+                             "%s: config_json: 'hybrid_override_pattern' must be 1 to %d of M, *, - and E", r->where,
+                             MC_STACK_MAX_LAYERS);
+                return -1;
+            }
+            kinds[n++] = letters[k - "M*-E"];
+        }
+    }
+    if (n == 0 && (lt == NULL || lt->type == MC_JSON_NULL) && (pat == NULL || pat->type == MC_JSON_NULL)) {
+        static const char *const dflt[] = {"M", "E", "*", "-"}; /* NemotronHConfig's default layers_block_type */
+        for (; n < 4; n++)
+            kinds[n] = dflt[n];
+    }
+    if (n == 0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'hybrid_override_pattern' must be a string of M, *, - and E",
+                     r->where);
+        return -1;
+    }
+    cfg->n_layers = n; /* NemotronHConfig.num_hidden_layers is the length of layers_block_type */
+    int any_moe = 0;
+    for (int64_t i = 0; i < n; i++)
+        any_moe |= kinds[i][0] == 'E';
+    if (any_moe && (e->n_experts < 1 || e->n_experts > MC_STACK_MAX_EXPERTS || e->n_group < 1 ||
+                    e->n_experts % e->n_group != 0 || e->n_experts / e->n_group < 2 || e->topk_group < 1 ||
+                    e->topk_group > e->n_group || e->top_k < 1 || e->top_k > MC_STACK_MAX_TOP_K ||
+                    e->top_k > e->topk_group * (e->n_experts / e->n_group))) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: n_routed_experts (%lld) must be in [1, 512] and a multiple of n_group (%lld) with at "
+                     "least 2 experts per group, topk_group (%lld) in [1, n_group], num_experts_per_tok (%lld) in [1, "
+                     "min(64, the experts of topk_group groups)]",
+                     r->where, (long long)e->n_experts, (long long)e->n_group, (long long)e->topk_group,
+                     (long long)e->top_k);
+        return -1;
+    }
+    e->router = MC_ROUTER_SIGMOID_GROUPED;
+    e->act = MC_FFN_RELU2;
+    if (!any_moe)
+        e->n_experts = 0;
+    cfg->ffn_act = MC_FFN_RELU2;
+    cfg->norm_weight_fp32 = 1;
+    for (int64_t i = 0; i < n; i++) {
+        struct mc_stack_layer *L = &cfg->layers[i];
+        char k = kinds[i][0];
+        L->family = k == 'M' ? MC_FAMILY_MAMBA2 : k == '*' ? MC_FAMILY_ATTENTION : MC_STACK_NO_MIXER;
+        L->mixer.family = L->family;
+        if (k == 'M')
+            L->mixer.u.mamba2 = m;
+        else if (k == '*')
+            L->mixer.u.attention = at;
+        L->moe = k == 'E';
+        L->dense = k == '-' || k == 'E'; /* a MoE block's shared expert is its dense MLP */
+        L->dense_size = k == '-' ? cfg->ffn_size : k == 'E' ? shared : 0;
+    }
+    cfg->ffn_size = cfg->ffn_size > shared ? cfg->ffn_size : shared; /* the largest dense MLP */
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -656,7 +864,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid, falcon_mamba, jamba)",
+                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -676,7 +884,10 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         mc_error_set(err, MC_ERR_INPUT, "%s: config_json: 'model_type' is not '%s'", where, model_type);
         goto out;
     }
-    if (get_int(&r, "num_hidden_layers", 1, 0, &cfg->n_layers) || get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
+    /* Nemotron-H: num_hidden_layers is the length of layers_block_type (NemotronHConfig ignores the key) */
+    int nh = cfg->type == MC_MODEL_NEMOTRON_H;
+    if (get_int(&r, "num_hidden_layers", !nh, 1, &cfg->n_layers) ||
+        get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
         get_num(&r,
                 cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
@@ -695,7 +906,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         get_bool(&r, "residual_in_fp32",
                  cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA,
                  &cfg->residual_in_fp32) ||
-        positive(&r, "num_hidden_layers", cfg->n_layers, MC_STACK_MAX_LAYERS) ||
+        positive(&r, "num_hidden_layers", nh ? 1 : cfg->n_layers, MC_STACK_MAX_LAYERS) ||
         positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
         goto out;
     if (!(cfg->norm_eps > 0.0)) {
@@ -703,9 +914,10 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         goto out;
     }
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA)
+        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
-                                      GraniteMoeHybridDecoderLayer add in the model dtype */
+                                      GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
+                                      whatever its residual_in_fp32 says (it reads no such key) */
     cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5;
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
@@ -713,13 +925,16 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : cfg->type == MC_MODEL_BAMBA ? parse_bamba(&r, cfg)
          : cfg->type == MC_MODEL_QWEN3_5 ? parse_qwen3_5(&r, cfg)
          : cfg->type == MC_MODEL_JAMBA   ? parse_jamba(&r, cfg)
+         : nh                            ? parse_nemotron_h(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
-    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && i < cfg->n_layers; i++)
+    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && !nh && i < cfg->n_layers; i++)
         cfg->layers[i].dense = cfg->ffn_size > 0; /* every layer has its MLP (GraniteMoeHybrid: the shared one) */
+    for (int64_t i = 0; !nh && i < cfg->n_layers; i++)
+        cfg->layers[i].dense_size = cfg->layers[i].dense ? cfg->ffn_size : 0;
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
-        if (mc_family_config_validate(&cfg->layers[i].mixer, &e) != MC_ERR_NONE) {
+        if (mc_stack_layer_has_mixer(cfg, i) && mc_family_config_validate(&cfg->layers[i].mixer, &e) != MC_ERR_NONE) {
             mc_error_set(err, MC_ERR_INPUT, "%s: config_json: layer %lld: %s", where, (long long)i, e.msg);
             goto out;
         }
@@ -738,13 +953,16 @@ static int lfm2(const struct mc_stack_config *cfg)
 /* The `model.` layouts of the hybrids (lfm2, bamba) as against the `backbone.` of the Mamba models. */
 static int hybrid(const struct mc_stack_config *cfg)
 {
-    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
+    return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
 {
-    snprintf(out, MC_STACK_NAME_LEN, "%s", hybrid(cfg) ? "model.embed_tokens.weight" : "backbone.embeddings.weight");
+    snprintf(out, MC_STACK_NAME_LEN, "%s",
+             cfg->type == MC_MODEL_NEMOTRON_H ? "model.embeddings.weight"
+             : hybrid(cfg)                    ? "model.embed_tokens.weight"
+                                              : "backbone.embeddings.weight");
 }
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
@@ -754,13 +972,17 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
+    else if (cfg->type == MC_MODEL_NEMOTRON_H)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.norm.weight", (long long)layer);
     else
         snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.norm.weight", (long long)layer);
 }
 
 void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (hybrid(cfg))
+    if (cfg->type == MC_MODEL_NEMOTRON_H) /* every block's module is its `mixer` */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.mixer.", (long long)layer);
+    else if (hybrid(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
                  cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
                  : lfm2(cfg)                                      ? "conv."
@@ -795,7 +1017,12 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
                                              "mlp.up_proj.weight", "mlp.down_proj.weight"};
     static const char *const granite_parts[] = {"post_attention_layernorm.weight", "shared_mlp.input_linear.weight",
                                                 NULL, "shared_mlp.output_linear.weight"};
-    const char *const *parts = lfm2(cfg)                                ? lfm2_parts
+    static const char *const nemotron_parts[] = {"norm.weight", NULL, "mixer.up_proj.weight", "mixer.down_proj.weight"};
+    static const char *const nemotron_moe_parts[] = {"norm.weight", NULL, "mixer.shared_experts.up_proj.weight",
+                                                     "mixer.shared_experts.down_proj.weight"};
+    const char *const *parts = cfg->type == MC_MODEL_NEMOTRON_H         ? (cfg->layers[layer].moe ? nemotron_moe_parts
+                                                                                                  : nemotron_parts)
+                               : lfm2(cfg)                              ? lfm2_parts
                                : cfg->type == MC_MODEL_QWEN3_5          ? qwen_parts
                                : cfg->type == MC_MODEL_GRANITEMOEHYBRID ? granite_parts
                                                                         : bamba_parts;
@@ -811,8 +1038,13 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
                                                 "block_sparse_moe.experts.down_proj"};
     static const char *const jamba_parts[] = {"feed_forward.router.weight", "feed_forward.experts.gate_up_proj",
                                               "feed_forward.experts.down_proj"};
-    snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
-             (cfg->type == MC_MODEL_JAMBA ? jamba_parts : granite_parts)[part < 0 || part > 2 ? 0 : part]);
+    static const char *const nemotron_parts[] = {"mixer.gate.weight", "mixer.experts.up_proj", "mixer.experts.down_proj",
+                                                 "mixer.gate.e_score_correction_bias"};
+    if (cfg->type == MC_MODEL_NEMOTRON_H)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, nemotron_parts[part & 3]);
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 (cfg->type == MC_MODEL_JAMBA ? jamba_parts : granite_parts)[part < 0 || part > 2 ? 0 : part]);
 }
 
 void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -820,6 +1052,7 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
              : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA ? "model.final_layernorm.weight"
+             : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }

@@ -33,6 +33,21 @@ enum mc_model_type {
     MC_MODEL_JAMBA = 8,        /* JambaForCausalLM: Mamba1 (weighted inner norms) and NoPE attention every
                                   attn_layer_period at attn_layer_offset, a softmax-then-top-k MoE every
                                   expert_layer_period at expert_layer_offset, a SwiGLU MLP on the other layers */
+    MC_MODEL_NEMOTRON_H = 9,   /* NemotronHForCausalLM: one block per entry of layers_block_type (the pattern M * - E):
+                                  a Mamba2 mixer, NoPE attention, a relu² MLP or a sigmoid-routed relu² MoE with a
+                                  shared expert, each as norm -> block -> residual; the last two have no sequence
+                                  mixer (MC_STACK_NO_MIXER) */
+};
+
+/* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
+ * empty (no weights, no cache, no shape), it runs on no backend; the layer is its feed-forward alone, whose norm
+ * is the layer's block norm. */
+#define MC_STACK_NO_MIXER MC_FAMILY_STACK
+
+/* The feed-forward's activation. */
+enum mc_stack_ffn_act {
+    MC_FFN_SWIGLU = 0, /* down(silu(gate x) · up x): gate and up projections */
+    MC_FFN_RELU2 = 1,  /* down(relu(up x)²): no gate (Nemotron-H's NemotronHMLP and its experts) */
 };
 
 /* How a mixture-of-experts feed-forward turns its router's logits into expert weights. */
@@ -43,6 +58,13 @@ enum mc_stack_router {
     MC_ROUTER_SOFTMAX_TOPK = 2, /* a float32 softmax over every expert's logit, the k largest probabilities (a tie:
                                    the lower index first), divided by their sum only with `renormalise`, rounded to
                                    the model dtype (JambaTopKRouter: not renormalised) */
+    MC_ROUTER_SIGMOID_GROUPED = 3, /* NemotronHTopkRouter: float32 router weight and logits, scores sigmoid(logits);
+                                      the choice on scores + e_score_correction_bias: the n_group groups ranked by
+                                      the sum of their two largest corrected scores, the topk_group best kept, the k
+                                      largest corrected scores of the kept experts (a tie: the lower index first);
+                                      the weights the uncorrected scores of the k, divided by (their sum + 1e-20)
+                                      with renormalise (norm_topk_prob), times routed_scaling; all float32, and the
+                                      experts' weighted outputs summed in float32 before one rounding to T */
 };
 
 /* A mixture-of-experts feed-forward (docs/models.md §1): E experts of SwiGLU size F_e, k of them per token.
@@ -54,7 +76,11 @@ struct mc_stack_moe {
     int64_t top_k;       /* k (num_experts_per_tok), 1 <= k <= E */
     int64_t expert_size; /* F_e (GraniteMoeHybrid: intermediate_size) */
     int32_t router;      /* enum mc_stack_router */
-    int32_t renormalise; /* MC_ROUTER_SOFTMAX_TOPK: the k probabilities divided by their sum */
+    int32_t renormalise; /* MC_ROUTER_SOFTMAX_TOPK, MC_ROUTER_SIGMOID_GROUPED: the k weights divided by their sum */
+    int32_t act;         /* enum mc_stack_ffn_act of the experts (relu²: one [E][F_e][D] up matrix, no gate) */
+    int64_t n_group;     /* MC_ROUTER_SIGMOID_GROUPED: groups of E / n_group experts (n_group) */
+    int64_t topk_group;  /* the groups kept (topk_group) */
+    double routed_scaling; /* routed_scaling_factor */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -63,8 +89,10 @@ struct mc_stack_layer {
     struct mc_family_config mixer; /* the family configuration derived from config.json */
     int32_t moe;                   /* 1: the layer's feed-forward has the config's MoE (besides the dense MLP when
                                       ffn_size > 0); 0 on a dense layer */
-    int32_t dense;                 /* 1: the layer has the dense SwiGLU MLP of ffn_size (0 on Jamba's MoE layers, whose
-                                      feed-forward is the MoE alone) */
+    int32_t dense;                 /* 1: the layer has the dense MLP (0 on Jamba's MoE layers, whose feed-forward is
+                                      the MoE alone; 0 on Nemotron-H's mixer layers, which have no feed-forward) */
+    int64_t dense_size;            /* the dense MLP's intermediate size (ffn_size, or Nemotron-H's: intermediate_size
+                                      on an MLP block, moe_shared_expert_intermediate_size on a MoE block) */
 };
 
 struct mc_stack_config {
@@ -80,6 +108,9 @@ struct mc_stack_config {
     int32_t zero_centred;    /* every norm multiplies by (1 + weight), in float32 before the rounding */
     int32_t ffn_fused;       /* the dense feed-forward's gate and up projections are one [2F][D] matrix, gate rows
                                 first (GraniteMoeHybridMLP input_linear) */
+    int32_t norm_weight_fp32; /* every norm multiplies by its weight in float32 before the one rounding to T
+                                 (NemotronHRMSNorm: (w.float() * x_normed).to(T)) */
+    int32_t ffn_act;         /* enum mc_stack_ffn_act of the dense MLP */
     struct mc_stack_moe moe; /* the MoE of the layers with layers[i].moe */
     /* the multipliers (1 when the model has none; GraniteMoeHybrid's µP-style ones): the embedding's output is
      * multiplied by embedding_multiplier, every block's output (mixer, feed-forward) by residual_multiplier
@@ -91,13 +122,16 @@ struct mc_stack_config {
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
-/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba"; 0 on success, -1
- * when unknown. */
+/* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba", "jamba",
+ * "nemotron_h"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
 /* Every family a model type's layers may have, into out[0..n); returns n (at most 4). */
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4]);
+
+/* 1 when layer i has a sequence mixer (every layer but Nemotron-H's MLP and MoE blocks). */
+int mc_stack_layer_has_mixer(const struct mc_stack_config *cfg, int64_t layer);
 
 /* Reads the upstream config.json text of `model_type` (missing keys take the upstream defaults);
  * MC_ERR_INPUT "<where>: config_json: <key>: <what>" on a missing required key, a wrong type or
@@ -118,10 +152,12 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
                                char out[MC_STACK_NAME_LEN + 32]);
 /* The feed-forward of layer i (ffn_size > 0): part 0 its norm, 1 the gate (lfm2 w1, bamba gate_proj), 2 up
  * (w3, up_proj), 3 down (w2, down_proj). With ffn_fused part 1 is the [2F][D] gate-and-up matrix and part 2
- * has no name of its own (""). */
+ * has no name of its own (""). Nemotron-H: part 0 is the block norm, part 1 has no name (relu², no gate); on a
+ * MoE block parts 2 and 3 are the shared expert's. */
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
-/* The MoE of layer i (layers[i].moe): part 0 the router [E][D], 1 the experts' gate-and-up [E][2 F_e][D], 2 their
- * down projections [E][D][F_e]. */
+/* The MoE of layer i (layers[i].moe): part 0 the router [E][D], 1 the experts' gate-and-up [E][2 F_e][D] (relu²:
+ * their up projections [E][F_e][D]), 2 their down projections [E][D][F_e], 3 the router's e_score_correction_bias
+ * [E] (MC_ROUTER_SIGMOID_GROUPED only). */
 void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 
 #endif

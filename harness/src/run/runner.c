@@ -941,6 +941,11 @@ static int assign_layers(const struct mc_case *c, const struct mc_stack_golden *
     int n = 0;
     for (int64_t l = 0; l < g->config.n_layers; l++) {
         enum mc_family fam = g->config.layers[l].family;
+        if (!mc_stack_layer_has_mixer(&g->config, l)) { /* a feed-forward block: the engine's, on no backend */
+            ops[l] = fallback[l] = NULL;
+            under[l] = 0;
+            continue;
+        }
         int named = c->n_layers == 0;
         for (int i = 0; i < c->n_layers; i++)
             named |= c->layers[i] == l;
@@ -1029,7 +1034,8 @@ static void run_model_case(const struct mc_case *c, const struct mc_registry *re
     /* every layer on the reference: the stack that f16/bf16 prefills are also compared with */
     int have_ref = 1;
     for (int64_t l = 0; l < nl; l++)
-        have_ref &= (ref_ops[l] = mc_registry_find(reg, "reference", g.config.layers[l].family)) != NULL;
+        have_ref &= !mc_stack_layer_has_mixer(&g.config, l) ||
+                    (ref_ops[l] = mc_registry_find(reg, "reference", g.config.layers[l].family)) != NULL;
     for (int bi = 0; bi < n_names && err->code == MC_ERR_NONE; bi++) {
         const struct mc_backend_ops *bops = case_find(reg, names[bi], c);
         enum mc_family missing = c->family;

@@ -20,9 +20,12 @@ struct mc_stack {
     double *head;                      /* [V][D]: lm_head, or the embedding when tied */
     double *final_norm;                /* [D] */
     double *norm;                      /* [n][D] */
-    int64_t F;                         /* feed-forward size (0 = none) */
-    double *ffn_norm, *w1, *w3, *w2;   /* [n][D], [n][F][D], [n][F][D], [n][D][F] */
-    double **router, **gate_up, **down; /* per MoE layer [E][D], [E][2Fe][D], [E][D][Fe]; NULL on a dense layer */
+    double *ffn_norm;                  /* [n][D] (zeros on a layer without feed-forward) */
+    double **w1, **w3, **w2;           /* per layer with a dense MLP of F = layers[l].dense_size: [F][D] (NULL for
+                                          relu²: no gate), [F][D], [D][F]; NULL on a layer without one */
+    double **router, **gate_up, **down; /* per MoE layer [E][D], [E][2Fe][D] (relu²: [E][Fe][D]), [E][D][Fe]; NULL on a
+                                           dense layer */
+    double **bias;                     /* per MoE layer of MC_ROUTER_SIGMOID_GROUPED: e_score_correction_bias [E] */
     enum mc_stack_glue_fault fault;    /* MC_STACK_GLUE_NONE but in the mutant tests */
     int64_t fault_layer;
     double *fresh_head;                /* MC_STACK_GLUE_HEAD_UNTIED: [V][D] */
@@ -46,14 +49,27 @@ static double compute(const struct mc_stack *s, double x)
     return s->dtype == MC_DTYPE_F64 ? x : (double)(float)x;
 }
 
-/* A golden weight rounded to the model dtype, as float64 values (NULL when out of memory). */
-static double *weight_copy(const struct mc_stack *s, const struct mc_stack_golden *g, const char *name, int64_t n)
+/* A golden weight rounded to the model dtype (with fp32, to the compute dtype: a parameter upstream keeps in
+ * float32 whatever the model dtype), as float64 values (NULL when out of memory). */
+static double *weight_copy_as(const struct mc_stack *s, const struct mc_stack_golden *g, const char *name, int64_t n,
+                              int fp32)
 {
     const struct mc_array *a = mc_stack_golden_weight(g, name);
     double *out = a != NULL && mc_array_elems(a) == n ? malloc((size_t)n * sizeof *out) : NULL;
     for (int64_t i = 0; out != NULL && i < n; i++)
-        out[i] = store(s, a->data[i]);
+        out[i] = fp32 ? compute(s, a->data[i]) : store(s, a->data[i]);
     return out;
+}
+
+static double *weight_copy(const struct mc_stack *s, const struct mc_stack_golden *g, const char *name, int64_t n)
+{
+    return weight_copy_as(s, g, name, n, 0);
+}
+
+/* Layer l has a feed-forward after its mixer (or is one, without a mixer). */
+static int has_ffn(const struct mc_stack_config *cfg, int64_t l)
+{
+    return cfg->layers[l].dense || cfg->layers[l].moe;
 }
 
 static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
@@ -134,46 +150,63 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
     mc_stack_name_final_norm(s->cfg, name);
     s->final_norm = weight_copy(s, g, name, s->D);
     enum mc_backend_status st = MC_BACKEND_OK;
-    s->F = g->config.ffn_size;
-    if (s->F > 0) {
-        int64_t D = s->D, F = s->F;
-        s->ffn_norm = malloc((size_t)(s->n * D) * sizeof(double));
-        s->w1 = calloc((size_t)(s->n * F * D), sizeof(double)); /* zeros on a layer without the MLP */
-        s->w3 = calloc((size_t)(s->n * F * D), sizeof(double));
-        s->w2 = calloc((size_t)(s->n * F * D), sizeof(double));
-        double *dst[4] = {s->ffn_norm, s->w1, s->w3, s->w2};
-        int64_t size[4] = {D, F * D, F * D, F * D};
-        for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++)
-            for (int part = 0; part < 4 && st == MC_BACKEND_OK; part++) {
-                if ((part == 2 && s->cfg->ffn_fused) || (part > 0 && !s->cfg->layers[l].dense))
-                    continue; /* read with part 1; a MoE-only layer (Jamba) has no MLP */
-                mc_stack_name_ffn(s->cfg, l, part, name);
-                int fused = part == 1 && s->cfg->ffn_fused; /* [2F][D]: the gate's rows, then up's */
-                double *w = dst[part] ? weight_copy(s, g, name, (fused ? 2 : 1) * size[part]) : NULL;
-                if (w == NULL)
-                    st = MC_BACKEND_NOMEM;
-                else
-                    memcpy(dst[part] + l * size[part], w, (size_t)size[part] * sizeof *w);
-                if (w != NULL && fused)
-                    memcpy(dst[2] + l * size[2], w + size[1], (size_t)size[2] * sizeof *w);
-                free(w);
-            }
+    s->ffn_norm = calloc((size_t)(s->n * s->D), sizeof(double));
+    s->w1 = calloc((size_t)s->n, sizeof *s->w1);
+    s->w3 = calloc((size_t)s->n, sizeof *s->w3);
+    s->w2 = calloc((size_t)s->n, sizeof *s->w2);
+    if (s->ffn_norm == NULL || s->w1 == NULL || s->w3 == NULL || s->w2 == NULL)
+        st = MC_BACKEND_NOMEM;
+    for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
+        if (!has_ffn(s->cfg, l))
+            continue;
+        int64_t D = s->D, F = s->cfg->layers[l].dense_size;
+        mc_stack_name_ffn(s->cfg, l, 0, name);
+        double *w = weight_copy(s, g, name, D);
+        if (w == NULL) {
+            st = MC_BACKEND_NOMEM;
+            break;
+        }
+        memcpy(s->ffn_norm + l * D, w, (size_t)D * sizeof *w);
+        free(w);
+        if (!s->cfg->layers[l].dense)
+            continue; /* a MoE-only layer (Jamba) has no MLP */
+        if (s->cfg->ffn_act == MC_FFN_RELU2) { /* up [F][D], down [D][F]: no gate */
+            mc_stack_name_ffn(s->cfg, l, 2, name);
+            s->w3[l] = weight_copy(s, g, name, F * D);
+        } else if (s->cfg->ffn_fused) { /* [2F][D]: the gate's rows, then up's */
+            mc_stack_name_ffn(s->cfg, l, 1, name);
+            s->w1[l] = weight_copy(s, g, name, 2 * F * D);
+            s->w3[l] = s->w1[l] != NULL ? malloc((size_t)(F * D) * sizeof(double)) : NULL;
+            if (s->w3[l] != NULL)
+                memcpy(s->w3[l], s->w1[l] + F * D, (size_t)(F * D) * sizeof(double));
+        } else {
+            mc_stack_name_ffn(s->cfg, l, 1, name);
+            s->w1[l] = weight_copy(s, g, name, F * D);
+            mc_stack_name_ffn(s->cfg, l, 2, name);
+            s->w3[l] = weight_copy(s, g, name, F * D);
+        }
+        mc_stack_name_ffn(s->cfg, l, 3, name);
+        s->w2[l] = weight_copy(s, g, name, F * D);
+        if ((s->cfg->ffn_act != MC_FFN_RELU2 && s->w1[l] == NULL) || s->w3[l] == NULL || s->w2[l] == NULL)
+            st = MC_BACKEND_NOMEM;
     }
     s->router = calloc((size_t)s->n, sizeof *s->router);
     s->gate_up = calloc((size_t)s->n, sizeof *s->gate_up);
     s->down = calloc((size_t)s->n, sizeof *s->down);
-    if (s->router == NULL || s->gate_up == NULL || s->down == NULL)
+    s->bias = calloc((size_t)s->n, sizeof *s->bias);
+    if (s->router == NULL || s->gate_up == NULL || s->down == NULL || s->bias == NULL)
         st = MC_BACKEND_NOMEM;
     for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
         const struct mc_stack_moe *e = &g->config.moe;
         if (!g->config.layers[l].moe)
             continue;
-        double **dst[3] = {s->router, s->gate_up, s->down};
-        int64_t size[3] = {e->n_experts * s->D, e->n_experts * 2 * e->expert_size * s->D,
-                           e->n_experts * s->D * e->expert_size};
-        for (int part = 0; part < 3 && st == MC_BACKEND_OK; part++) {
+        int sig = e->router == MC_ROUTER_SIGMOID_GROUPED; /* its router weight and bias stay float32 */
+        double **dst[4] = {s->router, s->gate_up, s->down, s->bias};
+        int64_t size[4] = {e->n_experts * s->D, e->n_experts * (e->act == MC_FFN_RELU2 ? 1 : 2) * e->expert_size * s->D,
+                           e->n_experts * s->D * e->expert_size, e->n_experts};
+        for (int part = 0; part < (sig ? 4 : 3) && st == MC_BACKEND_OK; part++) {
             mc_stack_name_moe(s->cfg, l, part, name);
-            if ((dst[part][l] = weight_copy(s, g, name, size[part])) == NULL)
+            if ((dst[part][l] = weight_copy_as(s, g, name, size[part], sig && (part == 0 || part == 3))) == NULL)
                 st = MC_BACKEND_NOMEM;
         }
     }
@@ -190,7 +223,8 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
         memcpy(s->norm + l * s->D, w, (size_t)s->D * sizeof *w);
         free(w);
         s->ops[l] = layer_ops[l];
-        st = create_layer(s, g, l, threads, msg);
+        if (mc_stack_layer_has_mixer(s->cfg, l)) /* a layer without a mixer runs on no backend */
+            st = create_layer(s, g, l, threads, msg);
     }
     if (st == MC_BACKEND_NOMEM && msg->text[0] == '\0')
         snprintf(msg->text, sizeof msg->text, "out of memory creating the stack");
@@ -221,7 +255,7 @@ void mc_stack_destroy(struct mc_stack *s)
     if (s == NULL)
         return;
     for (int64_t l = 0; s->models != NULL && l < s->n; l++)
-        if (s->models[l] != NULL)
+        if (s->models[l] != NULL && s->ops[l] != NULL)
             s->ops[l]->model_destroy(s->models[l]);
     free(s->models);
     free(s->ops);
@@ -231,9 +265,20 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->final_norm);
     free(s->fresh_head);
     free(s->ffn_norm);
+    for (int64_t l = 0; l < s->n; l++) {
+        if (s->w1 != NULL)
+            free(s->w1[l]);
+        if (s->w3 != NULL)
+            free(s->w3[l]);
+        if (s->w2 != NULL)
+            free(s->w2[l]);
+        if (s->bias != NULL)
+            free(s->bias[l]);
+    }
     free(s->w1);
     free(s->w3);
     free(s->w2);
+    free(s->bias);
     for (int64_t l = 0; l < s->n; l++) {
         if (s->router != NULL)
             free(s->router[l]);
@@ -291,6 +336,8 @@ enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, str
     if (c->layer == NULL)
         return MC_BACKEND_NOMEM;
     for (int64_t l = 0; l < s->n; l++) {
+        if (!mc_stack_layer_has_mixer(s->cfg, l))
+            continue; /* no mixer, no cache: its entry stays NULL */
         enter_cache_call(s, l, "cache_alloc");
         enum mc_backend_status st = s->ops[l]->cache_alloc(s->models[l], batch, &c->layer[l], msg);
         mc_isolate_leave();
@@ -307,6 +354,8 @@ enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_c
                                            const struct mc_stack_cache *src, struct mc_msg *msg)
 {
     for (int64_t l = 0; l < s->n; l++) {
+        if (!mc_stack_layer_has_mixer(s->cfg, l))
+            continue;
         enter_cache_call(s, l, "cache_copy");
         enum mc_backend_status st = s->ops[l]->cache_copy(s->models[l], dst->layer[l], src->layer[l], msg);
         mc_isolate_leave();
@@ -331,6 +380,10 @@ void mc_stack_cache_free(struct mc_stack *s, struct mc_stack_cache *c)
 enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc_stack_cache *c, int64_t layer,
                                              double *conv, double *state, struct mc_msg *msg)
 {
+    if (!mc_stack_layer_has_mixer(s->cfg, layer)) {
+        snprintf(msg->text, sizeof msg->text, "layer %lld has no mixer and no cache", (long long)layer);
+        return MC_BACKEND_UNSUPPORTED;
+    }
     struct mc_family_shape sh;
     mc_family_shape(&s->cfg->layers[layer].mixer, &sh);
     int64_t nc = c->batch * sh.conv_channels * sh.conv_kernel, ns = c->batch * mc_family_state_elems(&sh);
@@ -371,10 +424,13 @@ static void block_norm(const struct mc_stack *s, const double *w, const double *
             ss += v * v;
         }
         double inv = 1.0 / sqrt(compute(s, ss / (double)D) + s->cfg->norm_eps);
+        /* Qwen3_5RMSNorm: (x·rsqrt · (1 + w)) in float32, then T; NemotronHRMSNorm: (x·rsqrt · w) in float32,
+         * then T; the others: (x·rsqrt) rounded to T, times w in T */
+        int fp32 = s->cfg->zero_centred || s->cfg->norm_weight_fp32;
         for (int64_t d = 0; d < D; d++)
-            x[r * D + d] = s->cfg->zero_centred /* Qwen3_5RMSNorm: (x·rsqrt · (1 + w)) in float32, then T */
-                               ? store(s, compute(s, compute(s, store(s, hr[d]) * inv) * (1.0 + w[d])))
-                               : store(s, w[d] * store(s, store(s, hr[d]) * inv));
+            x[r * D + d] = fp32 ? store(s, compute(s, compute(s, store(s, hr[d]) * inv) *
+                                                          (s->cfg->zero_centred ? 1.0 + w[d] : w[d])))
+                                : store(s, w[d] * store(s, store(s, hr[d]) * inv));
     }
 }
 
@@ -398,8 +454,9 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
         /* the residual's own dtype: float32 (promotion by the T weight keeps float32), or T */
         for (int64_t d = 0; d < D; d++) {
             double y;
-            if (s->cfg->zero_centred) {
-                y = store(s, compute(s, compute(s, hr[d] * inv) * (skip ? 1.0 : 1.0 + s->final_norm[d])));
+            if (s->cfg->zero_centred || s->cfg->norm_weight_fp32) {
+                double w = skip ? 1.0 : s->cfg->zero_centred ? 1.0 + s->final_norm[d] : s->final_norm[d];
+                y = store(s, compute(s, compute(s, hr[d] * inv) * w));
             } else {
                 double n = s->cfg->residual_in_fp32 ? compute(s, hr[d] * inv) : store(s, hr[d] * inv);
                 double w = skip ? 1.0 : s->final_norm[d];
@@ -476,10 +533,106 @@ static void residual_add(const struct mc_stack *s, double *h, const double *y, s
     }
 }
 
+/* relu(u)² of a value u stored in T, stored in T (relu², or relu alone with the planted fault). */
+static double relu2(const struct mc_stack *s, double u)
+{
+    double r = u > 0.0 ? u : 0.0;
+    return s->fault == MC_STACK_GLUE_RELU2_AS_RELU ? r : store(s, r * r);
+}
+
+/* The index of the largest of v[0..n) not yet taken (a tie: the lower index), marked taken. */
+static int64_t take_largest(const double *v, int64_t n, uint8_t *taken)
+{
+    int64_t best = -1;
+    for (int64_t k = 0; k < n; k++)
+        if (!taken[k] && (best < 0 || v[k] > v[best]))
+            best = k;
+    if (best >= 0) /* (the config guarantees one is left) */
+        taken[best] = 1;
+    return best < 0 ? 0 : best;
+}
+
+/* The MoE of MC_ROUTER_SIGMOID_GROUPED (NemotronHMoE's experts, stackconfig.h) on normed rows x [rows][D], added
+ * into y [rows][D] (the shared expert's output): the router in float32 on float32 weights, the group-limited
+ * choice on the corrected scores, the weights of the uncorrected ones; each chosen expert down_e(relu(up_e x)²) in
+ * T, times its float32 weight, summed in float32 in increasing expert index, rounded to T once, then added to y in
+ * T. a is [Fe + D] scratch. */
+static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t rows, const double *x, double *y,
+                                double *a)
+{
+    const struct mc_stack_moe *e = &s->cfg->moe;
+    const int64_t D = s->D, E = e->n_experts, K = e->top_k, Fe = e->expert_size, G = e->n_group, per = E / G;
+    const double *router = s->router[l], *bias = s->bias[l], *up = s->gate_up[l], *dn = s->down[l];
+    double score[MC_STACK_MAX_EXPERTS], choice[MC_STACK_MAX_EXPERTS], gscore[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
+    double *acc32 = a + Fe; /* the float32 sum of the experts' weighted outputs, [D] */
+    int64_t pick[MC_STACK_MAX_TOP_K];
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D;
+        double *yr = y + r * D;
+        for (int64_t k = 0; k < E; k++) { /* F.linear(x.float(), weight.float()), then sigmoid, in float32 */
+            double acc = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                acc += router[k * D + d] * xr[d];
+            score[k] = compute(s, 1.0 / (1.0 + exp(-compute(s, acc))));
+            choice[k] = compute(s, score[k] + bias[k]);
+        }
+        /* each group's score: the sum of its two largest corrected scores; the topk_group best groups kept */
+        for (int64_t gi = 0; gi < G; gi++) {
+            uint8_t t2[MC_STACK_MAX_EXPERTS] = {0};
+            int64_t a0 = take_largest(choice + gi * per, per, t2), a1 = take_largest(choice + gi * per, per, t2);
+            gscore[gi] = compute(s, choice[gi * per + a0] + choice[gi * per + a1]);
+        }
+        uint8_t gtaken[MC_STACK_MAX_EXPERTS] = {0}, taken[MC_STACK_MAX_EXPERTS];
+        for (int64_t j = 0; j < e->topk_group; j++)
+            take_largest(gscore, G, gtaken);
+        for (int64_t k = 0; k < E; k++) /* the experts of the groups not kept are never chosen */
+            taken[k] = !gtaken[k / per];
+        for (int64_t j = 0; j < K; j++)
+            pick[j] = take_largest(choice, E, taken);
+        double sum = 0.0;
+        for (int64_t j = 0; j < K; j++) {
+            w[j] = s->fault == MC_STACK_GLUE_CORRECTION_BIAS_IN_WEIGHTS ? choice[pick[j]] : score[pick[j]];
+            sum = compute(s, sum + w[j]);
+        }
+        int renorm = e->renormalise != (s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED);
+        double den = compute(s, sum + 1e-20);
+        for (int64_t j = 0; j < K; j++)
+            w[j] = compute(s, compute(s, renorm ? w[j] / den : w[j]) * e->routed_scaling);
+        for (int64_t d = 0; d < D; d++)
+            acc32[d] = 0.0;
+        for (int64_t k = 0; k < E; k++) { /* index_add_ over expert_hit: increasing expert index */
+            int64_t j = 0;
+            while (j < K && pick[j] != k)
+                j++;
+            if (j == K)
+                continue;
+            const double *u0 = up + k * Fe * D, *d0 = dn + k * D * Fe;
+            for (int64_t f = 0; f < Fe; f++) {
+                double u = 0.0;
+                for (int64_t d = 0; d < D; d++)
+                    u += u0[f * D + d] * xr[d];
+                a[f] = relu2(s, store(s, u));
+            }
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int64_t f = 0; f < Fe; f++)
+                    acc += d0[d * Fe + f] * a[f];
+                acc32[d] = compute(s, acc32[d] + compute(s, store(s, acc) * w[j])); /* T x float32 -> float32 */
+            }
+        }
+        for (int64_t d = 0; d < D; d++) /* .to(T), then + shared_experts(x) in T */
+            yr[d] = store(s, yr[d] + store(s, acc32[d]));
+    }
+}
+
 /* The MoE of layer l on normed rows x [rows][D], added into y [rows][D] (the dense MLP's output, or zeros):
  * y = y + Σ_j w_j · expert_{e_j}(x), in the dtype (MC_ROUTER_TOPK_SOFTMAX, stackconfig.h). a is [Fe] scratch. */
 static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const double *x, double *y, double *a)
 {
+    if (s->cfg->moe.router == MC_ROUTER_SIGMOID_GROUPED) {
+        moe_sigmoid_grouped(s, l, rows, x, y, a);
+        return;
+    }
     const struct mc_stack_moe *e = &s->cfg->moe;
     const int64_t D = s->D, E = e->n_experts, K = e->top_k, Fe = e->expert_size;
     const double *router = s->router[l], *gu = s->gate_up[l], *dn = s->down[l];
@@ -555,10 +708,11 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
 static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_t rows, double *h, double *x,
                                            double *y)
 {
-    int64_t D = s->D, F = s->F;
-    const double *w1 = s->w1 + l * F * D, *w3 = s->w3 + l * F * D, *w2 = s->w2 + l * F * D;
+    int64_t D = s->D, F = s->cfg->layers[l].dense_size;
+    const double *w1 = s->w1[l], *w3 = s->w3[l], *w2 = s->w2[l];
+    int relu = s->cfg->ffn_act == MC_FFN_RELU2;
     int64_t Fe = s->cfg->layers[l].moe ? s->cfg->moe.expert_size : 0;
-    double *a = malloc((size_t)(F > Fe ? F : Fe) * sizeof *a);
+    double *a = malloc((size_t)(F > Fe + D ? F : Fe + D) * sizeof *a); /* the MLP's [F], or the MoE's [Fe + D] */
     if (a == NULL)
         return MC_BACKEND_NOMEM;
     block_norm(s, s->ffn_norm + l * D, h, rows, x);
@@ -569,12 +723,12 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
         for (int64_t f = 0; f < F; f++) {
             double g = 0.0, u = 0.0;
             for (int64_t d = 0; d < D; d++) {
-                g += w1[f * D + d] * xr[d];
+                g += relu ? 0.0 : w1[f * D + d] * xr[d];
                 u += w3[f * D + d] * xr[d];
             }
             g = store(s, g);
             u = store(s, u);
-            a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+            a[f] = relu ? relu2(s, u) : store(s, store(s, g / (1.0 + exp(-g))) * u); /* relu(up x)² or silu(g)·u */
         }
         for (int64_t d = 0; d < D; d++) {
             double acc = 0.0;
@@ -594,17 +748,26 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
                                          double *h, const uint8_t *mask, const struct mc_stack_packed *pk, double *x,
                                          double *y, struct mc_msg *msg)
 {
-    if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
-        for (int64_t i = 0; i < B * L * s->D; i++)
-            x[i] = store(s, h[i]);
-    else
-        block_norm(s, s->norm + l * s->D, h, B * L, x);
-    enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
-    if (st == MC_BACKEND_OK)
-        residual_add(s, h, y, (size_t)(B * L * s->D));
-    if (st == MC_BACKEND_OK && s->F > 0 && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)
+    enum mc_backend_status st = MC_BACKEND_OK;
+    if (mc_stack_layer_has_mixer(s->cfg, l)) { /* else the layer is its feed-forward alone (Nemotron-H's - and E) */
+        if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
+            for (int64_t i = 0; i < B * L * s->D; i++)
+                x[i] = store(s, h[i]);
+        else
+            block_norm(s, s->norm + l * s->D, h, B * L, x);
+        st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
+        if (st == MC_BACKEND_OK)
+            residual_add(s, h, y, (size_t)(B * L * s->D));
+    }
+    if (st == MC_BACKEND_OK && has_ffn(s->cfg, l) && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)
         snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
     return st;
+}
+
+/* The block that runs at position l: l itself, or l + 1 with the planted pattern shift. */
+static int64_t block_at(const struct mc_stack *s, int64_t l)
+{
+    return s->fault == MC_STACK_GLUE_PATTERN_SHIFTED ? (l + 1) % s->n : l;
 }
 
 /* mc_stack_forward and mc_stack_forward_packed (pk, batch = 1, len = T). */
@@ -638,7 +801,8 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     if (hidden != NULL)
         memcpy(hidden, h, n * sizeof *h);
     for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
-        st = layer_step(s, l, c ? c->layer[l] : NULL, batch, len, h, mask, pk, x, y, msg);
+        int64_t k = block_at(s, l);
+        st = layer_step(s, k, c ? c->layer[k] : NULL, batch, len, h, mask, pk, x, y, msg);
         if (st == MC_BACKEND_OK && hidden != NULL)
             memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
     }
@@ -678,7 +842,7 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
     if (x != NULL && y != NULL) {
         for (size_t i = 0; i < n; i++)
             h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
-        st = layer_step(s, layer, NULL, batch, len, h_out, mask, NULL, x, y, msg);
+        st = layer_step(s, block_at(s, layer), NULL, batch, len, h_out, mask, NULL, x, y, msg);
     }
     free(x);
     free(y);
@@ -691,7 +855,7 @@ enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, i
     size_t n = (size_t)(rows * s->D);
     for (size_t i = 0; i < n; i++)
         h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
-    if (s->F == 0)
+    if (!has_ffn(s->cfg, layer))
         return MC_BACKEND_OK;
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     enum mc_backend_status st = x != NULL && y != NULL ? feed_forward(s, layer, rows, h_out, x, y) : MC_BACKEND_NOMEM;
@@ -705,5 +869,9 @@ enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, i
 enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *x, const uint8_t *mask, double *y, struct mc_msg *msg)
 {
+    if (!mc_stack_layer_has_mixer(s->cfg, layer)) { /* no mixer: its output is nothing (zeros) */
+        memset(y, 0, (size_t)(batch * len * s->D) * sizeof *y);
+        return MC_BACKEND_OK;
+    }
     return run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y, msg);
 }

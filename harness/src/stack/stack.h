@@ -54,6 +54,12 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_RESIDUAL_MULTIPLIER_DROPPED, /* every block's output added without residual_multiplier */
     MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE,  /* the embedding multiplied by embedding_multiplier twice */
     MC_STACK_GLUE_LOGITS_SCALING_DROPPED,      /* the logits not divided by logits_scaling */
+    /* the glue of Nemotron-H (relu² MLPs, the sigmoid-scored grouped router): */
+    MC_STACK_GLUE_RELU2_AS_RELU,               /* every relu² MLP and expert applies relu, not its square */
+    MC_STACK_GLUE_CORRECTION_BIAS_IN_WEIGHTS,  /* the expert weights taken of the corrected scores (scores +
+                                                  e_score_correction_bias), not only the choice */
+    MC_STACK_GLUE_PATTERN_SHIFTED,             /* the block pattern read one place on: position i runs block i + 1
+                                                  (its kind, weights and cache), the last position block 0 */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 

@@ -160,7 +160,20 @@ static enum mc_backend_status sut_forward_packed(struct sess *s, struct scache *
 /* The name of what layer l runs on, for diagnoses. */
 static const char *layer_backend(const struct sess *s, int64_t l)
 {
+    if (!mc_stack_layer_has_mixer(&s->g->config, l))
+        return "the stack engine"; /* a feed-forward block: no mixer, no backend */
     return s->port != NULL ? s->ctx->ops->name : mc_stack_layer_ops(s->st, l)->name;
+}
+
+/* "mamba2 mixer on" / "MoE block without a mixer, on": what layer l is, for diagnoses. */
+static const char *layer_kind(const struct sess *s, int64_t l, char buf[64])
+{
+    const struct mc_stack_config *cfg = &s->g->config;
+    if (!mc_stack_layer_has_mixer(cfg, l))
+        snprintf(buf, 64, "%s block without a mixer,", cfg->layers[l].moe ? "MoE" : "MLP");
+    else
+        snprintf(buf, 64, "%s mixer", mc_family_name(cfg->layers[l].family));
+    return buf;
 }
 
 /* ---- one forward against the golden -------------------------------------------------------------- */
@@ -285,6 +298,8 @@ static void check_rows(struct sess *s, struct scache *c, const int64_t *rows, co
     if (pi < 0 || s->broken)
         return;
     for (int64_t l = 0; l < s->n && !s->broken; l++) {
+        if (!mc_stack_layer_has_mixer(&s->g->config, l))
+            continue; /* no cache */
         struct mc_family_shape sh;
         mc_family_shape(&s->g->config.layers[l].mixer, &sh);
         int64_t ce = sh.conv_channels * sh.conv_kernel, se = mc_family_state_elems(&sh), nb = c->batch;
@@ -394,6 +409,8 @@ static double *cache_all(struct sess *s, const struct scache *c, int64_t *n)
     }
     double *all = xcalloc(s, (size_t)total, sizeof *all);
     for (int64_t l = 0; all != NULL && l < s->n; l++) {
+        if (!mc_stack_layer_has_mixer(&s->g->config, l))
+            continue; /* no cache (its shape is empty) */
         struct mc_family_shape sh;
         mc_family_shape(&s->g->config.layers[l].mixer, &sh);
         int64_t ce = c->batch * sh.conv_channels * sh.conv_kernel, se = c->batch * mc_family_state_elems(&sh);
@@ -1360,10 +1377,11 @@ static void localise(struct sess *s)
         return;
     }
     int64_t l = s->loc_level - 1, N = s->B * s->L * s->D;
-    const char *fam = mc_family_name(cfg->layers[l].family);
+    char kind[64];
     char where[200];
-    snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s mixer %s '%s'), token %lld (row %lld)",
-             (long long)l, (long long)s->n, fam, s->port != NULL ? "in whole stack" : "on", layer_backend(s, l),
+    snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s %s '%s'), token %lld (row %lld)",
+             (long long)l, (long long)s->n, layer_kind(s, l, kind), s->port != NULL ? "in whole stack" : "on",
+             s->port != NULL ? s->ctx->ops->name : layer_backend(s, l),
              (long long)s->loc_token, (long long)s->loc_row);
     if (s->port != NULL) {
         localise_port(s, l, where);
@@ -1408,6 +1426,11 @@ static void localise(struct sess *s)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
                  (long long)t_mixer);
+    else if (!layer_ok && !ffn_ok && !mc_stack_layer_has_mixer(cfg, l))
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
+                 "golden's input it leaves tolerance at token %lld",
+                 where, cfg->layers[l].moe ? "MoE + shared MLP" : "MLP", (long long)t_ffn);
     else if (!layer_ok && !ffn_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue: the feed-forward (%s) or its residual add — the mixer alone is within tolerance on the "
@@ -1507,11 +1530,10 @@ static void localise_ref(struct sess *s)
         st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ya, &msg);
     if (st == MC_BACKEND_OK)
         st = mc_stack_mixer_forward(s->ref_st, l, s->B, s->L, x, s->g->mask, yb, &msg);
-    const struct mc_backend_ops *ops = mc_stack_layer_ops(s->st, l);
-    char where[240];
+    char where[240], kind[64];
     snprintf(where, sizeof where,
-             "first layer off the reference stack in %s: layer %lld of %lld (%s mixer on '%s'), token %lld (row %lld)",
-             dt, (long long)l, (long long)s->n, mc_family_name(cfg->layers[l].family), ops->name,
+             "first layer off the reference stack in %s: layer %lld of %lld (%s on '%s'), token %lld (row %lld)",
+             dt, (long long)l, (long long)s->n, layer_kind(s, l, kind), layer_backend(s, l),
              (long long)s->ref_token, (long long)s->ref_row);
     if (st != MC_BACKEND_OK) {
         snprintf(r->diagnosis, sizeof r->diagnosis, "%s; run alone it failed: %.200s", where, msg.text);
@@ -1522,6 +1544,11 @@ static void localise_ref(struct sess *s)
     if (!mixer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis, "%s: mixer — on the reference stack's input its output leaves "
                  "the reference's at token %lld", where, (long long)t_mixer);
+    else if (!layer_ok && !mc_stack_layer_has_mixer(cfg, l))
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
+                 "reference stack's input it leaves the reference's at token %lld",
+                 where, cfg->layers[l].moe ? "MoE + shared MLP" : "MLP", (long long)t_layer);
     else if (!layer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue around the mixer (norm / residual%s) — the mixer alone agrees with the reference's, the "
@@ -1681,7 +1708,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         for (int64_t l = 0; l < s.n; l++) {
             const struct mc_backend_ops *fb = ctx->fallback_layer_ops[l];
             lops[l] = ctx->layer_ops[l];
-            if (!ctx->under_test[l] && !(lops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype)) && fb != NULL &&
+            if (lops[l] != NULL && !ctx->under_test[l] && !(lops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype)) && fb != NULL &&
                 (fb->dtypes & MC_DTYPE_BIT(ctx->dtype)))
                 lops[l] = fb;
         }
@@ -1690,7 +1717,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         s.ctx = ctx;
     }
     for (int64_t l = 0; l < s.n && !whole; l++)
-        if (!(ctx->layer_ops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
+        if (ctx->layer_ops[l] != NULL && !(ctx->layer_ops[l]->dtypes & MC_DTYPE_BIT(ctx->dtype))) {
             res->status = MC_CHECK_UNSUPPORTED;
             snprintf(res->message, sizeof res->message, "layer %lld runs on '%s', which does not support dtype %s",
                      (long long)l, ctx->layer_ops[l]->name, mc_dtype_name(ctx->dtype));
@@ -1702,7 +1729,7 @@ enum mc_err_code mc_stack_check_run(const struct mc_stack_ctx *ctx, struct mc_ch
         if (whole && !((ctx->ops->caps & MC_CAP_STACK_PACKED) && ctx->ops->stack_forward_packed != NULL))
             none = "has no packed call (MC_CAP_STACK_PACKED)";
         for (int64_t l = 0; !whole && none == NULL && l < s.n; l++)
-            if (ctx->layer_ops[l]->forward_packed == NULL)
+            if (ctx->layer_ops[l] != NULL && ctx->layer_ops[l]->forward_packed == NULL)
                 none = "runs a layer without a packed call (forward_packed)";
         if (none != NULL) {
             res->status = MC_CHECK_UNSUPPORTED;
