@@ -42,6 +42,7 @@
 enum hb_kind {
     HB_CONTROL,
     /* mamba2 */
+    M2_D_HEAD0,             /* D read as one scalar: D[0] for every head */
     M2_DECODE_DTBIAS_TWICE, /* the single-step kernel adds dt_bias on top of an already biased dt */
     M2_PREFILL_NO_DTLIMIT,  /* multi-token forwards skip the time_step_limit clamp; decode clamps */
     M2_CONV_SHIFT_CONT,     /* a continued multi-token forward reads the cached window from column 1 */
@@ -51,6 +52,7 @@ enum hb_kind {
     M2_PACKED_STATE_EARLY,  /* the packed call stores each sequence's state before its last token */
     M2_CHUNK_STATE_F16,     /* inside one forward the state passed from chunk to chunk is f16 */
     /* mamba1 */
+    M1_NO_PROJ_BIAS,        /* the projection-bias flag read from the wrong key: no in_proj / out_proj bias */
     M1_DECODE_NO_CONVBIAS,  /* the single-step path forgets conv1d.bias */
     M1_PAD_ZEROED,          /* padding zeroed and run as real tokens instead of skipped */
     M1_EXPORT_STATE_T,      /* cache_export writes each row's state [I][N] as [N][I] */
@@ -93,6 +95,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.control-shortconv", MC_FAMILY_SHORTCONV, HB_CONTROL},
     {"heldout2.control-attention", MC_FAMILY_ATTENTION, HB_CONTROL},
 
+    {"heldout2.m2-d-head0", MC_FAMILY_MAMBA2, M2_D_HEAD0},
     {"heldout2.m2-decode-dtbias-twice", MC_FAMILY_MAMBA2, M2_DECODE_DTBIAS_TWICE},
     {"heldout2.m2-prefill-no-dtlimit", MC_FAMILY_MAMBA2, M2_PREFILL_NO_DTLIMIT},
     {"heldout2.m2-conv-shift-continued", MC_FAMILY_MAMBA2, M2_CONV_SHIFT_CONT},
@@ -102,6 +105,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.m2-packed-state-early", MC_FAMILY_MAMBA2, M2_PACKED_STATE_EARLY},
     {"heldout2.m2-chunk-states-f16", MC_FAMILY_MAMBA2, M2_CHUNK_STATE_F16},
 
+    {"heldout2.m1-no-proj-bias", MC_FAMILY_MAMBA1, M1_NO_PROJ_BIAS},
     {"heldout2.m1-decode-no-convbias", MC_FAMILY_MAMBA1, M1_DECODE_NO_CONVBIAS},
     {"heldout2.m1-pad-zeroed", MC_FAMILY_MAMBA1, M1_PAD_ZEROED},
     {"heldout2.m1-export-state-transposed", MC_FAMILY_MAMBA1, M1_EXPORT_STATE_T},
@@ -372,6 +376,17 @@ static void hb_edit_common(const struct hb_bug *bug, struct hb_desc *h)
     case AT_SCALE_INV_HD:
         h->cfg.at.softmax_scale = 1.0 / (double)h->cfg.at.head_dim;
         break;
+    case M2_D_HEAD0: { /* D [H] */
+        struct mc_weight *w = hb_edit(h, "D", eb);
+        if (w != NULL)
+            for (int64_t i = 1; i < hb_elems(w); i++)
+                hb_set((void *)w->data, h->d.dtype, i, hb_get(w->data, h->d.dtype, 0));
+        break;
+    }
+    case M1_NO_PROJ_BIAS:
+        hb_affine(h, "in_proj.bias", h->d.dtype, 0.0, 0.0);
+        hb_affine(h, "out_proj.bias", h->d.dtype, 0.0, 0.0);
+        break;
     default:
         break;
     }
@@ -575,7 +590,7 @@ static enum mc_backend_status hb_create(const struct hb_bug *bug, const struct m
         m->Q = 64;
     m->C = m->wel / m->K;
     const struct mc_weight *ob = out_bias ? hb_find(desc, out_bias) : NULL;
-    if (ob != NULL) {
+    if (ob != NULL && bug->kind != M1_NO_PROJ_BIAS) {
         m->out_bias = malloc((size_t)m->D * m->eb);
         if (m->out_bias == NULL) {
             hb_model_destroy(m);
@@ -1197,6 +1212,8 @@ HB_CREATE(33)
 HB_CREATE(34)
 HB_CREATE(35)
 HB_CREATE(36)
+HB_CREATE(37)
+HB_CREATE(38)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1207,7 +1224,7 @@ static const hb_create_fn hb_creates[] = {
     hb_create_14, hb_create_15, hb_create_16, hb_create_17, hb_create_18, hb_create_19, hb_create_20,
     hb_create_21, hb_create_22, hb_create_23, hb_create_24, hb_create_25, hb_create_26, hb_create_27,
     hb_create_28, hb_create_29, hb_create_30, hb_create_31, hb_create_32, hb_create_33, hb_create_34,
-    hb_create_35, hb_create_36,
+    hb_create_35, hb_create_36, hb_create_37, hb_create_38,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
