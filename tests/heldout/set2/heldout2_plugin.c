@@ -67,6 +67,7 @@ enum hb_kind {
     GDN_PACKED_CONV_LEAK,   /* a fresh sequence of a packed call convolves over the previous one's tail */
     GDN_POOL_STATE_F16,     /* the packed call's state pool holds f16 */
     GDN_PACKED_CONT_ERROR,  /* the packed call refuses a continued sequence of more than one token */
+    GDN_SHORT_PREFILL_LEFT, /* a fresh prefill shorter than K stores its inputs one column too far left */
     GDN_COPY_STATE_ONLY,    /* cache_copy copies the recurrent state but not the conv window */
     /* shortconv */
     SC_BC_SWAPPED,          /* in_proj output split as C | B | x instead of B | C | x */
@@ -74,11 +75,13 @@ enum hb_kind {
     SC_PREFILL_NO_CONVBIAS, /* multi-token forwards forget conv.bias; decode adds it */
     SC_COPY_SHORT,          /* cache_copy copies B*C*(K-1) window elements */
     SC_RIGHTPAD_WINDOW,     /* the cached window is the last K positions of the row, pads included */
+    SC_PACKED_Y_F16,        /* the packed call's output goes through an f16 buffer */
     SC_CONT_ERROR,          /* a multi-token forward on a primed cache returns an error */
     /* attention */
     AT_SCALE_INV_HD,        /* scores scaled by 1/head_dim instead of the configured scale */
     AT_EXPORT_VK,           /* cache_export writes the values before the keys */
     AT_DECODE_GQA_MOD,      /* the single-step kernel maps query head h to kv head h % Hkv */
+    AT_IMPORT_BLOCK_ERROR,  /* cache_import refuses a position count that is not a multiple of 4 */
     AT_CONT_POS_MINUS1,     /* a continued multi-token forward numbers its tokens from n - 1 */
 };
 
@@ -120,6 +123,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.gdn-packed-conv-leak", MC_FAMILY_GDN, GDN_PACKED_CONV_LEAK},
     {"heldout2.gdn-pool-state-f16", MC_FAMILY_GDN, GDN_POOL_STATE_F16},
     {"heldout2.gdn-packed-continued-error", MC_FAMILY_GDN, GDN_PACKED_CONT_ERROR},
+    {"heldout2.gdn-short-prefill-left", MC_FAMILY_GDN, GDN_SHORT_PREFILL_LEFT},
     {"heldout2.gdn-copy-state-only", MC_FAMILY_GDN, GDN_COPY_STATE_ONLY},
 
     {"heldout2.sc-bc-swapped", MC_FAMILY_SHORTCONV, SC_BC_SWAPPED},
@@ -127,11 +131,13 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.sc-prefill-no-convbias", MC_FAMILY_SHORTCONV, SC_PREFILL_NO_CONVBIAS},
     {"heldout2.sc-copy-short", MC_FAMILY_SHORTCONV, SC_COPY_SHORT},
     {"heldout2.sc-rightpad-window", MC_FAMILY_SHORTCONV, SC_RIGHTPAD_WINDOW},
+    {"heldout2.sc-packed-y-f16", MC_FAMILY_SHORTCONV, SC_PACKED_Y_F16},
     {"heldout2.sc-continued-error", MC_FAMILY_SHORTCONV, SC_CONT_ERROR},
 
     {"heldout2.attn-scale-inv-hd", MC_FAMILY_ATTENTION, AT_SCALE_INV_HD},
     {"heldout2.attn-export-vk", MC_FAMILY_ATTENTION, AT_EXPORT_VK},
     {"heldout2.attn-decode-gqa-modulo", MC_FAMILY_ATTENTION, AT_DECODE_GQA_MOD},
+    {"heldout2.attn-import-block-error", MC_FAMILY_ATTENTION, AT_IMPORT_BLOCK_ERROR},
     {"heldout2.attn-continued-pos-minus1", MC_FAMILY_ATTENTION, AT_CONT_POS_MINUS1},
 };
 
@@ -758,6 +764,12 @@ static enum mc_backend_status hb_cache_import(struct mc_model *m, struct mc_cach
     const enum hb_kind kind = m->bug->kind;
     if (c != NULL)
         hb_snap_drop(m, c);
+    if (kind == AT_IMPORT_BLOCK_ERROR && c != NULL && conv != NULL)
+        for (int64_t b = 0; b < c->batch; b++)
+            if (fmod(hb_get(conv, m->dtype, b), 4.0) != 0.0)
+                return hb_fail(msg, MC_BACKEND_INTERNAL,
+                               "heldout2 attention: cache_import: the position count must be a whole number of "
+                               "4-position KV blocks");
     if (c == NULL || conv == NULL || (kind != M1_IMPORT_WIN_REV && kind != M2_IMPORT_ROW0))
         return m->ref->cache_import(m->inner, c, conv, state, msg);
     const int64_t B = c->batch;
@@ -964,6 +976,17 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
             hb_rotate_cached(m, c, n0, 1.0);
         }
         break;
+    case GDN_SHORT_PREFILL_LEFT: /* each row's real-token count of a fresh prefill */
+        if (c != NULL && !primed) {
+            if ((n0 = malloc((size_t)B * sizeof *n0)) == NULL)
+                return hb_fail(msg, MC_BACKEND_NOMEM, "heldout2: out of memory");
+            for (int64_t b = 0; b < B; b++) {
+                n0[b] = 0;
+                for (int64_t t = 0; t < L; t++)
+                    n0[b] += !a->mask || a->mask[b * L + t];
+            }
+        }
+        break;
     case GDN_CONT_WINDOW_ZERO:
         if (primed && L > 1)
             memset(c->window, 0, (size_t)(B * m->wel) * m->eb);
@@ -1014,7 +1037,7 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
     if (st != MC_BACKEND_OK) {
         if (kind == SC_DECODE_WINDOW_STALE && scratch != NULL)
             memcpy(c->window, scratch, (size_t)(B * m->wel) * m->eb);
-        if (n0 != NULL) /* a failed forward leaves the cache as it was */
+        if (n0 != NULL && kind == AT_CONT_POS_MINUS1) /* a failed forward leaves the cache as it was */
             hb_rotate_cached(m, c, n0, -1.0);
         free(scratch);
         free(n0);
@@ -1034,6 +1057,20 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
     case SC_RIGHTPAD_WINDOW:
         if (scratch != NULL)
             memcpy(c->window, scratch, (size_t)(B * m->wel) * m->eb);
+        break;
+    case GDN_SHORT_PREFILL_LEFT:
+        /* the bug: the r < K inputs written from column K-1-r (not K-r): the newest column stays zero */
+        if (n0 != NULL)
+            for (int64_t b = 0; b < B; b++) {
+                if (n0[b] >= K || n0[b] == 0)
+                    continue;
+                for (int64_t ch = 0; ch < m->C; ch++) {
+                    const int64_t base = (b * m->C + ch) * K;
+                    for (int64_t k = 0; k + 1 < K; k++)
+                        hb_set(c->window, m->dtype, base + k, hb_get(c->window, m->dtype, base + k + 1));
+                    hb_set(c->window, m->dtype, base + K - 1, 0.0);
+                }
+            }
         break;
     case AT_CONT_POS_MINUS1:
         if (n0 != NULL) {
@@ -1150,6 +1187,8 @@ static enum mc_backend_status hb_forward_packed(struct mc_model *m, struct mc_ca
             st = hb_forward(m, one, &fa, msg);
         }
         if (st == MC_BACKEND_OK) {
+            if (kind == SC_PACKED_Y_F16)
+                hb_round_all(y, m->dtype, len * m->D, hb_round_f16);
             if (kind == GDN_POOL_STATE_F16)
                 hb_round_all(one->state, m->dtype, m->sel, hb_round_f16);
             memcpy(win, one->window, wb);
@@ -1214,6 +1253,9 @@ HB_CREATE(35)
 HB_CREATE(36)
 HB_CREATE(37)
 HB_CREATE(38)
+HB_CREATE(39)
+HB_CREATE(40)
+HB_CREATE(41)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1224,7 +1266,7 @@ static const hb_create_fn hb_creates[] = {
     hb_create_14, hb_create_15, hb_create_16, hb_create_17, hb_create_18, hb_create_19, hb_create_20,
     hb_create_21, hb_create_22, hb_create_23, hb_create_24, hb_create_25, hb_create_26, hb_create_27,
     hb_create_28, hb_create_29, hb_create_30, hb_create_31, hb_create_32, hb_create_33, hb_create_34,
-    hb_create_35, hb_create_36, hb_create_37, hb_create_38,
+    hb_create_35, hb_create_36, hb_create_37, hb_create_38, hb_create_39, hb_create_40, hb_create_41,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
