@@ -76,6 +76,7 @@ enum hb_kind {
     SC_COPY_SHORT,          /* cache_copy copies B*C*(K-1) window elements */
     SC_RIGHTPAD_WINDOW,     /* the cached window is the last K positions of the row, pads included */
     SC_PACKED_Y_F16,        /* the packed call's output goes through an f16 buffer */
+    SC_PACKED_FLAG_NEXT,    /* the packed call reads sequence i's has_initial_state at index i + 1 */
     SC_CONT_ERROR,          /* a multi-token forward on a primed cache returns an error */
     /* attention */
     AT_SCALE_INV_HD,        /* scores scaled by 1/head_dim instead of the configured scale */
@@ -132,6 +133,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.sc-copy-short", MC_FAMILY_SHORTCONV, SC_COPY_SHORT},
     {"heldout2.sc-rightpad-window", MC_FAMILY_SHORTCONV, SC_RIGHTPAD_WINDOW},
     {"heldout2.sc-packed-y-f16", MC_FAMILY_SHORTCONV, SC_PACKED_Y_F16},
+    {"heldout2.sc-packed-flag-next", MC_FAMILY_SHORTCONV, SC_PACKED_FLAG_NEXT},
     {"heldout2.sc-continued-error", MC_FAMILY_SHORTCONV, SC_CONT_ERROR},
 
     {"heldout2.attn-scale-inv-hd", MC_FAMILY_ATTENTION, AT_SCALE_INV_HD},
@@ -1142,7 +1144,10 @@ static enum mc_backend_status hb_forward_packed(struct mc_model *m, struct mc_ca
         const int64_t t0 = a->cu_seqlens[i], len = a->cu_seqlens[i + 1] - t0;
         if (len == 0)
             continue;
-        const int cont = a->has_initial_state[i];
+        /* SC_PACKED_FLAG_NEXT, the bug: the flags indexed like cu_seqlens (from 1), a 0 past the last */
+        const int cont = kind != SC_PACKED_FLAG_NEXT ? a->has_initial_state[i]
+                         : i + 1 < n                 ? a->has_initial_state[i + 1]
+                                                     : 0;
         void *win, *state;
         mc_ref_cache_row(m->inner, pool, a->slots[i], &win, &state);
         if (cont) {
@@ -1256,6 +1261,7 @@ HB_CREATE(38)
 HB_CREATE(39)
 HB_CREATE(40)
 HB_CREATE(41)
+HB_CREATE(42)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1267,6 +1273,7 @@ static const hb_create_fn hb_creates[] = {
     hb_create_21, hb_create_22, hb_create_23, hb_create_24, hb_create_25, hb_create_26, hb_create_27,
     hb_create_28, hb_create_29, hb_create_30, hb_create_31, hb_create_32, hb_create_33, hb_create_34,
     hb_create_35, hb_create_36, hb_create_37, hb_create_38, hb_create_39, hb_create_40, hb_create_41,
+    hb_create_42,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
