@@ -42,6 +42,7 @@
 enum hb_kind {
     HB_CONTROL,
     /* mamba2 */
+    M2_MASKED_CONT_ERROR,   /* a masked multi-token forward on a primed cache returns an error */
     M2_D_HEAD0,             /* D read as one scalar: D[0] for every head */
     M2_DECODE_DTBIAS_TWICE, /* the single-step kernel adds dt_bias on top of an already biased dt */
     M2_PREFILL_NO_DTLIMIT,  /* multi-token forwards skip the time_step_limit clamp; decode clamps */
@@ -61,6 +62,7 @@ enum hb_kind {
     M1_DECODE_Y_BF16,       /* the single-step output goes through a bf16 buffer */
     M1_LONG_ERROR,          /* a 256-token scratch buffer: longer forwards return an error */
     /* gdn */
+    GDN_QKVZ_CONTIGUOUS,    /* Qwen3-Next's per-key-head interleaved in_proj_qkvz read as contiguous */
     GDN_DECODE_NO_NORMW,    /* the single-step path applies the gated norm without its weight */
     GDN_CONT_WINDOW_ZERO,   /* a continued multi-token forward starts its conv from a zero window */
     GDN_EXPORT_STATE_T,     /* cache_export writes each head's state [dk][dv] as [dv][dk] */
@@ -99,6 +101,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.control-shortconv", MC_FAMILY_SHORTCONV, HB_CONTROL},
     {"heldout2.control-attention", MC_FAMILY_ATTENTION, HB_CONTROL},
 
+    {"heldout2.m2-masked-continued-error", MC_FAMILY_MAMBA2, M2_MASKED_CONT_ERROR},
     {"heldout2.m2-d-head0", MC_FAMILY_MAMBA2, M2_D_HEAD0},
     {"heldout2.m2-decode-dtbias-twice", MC_FAMILY_MAMBA2, M2_DECODE_DTBIAS_TWICE},
     {"heldout2.m2-prefill-no-dtlimit", MC_FAMILY_MAMBA2, M2_PREFILL_NO_DTLIMIT},
@@ -118,6 +121,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout2.m1-decode-y-bf16", MC_FAMILY_MAMBA1, M1_DECODE_Y_BF16},
     {"heldout2.m1-long-error", MC_FAMILY_MAMBA1, M1_LONG_ERROR},
 
+    {"heldout2.gdn-qkvz-contiguous", MC_FAMILY_GDN, GDN_QKVZ_CONTIGUOUS},
     {"heldout2.gdn-decode-no-normw", MC_FAMILY_GDN, GDN_DECODE_NO_NORMW},
     {"heldout2.gdn-continued-window-zero", MC_FAMILY_GDN, GDN_CONT_WINDOW_ZERO},
     {"heldout2.gdn-export-state-transposed", MC_FAMILY_GDN, GDN_EXPORT_STATE_T},
@@ -389,6 +393,31 @@ static void hb_edit_common(const struct hb_bug *bug, struct hb_desc *h)
         if (w != NULL)
             for (int64_t i = 1; i < hb_elems(w); i++)
                 hb_set((void *)w->data, h->d.dtype, i, hb_get(w->data, h->d.dtype, 0));
+        break;
+    }
+    case GDN_QKVZ_CONTIGUOUS: { /* in_proj_qkvz [Hk][2dk + 2r*dv][D] as [q (Hk*dk) | k | v (Hv*dv) | z] */
+        if (h->cfg.gdn.layout != MC_GDN_LAYOUT_QWEN3_NEXT)
+            break;
+        struct mc_weight *w = hb_edit(h, "in_proj_qkvz.weight", eb);
+        if (w == NULL)
+            break;
+        const int64_t Hk = h->cfg.gdn.num_key_heads, dk = h->cfg.gdn.key_head_dim;
+        const int64_t rdv = h->cfg.gdn.num_value_heads / Hk * h->cfg.gdn.value_head_dim;
+        const int64_t kd = Hk * dk, vd = Hk * rdv, blk = 2 * dk + 2 * rdv;
+        const size_t row = (size_t)w->dims[1] * eb;
+        unsigned char *p = (void *)w->data, *orig = malloc((size_t)w->dims[0] * row);
+        if (orig == NULL)
+            break;
+        memcpy(orig, p, (size_t)w->dims[0] * row);
+        /* the reference's de-interleaving of the edited table gives the original rows in their order */
+        for (int64_t j = 0; j < Hk; j++) {
+            memcpy(p + (size_t)(j * blk) * row, orig + (size_t)(j * dk) * row, (size_t)dk * row);
+            memcpy(p + (size_t)(j * blk + dk) * row, orig + (size_t)(kd + j * dk) * row, (size_t)dk * row);
+            memcpy(p + (size_t)(j * blk + 2 * dk) * row, orig + (size_t)(2 * kd + j * rdv) * row, (size_t)rdv * row);
+            memcpy(p + (size_t)(j * blk + 2 * dk + rdv) * row, orig + (size_t)(2 * kd + vd + j * rdv) * row,
+                   (size_t)rdv * row);
+        }
+        free(orig);
         break;
     }
     case M1_NO_PROJ_BIAS:
@@ -948,6 +977,11 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
             return hb_fail(msg, MC_BACKEND_INTERNAL,
                            "heldout2 mamba1: forward: sequence longer than the 256-token scan workspace");
         break;
+    case M2_MASKED_CONT_ERROR:
+        if (primed && L > 1 && a->mask != NULL)
+            return hb_fail(msg, MC_BACKEND_INTERNAL,
+                           "heldout2 mamba2: forward: an attention mask with a cache holding history is not supported");
+        break;
     case SC_CONT_ERROR:
         if (primed && L > 1)
             return hb_fail(msg, MC_BACKEND_INTERNAL,
@@ -1262,6 +1296,8 @@ HB_CREATE(39)
 HB_CREATE(40)
 HB_CREATE(41)
 HB_CREATE(42)
+HB_CREATE(43)
+HB_CREATE(44)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1273,7 +1309,7 @@ static const hb_create_fn hb_creates[] = {
     hb_create_21, hb_create_22, hb_create_23, hb_create_24, hb_create_25, hb_create_26, hb_create_27,
     hb_create_28, hb_create_29, hb_create_30, hb_create_31, hb_create_32, hb_create_33, hb_create_34,
     hb_create_35, hb_create_36, hb_create_37, hb_create_38, hb_create_39, hb_create_40, hb_create_41,
-    hb_create_42,
+    hb_create_42, hb_create_43, hb_create_44,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
