@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""test_heldout_caught.py MIXCHECK PLUGIN MANIFEST SCRATCH [--all-dtypes] — the held-out broken ports
-(tests/heldout/heldout_plugin.c, listed in manifest.json) against the bundled cases of their family.
+"""test_heldout_caught.py MIXCHECK PLUGIN MANIFEST SCRATCH [--all-dtypes] [--prefix=P] — the held-out broken
+ports (tests/heldout/heldout_plugin.c, listed in manifest.json; or another set, e.g. tests/heldout/set2 with
+--prefix=heldout2.) against the bundled cases of their family. P, the backends' name prefix, is heldout. unless
+given.
 
-For each family: `mixcheck run cases/<family> --plugin PLUGIN -k heldout. --dtype f32 -q --json F`,
+For each family: `mixcheck run cases/<family> --plugin PLUGIN -k P --dtype f32 -q --json F`,
 its output thrown away, then from the JSON report's `results` only (never its diagnoses):
   - every bug backend of the manifest is CAUGHT: some check of it failed, errored or was
     nondeterministic, and the run exits 1;
-  - the family's control (heldout.control-<family>, the unbroken wrapper) passes every check it ran;
+  - the family's control (P + control-<family>, the unbroken wrapper) passes every check it ran;
   - the plugin registers exactly the manifest's backends, each under its manifest family, and every
     manifest entry is well formed (name, family, style, description, class).
 Prints one line per backend: the scenarios whose checks caught it. f32 only unless --all-dtypes
@@ -25,15 +27,15 @@ CAUGHT = {"fail", "error", "nondeterministic"}
 CLASS = re.compile(r"^(none|8\.\d+[a-z]?|S2\.\d+)$")
 
 
-def registered(mixcheck, plugin, root):
-    """name -> family of the plugin's heldout.* backends, from `mixcheck list`."""
+def registered(mixcheck, plugin, root, prefix):
+    """name -> family of the plugin's backends named prefix*, from `mixcheck list`."""
     out = subprocess.run([mixcheck, "list", "--plugin", plugin], cwd=root, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit("mixcheck list failed (%d): %s" % (out.returncode, out.stderr.strip()[-500:]))
     found = {}
     for line in out.stdout.splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[0].startswith("heldout."):
+        if len(parts) >= 2 and parts[0].startswith(prefix):
             found[parts[0]] = parts[1]
     return found
 
@@ -45,6 +47,10 @@ def main(argv):
         return 2
     mixcheck, plugin, manifest_path, scratch = args
     dtypes = ["f32", "f64"] if "--all-dtypes" in argv else ["f32"]
+    prefix = "heldout."
+    for a in argv[1:]:
+        if a.startswith("--prefix="):
+            prefix = a[len("--prefix="):]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.makedirs(scratch, exist_ok=True)
     problems = []
@@ -66,14 +72,14 @@ def main(argv):
             problems.append("manifest: %s given twice" % e.get("name"))
         by_name[e.get("name")] = e
     for fam in FAMILIES:
-        ctl = "heldout.control-" + fam
+        ctl = prefix + "control-" + fam
         if by_name.get(ctl, {}).get("style") != "control":
             problems.append("manifest: no control %s" % ctl)
         bugs = [e for e in manifest if e["family"] == fam and e["style"] != "control"]
         if len(bugs) < 4:
             problems.append("manifest: %s has %d bugs, at least 4 wanted" % (fam, len(bugs)))
 
-    reg = registered(mixcheck, plugin, root)
+    reg = registered(mixcheck, plugin, root, prefix)
     for name in sorted(set(reg) | set(by_name)):
         if name not in reg:
             problems.append("%s: in the manifest, not registered by the plugin" % name)
@@ -86,7 +92,7 @@ def main(argv):
         report = os.path.join(scratch, fam + ".json")
         if os.path.exists(report):
             os.remove(report)
-        cmd = [mixcheck, "run", "cases/" + fam, "--plugin", plugin, "-k", "heldout.", "-q", "--no-experiments", "--json", report]
+        cmd = [mixcheck, "run", "cases/" + fam, "--plugin", plugin, "-k", prefix, "-q", "--no-experiments", "--json", report]
         if len(dtypes) == 1:
             cmd += ["--dtype", dtypes[0]]
         # the console output (which names diagnoses) is not read: only the verdicts of the report
