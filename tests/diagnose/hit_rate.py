@@ -39,10 +39,9 @@ PATHS = {
 }
 # Families the signatures (harness/src/diagnosis/signatures.c) do not cover yet: their mutants run and are
 # shown in the table (hit "pending"), but are not counted in the rate until the diagnosis has signatures for
-# them. lightning and kda came with issue #27; their signatures are the diagnosis owner's to add (their
-# family bits in the STATEFUL / CONV masks, and the classes lightning-block-boundary-decay,
-# lightning-slope-order, kda-gate-per-head). Remove a family here when its signatures land.
-PENDING_FAMILIES = {"lightning", "kda"}
+# them. Empty: lightning attention and KDA have theirs (lightning-block-boundary-decay, lightning-slope-order,
+# kda-gate-per-head, and the continued-forward classes through the stateful and conv masks).
+PENDING_FAMILIES = set()
 # controls (must get no diagnosis) and the dtype they run at
 CONTROL_DTYPE = {"nonbug.unfused-conv-act": "bf16"}
 

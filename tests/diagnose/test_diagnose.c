@@ -354,6 +354,103 @@ static void test_experiment_conditions(void **state)
     assert_string_equal(d.top[0].sig->id, "8.10");
 }
 
+
+/* A veto condition rules its class out when false, leaves it in when unknown; SHORT_SPLIT reads the split
+ * against the conv window. */
+static const struct mc_signature veto_sigs[] = {
+    {"X.veto", "premise: prefill right", "", 0,
+     {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 4},
+      {.kind = MC_DC_PASSES, .scenario = MC_SCENARIO_PREFILL, .tensor = "output", .weight = 1, .veto = 1}}},
+    {"X.short", "after a short prefill", "", 0,
+     {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 2},
+      {.kind = MC_DC_SHORT_SPLIT, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .weight = 1, .veto = 1}}},
+};
+
+static void test_veto_and_short_split(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    window_port(&f); /* split 8, no conv window known: SHORT_SPLIT unknown */
+    struct mc_diagnosis d;
+    struct mc_diag_cond c = {.kind = MC_DC_SHORT_SPLIT, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .weight = 1};
+    assert_int_equal(mc_diag_eval(&c, &f), MC_DIAG_UNKNOWN);
+    assert_int_equal(mc_diagnose(&f, veto_sigs, 2, &d), 1);
+    assert_int_equal(d.n, 2);
+    f.conv_kernel = 4; /* 8 >= K - 1: not short, X.short vetoed */
+    assert_int_equal(mc_diag_eval(&c, &f), MC_DIAG_FALSE);
+    assert_int_equal(mc_diagnose(&f, veto_sigs, 2, &d), 1);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.top[0].sig->id, "X.veto");
+    f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].split = 2; /* 2 < 3 */
+    assert_int_equal(mc_diag_eval(&c, &f), MC_DIAG_TRUE);
+    f.scen[MC_SCENARIO_PREFILL].tensors[0].fail_full = 1; /* the prefill fails: X.veto's premise is false */
+    f.scen[MC_SCENARIO_PREFILL].tensors[0].first_fail_token = 0;
+    f.scen[MC_SCENARIO_PREFILL].failed_full = 1;
+    assert_int_equal(mc_diagnose(&f, veto_sigs, 2, &d), 1);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.top[0].sig->id, "X.short");
+    assert_non_null(strstr(d.top[0].evidence, "shorter than K-1 = 3"));
+}
+
+/* A decode whose window update is wrong (its conv_state fails, prefill and the continued forward pass) is
+ * the decode-window class, not "decode computes another function"; after a prefill shorter than K-1 it is
+ * 8.9. */
+static void test_table_decode_window(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    init(&f);
+    f.family = MC_FAMILY_SHORTCONV;
+    f.conv_kernel = 4;
+    add_tensor(&f, MC_SCENARIO_PREFILL, "output", 0, -1);
+    add_tensor(&f, MC_SCENARIO_PREFILL, "conv_state", 0, -1);
+    f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].split = 6;
+    add_tensor(&f, MC_SCENARIO_FIRST_TOKEN_CAUSALITY, "output", 0, -1);
+    add_tensor(&f, MC_SCENARIO_FIRST_TOKEN_CAUSALITY, "conv_state", 0, -1);
+    f.scen[MC_SCENARIO_DECODE].split = 6;
+    add_tensor(&f, MC_SCENARIO_DECODE, "output", 1, 7);
+    add_tensor(&f, MC_SCENARIO_DECODE, "conv_state", 1, 6);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_string_equal(d.top[0].sig->id, "8.3d");
+    for (int i = 0; i < d.n; i++)
+        assert_string_not_equal(d.top[i].sig->id, "8.15"); /* vetoed: the decode's window fails */
+    f.scen[MC_SCENARIO_DECODE].split = 1; /* a prefill of one token, K = 4 */
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_string_equal(d.top[0].sig->id, "8.9");
+}
+
+/* Failures of rounding size (nmse < 1e-5, error < 2^-8 of the magnitude) never give "likely" to a structural
+ * class; the same pattern with a large error does. */
+static const struct mc_signature one_sig[] = {
+    {"X.one", "continued forward wrong from its first row", "", 0,
+     {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 4},
+      {.kind = MC_DC_AT_SPLIT, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "consistency", .weight = 3}}},
+};
+
+static void test_rounding_sized_not_likely(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    window_port(&f);
+    for (int i = 0; i < f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].n_tensors; i++)
+        f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].tensors[i].rel_err = 0.5;
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, one_sig, 1, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_LIKELY);
+    for (int i = 0; i < f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].n_tensors; i++) {
+        struct mc_diag_tensor_fact *t = &f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].tensors[i];
+        if (t->fail_full)
+            t->nmse = 2e-6, t->rel_err = 1e-3;
+    }
+    assert_int_equal(mc_diagnose(&f, one_sig, 1, &d), 1);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(d.verdict, MC_DIAG_POSSIBLY);
+    f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].tensors[0].rel_err = 0.01; /* one error above a bf16 unit */
+    assert_int_equal(mc_diagnose(&f, one_sig, 1, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_LIKELY);
+}
+
 /* The table itself: every entry has an id, a title, a hint and a supporting condition; every scenario it
  * names by string is one of this build, or one of the long runs the serving-path scenarios bring
  * (long_decode, length_sweep: unknown until they exist). */
@@ -399,6 +496,8 @@ int main(void)
         cmocka_unit_test(test_facts_from_checks),  cmocka_unit_test(test_table_well_formed),
         cmocka_unit_test(test_errors_not_numbers), cmocka_unit_test(test_precision_verdict),
         cmocka_unit_test(test_experiment_conditions),
+        cmocka_unit_test(test_veto_and_short_split), cmocka_unit_test(test_table_decode_window),
+        cmocka_unit_test(test_rounding_sized_not_likely),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

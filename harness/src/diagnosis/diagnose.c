@@ -107,6 +107,11 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
     memset(f, 0, sizeof *f);
     f->family = c ? c->family : MC_FAMILY_MAMBA2;
     f->reduction = reduction_of(g);
+    if (g != NULL) {
+        struct mc_family_shape sh;
+        mc_family_shape(&g->config, &sh);
+        f->conv_kernel = sh.conv_kernel > 0 ? sh.conv_kernel : 0;
+    }
     for (int k = 0; k < MC_SCENARIO_COUNT; k++)
         f->scen[k].split = split_of(c, (enum mc_scenario_kind)k);
     if (g != NULL && g->mask != NULL)
@@ -217,6 +222,10 @@ static enum mc_diag_truth eval_one(const struct mc_diag_cond *c, const struct mc
     if (!scen_ran(s))
         return MC_DIAG_UNKNOWN;
     const struct mc_diag_tensor_fact *t = c->tensor ? find_tensor(s, c->tensor) : NULL;
+    if (c->kind == MC_DC_SHORT_SPLIT)
+        return s->split < 0 || f->conv_kernel <= 1 ? MC_DIAG_UNKNOWN
+               : s->split < f->conv_kernel - 1     ? MC_DIAG_TRUE
+                                                   : MC_DIAG_FALSE;
     if (c->tensor && t == NULL && c->kind != MC_DC_ONLY_REDUCED && c->kind != MC_DC_RUN && c->kind != MC_DC_ON_GRID &&
         c->kind != MC_DC_RUN_FIRST && c->kind != MC_DC_RUN_LAST && c->kind != MC_DC_STAGE && c->kind != MC_DC_NONDET)
         return MC_DIAG_UNKNOWN;
@@ -301,6 +310,7 @@ static enum mc_diag_truth eval_one(const struct mc_diag_cond *c, const struct mc
         return r;
     }
     case MC_DC_PADDED_GOLDEN:
+    case MC_DC_SHORT_SPLIT:
     case MC_DC_EXPERIMENT:
     case MC_DC_EXP_REFUTED:
     case MC_DC_EXP_RATIO_BELOW:
@@ -351,7 +361,7 @@ enum mc_diag_truth mc_diag_eval(const struct mc_diag_cond *c, const struct mc_di
 /* A table row's conditions end at the first zero entry. */
 static int present(const struct mc_diag_cond *c)
 {
-    return c->weight != 0 || c->must;
+    return c->weight != 0 || c->must || c->veto;
 }
 
 /* ---- evidence in words ------------------------------------------------------------------------------- */
@@ -422,6 +432,11 @@ static void phrase(const struct mc_diag_cond *c, const struct mc_diag_facts *f, 
     case MC_DC_PADDED_GOLDEN:
         snprintf(subj, ns, "the golden");
         p1 = pn = "has padded rows";
+        break;
+    case MC_DC_SHORT_SPLIT:
+        snprintf(buf1, sizeof buf1, "starts after a prefill shorter than K-1 = %lld (the window not yet full)",
+                 (long long)(f->conv_kernel - 1));
+        p1 = pn = buf1;
         break;
     case MC_DC_ON_GRID:
         if (c->tensor == NULL)
@@ -716,12 +731,42 @@ static int specific(const struct mc_signature *sig, const enum mc_diag_truth *tr
     return 0;
 }
 
+/* 1 when every numeric failure at f32/f64 is rounding-sized: nmse below 1e-5 and the largest error under
+ * 2^-8 of the tensor's magnitude (one bf16 unit), the size of a reduced-precision intermediate. Errors that
+ * small come as often from a precision as from a structure (a half-precision buffer in one path, an
+ * epsilon, a dropped small term): the pattern of what failed cannot single a structural class out. */
+static int rounding_sized(const struct mc_diag_facts *f)
+{
+    int any = 0;
+    for (int k = 0; k < MC_SCENARIO_COUNT; k++)
+        for (int i = 0; i < f->scen[k].n_tensors; i++) {
+            const struct mc_diag_tensor_fact *t = &f->scen[k].tensors[i];
+            if (!t->fail_full)
+                continue;
+            if (t->nonfinite || !(t->nmse < 1e-5) || !(t->rel_err < ldexp(1.0, -8)))
+                return 0;
+            any = 1;
+        }
+    return any;
+}
+
+/* 1 when a true condition of the class reads the grid of the values (a rounding the port did, not a size). */
+static int on_grid(const struct mc_signature *sig, const enum mc_diag_truth *truth)
+{
+    for (int i = 0; i < MC_DIAG_MAX_COND && present(&sig->cond[i]); i++)
+        if (truth[i] == MC_DIAG_TRUE && sig->cond[i].kind == MC_DC_ON_GRID && sig->cond[i].weight > 0)
+            return 1;
+    return 0;
+}
+
 /* 1 when the first class is not singled out: a runner-up less than one defining observation (weight 3,
  * signatures.c) behind, under 60 % of its conditions' weight known, or one of its experiment conditions
- * not run (the experiment that would separate it was not possible here). */
+ * not run (the experiment that would separate it was not possible here); or every failure is
+ * rounding-sized and the class does not rest on the values' grid. */
 static int thin(const struct mc_diag_match *top, int n)
 {
-    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total || !top[0].specific;
+    return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total || !top[0].specific ||
+           top[0].rounding;
 }
 
 int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, int n_sigs, struct mc_diagnosis *out)
@@ -749,6 +794,7 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
         snprintf(out->errors, sizeof out->errors, "%s", why);
         return 1;
     }
+    const int small = rounding_sized(f);
     for (int s = 0; s < n_sigs; s++) {
         const struct mc_signature *sig = &sigs[s];
         if (sig->families && !(sig->families & (1u << f->family)))
@@ -762,6 +808,8 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
             if (c->if_true && truth[i] == MC_DIAG_FALSE)
                 truth[i] = MC_DIAG_UNKNOWN;
             if (c->must && truth[i] != MC_DIAG_TRUE)
+                named = 0;
+            if (c->veto && truth[i] == MC_DIAG_FALSE)
                 named = 0;
             int w = c->weight < 0 ? -c->weight : c->weight;
             if ((!c->families || (c->families & (1u << f->family))) && (c->kind != MC_DC_STAGE || truth[i] != MC_DIAG_UNKNOWN))
@@ -779,6 +827,7 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
         if (!named || !support || m.score <= 0)
             continue;
         m.specific = specific(sig, truth);
+        m.rounding = small && !on_grid(sig, truth);
         evidence(sig, truth, f, m.evidence, sizeof m.evidence);
         utf8_trim(m.evidence);
         keep(out, &m);

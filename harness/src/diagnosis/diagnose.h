@@ -70,6 +70,7 @@ struct mc_diag_facts {
     uint64_t padded_rows;            /* bit r: golden row r (< 64) has padding */
     int any_failed;                  /* a check failed on numbers (errors are not numbers: n_errored) */
     int64_t reduction;               /* the longest sum of the family's math (for the rounding scale) */
+    int64_t conv_kernel;             /* K of the family's conv window (0: none, or no golden) */
     uint32_t failed_dtypes, ran_dtypes; /* MC_DTYPE_BIT of dtypes with a numeric failure / a compared check */
     int n_errored;                   /* checks that errored (never matched against numeric signatures) */
     int n_errors;                    /* distinct messages kept of them */
@@ -107,6 +108,9 @@ enum mc_diag_cond_kind {
     MC_DC_EXP_RATIO_BELOW, /* experiment `value` ran and its ratio (f32_reference) is below `text` parsed */
     MC_DC_ON_GRID,      /* tensor failed at f32/f64 and every value of its failing comparisons is a `text`
                            ("bf16" / "f16") value: the port stored it in that dtype */
+    MC_DC_SHORT_SPLIT,  /* the scenario's split (the tokens before its continued calls) is shorter than K - 1:
+                           the conv window is not yet full when the continued calls begin (unknown without a
+                           split or a conv window) */
 };
 
 struct mc_diag_cond {
@@ -119,6 +123,8 @@ struct mc_diag_cond {
     const char *text;
     int weight;         /* added when true, subtracted when false */
     int must;           /* the signature is named only when this is true */
+    int veto;           /* the signature is not named when this is false (unknown leaves it in): the premise
+                           of the class, which facts that contradict it rule out */
     int if_true;        /* counts only when true (false reads as unknown): another class's decisive
                            experiment holding speaks against this one, its failing says nothing */
     uint32_t families;  /* OR of 1u << enum mc_family it applies to (0 = all); unknown elsewhere */
@@ -145,6 +151,8 @@ struct mc_diag_match {
     int known;          /* sum of the weights of the conditions that were not unknown */
     int total;          /* sum of the weights of the conditions for this family (stages only once reported) */
     int specific;       /* some true supporting condition says more than "the fresh prefill is wrong" */
+    int rounding;       /* every failure is rounding-sized and the class does not rest on the values' grid:
+                           never "likely" (diagnose.c, rounding_sized) */
     char evidence[512]; /* the true conditions in words, "; "-separated */
 };
 

@@ -94,6 +94,12 @@
 #define PRIMED_ZERO_RIGHT(w) {.kind = MC_DC_EXP_RATIO_BELOW, .scenario = ANY, .value = MC_EXP_ZEROED_CACHE, .text = "1", .weight = (w)}
 #define ON_GRID(s, t, g, w) {.kind = MC_DC_ON_GRID, .scenario = (s), .tensor = (t), .text = (g), .weight = (w)}
 #define ON_GRID_REQ(s, t, g, w) {.kind = MC_DC_ON_GRID, .scenario = (s), .tensor = (t), .text = (g), .weight = (w), .must = 1}
+/* the premise of a class: it is not named when the facts contradict it (false), whatever else fits; unknown
+ * (the scenario did not run) leaves it in */
+#define VETO_PASSES(s, t, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .weight = (w), .veto = 1}
+#define VETO_FAILS(s, t, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .weight = (w), .veto = 1}
+#define SHORT_SPLIT(s, w) {.kind = MC_DC_SHORT_SPLIT, .scenario = (s), .weight = (w)}
+#define VETO_SHORT_SPLIT(s, w) {.kind = MC_DC_SHORT_SPLIT, .scenario = (s), .weight = (w), .veto = 1}
 /* a required condition: the class is named only when it holds */
 #define REQ(kind_, s, t, w) {.kind = (kind_), .scenario = (s), .tensor = (t), .weight = (w), .must = 1}
 
@@ -107,7 +113,7 @@ const struct mc_signature mc_signatures[] = {
      "case (b) of the forward: choose the single-step branch only for L == 1, run the chunked scan from the cached "
      "state for L > 1 (docs/semantics.md §2.5)",
      STATEFUL,
-     {REQ(MC_DC_AT_SPLIT, FTC, "consistency", 3), AT_SPLIT(FTC, "distractor", 4), PASSES(P, NULL, 3),
+     {REQ(MC_DC_AT_SPLIT, FTC, "consistency", 3), AT_SPLIT(FTC, "distractor", 4), VETO_PASSES(P, NULL, 3),
       PASSES(DEC, "output", 5), FAILS(CH, "output", 2), FAILS(CH, "recurrent_state", 2), FAILS(FTC, "output", 2),
       FAILS(SV, NULL, 1), PRIMED_ZERO_RIGHT(-4), EXP(MC_EXP_GOLDEN_STATE_DECODE, 1),
       EXP_OTHER(MC_EXP_ZERO_WINDOW, 6), EXP_OTHER(MC_EXP_ZERO_STATE, 6)}},
@@ -115,24 +121,24 @@ const struct mc_signature mc_signatures[] = {
      "case (b) of the forward: dt must be computed per token, not taken from token 0 (the single-step branch)",
      SSM,
      {REQ(MC_DC_AFTER_SPLIT, FTC, "output", 4), PASSES(FTC, "consistency", 2), PASSES(FTC, "conv_state", 3),
-      FAILS(FTC, "recurrent_state", 1), PASSES(CH, "conv_state", 2), FAILS(CH, "output", 1), PASSES(P, NULL, 2),
+      FAILS(FTC, "recurrent_state", 1), PASSES(CH, "conv_state", 2), FAILS(CH, "output", 1), VETO_PASSES(P, NULL, 2),
       PASSES(MC_SCENARIO_DECODE, "output", 1), STAGE(FTC, "dt", SSM, 3), CONTINUED_RIGHT(-4)}},
     {"8.1b", "outputs of a multi-token forward are right, but the cache is advanced as if only its first token "
              "was consumed",
      "the window and state written back after a forward of L > 1 tokens: shift by L, scan all L",
      CONV,
      {REQ(MC_DC_PASSES, FTC, "output", 4), FAILS(FTC, "conv_state", 3), FAILS(FTC, "recurrent_state", 1),
-      FAILS(CH, "output", 1), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), PASSES(FTC, "consistency", 1)}},
+      FAILS(CH, "output", 1), VETO_PASSES(P, NULL, 2), PASSES(DEC, "output", 1), PASSES(FTC, "consistency", 1)}},
     {"8.1c", "every row of a multi-token forward is stepped from the same cached window and state (no chaining)",
      "case (b): row t must start from the window and state after row t-1, not from the cache",
      CONV,
      {REQ(MC_DC_AFTER_SPLIT, FTC, "output", 4), PASSES(FTC, "consistency", 2), FAILS(FTC, "conv_state", 3),
-      PASSES(FTC, "distractor", 1), PASSES(P, NULL, 2), PASSES(DEC, "output", 1), FAILS(CH, "output", 1),
+      PASSES(FTC, "distractor", 1), VETO_PASSES(P, NULL, 2), PASSES(DEC, "output", 1), FAILS(CH, "output", 1),
       CONTINUED_RIGHT(-4)}},
     {"8.2a", "multi-token forward does not start from the cached conv window",
      "case (b): the conv of a continued forward must run over cat(cached window, new tokens)",
      CONV,
-     {AT_SPLIT(FTC, "consistency", 2), AT_SPLIT(FTC, "output", 1), PASSES(P, NULL, 3), PASSES(DEC, "output", 5),
+     {AT_SPLIT(FTC, "consistency", 2), AT_SPLIT(FTC, "output", 1), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5),
       FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
       FAILS(FTC, "consistency", 2),
       NMSE_ABOVE_F(FTC, "consistency", 1e-2, SSM, 1), NMSE_ABOVE_F(FTC, "consistency", 0.4, GDN, 1),
@@ -141,7 +147,7 @@ const struct mc_signature mc_signatures[] = {
     {"8.2b", "multi-token forward starts the scan from a zero state (the cached window is kept)",
      "case (b): the chunked scan of a continued forward must take the cached state as its initial state",
      STATEFUL,
-     {AT_SPLIT(FTC, "consistency", 2), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
+     {AT_SPLIT(FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(CH, "recurrent_state", 1),
       FAILS(FTC, "consistency", 2),
       NMSE_BELOW_F(FTC, "consistency", 1e-2, SSM, 3), NMSE_BELOW_F(FTC, "consistency", 0.4, GDN, 2),
@@ -151,7 +157,7 @@ const struct mc_signature mc_signatures[] = {
             "outputs of conv(cat(W, x)), or off by one)",
      "case (b): keep the last L outputs of the conv over cat(window, x), K-1 cached columns, K taps",
      CONV,
-     {AT_SPLIT(FTC, "consistency", 2), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
+     {AT_SPLIT(FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
       /* a wrong slice is wrong from the continued forward's first row: the decode-step consistency fails */
       REQ(MC_DC_FAILS, FTC, "consistency", 2),
@@ -165,19 +171,19 @@ const struct mc_signature mc_signatures[] = {
     {"8.3c", "the conv window caches the post-conv (or post-activation) value instead of the pre-conv input",
      "the window written by a prefill: the last K pre-conv inputs (CONV-INV)",
      CONV,
-     {REQ(MC_DC_FAILS, P, "conv_state", 4), PASSES(P, "output", 3), FAILS(DEC, "output", 1),
+     {REQ(MC_DC_FAILS, P, "conv_state", 4), VETO_PASSES(P, "output", 3), FAILS(DEC, "output", 1),
       AT_SPLIT(DEC, "output", 1), PASSES(P, "recurrent_state", 1), FAILS(CH, "output", 1),
       NMSE_ABOVE(P, "conv_state", 1e-3, 2)}},
     {"8.7", "Mamba1 multi-token forward on a primed cache rebuilds the conv from the new tokens or restarts the "
             "scan (HF MambaMixer's unsupported case b)",
      "mixcheck requires case (b) for every family (docs/semantics.md §A.1)",
      M1,
-     {REQ(MC_DC_FAILS, FTC, "consistency", 2), PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 2),
+     {REQ(MC_DC_FAILS, FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 2),
       FAILS(CH, "output", 1), FAILS(SV, "consistency", 1)}},
     {"8.8", "Gated DeltaNet continued forward ignores both the cached window and the cached state",
      "Qwen3.5 before #45513: chunk_gated_delta_rule(initial_state=None) and a conv without cached context",
      GDN,
-     {REQ(MC_DC_FAILS, FTC, "consistency", 2), PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 1),
+     {REQ(MC_DC_FAILS, FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 1),
       FAILS(CH, "conv_state", 2), FAILS(FTC, "recurrent_state", 1), NMSE_ABOVE(FTC, "consistency", 1e-2, 1),
       EXP_NOT(MC_EXP_ZERO_WINDOW, 1), EXP_NOT(MC_EXP_ZERO_STATE, 1)}},
 
@@ -185,8 +191,14 @@ const struct mc_signature mc_signatures[] = {
     {"8.9", "decode writes the new column at min(position, K-1) instead of K-1 after a short prefill",
      "case (c): roll the window left by one and write at K-1 (CONV-INV)",
      CONV,
-     {REQ(MC_DC_FAILS, DEC, "conv_state", 3), FAILS(DEC, "output", 2), PASSES(P, NULL, 3), AT_SPLIT(DEC, "output", 1),
-      FAILS(CH, "conv_state", 1)}},
+     {REQ(MC_DC_FAILS, DEC, "conv_state", 3), FAILS(DEC, "output", 2), VETO_PASSES(P, NULL, 3), AT_SPLIT(DEC, "output", 1),
+      FAILS(CH, "conv_state", 1), VETO_SHORT_SPLIT(DEC, 3)}},
+    {"8.3d", "the single-token decode writes its conv window wrong (not rolled, the new column at the wrong place, or "
+             "K-1 columns kept while K are read)",
+     "case (c): roll the window left by one and write the new pre-conv column at K-1 (CONV-INV)",
+     CONV,
+     {REQ(MC_DC_FAILS, DEC, "conv_state", 4), VETO_PASSES(P, NULL, 3), PASSES(FTC, "output", 2),
+      PASSES(FTC, "conv_state", 2), FAILS(DEC, "output", 1), SHORT_SPLIT(DEC, -3)}},
     {"8.10", "the dt clamp (time_step_limit) is not applied in the single-token decode path (or in no path)",
      "clamp dt after softplus in every path (docs/semantics.md §A.3)",
      SSM,
@@ -199,10 +211,10 @@ const struct mc_signature mc_signatures[] = {
      "compare the decode step with the prefill/continued path term by term: the decode (case c) must be the "
      "one-token case of the same function (docs/semantics.md §11)",
      0,
-     {REQ(MC_DC_FAILS, DEC, "output", 3), AT_SPLIT(DEC, "output", 2), PASSES(P, NULL, 3), PASSES(FTC, "output", 3),
+     {REQ(MC_DC_FAILS, DEC, "output", 3), AT_SPLIT(DEC, "output", 2), VETO_PASSES(P, NULL, 3), PASSES(FTC, "output", 3),
       /* the decode step against the same row of the continued multi-token forward (consistency) */
       AT_SPLIT(FTC, "consistency", 2), CONTINUED_RIGHT(3),
-      PASSES(CH, "conv_state", 1), PASSES(DEC, "conv_state", 1),
+      PASSES(CH, "conv_state", 1), VETO_PASSES(DEC, "conv_state", 1),
       /* decode from the golden cache is still wrong: the decode computation itself, not the cache it read */
       EXP_NOT(MC_EXP_GOLDEN_STATE_DECODE, 6), EXP_NOT(MC_EXP_DT_INSIDE_CLAMP, 6), PASSES(CSI, NULL, 1)}},
 
@@ -231,21 +243,43 @@ const struct mc_signature mc_signatures[] = {
      STATEFUL,
      {REQ(MC_DC_FAILS, P, "output", 3), PASSES(P, "recurrent_state", 4), PASSES(P, "conv_state", 1),
       FROM_START(P, "output", 1), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3),
-      STAGE(P, "norm_in", M2, -3)}},
+      STAGE(P, "norm_in", M2, -3), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
     {"8.12", "chunk padding is not neutral: the final state decays or accumulates over the pad rows of the last "
              "chunk",
      "pad the last chunk with dt = 0 (log-decay 0) and x = B = 0, or do not pad",
-     STATEFUL,
+     STATEFUL & ~LIN, /* lightning attention: lightning-block-boundary-decay */
      {FAILS(P, "recurrent_state", 3), FAILS(CSI, "recurrent_state", 4), PASSES(P, "output", 3),
-      PASSES(CSI, "output", 2), PASSES(P, "conv_state", 1), FAILS(DEC, "recurrent_state", 1)}},
+      PASSES(CSI, "output", 2), PASSES(P, "conv_state", 1), FAILS(DEC, "recurrent_state", 1), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
     {"8.13", "heads read the wrong group / key head (h mod G instead of h / (H/G)), or the projection layout is "
              "misread",
      "head-to-group mapping floor(h / (H/G)) and key head floor(h / r) (docs/semantics.md §A.10)",
-     STATEFUL | ATT,
+     (STATEFUL & ~LIN) | ATT, /* lightning attention has no groups or key heads */
      {REQ(MC_DC_FAILS, P, "output", 3), FAILS_F(P, "recurrent_state", STATEFUL, 3),
       /* attention: the K/V cache itself is right, the queries read the wrong kv head */
       PASSES_F(P, "recurrent_state", ATT, 3), PASSES(P, "conv_state", 1), FROM_START(P, "output", 1),
+      PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
+    /* ---- lightning attention and KDA (docs/semantics.md §13, §14) ---------------------------------- */
+    /* the block recurrence's carry on a partial last block: lightning attention's 8.12 */
+    {"lightning-block-boundary-decay", "the decay carried across a block boundary counts the full block length "
+                                       "on a partial block (the state decays over rows the block does not have)",
+     "the carry of a block of b rows decays by exp(-s·b), not exp(-s·Q) (docs/semantics.md §13)",
+     LIN,
+     {FAILS(P, "recurrent_state", 3), FAILS(CSI, "recurrent_state", 4), PASSES(P, "output", 3),
+      PASSES(CSI, "output", 2), FAILS(DEC, "recurrent_state", 1)}},
+    /* a decay read from the wrong head or the wrong channel: nothing decays before the first token, so row 0
+     * is right in every path and every later row is wrong */
+    {"lightning-slope-order", "the per-head decay slopes are read in the wrong order (head h takes another "
+                              "head's slope)",
+     "slope of head h from the ALiBi-style sequence in head order (docs/semantics.md §13)",
+     LIN,
+     {REQ(MC_DC_FAILS, P, "output", 3), FAILS(P, "recurrent_state", 3), FROM_START(P, "output", -3),
       PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3)}},
+    {"kda-gate-per-head", "the per-channel decay gate of KDA is broadcast per head (one channel's gate for the "
+                          "whole head)",
+     "the decay of KDA is [H][dk], one gate per key channel (docs/semantics.md §14)",
+     KDA,
+     {REQ(MC_DC_FAILS, P, "output", 3), FAILS(P, "recurrent_state", 3), PASSES(P, "conv_state", 1),
+      FROM_START(P, "output", -3), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3)}},
     /* ---- attention (docs/semantics.md §12.7) -------------------------------------------------------- */
     {"rope-pad-positions", "RoPE positions counted with the pads: keys of a left-padded row cached at shifted "
                            "angles",
@@ -256,8 +290,8 @@ const struct mc_signature mc_signatures[] = {
     {"8.2", "multi-token forward on a primed KV cache does not attend to the cached keys and values",
      "case (b): append the new keys and values to the cache and attend over all of them",
      ATT,
-     {AT_SPLIT(FTC, "consistency", 3), PASSES(P, NULL, 3), PASSES(DEC, "output", 5), REQ(MC_DC_FAILS, CH, "output", 2),
-      FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1)}},
+     {AT_SPLIT(FTC, "consistency", 3), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5), REQ(MC_DC_FAILS, CH, "output", 2),
+      VETO_FAILS(FTC, "consistency", 2), FAILS(MC_SCENARIO_DETERMINISM, "output", 1)}},
     {"rotary-all-dims", "partial rotary applied to every head dim (partial_rotary_factor dropped)",
      "rotate only the first R = head_dim * partial_rotary_factor dims, frequencies over R",
      ATT,
@@ -280,7 +314,7 @@ const struct mc_signature mc_signatures[] = {
     {"8.17", "the output is rounded to bf16/f16 (a half-precision buffer) inside an f32/f64 forward",
      "write the output in the model dtype; keep intermediates in f32 or wider",
      0,
-     {ON_GRID_REQ(P, "output", "half", 8)}},
+     {ON_GRID_REQ(ANY, "output", "half", 12)}},
 
     /* ---- the cache interface: export, import, alloc, copy ------------------------------------------- */
     {"8.19", "cache_export is wrong: every output is right, the exported cache is not",
@@ -315,8 +349,8 @@ const struct mc_signature mc_signatures[] = {
              "l2-norm's 1/max(‖x‖, eps) against rsqrt(Σx² + eps))",
      "the eps of each norm from the configuration, added where the definition adds it (docs/semantics.md §4, §A.12)",
      0,
-     {REQ(MC_DC_FAILS, P, "output", 2), FROM_START(P, "output", 1), NMSE_BELOW(P, "output", 1e-8, 3),
-      EXP_NOT(MC_EXP_F32_REFERENCE, 3), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 1)}},
+     {REQ(MC_DC_FAILS, P, "output", 2), FROM_START(P, "output", 1), {.kind = MC_DC_NMSE_BELOW, .scenario = P, .tensor = "output", .value = 1e-8, .weight = 3, .veto = 1},
+      EXP_NOT(MC_EXP_F32_REFERENCE, 3), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 1), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
 
     /* ---- the serving path (S2) ---------------------------------------------------------------------- */
     {"S2.1", "the packed call assumes every sequence starts a chunk (per-sequence chunk grid): states read at the "
