@@ -87,6 +87,16 @@ enum hb_kind {
     AT_KV_SWAPPED,          /* k_proj and v_proj read for each other */
     AT_PREFILL_POS_PLUS1,   /* a fresh prefill numbers its positions from 1 */
     AT_OUT_BF16,            /* the layer output written through a bf16 buffer */
+    /* lightning */
+    LA_SLOPES_LAYER0,       /* the decay slopes computed for layer 0 whatever layer_idx */
+    LA_BLOCK_DECAY_EXTRA,   /* the state entering each later block decayed one token too many */
+    LA_COPY_HEAD0,          /* cache_copy copies the count and head 0's state only */
+    LA_PADS_DECAY,          /* a padding token decays the state (it adds nothing and does not count) */
+    /* kda */
+    KDA_DTBIAS_HEAD0,       /* the forget gate's dt_bias [H*d] read as head 0's [d] for every head */
+    KDA_PACKED_FRESH_WINDOW,/* the packed call starts a fresh sequence's conv from its slot's window */
+    KDA_DECODE_GATE_BIAS,   /* the single-step path takes the decay from dt_bias alone (no f_b output) */
+    KDA_EXPORT_HEADS_REV,   /* cache_export writes each row's heads in reverse order */
 };
 
 struct hb_bug {
@@ -101,6 +111,8 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout3.control-gdn", MC_FAMILY_GDN, HB_CONTROL},
     {"heldout3.control-shortconv", MC_FAMILY_SHORTCONV, HB_CONTROL},
     {"heldout3.control-attention", MC_FAMILY_ATTENTION, HB_CONTROL},
+    {"heldout3.control-lightning", MC_FAMILY_LIGHTNING, HB_CONTROL},
+    {"heldout3.control-kda", MC_FAMILY_KDA, HB_CONTROL},
 
     {"heldout3.m2-continued-unchained", MC_FAMILY_MAMBA2, M2_CONT_UNCHAINED},
     {"heldout3.m2-chunk-conv-reset", MC_FAMILY_MAMBA2, M2_CHUNK_CONV_RESET},
@@ -144,6 +156,16 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout3.attn-kv-swapped", MC_FAMILY_ATTENTION, AT_KV_SWAPPED},
     {"heldout3.attn-prefill-pos-plus1", MC_FAMILY_ATTENTION, AT_PREFILL_POS_PLUS1},
     {"heldout3.attn-out-bf16", MC_FAMILY_ATTENTION, AT_OUT_BF16},
+
+    {"heldout3.la-slopes-layer0", MC_FAMILY_LIGHTNING, LA_SLOPES_LAYER0},
+    {"heldout3.la-block-decay-extra", MC_FAMILY_LIGHTNING, LA_BLOCK_DECAY_EXTRA},
+    {"heldout3.la-copy-head0", MC_FAMILY_LIGHTNING, LA_COPY_HEAD0},
+    {"heldout3.la-pads-decay", MC_FAMILY_LIGHTNING, LA_PADS_DECAY},
+
+    {"heldout3.kda-dtbias-head0", MC_FAMILY_KDA, KDA_DTBIAS_HEAD0},
+    {"heldout3.kda-packed-fresh-window", MC_FAMILY_KDA, KDA_PACKED_FRESH_WINDOW},
+    {"heldout3.kda-decode-gate-bias-only", MC_FAMILY_KDA, KDA_DECODE_GATE_BIAS},
+    {"heldout3.kda-export-heads-reversed", MC_FAMILY_KDA, KDA_EXPORT_HEADS_REV},
 };
 
 #define HB_N (sizeof hb_bugs / sizeof hb_bugs[0])
@@ -164,6 +186,8 @@ struct mc_model {
     int64_t Hkv, Lmax, hd;  /* attention */
     int64_t R;              /* rotary dims (0 without RoPE) */
     double *inv_freq;       /* [R/2] */
+    int64_t H;              /* lightning, kda: heads (state [H][hd][hd] per row) */
+    double *slope;          /* lightning: [H] the per-token decay exponent of each head */
 };
 
 static const struct mc_backend_ops *hb_ref_ops(enum mc_family f)
@@ -179,6 +203,10 @@ static const struct mc_backend_ops *hb_ref_ops(enum mc_family f)
         return mc_reference_shortconv_ops();
     case MC_FAMILY_ATTENTION:
         return mc_reference_attention_ops();
+    case MC_FAMILY_LIGHTNING:
+        return mc_reference_lightning_ops();
+    case MC_FAMILY_KDA:
+        return mc_reference_kda_ops();
     default:
         return NULL;
     }
@@ -246,6 +274,8 @@ union hb_config {
     struct mc_gdn_config gdn;
     struct mc_shortconv_config sc;
     struct mc_attention_config at;
+    struct mc_lightning_config la;
+    struct mc_kda_config kda;
 };
 
 #define HB_MAX_EDITS 8
@@ -279,6 +309,10 @@ static size_t hb_config_size(enum mc_family f)
         return sizeof(struct mc_gdn_config);
     case MC_FAMILY_SHORTCONV:
         return sizeof(struct mc_shortconv_config);
+    case MC_FAMILY_LIGHTNING:
+        return sizeof(struct mc_lightning_config);
+    case MC_FAMILY_KDA:
+        return sizeof(struct mc_kda_config);
     default:
         return sizeof(struct mc_attention_config);
     }
@@ -423,6 +457,17 @@ static void hb_edit_common(const struct hb_bug *bug, struct hb_desc *h)
     case AT_QKNORM_EPS:
         h->cfg.at.rms_norm_eps = 1e-6;
         break;
+    case KDA_DTBIAS_HEAD0: { /* forget_gate.dt_bias [H*d]: channel h*d + j reads entry j */
+        struct mc_weight *w = hb_edit(h, "forget_gate.dt_bias", eb);
+        const int64_t d = h->cfg.kda.head_dim;
+        if (w != NULL)
+            for (int64_t i = d; i < hb_elems(w); i++)
+                hb_set((void *)w->data, dt, i, hb_get(w->data, dt, i % d));
+        break;
+    }
+    case LA_SLOPES_LAYER0: /* the slopes' depth factor 1 - l/(layers - 1) taken at l = 0 */
+        h->cfg.la.layer_idx = 0;
+        break;
     case AT_KV_SWAPPED:
         hb_swap_data(h, "k_proj.weight", "v_proj.weight");
         hb_swap_data(h, "k_proj.bias", "v_proj.bias");
@@ -449,6 +494,9 @@ static int hb_edit_step(const struct hb_bug *bug, struct hb_desc *h)
             return 0;
         hb_affine(h, "in_proj.bias", h->d.dtype, 0.0, 0.0);
         return 1;
+    case KDA_DECODE_GATE_BIAS:
+        hb_affine(h, "forget_gate.f_b_proj.weight", h->d.dtype, 0.0, 0.0);
+        return 1;
     case AT_DECODE_DEFAULT_SCALE:
         if (h->cfg.at.softmax_scale == 0.0)
             return 0;
@@ -468,6 +516,7 @@ static void hb_model_destroy(struct mc_model *m)
     if (m->alt != NULL)
         m->ref->model_destroy(m->alt);
     free(m->inv_freq);
+    free(m->slope);
     free(m);
 }
 
@@ -554,6 +603,30 @@ static enum mc_backend_status hb_create(const struct hb_bug *bug, const struct m
         m->K = c->conv_kernel;
         break;
     }
+    case MC_FAMILY_LIGHTNING: {
+        const struct mc_lightning_config *c = desc->config;
+        m->K = 1;
+        m->H = c->num_attention_heads;
+        m->hd = c->head_dim;
+        m->Q = desc->chunk_size > 0 ? desc->chunk_size : c->block_size;
+        m->slope = malloc((size_t)(m->H + 1) * sizeof *m->slope);
+        if (m->slope == NULL) {
+            hb_model_destroy(m);
+            return hb_fail(msg, MC_BACKEND_NOMEM, "heldout3: out of memory");
+        }
+        /* MiniMax's slopes 2^(-8(h+1)/H), scaled by the layer's depth (docs/semantics.md §13) */
+        const double depth = 1.0 - (double)c->layer_idx / ((double)c->num_hidden_layers - 1.0 + 1e-5) + 1e-5;
+        for (int64_t i = 0; i < m->H; i++)
+            m->slope[i] = pow(2.0, -8.0 * (double)(i + 1) / (double)m->H) * depth;
+        break;
+    }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = desc->config;
+        m->K = c->conv_kernel;
+        m->H = c->num_heads;
+        m->hd = c->head_dim;
+        break;
+    }
     default: {
         const struct mc_attention_config *c = desc->config;
         m->K = 1;
@@ -595,7 +668,7 @@ static enum mc_backend_status hb_cache_copy(struct mc_model *m, struct mc_cache 
                                             struct mc_msg *msg)
 {
     const enum hb_kind kind = m->bug->kind;
-    if ((kind != M1_COPY_NO_PRIMED && kind != AT_COPY_KEYS_ONLY) || dst == NULL || src == NULL ||
+    if ((kind != M1_COPY_NO_PRIMED && kind != AT_COPY_KEYS_ONLY && kind != LA_COPY_HEAD0) || dst == NULL || src == NULL ||
         dst->batch != src->batch || dst == src)
         return m->ref->cache_copy(m->inner, dst, src, msg);
     if (kind == M1_COPY_NO_PRIMED) { /* the bug: the port's "has state" flag is not part of the copy */
@@ -604,6 +677,15 @@ static enum mc_backend_status hb_cache_copy(struct mc_model *m, struct mc_cache 
         if (st == MC_BACKEND_OK)
             dst->primed = primed;
         return st;
+    }
+    if (kind == LA_COPY_HEAD0) { /* the bug: the state's byte count of one head, row by row */
+        const size_t head = (size_t)(m->hd * m->hd) * m->eb, rowb = (size_t)m->sel * m->eb;
+        memcpy(dst->window, src->window, (size_t)(src->batch * m->wel) * m->eb);
+        for (int64_t b = 0; b < src->batch; b++)
+            memcpy((unsigned char *)dst->state + (size_t)b * rowb, (const unsigned char *)src->state + (size_t)b * rowb,
+                   head);
+        dst->primed = src->primed;
+        return MC_BACKEND_OK;
     }
     /* AT_COPY_KEYS_ONLY, the bug: the values half of each row ([Hkv][Lmax][hd] after the keys) is skipped */
     const size_t half = (size_t)(m->sel / 2) * m->eb, rowb = (size_t)m->sel * m->eb;
@@ -639,6 +721,19 @@ static enum mc_backend_status hb_cache_export(struct mc_model *m, const struct m
             for (int64_t ch = 0; ch < m->C; ch++)
                 for (int64_t k = 0; k < m->K; k++)
                     hb_set(p, m->dtype, k * m->C + ch, hb_get(tmp, m->dtype, ch * m->K + k));
+        }
+        free(tmp);
+    }
+    if (kind == KDA_EXPORT_HEADS_REV && state != NULL) { /* the bug: head h of each row written at H-1-h */
+        const size_t head = (size_t)(m->hd * m->hd) * m->eb, rowb = (size_t)m->sel * m->eb;
+        unsigned char *tmp = malloc(rowb + 1);
+        if (tmp == NULL)
+            return hb_fail(msg, MC_BACKEND_NOMEM, "heldout3: out of memory");
+        for (int64_t b = 0; b < B; b++) {
+            unsigned char *p = (unsigned char *)state + (size_t)b * rowb;
+            memcpy(tmp, p, rowb);
+            for (int64_t h = 0; h < m->H; h++)
+                memcpy(p + (size_t)h * head, tmp + (size_t)(m->H - 1 - h) * head, head);
         }
         free(tmp);
     }
@@ -777,9 +872,26 @@ static enum mc_backend_status hb_clone(struct mc_model *m, const struct mc_cache
     return st;
 }
 
-/* M2_CHUNK_CONV_RESET / GDN_CHUNK_WINDOW_F16: the forward run in chunks of Q tokens along L, the conv
- * window entering every chunk after the first zeroed or rounded to f16 (the recurrent state carried as
- * it is). */
+/* Every head's state of every row of c multiplied by exp(-n slope_h) (lightning: n more tokens of decay);
+ * rows whose dec[b] is 0 are left as they are (dec NULL: every row). */
+static void hb_decay(struct mc_model *m, struct mc_cache *c, const uint8_t *dec, double n)
+{
+    const int64_t hh = m->hd * m->hd;
+    for (int64_t b = 0; b < c->batch; b++) {
+        if (dec != NULL && !dec[b])
+            continue;
+        for (int64_t h = 0; h < m->H; h++) {
+            const double f = exp(-n * m->slope[h]);
+            const int64_t base = b * m->sel + h * hh;
+            for (int64_t i = 0; i < hh; i++)
+                hb_set(c->state, m->dtype, base + i, f * hb_get(c->state, m->dtype, base + i));
+        }
+    }
+}
+
+/* M2_CHUNK_CONV_RESET / GDN_CHUNK_WINDOW_F16 / LA_BLOCK_DECAY_EXTRA: the forward run in chunks of Q
+ * tokens along L, the conv window entering every chunk after the first zeroed or rounded to f16 (the
+ * recurrent state carried as it is), or (lightning) the state entering it decayed by one more token. */
 static enum mc_backend_status hb_forward_chunks(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
                                                 struct mc_msg *msg)
 {
@@ -801,6 +913,8 @@ static enum mc_backend_status hb_forward_chunks(struct mc_model *m, struct mc_ca
         if (t0 > 0 && cc->primed) {
             if (m->bug->kind == M2_CHUNK_CONV_RESET) /* the bug: each chunk's conv starts from zeros */
                 memset(cc->window, 0, (size_t)(B * m->wel) * eb);
+            else if (m->bug->kind == LA_BLOCK_DECAY_EXTRA) /* the bug: the inter-block decay exp(-s (t + 1)) */
+                hb_decay(m, cc, NULL, 1.0);
             else /* the bug: the chunk's conv context is staged in a half-precision buffer */
                 hb_round_all(cc->window, m->dtype, B * m->wel, hb_round_f16);
         }
@@ -921,6 +1035,40 @@ static enum mc_backend_status hb_forward_early_window(struct mc_model *m, struct
     return st;
 }
 
+/* LA_PADS_DECAY: the forward run token by token (the lightning recurrence is the token-by-token form), the
+ * state of every row whose token is a pad decayed by one token after it. */
+static enum mc_backend_status hb_forward_pads_decay(struct mc_model *m, struct mc_cache *c,
+                                                    const struct mc_forward_args *a, struct mc_msg *msg)
+{
+    const int64_t B = a->batch, L = a->len;
+    struct mc_cache *cc = c;
+    enum mc_backend_status st = MC_BACKEND_OK;
+    if (cc == NULL && (st = m->ref->cache_alloc(m->inner, B, &cc, msg)) != MC_BACKEND_OK)
+        return st;
+    void *xs = malloc((size_t)(B * m->D) * m->eb), *ys = malloc((size_t)(B * m->D) * m->eb);
+    uint8_t *ms = malloc((size_t)B), *pad = malloc((size_t)B);
+    if (xs == NULL || ys == NULL || ms == NULL || pad == NULL)
+        st = hb_fail(msg, MC_BACKEND_NOMEM, "heldout3: out of memory");
+    for (int64_t t = 0; t < L && st == MC_BACKEND_OK; t++) {
+        hb_take(m, a, t, 1, xs, ms);
+        const struct mc_forward_args one = {.batch = B, .len = 1, .x = xs, .mask = ms, .y = ys};
+        st = m->ref->forward(m->inner, cc, &one, msg);
+        if (st != MC_BACKEND_OK)
+            break;
+        hb_put(m, a, t, 1, ys);
+        for (int64_t b = 0; b < B; b++)
+            pad[b] = ms[b] == 0;
+        hb_decay(m, cc, pad, 1.0); /* the bug: the pad's decay exp(-s) applied, its k v^T not added */
+    }
+    free(xs);
+    free(ys);
+    free(ms);
+    free(pad);
+    if (cc != c)
+        m->ref->cache_free(m->inner, cc);
+    return st;
+}
+
 /* SC_CONT_CACHE_FIRST: the outputs of the whole forward; the window stored is the one after its first
  * token (the cache update of the single-step branch, taken for every continued call). */
 static enum mc_backend_status hb_forward_first_cache(struct mc_model *m, struct mc_cache *c,
@@ -991,6 +1139,7 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
         break;
     case M2_CHUNK_CONV_RESET:
     case GDN_CHUNK_WINDOW_F16:
+    case LA_BLOCK_DECAY_EXTRA:
         if (L > m->Q)
             return hb_forward_chunks(m, c, a, msg);
         break;
@@ -1001,6 +1150,10 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
     case GDN_TAIL_CHUNK_STATE:
         if (c != NULL && L > m->Q && L % m->Q != 0)
             return hb_forward_tail(m, c, a, msg);
+        break;
+    case LA_PADS_DECAY:
+        if (a->mask != NULL)
+            return hb_forward_pads_decay(m, c, a, msg);
         break;
     case SC_CONT_CACHE_FIRST:
         if (primed && L > 1)
@@ -1125,6 +1278,13 @@ static enum mc_backend_status hb_forward_packed(struct mc_model *m, struct mc_ca
                 memcpy(one->state, state, sb);
         }
         one->primed = cont;
+        if (!cont && kind == KDA_PACKED_FRESH_WINDOW) {
+            /* the bug: has_initial_state honoured for the state only: the conv reads the slot's window */
+            memcpy(one->window, win, wb);
+            if (m->sel > 0)
+                memset(one->state, 0, sb);
+            one->primed = 1;
+        }
         /* SC_PACKED_X_EARLY, the bug: a sequence after the first read from the token before its start */
         const int64_t xt = kind == SC_PACKED_X_EARLY && i > 0 && t0 > 0 ? t0 - 1 : t0;
         const unsigned char *x = (const unsigned char *)a->x + (size_t)xt * tok;
@@ -1194,6 +1354,16 @@ HB_CREATE(39)
 HB_CREATE(40)
 HB_CREATE(41)
 HB_CREATE(42)
+HB_CREATE(43)
+HB_CREATE(44)
+HB_CREATE(45)
+HB_CREATE(46)
+HB_CREATE(47)
+HB_CREATE(48)
+HB_CREATE(49)
+HB_CREATE(50)
+HB_CREATE(51)
+HB_CREATE(52)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1204,7 +1374,8 @@ static const hb_create_fn hb_creates[] = {
     hb_create_16, hb_create_17, hb_create_18, hb_create_19, hb_create_20, hb_create_21, hb_create_22, hb_create_23,
     hb_create_24, hb_create_25, hb_create_26, hb_create_27, hb_create_28, hb_create_29, hb_create_30, hb_create_31,
     hb_create_32, hb_create_33, hb_create_34, hb_create_35, hb_create_36, hb_create_37, hb_create_38, hb_create_39,
-    hb_create_40, hb_create_41, hb_create_42,
+    hb_create_40, hb_create_41, hb_create_42, hb_create_43, hb_create_44, hb_create_45, hb_create_46, hb_create_47,
+    hb_create_48, hb_create_49, hb_create_50, hb_create_51, hb_create_52,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
