@@ -5,16 +5,17 @@
  * this library) behind its own model handle, with ONE planted bug, written the way a port author could
  * get it wrong. The bugs are emulated exactly with the reference's own calls:
  *
- *   - a constant, a precision or a layout read wrongly: the model is created from an edited
- *     configuration or from edited / permuted / rounded weights (the exact equivalent of the port
- *     reading them that way), or its input rounded before the reference's call;
+ *   - a constant or a layout read wrongly: the model is created from an edited configuration or from
+ *     edited / permuted weights (the exact equivalent of the port reading them that way);
  *   - one path that computes another function: a second reference model, made from edited weights or
  *     configuration, serves either the primed L == 1 forwards (the port's decode kernel) or the other
  *     forwards (its prefill kernel) on the same cache;
- *   - a forward split where the port's kernel splits it (one-token steps from one saved cache, chunks of
- *     the model's chunk length with the conv window reset between them), a second reference forward on a
- *     copy of the cache for what the port stores (the state of the last whole chunk, the window one token
- *     early), an edited mask, or the cache edited before or after the reference's call;
+ *   - a forward split where the port's kernel splits it (one-token steps, each from one saved cache or
+ *     chained with a pad's decay; chunks of the model's chunk length with the conv window reset or rounded
+ *     to f16, or the lightning state decayed by one more token, between them), a second reference forward
+ *     on a copy of the cache for what the port stores (the state of the last whole chunk, the window one
+ *     token early or after the first token), an edited mask, or the cache edited or rounded before or
+ *     after the reference's call (a state read in bf16 / f16, keys rotated one position on);
  *   - a cache exported, imported or copied wrongly, a packed call that mishandles an offset, a slot or a
  *     sequence's initial window (hooks around the reference calls on the reference cache, whose layout
  *     ref_common.h gives);
