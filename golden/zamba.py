@@ -261,3 +261,30 @@ class Zamba2Stack:
                 out, _, caches, _, _ = self.forward(tok[:, None], None, caches)
                 step_logits = out[:, 0]
         return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
+
+
+def fill_tied(cfg, w):
+    """A checkpoint as save_pretrained writes it holds a tied block once, under the first hybrid layer of the block
+    (Zamba2Model._tied_weights_keys); every other application's copy is that one, so it is filled in from it (a
+    copy present under both names must be the same, else the checkpoint is refused). Tied lm_head likewise.
+    transformers 5.24 ties the blocks only with tie_word_embeddings (PreTrainedModel.tie_weights applies
+    _tied_weights_keys only then): without it every hybrid layer has a block of its own, all stored, each read
+    under its layer's name (docs/findings.md 36)."""
+    w = dict(w)
+    if not cfg["tie_word_embeddings"]:
+        return w
+    first = {}
+    for j, i in enumerate(hybrid_ids(cfg)):
+        first.setdefault(block_of(cfg, j), i)
+    for j, i in enumerate(hybrid_ids(cfg)):
+        src = shared_prefix(cfg, first[block_of(cfg, j)])
+        for k in [k for k in w if k.startswith(src)]:
+            dst = shared_prefix(cfg, i) + k[len(src):]
+            if dst in w and not np.array_equal(w[dst], w[k]):
+                raise ValueError(f"{dst}: differs from its tied copy {k}")
+            w[dst] = w[k]
+    if cfg["tie_word_embeddings"]:
+        if "lm_head.weight" in w and not np.array_equal(w["lm_head.weight"], w["model.embed_tokens.weight"]):
+            raise ValueError("lm_head.weight: differs from the tied model.embed_tokens.weight")
+        w["lm_head.weight"] = w["model.embed_tokens.weight"]
+    return w
