@@ -191,10 +191,7 @@ SPECS = {s.key: s for s in [
 MODEL_DEFAULTS["zamba2"] = dict(zamba.DEFAULTS)
 ARCHITECTURES["zamba2"] = "Zamba2ForCausalLM"
 
-# Model goldens the oracle writes whose model type the C engine does not read yet: not under golden/models/ (every
-# golden there must load in C), reached by name only (`generate.py regenerate models/zamba2 --out PATH` and the
-# upstream check, tests/stacks/test_upstream.py).
-PENDING = {s.key: s for s in [
+SPECS.update({s.key: s for s in [   # Zamba2: shared blocks, adapters per application (golden/zamba.py)
     ModelSpec("zamba2", "zamba2",
               "6-layer Zamba2 (linear_attention, hybrid, linear_attention, hybrid, hybrid, linear_attention: Mamba2 "
               "with 2 groups; two alternating shared blocks of attention on cat(hidden, embeddings) (MHA 4, head_dim "
@@ -208,7 +205,7 @@ PENDING = {s.key: s for s in [
                    use_shared_attention_adapter=True, adapter_rank=4, use_mem_rope=True,
                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, max_position_embeddings=32),
               batch=3, length=12, left_pad=(0, 3, 8), greedy=16, seed=112, positions=(6, 12)),
-]}
+]})
 
 
 def model_config(spec):

@@ -44,16 +44,6 @@ def main():
         for h5 in sorted(glob.glob(os.path.join(ROOT, "golden", "models", "*.h5"))):
             files.append(os.path.join(tmp, os.path.basename(h5)[:-3] + ".npz"))
             export(h5, files[-1])
-        # the oracle's goldens of model types the C engine does not read yet (golden/stacks.py PENDING), built here
-        sys.path.insert(0, os.path.join(ROOT, "golden"))
-        import stacks
-        for spec in stacks.PENDING.values():
-            g = stacks.build(spec)
-            files.append(os.path.join(tmp, spec.name + ".npz"))
-            arrays = {"config_json": np.array(g.config["config_json"]), "input_ids": g.tensors["inputs/input_ids"],
-                      "attention_mask": g.tensors["inputs/attention_mask"], "logits": g.tensors["expected/logits"]}
-            arrays.update({k: v for k, v in g.tensors.items() if k.startswith("weights/")})
-            np.savez(files[-1], **arrays)
         script = [py, os.path.join(ROOT, "golden", "upstream.py"), repr(LIMIT)]
         p = subprocess.run(script + files)
         if p.returncode != 0:
