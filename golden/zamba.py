@@ -288,3 +288,19 @@ def fill_tied(cfg, w):
             raise ValueError("lm_head.weight: differs from the tied model.embed_tokens.weight")
         w["lm_head.weight"] = w["model.embed_tokens.weight"]
     return w
+
+
+def retie(cfg, w):
+    """Weights redrawn name by name (golden/calibration.py) made a model again: every tied copy of a block (and the
+    adapters it holds) that of the block's first hybrid layer, a tied lm_head the embedding."""
+    w = dict(w)
+    first = {}
+    for j, i in enumerate(hybrid_ids(cfg)):
+        first.setdefault(block_of(cfg, j), i)
+    for j, i in enumerate(hybrid_ids(cfg)):
+        src = shared_prefix(cfg, first[block_of(cfg, j)])
+        for k in [k for k in w if k.startswith(src)]:
+            w[shared_prefix(cfg, i) + k[len(src):]] = w[k]
+    if cfg.get("tie_word_embeddings", True):
+        w["lm_head.weight"] = w["model.embed_tokens.weight"].copy()
+    return w
