@@ -1454,10 +1454,30 @@ static void localise(struct sess *s)
             ffn_ok = within(s, ym, h_next, &t_ffn);
         }
     }
-    if (!mixer_ok && Z->shared)
+    /* a shared attention off: the other applications of its block, each alone on the golden's input, tell the
+     * block's weights (they fail too) from this application's adapters (one of them passes) */
+    int others = 0, others_ok = 0;
+    for (int64_t k = 0; !mixer_ok && Z->shared && k < s->n; k++) {
+        int64_t t_k = -1;
+        if (k == l || !cfg->layers[k].shared || cfg->layers[k].block != Z->block)
+            continue;
+        mixer_input_f64(s, k, s->g->hidden.data + k * N, s->B * s->L, x);
+        if (mc_stack_mixer_forward(s->st, k, s->B, s->L, x, s->g->mask, ym, &msg) != MC_BACKEND_OK)
+            continue;
+        others++;
+        others_ok += within(s, ym, s->g->mixer_outputs.data + k * N, &t_k);
+    }
+    if (!mixer_ok && Z->shared && others_ok > 0)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: the shared block's attention with application %d's q/k/v adapters — its output on the golden's "
+                 "own input leaves tolerance at token %lld, while %d of block %d's other applications pass: the "
+                 "adapters (or this application's own weights), not the block's", where, Z->app, (long long)t_mixer,
+                 others_ok, Z->block);
+    else if (!mixer_ok && Z->shared)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: the shared block's attention (block %d's, with application %d's q/k/v adapters) — its output on "
-                 "the golden's own input leaves tolerance at token %lld", where, Z->block, Z->app, (long long)t_mixer);
+                 "the golden's own input leaves tolerance at token %lld%s", where, Z->block, Z->app, (long long)t_mixer,
+                 others > 0 ? ", and on every other application of the block: the block's weights" : "");
     else if (!layer_ok && !ffn_ok && Z->shared)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue: the shared block's MLP with application %d's adapter, or layer %lld's linear — the attention "
