@@ -234,6 +234,8 @@ def load_checkpoint(folder, semantics=None):
             if k[:-len(old)] + new in w:
                 raise ValueError(f"{folder}: both {k} and {k[:-len(old)] + new}: one tensor under two names")
             w[k[:-len(old)] + new] = w.pop(k)
+    if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)
+        w = S.zamba.fill_tied(cfg, w)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"] and nm["embed"] in w:
         w[nm["head"]] = w[nm["embed"]].copy()   # tied: the head is the embedding (a tied checkpoint stores only it)
