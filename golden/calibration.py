@@ -35,6 +35,7 @@ import stacks as S
 MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5",
                "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba",
                "nemotron_h": "nemotron_h"}
+MODEL_SPECS["zamba2"] = "zamba2"
 
 
 def _config(model_type, rng):
@@ -99,7 +100,18 @@ def _config(model_type, rng):
                    n_groups=int(rng.choice([1, 2])), n_routed_experts=E, n_group=G, topk_group=kg,
                    num_experts_per_tok=int(rng.integers(1, 3)), norm_topk_prob=bool(rng.uniform() < 0.7),
                    routed_scaling_factor=float(rng.uniform(1.0, 3.0)))
-    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h"):
+    elif model_type == "zamba2":
+        # 3 to 6 layers, a hybrid and a Mamba2 layer always; 1 or 2 shared blocks; q/k/v adapters on or off (off: GQA
+        # drawn too), adapters of rank 2 to 8, RoPE or NoPE, Mamba2 with 1 or 2 groups
+        kinds = ["hybrid", "linear_attention"] + [str(rng.choice(["hybrid", "linear_attention"])) for _ in range(n - 1)]
+        rng.shuffle(kinds)
+        ad = bool(rng.uniform() < 0.6)
+        cfg.update(num_hidden_layers=len(kinds), layers_block_type=kinds, n_mamba_heads=2 * D // 16,
+                   mamba_ngroups=int(rng.choice([1, 2])), num_mem_blocks=int(rng.choice([1, 2])),
+                   use_shared_attention_adapter=ad, num_key_value_heads=4 if ad else int(rng.choice([2, 4])),
+                   adapter_rank=int(rng.choice([2, 4, 8])), use_mem_rope=bool(rng.uniform() < 0.5),
+                   intermediate_size=int(rng.choice([48, 64])))
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 
@@ -129,6 +141,8 @@ def _weights(cfg, rng):
         else:
             x = std * rng.standard_normal(v.shape)
         out[k] = mixers.to_bf16(x)
+    if cfg["model_type"] == "zamba2":   # a shared block's tied copies one block again, the head the embedding
+        return S.zamba.retie(configkeys.normalise(cfg), out)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"]:
         out[nm["head"]] = out[nm["embed"]].copy()

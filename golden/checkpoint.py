@@ -234,6 +234,8 @@ def load_checkpoint(folder, semantics=None):
             if k[:-len(old)] + new in w:
                 raise ValueError(f"{folder}: both {k} and {k[:-len(old)] + new}: one tensor under two names")
             w[k[:-len(old)] + new] = w.pop(k)
+    if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)
+        w = S.zamba.fill_tied(cfg, w)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"] and nm["embed"] in w:
         w[nm["head"]] = w[nm["embed"]].copy()   # tied: the head is the embedding (a tied checkpoint stores only it)
@@ -267,8 +269,46 @@ def prompts(args, vocab):
     return ids, mask
 
 
+def zamba2_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """Zamba2: the Mamba2 of upstream layer `layer` (a hybrid layer's: on norm(h + T)) on its real input, written
+    as a mamba2 layer golden; a shared block's attention reads a 2D input, not a layer golden of the family's."""
+    if family != "mamba2":
+        raise ValueError(f"layer {layer} of a zamba2 checkpoint: only its mamba2 mixer has a layer golden (its shared "
+                         "block's attention reads cat(hidden, embeddings), 2 hidden_size wide)")
+    st = S.zamba.Zamba2Stack(cfg, weights)
+    k = next((k for k, (what, i, _) in enumerate(st.entries) if what == "mamba" and i == layer), None)
+    if k is None:
+        raise ValueError(f"layer {layer}: a zamba2 checkpoint has {len(st.kinds)} layers")
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    x = S.zamba.rmsnorm(hidden[k], st.w[S.zamba.mamba_prefix(cfg, layer) + "input_layernorm.weight"], st.eps)
+    mcfg = st.mcfg
+    fw = {kk: v.astype(np.float32) for kk, v in st.mamba_weights(layer).items()}
+    x32 = x.astype(np.float32)
+    y, _, windows, states = S.mixer_forward("mamba2", mcfg, {kk: v.astype(np.float64) for kk, v in fw.items()},
+                                            x32.astype(np.float64), mask, None)
+    config = {kk: np.int64(mcfg[kk]) for kk in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups",
+                                                "conv_kernel", "chunk_size", "norm_group_size", "use_bias",
+                                                "use_conv_bias")}
+    config["layer_norm_epsilon"] = np.float64(mcfg["layer_norm_epsilon"])
+    config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
+    tensors = {"weights/" + kk: v for kk, v in fw.items()}
+    tensors["inputs/hidden_states"] = x32
+    tensors["inputs/attention_mask"] = mask
+    tensors["expected/output"] = y
+    tensors["expected/state_positions"] = np.arange(ids.shape[1] + 1, dtype=np.int64)
+    tensors["expected/conv_state"] = windows
+    tensors["expected/recurrent_state"] = states
+    spec = mixers.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
+                             config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
+    tmp = out + ".tmp"
+    goldens.write(spec, mixers.Golden(config, tensors, []), tmp)
+    os.replace(tmp, out)
+
+
 def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
+    if cfg["model_type"] == "zamba2":
+        return zamba2_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     kind = S.layer_kind(cfg, layer)
     if kind in S.NO_MIXER:
         raise ValueError(f"layer {layer} is a {kind} block without a sequence mixer (Nemotron-H): no mixer golden")

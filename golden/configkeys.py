@@ -300,6 +300,24 @@ HONOURED = {
         "multi-token prediction layers are not computed (only 0 is read)",
     },
 }
+ZAMBA2_LAYERS = ("linear_attention", "mamba", "hybrid")
+HONOURED["zamba2"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "max_position_embeddings": _any,
+    "layers_block_type": lambda v: None if v is None or (isinstance(v, list) and v and all(x in ZAMBA2_LAYERS for x in v))
+    else "must list the layers, each \"linear_attention\" (or \"mamba\") or \"hybrid\"",
+    "layer_types": lambda v: None if v is None or (isinstance(v, list) and v and all(x in ZAMBA2_LAYERS for x in v))
+    else "must list the layers, each \"linear_attention\" (or \"mamba\") or \"hybrid\"",
+    "mamba_d_state": _any, "mamba_d_conv": _any, "mamba_expand": _any, "mamba_ngroups": _any, "n_mamba_heads": _any,
+    "chunk_size": _any,
+    # Zamba2MambaMixer clamps dt to (time_step_min, inf)
+    "time_step_min": _any,
+    "use_conv_bias": lambda v: None if v in (True, 1, None) else
+    "upstream adds the conv bias in a prefill whatever it says and in a decode step only with it (only true is read)",
+    "add_bias_linear": _false, "intermediate_size": _any, "hidden_act": _one_of("gelu"),
+    "num_attention_heads": _any, "num_key_value_heads": _any, "num_mem_blocks": _any,
+    "use_shared_attention_adapter": _any, "adapter_rank": _any, "use_mem_rope": _any, "rms_norm_eps": _any,
+    "use_long_context": _false, "tie_word_embeddings": _any, **ROPE_KEYS,
+}
 for _t in HONOURED.values():
     _t["mixcheck_semantics"] = _mixcheck_semantics
 
@@ -341,6 +359,19 @@ INERT = {
         "mtp_layers_block_type": "the multi-token prediction layers' kinds: no such layers (num_nextn_predict_layers 0)",
         "mtp_hybrid_override_pattern": "the multi-token prediction layers' kinds (older name)",
     },
+}
+INERT["zamba2"] = {
+    **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+    "time_step_max": "dt_bias initialisation only", "time_step_floor": "dt_bias initialisation only",
+    "use_mem_eff_path": "the fused training path only (Zamba2MambaMixer uses it in training without a cache)",
+    "use_mamba_kernels": "deprecated, no effect in 5.24 (the implementation is chosen by what is installed)",
+    "attention_head_dim": "Zamba2Config derives it (2 hidden_size / num_attention_heads; a value given is overwritten)",
+    "head_dim": "the attribute_map alias of attention_head_dim (derived)",
+    "attention_hidden_size": "Zamba2Config derives it (2 hidden_size)",
+    "mamba_headdim": "Zamba2Config derives it (mamba_expand hidden_size / n_mamba_heads)",
+    "hybrid_layer_ids": "Zamba2Config derives it from layers_block_type",
+    "kv_channels": "Zamba2Config derives it; read by no layer",
+    "num_query_groups": "Zamba2Config derives it; read by no layer",
 }
 
 # Values an inert key must still have for it to be inert.

@@ -37,6 +37,7 @@ import configkeys   # what each config.json key does (golden/configkeys.py)
 import goldens   # the golden files: format, checksum, read / compare (golden/goldens.py)
 import mixers    # the mixer families' float64 oracle (golden/mixers.py)
 import models as M   # the attention family's oracle (golden/models.py)
+import zamba     # Zamba2's shared blocks with per-application adapters (golden/zamba.py)
 
 MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
@@ -187,10 +188,32 @@ SPECS = {s.key: s for s in [
 ]}
 
 
+MODEL_DEFAULTS["zamba2"] = dict(zamba.DEFAULTS)
+ARCHITECTURES["zamba2"] = "Zamba2ForCausalLM"
+
+SPECS.update({s.key: s for s in [   # Zamba2: shared blocks, adapters per application (golden/zamba.py)
+    ModelSpec("zamba2", "zamba2",
+              "6-layer Zamba2 (linear_attention, hybrid, linear_attention, hybrid, hybrid, linear_attention: Mamba2 "
+              "with 2 groups; two alternating shared blocks of attention on cat(hidden, embeddings) (MHA 4, head_dim "
+              "16, RoPE) and a GELU MLP (F 48), q/k/v and MLP adapters of rank 4 per application, a linear per hybrid "
+              "layer), tied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32,
+                   layers_block_type=["linear_attention", "hybrid", "linear_attention", "hybrid", "hybrid",
+                                      "linear_attention"],
+                   n_mamba_heads=4, mamba_d_state=16, mamba_ngroups=2, mamba_d_conv=4, chunk_size=8,
+                   num_attention_heads=4, num_key_value_heads=4, intermediate_size=48, num_mem_blocks=2,
+                   use_shared_attention_adapter=True, adapter_rank=4, use_mem_rope=True,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, max_position_embeddings=32),
+              batch=3, length=12, left_pad=(0, 3, 8), greedy=16, seed=112, positions=(6, 12)),
+]})
+
+
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
     if spec.model_type == "nemotron_h":   # NemotronHConfig.num_hidden_layers: the number of blocks
+        cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
+    if spec.model_type == "zamba2":   # Zamba2Config: one entry of layers_block_type per layer
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
     cfg["model_type"] = spec.model_type
     cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
@@ -468,6 +491,8 @@ def init_weights(cfg, rng):
     (lfm2) its feed-forward norm and w1, w3, w2, then the final norm, then lm_head (drawn even when tied, so
     the draw order does not depend on tying). Stored as float32 values on the bf16-exact grid
     (mixers.py "Quantization")."""
+    if cfg["model_type"] == "zamba2":   # shared blocks, adapters per application (golden/zamba.py)
+        return zamba.init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -697,6 +722,11 @@ class Stack:
         return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
 
 
+def stack_of(cfg, weights):
+    """The float64 model of cfg: Stack, or Zamba2's own (golden/zamba.py)."""
+    return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
+
+
 def margin_note(logits, mask=None):
     """One line: the smallest gap between the top two logits over the compared positions."""
     top2 = np.sort(logits, axis=-1)[..., -2:]
@@ -718,7 +748,7 @@ def build(spec):
 
 def assemble(spec, cfg, weights, ids, mask):
     """The Golden of a model: cfg (config.json), checkpoint-named weights, ids [B, L], mask [B, L]."""
-    st = Stack(cfg, weights)
+    st = stack_of(cfg, weights)
     logits, hidden, _, per_pos, mixed = st.forward(ids, mask)
     tokens, glogits = st.greedy(ids, mask, spec.greedy)
     pos = np.array(spec.positions, dtype=np.int64)
@@ -763,7 +793,7 @@ def selftest(spec, report):
     weights = init_weights(cfg, rng)
     mask = spec.mask()
     ids = np.where(mask.astype(bool), rng.integers(0, cfg["vocab_size"], size=(spec.batch, spec.length)), 0)
-    st = Stack(cfg, weights)
+    st = stack_of(cfg, weights)
     logits, hidden, _, _, _ = st.forward(ids, mask)
     d = {"logits": 0.0, "hidden": 0.0}
     for b, p in enumerate(spec.left_pad):

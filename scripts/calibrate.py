@@ -55,6 +55,8 @@ UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # which every layer adds a T-rounded mixer output (one rounding flip there moves it by u of its magnitude).
 F32_STORED = {"mamba2": {"recurrent_state"}, "mamba": {"recurrent_state"}, "falcon_mamba": {"recurrent_state"}}
 F32_STORED.update({"layer:" + f: {"recurrent_state", "ref_recurrent_state"} for f in ("mamba2", "mamba1", "gdn")})
+MODEL_TYPES.append("zamba2")
+PROFILE_OF["zamba2"] = "models-zamba2.yaml"
 MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h"}   # model types with a mixture-of-experts feed-forward (measure())
 GOLDEN_TENSORS = ("logits", "hidden_states", "conv_state", "recurrent_state")
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says

@@ -718,7 +718,8 @@ class HFModel(StackBackend):
         # The others build their masks from the 2-D mask of every token so far, as generate() grows it.
         # (Nemotron-H's attention block is its `mixer`, a NemotronHAttention: found by its class name.)
         self.local_mask = not any(isinstance(getattr(lay, "self_attn", None), torch.nn.Module) or
-                                  type(getattr(lay, "mixer", None)).__name__.endswith("Attention")
+                                  type(getattr(lay, "mixer", None)).__name__.endswith("Attention") or
+                                  isinstance(getattr(lay, "shared_transformer", None), torch.nn.Module)
                                   for lay in model.base_model.layers)
         # up to 5.0 a model module has its own cache class, which generate() builds and passes in (BambaModel
         # returns no cache without one); from 5.5 the models build a DynamicCache themselves
@@ -728,18 +729,32 @@ class HFModel(StackBackend):
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers
-        if len(self.layers) != options.n_layers:
-            raise Invalid("%s has %d layers, mixcheck reads %d from the config" % (cls.__name__, len(self.layers),
+        # mixcheck's entries: one per layer, and (Zamba2) an application of a shared block before its hybrid layer's
+        # Mamba2 (harness/src/family/stackconfig.c): ("app", i) then ("layer", i)
+        self.entries = []
+        for i, layer in enumerate(self.layers):
+            if isinstance(getattr(layer, "shared_transformer", None), torch.nn.Module):
+                self.entries.append(("app", i))
+            self.entries.append(("layer", i))
+        if len(self.entries) != options.n_layers:
+            raise Invalid("%s has %d layers, mixcheck reads %d from the config" % (cls.__name__, len(self.entries),
                                                                                 options.n_layers))
         model.get_input_embeddings().register_forward_hook(self.hook("embedding"))
-        for i, layer in enumerate(self.layers):
-            layer.register_forward_hook(self.hook(("layer", i)))
-            mixer = next((getattr(layer, a) for a in self.MIXERS if isinstance(getattr(layer, a, None),
+        for k, (what, i) in enumerate(self.entries):
+            layer = self.layers[i]
+            if what == "app":  # its hidden state h + T (the Mamba2's input before its norm), its attention's output
+                layer.mamba_decoder.register_forward_pre_hook(self.sum_hook(("layer", k)), with_kwargs=True)
+                layer.shared_transformer.self_attn.register_forward_hook(self.hook(("mixer", k)))
+                layer.shared_transformer.register_forward_pre_hook(self.zero_hook(("input", k)), with_kwargs=True)
+                continue
+            layer.register_forward_hook(self.hook(("layer", k)))
+            host = layer.mamba_decoder if isinstance(getattr(layer, "mamba_decoder", None), torch.nn.Module) else layer
+            mixer = next((getattr(host, a) for a in self.MIXERS if isinstance(getattr(host, a, None),
                                                                              torch.nn.Module)), None)
             if mixer is None:
                 raise Unsupported("%s layer %d: no mixer module (%s)" % (cls.__name__, i, "/".join(self.MIXERS)))
-            mixer.register_forward_hook(self.hook(("mixer", i)))
-            mixer.register_forward_pre_hook(self.pre_hook(("input", i)), with_kwargs=True)
+            mixer.register_forward_hook(self.hook(("mixer", k)))
+            mixer.register_forward_pre_hook(self.pre_hook(("input", k)), with_kwargs=True)
 
     @staticmethod
     def _embedding_key(model, tied):
@@ -759,6 +774,21 @@ class HFModel(StackBackend):
                 t = args[0] if args else kwargs.get("hidden_states")
                 if t is not None:
                     self.capture[key] = t.detach()
+        return grab
+
+    def sum_hook(self, key):
+        def grab(module, args, kwargs):  # Zamba2MambaDecoderLayer(hidden_states, transformer_hidden_states=T)
+            if self.capture is not None:
+                h = args[0] if args else kwargs.get("hidden_states")
+                t = kwargs.get("transformer_hidden_states")
+                self.capture[key] = (h if t is None else h + t).detach()
+        return grab
+
+    def zero_hook(self, key):
+        def grab(module, args, kwargs):  # an application's 2D input has no place in the [n][B][L][D] mixer inputs
+            if self.capture is not None:
+                h = args[0] if args else kwargs.get("hidden_states")
+                self.capture[key] = torch.zeros_like(h).detach()
         return grab
 
     def tensor(self, a):
@@ -826,7 +856,7 @@ class HFModel(StackBackend):
             logits = self.out(res.logits)
             if not want_hidden:
                 return logits
-            n = len(self.layers)
+            n = len(self.entries)
             need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)]
             lost = [k for k in need if k not in got]
             if lost:
@@ -843,7 +873,7 @@ class HFModel(StackBackend):
         rec = np.zeros((B,) + state_shape) if state_shape else None
         if cache.hf is None:  # nothing written yet: the zero window and state
             return conv, rec
-        st = hfapi.layer_states(cache.hf, layer)
+        st = hfapi.layer_states(cache.hf, self.entries[layer][1])  # (a Zamba2 application: its layer's KV)
         if family == "attention":
             hkv2, lmax, hd = state_shape
             if st["keys"] is None:

@@ -94,6 +94,22 @@ VARIANTS = {
                               {}),
 }
 
+# Zamba2: two alternating tied blocks with q/k/v adapters and RoPE, 2 groups; then one block, no attention
+# adapters, GQA, NoPE, an untied head (5.24 then ties no block: docs/findings.md 36), time_step_min 0.02, the older
+# layer name
+TINY["zamba2"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4,
+                      layers_block_type=["linear_attention", "hybrid", "hybrid", "linear_attention"], n_mamba_heads=4,
+                      mamba_d_state=8, mamba_ngroups=2, chunk_size=8, num_attention_heads=4, num_key_value_heads=4,
+                      intermediate_size=24, num_mem_blocks=2, adapter_rank=4, use_shared_attention_adapter=True,
+                      use_mem_rope=True, max_position_embeddings=64)
+CONFIGS["zamba2"] = "Zamba2Config"
+MODELS["zamba2"] = "Zamba2ForCausalLM"
+VARIANTS["zamba2-two-blocks"] = ("zamba2", {}, {})
+VARIANTS["zamba2-one-block-untied"] = ("zamba2", {"num_mem_blocks": 1, "use_shared_attention_adapter": False,
+                                                  "num_key_value_heads": 2, "use_mem_rope": False,
+                                                  "tie_word_embeddings": False, "time_step_min": 0.02,
+                                                  "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"]}, {})
+
 
 def promoted(on):
     """Upstream's float32 casts read as float64 inside a float64 model (golden/upstream.py)."""

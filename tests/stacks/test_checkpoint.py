@@ -27,7 +27,7 @@ GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py")]
 PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
 LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn"),
          "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1"),
-         "nemotron_h": (3, "attention")}
+         "nemotron_h": (3, "attention"), "zamba2": (3, "mamba2")}   # zamba2 layer 3: a hybrid layer's Mamba2
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -65,7 +65,7 @@ def main():
             tensors, _, root = G_read(out)
             ids, mask = tensors["inputs/input_ids"], tensors["inputs/attention_mask"]
             assert ids.shape == (2, 7) and mask[1].tolist() == [0, 0, 0, 1, 1, 1, 1], mask
-            lo, _, _, _, _ = S.Stack(cfg, weights).forward(ids, mask)
+            lo, _, _, _, _ = S.stack_of(cfg, weights).forward(ids, mask)
             live = mask.astype(bool)
             d = float(np.max(np.abs(lo[live] - tensors["expected/logits"][live])))
             print(f"{spec.name}: from-checkpoint logits vs oracle max|diff| {d:.1e}, kind {root['kind']}")
@@ -75,7 +75,8 @@ def main():
                                     "granitemoehybrid": "models-granitemoehybrid.yaml",
                                     "falcon_mamba": "models-falcon_mamba.yaml",
                                     "jamba": "models-jamba.yaml",
-                                    "nemotron_h": "models-nemotron_h.yaml"}.get(spec.model_type,
+                                    "nemotron_h": "models-nemotron_h.yaml",
+                                    "zamba2": "models-zamba2.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

@@ -84,7 +84,8 @@ static void test_models_pass(void **state)
     static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml",
                                         "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml",
                                         "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
-                                        "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml"};
+                                        "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
+                                        "cases/models/zamba2.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -190,6 +191,25 @@ static const struct glue GLUE[] = {
     {"cases/models/nemotron_h.yaml", "glue.relu2-as-relu", MC_STACK_GLUE_RELU2_AS_RELU, 0, 1, MC_DTYPE_BF16,
      {"first layer off the reference stack in bf16: layer 1 of 8 (MLP block without a mixer",
       "glue: the feed-forward (MLP)"}},
+    /* Zamba2 (layers M H M H H M, 9 entries: 0 mamba2, 1 application 0 of block 0 at layer 1, 2 its Mamba2, 3 mamba2,
+     * 4 application 1 of block 1 at layer 3, 5, 6 application 2 of block 0 at layer 4, 7, 8): the shared blocks */
+    {"cases/models/zamba2.yaml", "glue.shared-wrong-adapter@1", MC_STACK_GLUE_SHARED_WRONG_ADAPTER, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 9 (shared block 0, application 0 at layer 1: attention on 'cpu')",
+      "the shared block's attention with application 0's q/k/v adapters", "the adapters"}},
+    {"cases/models/zamba2.yaml", "glue.shared-wrong-block", MC_STACK_GLUE_SHARED_WRONG_BLOCK, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 9 (shared block 0, application 0 at layer 1: attention on 'cpu')",
+      "the shared block's attention (block 0's", "the block's weights"}},
+    {"cases/models/zamba2.yaml", "glue.concat-swapped", MC_STACK_GLUE_CONCAT_SWAPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 9 (shared block 0, application 0 at layer 1: attention on 'cpu')",
+      "glue around the shared block (the concat with the original embeddings"}},
+    {"cases/models/zamba2.yaml", "glue.concat-dropped", MC_STACK_GLUE_CONCAT_DROPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 9 (shared block 0, application 0 at layer 1: attention on 'cpu')",
+      "glue around the shared block (the concat with the original embeddings"}},
+    {"cases/models/zamba2.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 9 (layer 0's mamba2 mixer on 'cpu')", "glue around the mixer"}},
+    /* at bf16 the application's KV cache shows it first (outputs within the calibrated tolerance) */
+    {"cases/models/zamba2.yaml", "glue.concat-swapped", MC_STACK_GLUE_CONCAT_SWAPPED, 0, 1, MC_DTYPE_BF16,
+     {"layer 1's cache (attention mixer on 'cpu')"}},
 };
 
 static void test_glue_mutants(void **state)

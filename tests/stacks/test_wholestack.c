@@ -268,7 +268,8 @@ static enum mc_backend_status port_forward(struct mc_model *m, struct mc_cache *
     int want_hidden = a->hidden_states != NULL || want_mixer;
     double *logits = malloc((size_t)(rows * V) * sizeof *logits);
     double *hidden = want_hidden ? malloc((size_t)((n + 1) * N) * sizeof *hidden) : NULL;
-    double *x = want_mixer ? malloc((size_t)N * sizeof *x) : NULL, *y = want_mixer ? malloc((size_t)N * sizeof *y) : NULL;
+    /* x: a Zamba2 application's mixer input is 2D wide */
+    double *x = want_mixer ? malloc((size_t)(2 * N) * sizeof *x) : NULL, *y = want_mixer ? malloc((size_t)N * sizeof *y) : NULL;
     enum mc_backend_status st = MC_BACKEND_NOMEM;
     while (c != NULL && c->shared != NULL)
         c = c->shared;
@@ -303,7 +304,7 @@ static enum mc_backend_status port_forward(struct mc_model *m, struct mc_cache *
         else
             mc_stack_block_norm(m->st, l, hidden + l * N, rows, x);
         st = mc_stack_mixer_forward(m->st, l, a->batch, a->len, x, a->mask, y, msg);
-        if (a->mixer_inputs != NULL)
+        if (a->mixer_inputs != NULL && mc_stack_mixer_width(cfg, l) == D) /* (not an application's 2D input) */
             mc_dtype_from_f64(out_dtype(m), x, (char *)a->mixer_inputs + (size_t)(l * N) * esz, (size_t)N);
         if (a->mixer_outputs != NULL)
             mc_dtype_from_f64(out_dtype(m), y, (char *)a->mixer_outputs + (size_t)(l * N) * esz, (size_t)N);
@@ -400,7 +401,7 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/lfm2.yaml", "cases/models/bamba.yaml",
                                           "cases/models/qwen3_5.yaml", "cases/models/granitemoehybrid.yaml",
                                           "cases/models/falcon_mamba.yaml", "cases/models/jamba.yaml",
-                                          "cases/models/nemotron_h.yaml"};
+                                          "cases/models/nemotron_h.yaml", "cases/models/zamba2.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else

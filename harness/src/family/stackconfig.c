@@ -29,6 +29,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "jamba";
     case MC_MODEL_NEMOTRON_H:
         return "nemotron_h";
+    case MC_MODEL_ZAMBA2:
+        return "zamba2";
     }
     return "unknown";
 }
@@ -53,6 +55,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_JAMBA;
     else if (strcmp(name, "nemotron_h") == 0)
         *t = MC_MODEL_NEMOTRON_H;
+    else if (strcmp(name, "zamba2") == 0)
+        *t = MC_MODEL_ZAMBA2;
     else
         return -1;
     return 0;
@@ -70,7 +74,7 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
-        t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H)
+        t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -857,6 +861,142 @@ static int parse_nemotron_h(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* Zamba2Config (transformers 5.24): layers_block_type (its alias layer_types; "linear_attention" or the older
+ * "mamba", and "hybrid"; absent: Zamba2Config's 54-layer default), num_hidden_layers its length; the Mamba2 mixer
+ * (n_mamba_heads, mamba_d_state, mamba_d_conv, mamba_expand, mamba_ngroups, chunk_size, its head dim
+ * mamba_expand·D / n_mamba_heads, the gated norm per group with eps 1e-5, dt clamped below at time_step_min, the
+ * conv bias always); the shared blocks (num_mem_blocks; attention on 2D: num_attention_heads, num_key_value_heads
+ * (null: the heads), head dim 2D / heads, the score scale (head dim / 2)^-1/2, RoPE on the whole head from
+ * rope_parameters / rope_theta with use_mem_rope, max_position_embeddings; the MLP of intermediate_size (null: 4D)
+ * with hidden_act gelu; the adapters of adapter_rank, q/k/v ones with use_shared_attention_adapter); rms_norm_eps
+ * everywhere else; tie_word_embeddings (default true). Refused: add_bias_linear (the biases are not computed),
+ * use_conv_bias false (upstream's prefill adds the conv bias whatever it says, its decode step only with it),
+ * use_long_context (a rescaled RoPE), hidden_act other than gelu, q/k/v adapters with fewer key-value heads than
+ * heads (upstream's sum does not broadcast: docs/findings.md 35), more than 64 entries. */
+static int parse_zamba2(struct reader *r, struct mc_stack_config *cfg)
+{
+    int64_t D = cfg->hidden, expand = 2, n_hf = 54, heads = 8, F = 0;
+    struct mc_mamba2_config m = {.hidden_size = D, .use_conv_bias = 1, .layer_norm_epsilon = 1e-5};
+    struct mc_attention_config at = {.hidden_size = 2 * D, .partial_rotary_factor = 1.0, .qk_norm = MC_QK_NORM_NONE,
+                                     .rms_norm_eps = cfg->norm_eps};
+    int32_t bias = 0, conv_bias = 1, rope = 0, long_ctx = 0;
+    if (get_int(r, "num_hidden_layers", 0, 54, &n_hf) || get_int(r, "n_mamba_heads", 0, 8, &heads) ||
+        positive(r, "n_mamba_heads", heads, 1 << 16) || get_int(r, "mamba_d_state", 0, 64, &m.state_size) ||
+        get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) || get_int(r, "mamba_expand", 0, 2, &expand) ||
+        positive(r, "mamba_expand", expand, 64) || get_int(r, "mamba_ngroups", 0, 1, &m.n_groups) ||
+        get_int(r, "chunk_size", 0, 256, &m.chunk_size) ||
+        get_num(r, "time_step_min", 0, 0, 0.001, &m.time_step_limit[0]) ||
+        get_bool(r, "add_bias_linear", 0, &bias) || get_bool(r, "use_conv_bias", 1, &conv_bias) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "max_position_embeddings", 0, 4096, &at.cache_length) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) || get_bool(r, "use_mem_rope", 0, &rope) ||
+        get_bool(r, "use_long_context", 0, &long_ctx) || rope_params(r, 10000.0, 1.0, 0, &at) ||
+        get_int(r, "intermediate_size", 0, 4 * D, &F) || positive(r, "intermediate_size", F, 1 << 20) ||
+        get_int(r, "num_mem_blocks", 0, 1, &cfg->n_blocks) || positive(r, "num_mem_blocks", cfg->n_blocks, 64) ||
+        get_bool(r, "use_shared_attention_adapter", 0, &cfg->attn_adapter) ||
+        get_int(r, "adapter_rank", 0, 128, &cfg->adapter_rank) || positive(r, "adapter_rank", cfg->adapter_rank, 1 << 16) ||
+        want_string(r, "hidden_act", "gelu"))
+        return -1;
+    if (bias || !conv_bias || long_ctx) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' %s: %s", r->where,
+                     bias ? "add_bias_linear" : !conv_bias ? "use_conv_bias" : "use_long_context",
+                     bias || long_ctx ? "true" : "false",
+                     bias ? "the projection and MLP biases are not computed"
+                     : !conv_bias ? "upstream adds the conv bias in a prefill and not in a decode step"
+                                  : "the rescaled rotary embedding of the long context is not computed");
+        return -1;
+    }
+    if ((expand * D) % heads != 0 || (2 * D) % at.num_attention_heads != 0 || m.n_groups < 1 || heads % m.n_groups != 0 ||
+        !(m.time_step_limit[0] >= 0.0) || !isfinite(m.time_step_limit[0])) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: n_mamba_heads (%lld) must divide mamba_expand * hidden_size, num_attention_heads "
+                     "(%lld) 2 * hidden_size, mamba_ngroups (%lld) n_mamba_heads; time_step_min finite and >= 0",
+                     r->where, (long long)heads, (long long)at.num_attention_heads, (long long)m.n_groups);
+        return -1;
+    }
+    if (cfg->attn_adapter && at.num_key_value_heads != at.num_attention_heads) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'num_key_value_heads' %lld with use_shared_attention_adapter: the k and v adapters "
+                     "give 2 * hidden_size values, k_proj and v_proj num_key_value_heads * head_dim (upstream's sum does "
+                     "not broadcast)", r->where, (long long)at.num_key_value_heads);
+        return -1;
+    }
+    m.num_heads = heads;
+    m.head_dim = expand * D / heads;
+    m.time_step_limit[1] = INFINITY; /* Zamba2MambaMixer: (time_step_min, inf) */
+    m.norm_group_size = m.num_heads * m.head_dim / m.n_groups; /* Zamba2RMSNormGated: per group */
+    at.head_dim = 2 * D / at.num_attention_heads;
+    at.no_rope = !rope;
+    at.softmax_scale = 1.0 / sqrt((double)at.head_dim / 2.0); /* Zamba2Attention: (head_dim / 2) ** -0.5 */
+    /* the layer kinds */
+    int hyb[MC_STACK_MAX_LAYERS * 2];
+    int64_t n = 0;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layers_block_type");
+    if (lt == NULL || lt->type == MC_JSON_NULL)
+        lt = mc_json_get(r->root, "layer_types");
+    if (lt != NULL && lt->type != MC_JSON_NULL) {
+        if (lt->type != MC_JSON_ARRAY || lt->len < 1 || lt->len > MC_STACK_MAX_LAYERS) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' must list 1 to %d layers", r->where,
+                         MC_STACK_MAX_LAYERS);
+            return -1;
+        }
+        for (size_t i = 0; i < lt->len; i++) {
+            const char *k = lt->items[i].type == MC_JSON_STRING ? lt->items[i].string : "";
+            if (strcmp(k, "hybrid") != 0 && strcmp(k, "linear_attention") != 0 && strcmp(k, "mamba") != 0) {
+                mc_error_set(r->err, MC_ERR_INPUT,
+                             "%s: config_json: 'layers_block_type[%zu]' must be \"linear_attention\", \"mamba\" or "
+                             "\"hybrid\"", r->where, i);
+                return -1;
+            }
+            hyb[n++] = strcmp(k, "hybrid") == 0;
+        }
+    } else { /* Zamba2Config's default: 1 + 7 x (5 + hybrid) + 4 + hybrid + 3 + hybrid + 2 */
+        for (int i = 0; i < 54; i++)
+            hyb[n++] = (i >= 6 && i <= 42 && i % 6 == 0) || i == 47 || i == 51;
+    }
+    if (n != n_hf) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld must be the length of "
+                     "layers_block_type (%lld)", r->where, (long long)n_hf, (long long)n);
+        return -1;
+    }
+    int64_t entries = n;
+    for (int64_t i = 0; i < n; i++)
+        entries += hyb[i];
+    if (entries > MC_STACK_MAX_LAYERS) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type': %lld layers and hybrid layers are "
+                     "more than %d entries", r->where, (long long)n, MC_STACK_MAX_LAYERS);
+        return -1;
+    }
+    cfg->n_layers = entries;
+    cfg->ffn_size = F;
+    cfg->ffn_fused = 1; /* Zamba2MLP.gate_up_proj: [2F][D], the gate's rows first (torch.chunk) */
+    cfg->ffn_act = MC_FFN_GELU;
+    int64_t e = 0, j = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (hyb[i]) {
+            struct mc_stack_layer *A = &cfg->layers[e++];
+            A->family = A->mixer.family = MC_FAMILY_ATTENTION;
+            A->mixer.u.attention = at;
+            A->shared = 1;
+            A->app = (int32_t)j;
+            A->block = (int32_t)(j % cfg->n_blocks);
+            A->hf_layer = i;
+            A->dense = 1;
+            A->dense_size = F;
+            j++;
+        }
+        struct mc_stack_layer *M = &cfg->layers[e++];
+        M->family = M->mixer.family = MC_FAMILY_MAMBA2;
+        M->mixer.u.mamba2 = m;
+        M->hybrid = hyb[i];
+        M->hf_layer = i;
+    }
+    cfg->n_apps = j;
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -864,7 +1004,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h)",
+                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -886,13 +1026,14 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     /* Nemotron-H: num_hidden_layers is the length of layers_block_type (NemotronHConfig ignores the key) */
     int nh = cfg->type == MC_MODEL_NEMOTRON_H;
-    if (get_int(&r, "num_hidden_layers", !nh, 1, &cfg->n_layers) ||
+    int zb = cfg->type == MC_MODEL_ZAMBA2; /* its entries are counted by parse_zamba2 */
+    if (get_int(&r, "num_hidden_layers", !nh && !zb, 1, &cfg->n_layers) ||
         get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
         get_num(&r,
                 cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-                        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA
+                        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
@@ -901,12 +1042,12 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                     : 1e-5,
                 &cfg->norm_eps) ||
         get_bool(&r, "tie_word_embeddings",
-                 cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_FALCON_MAMBA,
+                 cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_FALCON_MAMBA || zb,
                  &cfg->tied) ||
         get_bool(&r, "residual_in_fp32",
                  cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA,
                  &cfg->residual_in_fp32) ||
-        positive(&r, "num_hidden_layers", nh ? 1 : cfg->n_layers, MC_STACK_MAX_LAYERS) ||
+        positive(&r, "num_hidden_layers", nh || zb ? 1 : cfg->n_layers, MC_STACK_MAX_LAYERS) ||
         positive(&r, "hidden_size", cfg->hidden, 1 << 16) || positive(&r, "vocab_size", cfg->vocab, 1 << 20))
         goto out;
     if (!(cfg->norm_eps > 0.0)) {
@@ -926,11 +1067,12 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : cfg->type == MC_MODEL_QWEN3_5 ? parse_qwen3_5(&r, cfg)
          : cfg->type == MC_MODEL_JAMBA   ? parse_jamba(&r, cfg)
          : nh                            ? parse_nemotron_h(&r, cfg)
+         : zb                            ? parse_zamba2(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
-    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && !nh && i < cfg->n_layers; i++)
+    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && !nh && !zb && i < cfg->n_layers; i++)
         cfg->layers[i].dense = cfg->ffn_size > 0; /* every layer has its MLP (GraniteMoeHybrid: the shared one) */
-    for (int64_t i = 0; !nh && i < cfg->n_layers; i++)
+    for (int64_t i = 0; !nh && !zb && i < cfg->n_layers; i++)
         cfg->layers[i].dense_size = cfg->layers[i].dense ? cfg->ffn_size : 0;
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
@@ -954,7 +1096,7 @@ static int lfm2(const struct mc_stack_config *cfg)
 static int hybrid(const struct mc_stack_config *cfg)
 {
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-           cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA;
+           cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -967,7 +1109,11 @@ void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STAC
 
 void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
+    const struct mc_stack_layer *Z = &cfg->layers[layer];
+    if (cfg->type == MC_MODEL_ZAMBA2) /* the application's over 2D, the hybrid layer's Mamba2's, a Mamba2 layer's */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%sinput_layernorm.weight", (long long)Z->hf_layer,
+                 Z->shared ? "shared_transformer." : Z->hybrid ? "mamba_decoder." : "");
+    else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
         cfg->type == MC_MODEL_JAMBA)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
     else if (lfm2(cfg))
@@ -980,7 +1126,11 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
 
 void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer, char out[MC_STACK_NAME_LEN])
 {
-    if (cfg->type == MC_MODEL_NEMOTRON_H) /* every block's module is its `mixer` */
+    const struct mc_stack_layer *Z = &cfg->layers[layer];
+    if (cfg->type == MC_MODEL_ZAMBA2)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)Z->hf_layer,
+                 Z->shared ? "shared_transformer.self_attn." : Z->hybrid ? "mamba_decoder.mamba." : "mamba.");
+    else if (cfg->type == MC_MODEL_NEMOTRON_H) /* every block's module is its `mixer` */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.mixer.", (long long)layer);
     else if (hybrid(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
@@ -1020,6 +1170,17 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
     static const char *const nemotron_parts[] = {"norm.weight", NULL, "mixer.up_proj.weight", "mixer.down_proj.weight"};
     static const char *const nemotron_moe_parts[] = {"norm.weight", NULL, "mixer.shared_experts.up_proj.weight",
                                                      "mixer.shared_experts.down_proj.weight"};
+    static const char *const zamba2_parts[] = {"shared_transformer.pre_ff_layernorm.weight",
+                                               "shared_transformer.feed_forward.gate_up_proj.weight", NULL,
+                                               "shared_transformer.feed_forward.down_proj.weight"};
+    if (cfg->type == MC_MODEL_ZAMBA2) {
+        if (zamba2_parts[part & 3] == NULL)
+            out[0] = '\0';
+        else
+            snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)cfg->layers[layer].hf_layer,
+                     zamba2_parts[part & 3]);
+        return;
+    }
     const char *const *parts = cfg->type == MC_MODEL_NEMOTRON_H         ? (cfg->layers[layer].moe ? nemotron_moe_parts
                                                                                                   : nemotron_parts)
                                : lfm2(cfg)                              ? lfm2_parts
@@ -1051,7 +1212,8 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
 {
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
-             : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA ? "model.final_layernorm.weight"
+             : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2
+                 ? "model.final_layernorm.weight"
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
@@ -1061,4 +1223,23 @@ void mc_stack_name_head(const struct mc_stack_config *cfg, char out[MC_STACK_NAM
 {
     (void)cfg;
     snprintf(out, MC_STACK_NAME_LEN, "lm_head.weight");
+}
+
+void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int64_t app, int part,
+                          char out[MC_STACK_NAME_LEN])
+{
+    long long i = (long long)cfg->layers[layer].hf_layer, j = (long long)app;
+    if (part <= 0)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.linear.weight", i);
+    else if (part <= 2)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.shared_transformer.feed_forward.gate_up_proj_adapter_list."
+                 "%lld.%d.weight", i, j, part - 1);
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.shared_transformer.self_attn.linear_%c_adapter_list.%lld.%d."
+                 "weight", i, "qkv"[((part - 3) / 2) % 3], j, (part - 3) % 2);
+}
+
+int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer)
+{
+    return cfg->layers[layer].shared ? 2 * cfg->hidden : cfg->hidden;
 }

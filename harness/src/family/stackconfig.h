@@ -37,6 +37,10 @@ enum mc_model_type {
                                   a Mamba2 mixer, NoPE attention, a relu² MLP or a sigmoid-routed relu² MoE with a
                                   shared expert, each as norm -> block -> residual; the last two have no sequence
                                   mixer (MC_STACK_NO_MIXER) */
+    MC_MODEL_ZAMBA2 = 12,      /* Zamba2ForCausalLM: Mamba2 layers; at the `hybrid` layers one of num_mem_blocks shared
+                                  blocks (attention on cat(hidden, embeddings), a GELU MLP) with the application's
+                                  adapters, the layer's linear into T, and the layer's Mamba2 on norm(h + T) with the
+                                  residual h; each hybrid layer is two entries of the engine (stackconfig.h layers[]) */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -48,6 +52,7 @@ enum mc_model_type {
 enum mc_stack_ffn_act {
     MC_FFN_SWIGLU = 0, /* down(silu(gate x) · up x): gate and up projections */
     MC_FFN_RELU2 = 1,  /* down(relu(up x)²): no gate (Nemotron-H's NemotronHMLP and its experts) */
+    MC_FFN_GELU = 2,   /* down(gelu(gate x) · up x), gelu the exact erf form (Zamba2MLP, hidden_act "gelu") */
 };
 
 /* How a mixture-of-experts feed-forward turns its router's logits into expert weights. */
@@ -93,6 +98,15 @@ struct mc_stack_layer {
                                       the MoE alone; 0 on Nemotron-H's mixer layers, which have no feed-forward) */
     int64_t dense_size;            /* the dense MLP's intermediate size (ffn_size, or Nemotron-H's: intermediate_size
                                       on an MLP block, moe_shared_expert_intermediate_size on a MoE block) */
+    /* Zamba2: a hybrid layer is two entries — the shared block's application (`shared`: its mixer the attention on
+     * the 2D input cat(h, e) with the application's q/k/v adapters, its feed-forward the block's GELU MLP with the
+     * application's adapter and then the layer's linear, giving T; the residual stream is not added to: the entry's
+     * hidden state is h + T), then the layer's Mamba2 (`hybrid`: its norm reads h + T, its residual is h) */
+    int32_t shared;   /* 1: an application of a shared block */
+    int32_t app;      /* its application j (the hybrid layers counted from 0) */
+    int32_t block;    /* its block, j % num_mem_blocks */
+    int32_t hybrid;   /* 1: the Mamba2 entry of a hybrid layer (after its application) */
+    int64_t hf_layer; /* the upstream layer of the entry (Zamba2: model.layers.<hf_layer>) */
 };
 
 struct mc_stack_config {
@@ -119,6 +133,11 @@ struct mc_stack_config {
     double residual_multiplier;
     double logits_scaling;
     struct mc_stack_layer layers[MC_STACK_MAX_LAYERS];
+    /* Zamba2 */
+    int32_t attn_adapter;  /* use_shared_attention_adapter: q/k/v adapters per application */
+    int64_t adapter_rank;  /* adapter_rank r */
+    int64_t n_blocks;      /* num_mem_blocks */
+    int64_t n_apps;        /* the hybrid layers */
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
@@ -159,5 +178,12 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
  * their up projections [E][F_e][D]), 2 their down projections [E][D][F_e], 3 the router's e_score_correction_bias
  * [E] (MC_ROUTER_SIGMOID_GROUPED only). */
 void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
+/* Zamba2's shared-block application at entry `layer` (layers[layer].shared), reading the adapters of application
+ * `app` (its own: layers[layer].app) from the copy of its block stored under its layer: part 0 the layer's linear
+ * [D][D], 1 and 2 the MLP adapter's [r][D] and [2F][r], 3..8 the q, k and v adapters' [r][2D] and [2D][r]. */
+void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int64_t app, int part,
+                          char out[MC_STACK_NAME_LEN]);
+/* The width of entry `layer`'s mixer input: hidden, or 2 hidden for a Zamba2 application (cat(h, e)). */
+int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer);
 
 #endif

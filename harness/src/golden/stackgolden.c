@@ -85,7 +85,45 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
     } while (0)
     mc_stack_name_embedding(cfg, buf);
     ADD(buf, 2, cfg->vocab, cfg->hidden, 0);
-    for (int64_t l = 0; l < cfg->n_layers; l++) {
+    for (int64_t l = 0; cfg->type == MC_MODEL_ZAMBA2 && l < cfg->n_layers; l++) {
+        /* Zamba2: a Mamba2 entry as any layer; an application's block copy under its layer (state_dict() lists each
+         * tied copy), with the adapters of every application of its block, and the layer's linear */
+        const struct mc_stack_layer *Z = &cfg->layers[l];
+        int64_t D = cfg->hidden, F = Z->dense_size, r = cfg->adapter_rank;
+        char full[MC_STACK_NAME_LEN + 32];
+        mc_stack_name_layer_norm(cfg, l, buf);
+        ADD(buf, 1, Z->shared ? 2 * D : D, 0, 0);
+        if (!Z->shared) {
+            struct mc_weight_spec specs[MC_FAMILY_MAX_WEIGHTS];
+            int ns = mc_family_weight_specs(&Z->mixer, specs);
+            for (int i = 0; i < ns; i++) {
+                mc_stack_name_mixer_param(cfg, l, specs[i].name, full);
+                ADD(full, specs[i].ndim, specs[i].dims[0], specs[i].dims[1], specs[i].dims[2]);
+            }
+            continue;
+        }
+        const struct mc_attention_config *at = &Z->mixer.u.attention;
+        int64_t hq = at->num_attention_heads * at->head_dim, hkv = at->num_key_value_heads * at->head_dim;
+        static const char *const proj[] = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight"};
+        for (int i = 0; i < 4; i++) {
+            mc_stack_name_mixer_param(cfg, l, proj[i], full);
+            ADD(full, 2, i == 0 ? hq : i < 3 ? hkv : D, i < 3 ? 2 * D : hq, 0);
+        }
+        for (int part = 0; part < 4; part++) {
+            mc_stack_name_ffn(cfg, l, part, buf);
+            if (buf[0] != '\0')
+                ADD(buf, part == 0 ? 1 : 2, part == 0 ? D : part == 1 ? 2 * F : D, part == 0 ? 0 : part == 1 ? D : F, 0);
+        }
+        for (int64_t j = Z->block; j < cfg->n_apps; j += cfg->n_blocks)
+            for (int part = 1; part < (cfg->attn_adapter ? 9 : 3); part++) {
+                mc_stack_name_shared(cfg, l, j, part, buf);
+                ADD(buf, 2, part == 1 ? r : part == 2 ? 2 * F : part % 2 ? r : 2 * D,
+                    part == 1 ? D : part == 2 ? r : part % 2 ? 2 * D : r, 0);
+            }
+        mc_stack_name_shared(cfg, l, Z->app, 0, buf);
+        ADD(buf, 2, D, D, 0);
+    }
+    for (int64_t l = 0; cfg->type != MC_MODEL_ZAMBA2 && l < cfg->n_layers; l++) {
         mc_stack_name_layer_norm(cfg, l, buf);
         ADD(buf, 1, cfg->hidden, 0, 0);
         struct mc_weight_spec specs[MC_FAMILY_MAX_WEIGHTS];
@@ -138,6 +176,8 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
 static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_golden *g)
 {
     int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 8)); /* norm, mixer, feed-forward, MoE */
+    if (g->config.type == MC_MODEL_ZAMBA2) /* and the adapters of every application of a block under each copy */
+        cap += (int)(g->config.n_layers * (g->config.n_apps + 1) * 8);
     char(*names)[MC_STACK_NAME_LEN + 32] = mc_calloc((size_t)cap, sizeof *names);
     struct mc_h5_shape_rule *rules = mc_calloc((size_t)cap, sizeof *rules);
     const char **known = mc_calloc((size_t)cap, sizeof *known);

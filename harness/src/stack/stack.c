@@ -29,6 +29,11 @@ struct mc_stack {
     enum mc_stack_glue_fault fault;    /* MC_STACK_GLUE_NONE but in the mutant tests */
     int64_t fault_layer;
     double *fresh_head;                /* MC_STACK_GLUE_HEAD_UNTIED: [V][D] */
+    /* Zamba2's applications of a shared block (stackconfig.h layers[].shared) */
+    const struct mc_stack_golden *g;   /* the weights, for an application rebuilt under a planted fault */
+    int32_t threads;
+    double *norm2;                     /* [n][2D]: an application's input_layernorm over cat(h, e) (zeros elsewhere) */
+    double **ad_a, **ad_b, **lin;      /* per application: its MLP adapter [r][D] and [2F][r], its layer's linear [D][D] */
 };
 
 static int fail(struct mc_msg *msg, const char *fmt, const char *a, long long b)
@@ -72,9 +77,14 @@ static int has_ffn(const struct mc_stack_config *cfg, int64_t l)
     return cfg->layers[l].dense || cfg->layers[l].moe;
 }
 
+static enum mc_backend_status create_shared(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
+                                            int32_t threads, struct mc_msg *msg);
+
 static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
                                            int32_t threads, struct mc_msg *msg)
 {
+    if (s->cfg->layers[l].shared)
+        return create_shared(s, g, l, threads, msg);
     const struct mc_family_config *fc = &s->cfg->layers[l].mixer;
     struct mc_weight_spec specs[MC_FAMILY_MAX_WEIGHTS];
     int ns = mc_family_weight_specs(fc, specs);
@@ -125,6 +135,152 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
     return st;
 }
 
+/* The entry of Zamba2's application j. */
+static int64_t entry_of_app(const struct mc_stack_config *cfg, int64_t j)
+{
+    for (int64_t l = 0; l < cfg->n_layers; l++)
+        if (cfg->layers[l].shared && cfg->layers[l].app == j)
+            return l;
+    return -1;
+}
+
+/* Zamba2's application at entry l (stackconfig.h): its block's weights (under its layer's copy; with
+ * MC_STACK_GLUE_SHARED_WRONG_BLOCK those of block b + 1 mod num_mem_blocks), its adapters (with
+ * MC_STACK_GLUE_SHARED_WRONG_ADAPTER at this entry those of another application) and its layer's linear; its
+ * attention a model of the attention family on the 2D input: q/k/v_proj with the adapter folded in, W + B A
+ * (computed in float64 from the stored weights, then rounded to the dtype), and o_proj [D][Hq hd] padded with
+ * zero rows to [2D][Hq hd] (the first D outputs are upstream's, the others zero). (Re)creates the model. */
+static enum mc_backend_status create_shared(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
+                                            int32_t threads, struct mc_msg *msg)
+{
+    const struct mc_stack_config *cfg = s->cfg;
+    const struct mc_stack_layer *Z = &cfg->layers[l];
+    const struct mc_attention_config *at = &Z->mixer.u.attention;
+    int64_t D = s->D, F = Z->dense_size, r = cfg->adapter_rank, hq = at->num_attention_heads * at->head_dim;
+    int64_t hkv = at->num_key_value_heads * at->head_dim;
+    int64_t src = l, j_ad = Z->app; /* the entry whose block copy is read, the application whose adapters are */
+    if (s->fault == MC_STACK_GLUE_SHARED_WRONG_BLOCK && cfg->n_blocks > 1) {
+        for (int64_t k = 0; k < s->n; k++)
+            if (cfg->layers[k].shared && cfg->layers[k].block == (Z->block + 1) % cfg->n_blocks) {
+                src = k;
+                break;
+            }
+    }
+    if (s->fault == MC_STACK_GLUE_SHARED_WRONG_ADAPTER && l == s->fault_layer && cfg->n_apps > 1)
+        j_ad = Z->app + cfg->n_blocks < cfg->n_apps ? Z->app + cfg->n_blocks
+               : Z->app >= cfg->n_blocks            ? Z->app - cfg->n_blocks
+                                                    : (Z->app + 1) % cfg->n_apps;
+    int64_t ad_entry = entry_of_app(cfg, j_ad);
+    char name[MC_STACK_NAME_LEN], full[MC_STACK_NAME_LEN + 32];
+    enum mc_backend_status st = MC_BACKEND_OK;
+    /* the glue's weights: input_layernorm [2D], pre_ff_layernorm [D], gate_up [2F][D], down [D][F], the MLP adapter,
+     * the linear */
+    mc_stack_name_layer_norm(cfg, src, name);
+    double *n2 = weight_copy(s, g, name, 2 * D), *fn = NULL;
+    mc_stack_name_ffn(cfg, src, 0, name);
+    fn = weight_copy(s, g, name, D);
+    free(s->w1[l]);
+    free(s->w3[l]);
+    free(s->w2[l]);
+    free(s->ad_a[l]);
+    free(s->ad_b[l]);
+    free(s->lin[l]);
+    s->w3[l] = NULL;
+    mc_stack_name_ffn(cfg, src, 1, name);
+    s->w1[l] = weight_copy(s, g, name, 2 * F * D);
+    if (s->w1[l] != NULL && (s->w3[l] = malloc((size_t)(F * D) * sizeof(double))) != NULL)
+        memcpy(s->w3[l], s->w1[l] + F * D, (size_t)(F * D) * sizeof(double));
+    mc_stack_name_ffn(cfg, src, 3, name);
+    s->w2[l] = weight_copy(s, g, name, D * F);
+    mc_stack_name_shared(cfg, ad_entry, j_ad, 1, name);
+    s->ad_a[l] = weight_copy(s, g, name, r * D);
+    mc_stack_name_shared(cfg, ad_entry, j_ad, 2, name);
+    s->ad_b[l] = weight_copy(s, g, name, 2 * F * r);
+    mc_stack_name_shared(cfg, l, Z->app, 0, name);
+    s->lin[l] = weight_copy(s, g, name, D * D);
+    if (n2 == NULL || fn == NULL || s->w1[l] == NULL || s->w3[l] == NULL || s->w2[l] == NULL || s->ad_a[l] == NULL ||
+        s->ad_b[l] == NULL || s->lin[l] == NULL)
+        st = MC_BACKEND_NOMEM;
+    if (st == MC_BACKEND_OK) {
+        memcpy(s->norm2 + l * 2 * D, n2, (size_t)(2 * D) * sizeof *n2);
+        memcpy(s->ffn_norm + l * D, fn, (size_t)D * sizeof *fn);
+    }
+    free(n2);
+    free(fn);
+    /* the attention's weights, family-named */
+    struct mc_weight w[4];
+    double *vals[4] = {0};
+    void *bufs[4] = {0};
+    static const char *const proj[] = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight"};
+    int64_t rows[4] = {hq, hkv, hkv, 2 * D}, cols[4] = {2 * D, 2 * D, 2 * D, hq};
+    size_t esz = mc_dtype_size(s->mixer_dtype);
+    for (int i = 0; i < 4 && st == MC_BACKEND_OK; i++) {
+        int64_t n = rows[i] * cols[i];
+        vals[i] = calloc((size_t)n, sizeof(double));
+        bufs[i] = malloc((size_t)n * esz + 1);
+        mc_stack_name_mixer_param(cfg, src, proj[i], full);
+        const struct mc_array *a = mc_stack_golden_weight(g, full);
+        if (vals[i] == NULL || bufs[i] == NULL || a == NULL ||
+            mc_array_elems(a) != (i == 3 ? D * hq : n)) {
+            st = MC_BACKEND_NOMEM;
+            break;
+        }
+        memcpy(vals[i], a->data, (size_t)mc_array_elems(a) * sizeof(double)); /* o_proj: rows D.. stay zero */
+        if (i < 3 && cfg->attn_adapter) { /* + B A, B [2D][r] (its first rows for k and v: hkv = 2D without GQA) */
+            const struct mc_array *A, *B;
+            mc_stack_name_shared(cfg, ad_entry, j_ad, 3 + 2 * i, name);
+            A = mc_stack_golden_weight(g, name);
+            mc_stack_name_shared(cfg, ad_entry, j_ad, 4 + 2 * i, name);
+            B = mc_stack_golden_weight(g, name);
+            if (A == NULL || B == NULL || mc_array_elems(A) != r * 2 * D || mc_array_elems(B) != 2 * D * r) {
+                st = MC_BACKEND_NOMEM;
+                break;
+            }
+            for (int64_t o = 0; o < rows[i]; o++)
+                for (int64_t c = 0; c < 2 * D; c++) {
+                    double acc = 0.0;
+                    for (int64_t k = 0; k < r; k++)
+                        acc += B->data[o * r + k] * A->data[k * 2 * D + c];
+                    vals[i][o * 2 * D + c] += acc;
+                }
+        }
+        for (int64_t k = 0; k < n; k++)
+            vals[i][k] = store(s, vals[i][k]);
+        if (s->mixer_dtype == s->dtype)
+            mc_dtype_from_f64(s->dtype, vals[i], bufs[i], (size_t)n);
+        else
+            memcpy(bufs[i], vals[i], (size_t)n * sizeof(double));
+        w[i] = (struct mc_weight){.name = proj[i], .ndim = 2, .dims = {rows[i], cols[i]}, .data = bufs[i]};
+    }
+    if (s->models[l] != NULL) {
+        s->ops[l]->model_destroy(s->models[l]);
+        s->models[l] = NULL;
+    }
+    if (st == MC_BACKEND_OK) {
+        struct mc_model_desc desc = {.family = MC_FAMILY_ATTENTION, .dtype = s->mixer_dtype, .config = &Z->mixer.u,
+                                     .weights = w, .n_weights = 4, .threads = threads};
+        struct mc_msg m = {{0}};
+        char call[160];
+        snprintf(call, sizeof call, "model_create of layer %lld (attention on '%s')", (long long)l, s->ops[l]->name);
+        mc_isolate_enter(call);
+        st = s->ops[l]->model_create(&desc, &s->models[l], &m);
+        mc_isolate_leave();
+        if (st != MC_BACKEND_OK) {
+            s->models[l] = NULL;
+            snprintf(msg->text, sizeof msg->text, "layer %lld (attention of shared block %d on '%s'): %.400s",
+                     (long long)l, Z->block, s->ops[l]->name, m.text);
+        }
+    } else {
+        snprintf(msg->text, sizeof msg->text, "layer %lld: a shared block's weight is missing or out of memory",
+                 (long long)l);
+    }
+    for (int i = 0; i < 4; i++) {
+        free(vals[i]);
+        free(bufs[i]);
+    }
+    return st;
+}
+
 static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dtype dtype, enum mc_dtype mixer_dtype,
                                      const struct mc_backend_ops *const *layer_ops, int32_t threads,
                                      struct mc_stack **out, struct mc_msg *msg)
@@ -142,6 +298,12 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
     s->ops = calloc((size_t)s->n, sizeof *s->ops);
     s->models = calloc((size_t)s->n, sizeof *s->models);
     s->norm = malloc((size_t)(s->n * s->D) * sizeof *s->norm);
+    s->g = g;
+    s->threads = threads;
+    s->norm2 = calloc((size_t)(s->n * 2 * s->D), sizeof *s->norm2);
+    s->ad_a = calloc((size_t)s->n, sizeof *s->ad_a);
+    s->ad_b = calloc((size_t)s->n, sizeof *s->ad_b);
+    s->lin = calloc((size_t)s->n, sizeof *s->lin);
     char name[MC_STACK_NAME_LEN];
     mc_stack_name_embedding(s->cfg, name);
     s->embed = weight_copy(s, g, name, s->V * s->D);
@@ -211,9 +373,15 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
         }
     }
     if (s->ops == NULL || s->models == NULL || s->norm == NULL || s->embed == NULL || s->final_norm == NULL ||
-        (!s->cfg->tied && s->head == NULL))
+        (!s->cfg->tied && s->head == NULL) || s->norm2 == NULL || s->ad_a == NULL || s->ad_b == NULL || s->lin == NULL)
         st = MC_BACKEND_NOMEM;
     for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
+        if (s->cfg->layers[l].shared) { /* its norm, adapters and linear are create_shared's */
+            s->ops[l] = layer_ops[l];
+            memset(s->norm + l * s->D, 0, (size_t)s->D * sizeof *s->norm);
+            st = create_layer(s, g, l, threads, msg);
+            continue;
+        }
         mc_stack_name_layer_norm(s->cfg, l, name);
         double *w = weight_copy(s, g, name, s->D);
         if (w == NULL) {
@@ -290,13 +458,32 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->router);
     free(s->gate_up);
     free(s->down);
+    for (int64_t l = 0; l < s->n; l++) {
+        if (s->ad_a != NULL)
+            free(s->ad_a[l]);
+        if (s->ad_b != NULL)
+            free(s->ad_b[l]);
+        if (s->lin != NULL)
+            free(s->lin[l]);
+    }
+    free(s->ad_a);
+    free(s->ad_b);
+    free(s->lin);
+    free(s->norm2);
     free(s);
 }
 
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer)
 {
+    int rebuild = fault == MC_STACK_GLUE_SHARED_WRONG_ADAPTER || fault == MC_STACK_GLUE_SHARED_WRONG_BLOCK ||
+                  s->fault == MC_STACK_GLUE_SHARED_WRONG_ADAPTER || s->fault == MC_STACK_GLUE_SHARED_WRONG_BLOCK;
     s->fault = fault;
     s->fault_layer = layer;
+    for (int64_t l = 0; rebuild && l < s->n; l++) { /* the applications built again with (or without) the fault */
+        struct mc_msg m = {{0}};
+        if (s->cfg->layers[l].shared && create_shared(s, s->g, l, s->threads, &m) != MC_BACKEND_OK)
+            fprintf(stderr, "mixcheck: rebuilding layer %lld under a planted fault: %s\n", (long long)l, m.text);
+    }
     if (fault == MC_STACK_GLUE_HEAD_UNTIED && s->fresh_head == NULL) {
         s->fresh_head = malloc((size_t)(s->V * s->D) * sizeof *s->fresh_head);
         uint64_t x = 0x9e3779b97f4a7c15u;
@@ -413,9 +600,18 @@ enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc
 
 /* Block norm of residual rows h [rows][D] into x [rows][D] (values in dtype): the input rounded to the
  * norm's dtype, normalised in the compute dtype, rounded, times the weight in dtype. */
+static void block_norm_n(const struct mc_stack *s, const double *w, const double *h, int64_t rows, int64_t D,
+                         double *x);
+
 static void block_norm(const struct mc_stack *s, const double *w, const double *h, int64_t rows, double *x)
 {
-    int64_t D = s->D;
+    block_norm_n(s, w, h, rows, s->D, x);
+}
+
+/* block_norm over rows of width D (Zamba2's input_layernorm: 2 hidden). */
+static void block_norm_n(const struct mc_stack *s, const double *w, const double *h, int64_t rows, int64_t D,
+                         double *x)
+{
     for (int64_t r = 0; r < rows; r++) {
         const double *hr = h + r * D;
         double ss = 0.0;
@@ -436,6 +632,22 @@ static void block_norm(const struct mc_stack *s, const double *w, const double *
 
 void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x)
 {
+    if (s->cfg->layers[layer].shared) { /* cat(h, e), e = h - layer rows D: x is [rows][2D] */
+        int64_t D = s->D;
+        double *c = malloc((size_t)(rows * 2 * D) * sizeof *c);
+        if (c == NULL) {
+            for (int64_t i = 0; i < rows * 2 * D; i++)
+                x[i] = NAN;
+            return;
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(c + r * 2 * D, h + r * D, (size_t)D * sizeof *c);
+            memcpy(c + r * 2 * D + D, h - layer * rows * D + r * D, (size_t)D * sizeof *c);
+        }
+        block_norm_n(s, s->norm2 + layer * 2 * D, c, rows, 2 * D, x);
+        free(c);
+        return;
+    }
     block_norm(s, s->norm + layer * s->D, h, rows, x);
 }
 
@@ -483,7 +695,7 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
                                         double *y, struct mc_msg *msg)
 {
     enum mc_dtype mdt = s->mixer_dtype;
-    size_t n = (size_t)(B * L * s->D), esz = mc_dtype_size(mdt);
+    size_t n = (size_t)(B * L * mc_stack_mixer_width(s->cfg, l)), esz = mc_dtype_size(mdt);
     void *xb = malloc(n * esz), *yb = malloc(n * esz);
     enum mc_backend_status st = MC_BACKEND_NOMEM;
     if (xb != NULL && yb != NULL) {
@@ -718,8 +930,20 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     block_norm(s, s->ffn_norm + l * D, h, rows, x);
     if (!s->cfg->layers[l].dense) /* the MoE alone (Jamba's JambaSparseMoeBlock) */
         memset(y, 0, (size_t)(rows * D) * sizeof *y);
+    const int64_t R = s->cfg->layers[l].shared ? s->cfg->adapter_rank : 0;
+    double *ad = R > 0 ? malloc((size_t)R * sizeof *ad) : NULL; /* the adapter's rank-r intermediate, in T */
+    if (R > 0 && ad == NULL) {
+        free(a);
+        return MC_BACKEND_NOMEM;
+    }
     for (int64_t r = 0; s->cfg->layers[l].dense && r < rows; r++) {
         const double *xr = x + r * D;
+        for (int64_t k = 0; k < R; k++) { /* Zamba2MLP's adapter: B (A x), each product stored in T */
+            double acc = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                acc += s->ad_a[l][k * D + d] * xr[d];
+            ad[k] = store(s, acc);
+        }
         for (int64_t f = 0; f < F; f++) {
             double g = 0.0, u = 0.0;
             for (int64_t d = 0; d < D; d++) {
@@ -728,7 +952,19 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
             }
             g = store(s, g);
             u = store(s, u);
-            a[f] = relu ? relu2(s, u) : store(s, store(s, g / (1.0 + exp(-g))) * u); /* relu(up x)² or silu(g)·u */
+            if (R > 0) { /* gate_up_proj(x) + adapter(x), in T, then its halves */
+                double ga = 0.0, ua = 0.0;
+                for (int64_t k = 0; k < R; k++) {
+                    ga += s->ad_b[l][f * R + k] * ad[k];
+                    ua += s->ad_b[l][(F + f) * R + k] * ad[k];
+                }
+                g = store(s, g + store(s, ga));
+                u = store(s, u + store(s, ua));
+            }
+            if (s->cfg->ffn_act == MC_FFN_GELU) /* the exact erf GELU, stored in T, times up in T */
+                a[f] = store(s, store(s, 0.5 * g * (1.0 + erf(g / sqrt(2.0)))) * u);
+            else
+                a[f] = relu ? relu2(s, u) : store(s, store(s, g / (1.0 + exp(-g))) * u); /* relu(up x)² or silu(g)·u */
         }
         for (int64_t d = 0; d < D; d++) {
             double acc = 0.0;
@@ -739,28 +975,89 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     }
     if (Fe > 0) /* moe_hidden_states + shared_mlp(hidden_states) */
         moe_forward(s, l, rows, x, y, a);
+    free(ad);
+    if (s->cfg->layers[l].shared) { /* Zamba2: h (the attention's output) becomes T = linear(mlp); no residual add */
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t d = 0; d < D; d++) { /* a: [max(F, D)] scratch, a row at a time */
+                double acc = 0.0;
+                for (int64_t k = 0; k < D; k++)
+                    acc += s->lin[l][d * D + k] * y[r * D + k];
+                a[d] = store(s, acc);
+            }
+            memcpy(h + r * D, a, (size_t)D * sizeof *a);
+        }
+        free(a);
+        return MC_BACKEND_OK;
+    }
     residual_add(s, h, y, (size_t)(rows * D));
     free(a);
     return MC_BACKEND_OK;
 }
 
+/* Zamba2's application at entry l (stackconfig.h): c = cat(h, e) of the residual h and the original embeddings e
+ * [B][L][D] each, its input_layernorm over 2D, the attention (the mixer, on 2D, its KV cache the entry's), the first
+ * D of its output through pre_ff_layernorm, the MLP with the application's adapter and the layer's linear into
+ * T [B][L][D]. */
+static enum mc_backend_status shared_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
+                                          const double *h, const double *e, const uint8_t *mask,
+                                          const struct mc_stack_packed *pk, double *T, struct mc_msg *msg);
+
 static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
                                          double *h, const uint8_t *mask, const struct mc_stack_packed *pk, double *x,
-                                         double *y, struct mc_msg *msg)
+                                         double *y, const double *hn, struct mc_msg *msg)
 {
     enum mc_backend_status st = MC_BACKEND_OK;
+    if (hn == NULL)
+        hn = h; /* the block norm's input: the residual, or (Zamba2's hybrid Mamba2) h + T */
     if (mc_stack_layer_has_mixer(s->cfg, l)) { /* else the layer is its feed-forward alone (Nemotron-H's - and E) */
         if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
             for (int64_t i = 0; i < B * L * s->D; i++)
-                x[i] = store(s, h[i]);
+                x[i] = store(s, hn[i]);
         else
-            block_norm(s, s->norm + l * s->D, h, B * L, x);
+            block_norm(s, s->norm + l * s->D, hn, B * L, x);
         st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
         if (st == MC_BACKEND_OK)
             residual_add(s, h, y, (size_t)(B * L * s->D));
     }
     if (st == MC_BACKEND_OK && has_ffn(s->cfg, l) && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)
         snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
+    return st;
+}
+
+static enum mc_backend_status shared_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
+                                          const double *h, const double *e, const uint8_t *mask,
+                                          const struct mc_stack_packed *pk, double *T, struct mc_msg *msg)
+{
+    int64_t D = s->D, rows = B * L;
+    size_t n2 = (size_t)(rows * 2 * D), n = (size_t)(rows * D);
+    double *c = calloc(n2, sizeof *c), *x2 = malloc(n2 * sizeof *x2), *y2 = malloc(n2 * sizeof *y2);
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    enum mc_backend_status st = MC_BACKEND_NOMEM;
+    if (c == NULL || x2 == NULL || y2 == NULL || x == NULL || y == NULL) {
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's shared block", (long long)l);
+        goto out;
+    }
+    const double *first = s->fault == MC_STACK_GLUE_CONCAT_SWAPPED ? e : h;
+    const double *second = s->fault == MC_STACK_GLUE_CONCAT_SWAPPED ? h : s->fault == MC_STACK_GLUE_CONCAT_DROPPED ? h : e;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t d = 0; d < D; d++) { /* torch.concatenate([hidden_states, original_hidden_states], -1), in T */
+            c[r * 2 * D + d] = store(s, first[r * D + d]);
+            c[r * 2 * D + D + d] = store(s, second[r * D + d]);
+        }
+    block_norm_n(s, s->norm2 + l * 2 * D, c, rows, 2 * D, x2);
+    st = run_mixer(s, l, cache, B, L, x2, mask, pk, y2, msg);
+    if (st != MC_BACKEND_OK)
+        goto out;
+    for (int64_t r = 0; r < rows; r++) /* o_proj's D outputs (the padded rows give zeros) */
+        memcpy(T + r * D, y2 + r * 2 * D, (size_t)D * sizeof *T);
+    if ((st = feed_forward(s, l, rows, T, x, y)) == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's shared block", (long long)l);
+out:
+    free(c);
+    free(x2);
+    free(y2);
+    free(x);
+    free(y);
     return st;
 }
 
@@ -779,8 +1076,11 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     size_t n = (size_t)(rows * D);
     double *h = malloc(n * sizeof *h), *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     double *tmp = malloc((size_t)D * sizeof *tmp);
+    int zb = s->cfg->type == MC_MODEL_ZAMBA2, have_t = 0;
+    double *e = zb ? malloc(n * sizeof *e) : NULL, *tz = zb ? malloc(n * sizeof *tz) : NULL;
+    double *ht = zb ? malloc(n * sizeof *ht) : NULL; /* Zamba2: the embeddings, T, h + T */
     enum mc_backend_status st = MC_BACKEND_NOMEM;
-    if (h == NULL || x == NULL || y == NULL || tmp == NULL)
+    if (h == NULL || x == NULL || y == NULL || tmp == NULL || (zb && (e == NULL || tz == NULL || ht == NULL)))
         goto out;
     st = MC_BACKEND_OK;
     for (int64_t r = 0; r < rows; r++) {
@@ -800,9 +1100,22 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     }
     if (hidden != NULL)
         memcpy(hidden, h, n * sizeof *h);
+    if (zb)
+        memcpy(e, h, n * sizeof *h); /* original_hidden_states */
     for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
         int64_t k = block_at(s, l);
-        st = layer_step(s, k, c ? c->layer[k] : NULL, batch, len, h, mask, pk, x, y, msg);
+        if (zb && s->cfg->layers[k].shared) { /* T, and h + T for the hybrid layer's Mamba2; h stays */
+            st = shared_step(s, k, c ? c->layer[k] : NULL, batch, len, h, e, mask, pk, tz, msg);
+            for (size_t i = 0; i < n; i++)
+                ht[i] = store(s, h[i] + tz[i]);
+            have_t = 1;
+            if (st == MC_BACKEND_OK && hidden != NULL)
+                memcpy(hidden + (size_t)(l + 1) * n, ht, n * sizeof *h);
+            continue;
+        }
+        st = layer_step(s, k, c ? c->layer[k] : NULL, batch, len, h, mask, pk, x, y,
+                        zb && s->cfg->layers[k].hybrid && have_t ? ht : NULL, msg);
+        have_t = 0;
         if (st == MC_BACKEND_OK && hidden != NULL)
             memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
     }
@@ -815,6 +1128,9 @@ out:
     free(x);
     free(y);
     free(tmp);
+    free(e);
+    free(tz);
+    free(ht);
     return st;
 }
 
@@ -837,12 +1153,33 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
                                               struct mc_msg *msg)
 {
     size_t n = (size_t)(batch * len * s->D);
-    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *x = calloc(n, sizeof *x), *y = malloc(n * sizeof *y);
     enum mc_backend_status st = MC_BACKEND_NOMEM;
-    if (x != NULL && y != NULL) {
+    int64_t k = block_at(s, layer);
+    const struct mc_stack_layer *Z = &s->cfg->layers[k];
+    if (x != NULL && y != NULL && Z->shared) { /* h_in - layer n is the embeddings: h + T */
+        for (size_t i = 0; i < n; i++) {
+            h_out[i] = store(s, h_in[i]);
+            x[i] = store(s, (h_in - (size_t)layer * n)[i]);
+        }
+        st = shared_step(s, k, NULL, batch, len, h_out, x, mask, NULL, y, msg);
+        for (size_t i = 0; st == MC_BACKEND_OK && i < n; i++)
+            h_out[i] = store(s, h_out[i] + y[i]);
+    } else if (x != NULL && y != NULL && Z->hybrid && layer > 0) { /* h_in is h + T, h_in - n the residual h */
+        double *hn = malloc(n * sizeof *hn);
+        st = MC_BACKEND_NOMEM;
+        if (hn != NULL) {
+            for (size_t i = 0; i < n; i++) {
+                h_out[i] = store(s, (h_in - n)[i]);
+                hn[i] = store(s, h_in[i]);
+            }
+            st = layer_step(s, k, NULL, batch, len, h_out, mask, NULL, x, y, hn, msg);
+        }
+        free(hn);
+    } else if (x != NULL && y != NULL) {
         for (size_t i = 0; i < n; i++)
             h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
-        st = layer_step(s, block_at(s, layer), NULL, batch, len, h_out, mask, NULL, x, y, msg);
+        st = layer_step(s, k, NULL, batch, len, h_out, mask, NULL, x, y, NULL, msg);
     }
     free(x);
     free(y);
@@ -872,6 +1209,17 @@ enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer,
     if (!mc_stack_layer_has_mixer(s->cfg, layer)) { /* no mixer: its output is nothing (zeros) */
         memset(y, 0, (size_t)(batch * len * s->D) * sizeof *y);
         return MC_BACKEND_OK;
+    }
+    if (s->cfg->layers[layer].shared) { /* x [B][L][2D]; y the D outputs of o_proj */
+        int64_t rows = batch * len, D = s->D;
+        double *y2 = malloc((size_t)(rows * 2 * D) * sizeof *y2);
+        if (y2 == NULL)
+            return MC_BACKEND_NOMEM;
+        enum mc_backend_status st = run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y2, msg);
+        for (int64_t r = 0; st == MC_BACKEND_OK && r < rows; r++)
+            memcpy(y + r * D, y2 + r * 2 * D, (size_t)D * sizeof *y);
+        free(y2);
+        return st;
     }
     return run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y, msg);
 }

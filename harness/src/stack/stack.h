@@ -60,6 +60,13 @@ enum mc_stack_glue_fault {
                                                   e_score_correction_bias), not only the choice */
     MC_STACK_GLUE_PATTERN_SHIFTED,             /* the block pattern read one place on: position i runs block i + 1
                                                   (its kind, weights and cache), the last position block 0 */
+    /* the glue of Zamba2 (shared blocks applied with per-application adapters): */
+    MC_STACK_GLUE_SHARED_WRONG_ADAPTER,        /* the application at entry `layer` reads another application's
+                                                  adapters (the next of its block, else the one before) */
+    MC_STACK_GLUE_SHARED_WRONG_BLOCK,          /* every application runs block b + 1 mod num_mem_blocks (the
+                                                  alternation off by one), its own adapters */
+    MC_STACK_GLUE_CONCAT_SWAPPED,              /* the shared block reads cat(e, h), not cat(h, e) */
+    MC_STACK_GLUE_CONCAT_DROPPED,              /* the shared block reads cat(h, h): the original embeddings dropped */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 

@@ -171,6 +171,12 @@ static const char *layer_kind(const struct sess *s, int64_t l, char buf[64])
     const struct mc_stack_config *cfg = &s->g->config;
     if (!mc_stack_layer_has_mixer(cfg, l))
         snprintf(buf, 64, "%s block without a mixer,", cfg->layers[l].moe ? "MoE" : "MLP");
+    else if (cfg->layers[l].shared)
+        snprintf(buf, 64, "shared block %d, application %d at layer %lld: attention", cfg->layers[l].block,
+                 cfg->layers[l].app, (long long)cfg->layers[l].hf_layer);
+    else if (cfg->type == MC_MODEL_ZAMBA2)
+        snprintf(buf, 64, "%slayer %lld's mamba2 mixer", cfg->layers[l].hybrid ? "hybrid " : "",
+                 (long long)cfg->layers[l].hf_layer);
     else
         snprintf(buf, 64, "%s mixer", mc_family_name(cfg->layers[l].family));
     return buf;
@@ -1144,6 +1150,26 @@ static void norm_f64(const double *w, const double *h, int64_t rows, int64_t D, 
     }
 }
 
+/* The float64 input of layer l's mixer from its residual h, a pointer into a whole [n + 1][rows][D] stream at level
+ * l: its block norm of h, or (a Zamba2 application) its input_layernorm of cat(h, level 0) into x [rows][2D]. */
+static void mixer_input_f64(const struct sess *s, int64_t l, const double *h, int64_t rows, double *x)
+{
+    const struct mc_stack_config *cfg = &s->g->config;
+    char nm[MC_STACK_NAME_LEN];
+    mc_stack_name_layer_norm(cfg, l, nm);
+    const double *w = mc_stack_golden_weight(s->g, nm)->data;
+    if (!cfg->layers[l].shared) {
+        norm_f64(w, h, rows, s->D, cfg->norm_eps, cfg->zero_centred, x);
+        return;
+    }
+    int64_t D = s->D;
+    for (int64_t r = 0; r < rows; r++) { /* the concat in place, then the norm over 2D row by row */
+        memcpy(x + r * 2 * D, h + r * D, (size_t)D * sizeof *x);
+        memcpy(x + r * 2 * D + D, h - l * rows * D + r * D, (size_t)D * sizeof *x);
+        norm_f64(w, x + r * 2 * D, 1, 2 * D, cfg->norm_eps, 0, x + r * 2 * D);
+    }
+}
+
 /* Pass test of a on b [B][L][D] at the tolerance of `kind`, padding excluded; the first failing token into *tok. */
 static int within_kind(struct sess *s, const double *a, const double *b, enum mc_tensor_kind kind, int64_t *tok)
 {
@@ -1216,7 +1242,7 @@ static int port_layer_vs(struct sess *s, struct mc_stack *ref, int64_t l, const 
                          const double *mo, fits_fn fits, struct port_stage *ps, struct mc_msg *msg)
 {
     int64_t rows = s->B * s->L, N = rows * s->D;
-    double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)N, sizeof *x);
+    double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)(2 * N), sizeof *x);
     double *y = xcalloc(s, (size_t)N, sizeof *y);
     int rc = -1;
     if (s->broken) {
@@ -1226,6 +1252,12 @@ static int port_layer_vs(struct sess *s, struct mc_stack *ref, int64_t l, const 
     if (mc_stack_layer_forward(ref, l, s->B, s->L, h + l * N, s->g->mask, out, msg) != MC_BACKEND_OK)
         goto out;
     ps->layer_ok = fits(s, h + (l + 1) * N, out, &ps->t_layer);
+    if (s->g->config.layers[l].shared) { /* a Zamba2 application's 2D mixer input is not in the [n][B][L][D] layout
+                                            of a whole stack's mixer inputs: the layer alone is compared */
+        ps->norm_ok = ps->mixer_ok = 1;
+        rc = 0;
+        goto out;
+    }
     mc_stack_block_norm(ref, l, h + l * N, rows, x);
     ps->norm_ok = fits(s, mi + l * N, x, &ps->t_norm);
     if (mc_stack_mixer_forward(ref, l, s->B, s->L, mi + l * N, s->g->mask, y, msg) != MC_BACKEND_OK)
@@ -1388,7 +1420,7 @@ static void localise(struct sess *s)
         return;
     }
     double *h_in = s->g->hidden.data + l * N, *h_next = s->g->hidden.data + (l + 1) * N;
-    double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)N, sizeof *x);
+    double *out = xcalloc(s, (size_t)N, sizeof *out), *x = xcalloc(s, (size_t)(2 * N), sizeof *x);
     double *ym = xcalloc(s, (size_t)N, sizeof *ym), *dm = xcalloc(s, (size_t)N, sizeof *dm);
     if (s->broken)
         goto out;
@@ -1400,10 +1432,7 @@ static void localise(struct sess *s)
         goto out;
     }
     int layer_ok = within(s, out, h_next, &t_layer);
-    char nm[MC_STACK_NAME_LEN];
-    mc_stack_name_layer_norm(cfg, l, nm);
-    const struct mc_array *nw = mc_stack_golden_weight(s->g, nm);
-    norm_f64(nw->data, h_in, s->B * s->L, s->D, cfg->norm_eps, cfg->zero_centred, x);
+    mixer_input_f64(s, l, h_in, s->B * s->L, x);
     st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ym, &msg);
     if (st != MC_BACKEND_OK) {
         snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the mixer alone failed: %.200s", where, msg.text);
@@ -1416,13 +1445,65 @@ static void localise(struct sess *s)
      * its experts, the MLP) is told from one of the block norm or the residual */
     int ffn_ok = 1;
     int64_t t_ffn = -1;
-    if (mixer_ok && !layer_ok && cfg->ffn_size > 0) {
+    const struct mc_stack_layer *Z = &cfg->layers[l];
+    if (mixer_ok && !layer_ok && cfg->ffn_size > 0 && cfg->type != MC_MODEL_ZAMBA2) {
         for (int64_t i = 0; i < N; i++)
             x[i] = h_in[i] + cfg->residual_multiplier * dm[i];
         if (mc_stack_ffn_forward(s->st, l, s->B * s->L, x, ym, &msg) == MC_BACKEND_OK)
             ffn_ok = within(s, ym, h_next, &t_ffn);
     }
-    if (!mixer_ok)
+    if (mixer_ok && !layer_ok && Z->shared) { /* Zamba2: the block's MLP and the linear on the golden's attention
+                                                output give T; h + T against the golden's */
+        if (mc_stack_ffn_forward(s->st, l, s->B * s->L, dm, ym, &msg) == MC_BACKEND_OK) {
+            for (int64_t i = 0; i < N; i++)
+                ym[i] += h_in[i];
+            ffn_ok = within(s, ym, h_next, &t_ffn);
+        }
+    }
+    /* a shared attention off: the other applications of its block, each alone on the golden's input, tell the
+     * block's weights (they fail too) from this application's adapters (one of them passes) */
+    int others = 0, others_ok = 0;
+    for (int64_t k = 0; !mixer_ok && Z->shared && k < s->n; k++) {
+        int64_t t_k = -1;
+        if (k == l || !cfg->layers[k].shared || cfg->layers[k].block != Z->block)
+            continue;
+        mixer_input_f64(s, k, s->g->hidden.data + k * N, s->B * s->L, x);
+        if (mc_stack_mixer_forward(s->st, k, s->B, s->L, x, s->g->mask, ym, &msg) != MC_BACKEND_OK)
+            continue;
+        others++;
+        others_ok += within(s, ym, s->g->mixer_outputs.data + k * N, &t_k);
+    }
+    if (!mixer_ok && Z->shared && others_ok > 0)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: the shared block's attention with application %d's q/k/v adapters — its output on the golden's "
+                 "own input leaves tolerance at token %lld, while %d of block %d's other applications pass: the "
+                 "adapters (or this application's own weights), not the block's", where, Z->app, (long long)t_mixer,
+                 others_ok, Z->block);
+    else if (!mixer_ok && Z->shared)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: the shared block's attention (block %d's, with application %d's q/k/v adapters) — its output on "
+                 "the golden's own input leaves tolerance at token %lld%s", where, Z->block, Z->app, (long long)t_mixer,
+                 others > 0 ? ", and on every other application of the block: the block's weights" : "");
+    else if (!layer_ok && !ffn_ok && Z->shared)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue: the shared block's MLP with application %d's adapter, or layer %lld's linear — the attention "
+                 "alone is within tolerance on the golden's input, the MLP and linear on its output leave it at token "
+                 "%lld", where, Z->app, (long long)Z->hf_layer, (long long)t_ffn);
+    else if (!layer_ok && Z->shared)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around the shared block (the concat with the original embeddings, its input_layernorm, or "
+                 "h + T) — its attention, MLP and linear are within tolerance on the golden's input, the application "
+                 "leaves it at token %lld", where, (long long)t_layer);
+    else if (!mixer_ok && Z->hybrid)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: the Mamba2 mixer of hybrid layer %lld — its output on the golden's own input leaves tolerance at "
+                 "token %lld", where, (long long)Z->hf_layer, (long long)t_mixer);
+    else if (!layer_ok && Z->hybrid)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around hybrid layer %lld's Mamba2 (its norm of h + T, or the residual h) — the mixer alone is "
+                 "within tolerance on the golden's input, the layer leaves it at token %lld",
+                 where, (long long)Z->hf_layer, (long long)t_layer);
+    else if (!mixer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
                  (long long)t_mixer);
@@ -1512,7 +1593,7 @@ static void localise_ref(struct sess *s)
     }
     double *lg = xcalloc(s, (size_t)(rows * s->V), sizeof *lg), *hr = xcalloc(s, (size_t)((s->n + 1) * N), sizeof *hr);
     double *oa = xcalloc(s, (size_t)N, sizeof *oa), *ob = xcalloc(s, (size_t)N, sizeof *ob);
-    double *x = xcalloc(s, (size_t)N, sizeof *x), *ya = xcalloc(s, (size_t)N, sizeof *ya);
+    double *x = xcalloc(s, (size_t)(2 * N), sizeof *x), *ya = xcalloc(s, (size_t)N, sizeof *ya);
     double *yb = xcalloc(s, (size_t)N, sizeof *yb);
     if (s->broken)
         goto out;
@@ -1523,9 +1604,7 @@ static void localise_ref(struct sess *s)
         st = mc_stack_layer_forward(s->st, l, s->B, s->L, hr + l * N, s->g->mask, oa, &msg);
     if (st == MC_BACKEND_OK)
         st = mc_stack_layer_forward(s->ref_st, l, s->B, s->L, hr + l * N, s->g->mask, ob, &msg);
-    char nm[MC_STACK_NAME_LEN];
-    mc_stack_name_layer_norm(cfg, l, nm);
-    norm_f64(mc_stack_golden_weight(s->g, nm)->data, hr + l * N, rows, s->D, cfg->norm_eps, cfg->zero_centred, x);
+    mixer_input_f64(s, l, hr + l * N, rows, x);
     if (st == MC_BACKEND_OK)
         st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ya, &msg);
     if (st == MC_BACKEND_OK)
