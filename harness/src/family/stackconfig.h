@@ -37,6 +37,11 @@ enum mc_model_type {
                                   a Mamba2 mixer, NoPE attention, a relu² MLP or a sigmoid-routed relu² MoE with a
                                   shared expert, each as norm -> block -> residual; the last two have no sequence
                                   mixer (MC_STACK_NO_MIXER) */
+    MC_MODEL_QWEN3_NEXT = 13,  /* Qwen3NextForCausalLM: Gated DeltaNet (Qwen3-Next's interleaved in_proj_qkvz /
+                                  in_proj_ba) and gated attention layers by layer_types, zero-centred RMSNorm; a
+                                  softmax-then-top-k MoE plus a shared SwiGLU expert behind a sigmoid
+                                  shared_expert_gate at (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers,
+                                  the dense SwiGLU MLP elsewhere */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -81,6 +86,9 @@ struct mc_stack_moe {
     int64_t n_group;     /* MC_ROUTER_SIGMOID_GROUPED: groups of E / n_group experts (n_group) */
     int64_t topk_group;  /* the groups kept (topk_group) */
     double routed_scaling; /* routed_scaling_factor */
+    int32_t shared_gate;   /* 1: the layer's dense MLP is a shared expert scaled by sigmoid(shared_expert_gate x)
+                              ([1][D] in T, the sigmoid and the product in T) and added after the experts' sum,
+                              which starts from zero in T (Qwen3NextSparseMoeBlock) */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -123,7 +131,7 @@ struct mc_stack_config {
 
 const char *mc_model_type_name(enum mc_model_type t);
 /* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba", "jamba",
- * "nemotron_h"; 0 on success, -1 when unknown. */
+ * "nemotron_h", "qwen3_next"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
@@ -157,7 +165,7 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 /* The MoE of layer i (layers[i].moe): part 0 the router [E][D], 1 the experts' gate-and-up [E][2 F_e][D] (relu²:
  * their up projections [E][F_e][D]), 2 their down projections [E][D][F_e], 3 the router's e_score_correction_bias
- * [E] (MC_ROUTER_SIGMOID_GROUPED only). */
+ * [E] (MC_ROUTER_SIGMOID_GROUPED only), 4 the shared expert's gate [1][D] (moe.shared_gate only). */
 void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 
 #endif

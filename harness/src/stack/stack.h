@@ -60,6 +60,9 @@ enum mc_stack_glue_fault {
                                                   e_score_correction_bias), not only the choice */
     MC_STACK_GLUE_PATTERN_SHIFTED,             /* the block pattern read one place on: position i runs block i + 1
                                                   (its kind, weights and cache), the last position block 0 */
+    /* the glue of Qwen3-Next (the MoE's shared expert behind a sigmoid gate): */
+    MC_STACK_GLUE_SHARED_GATE_SKIPPED,         /* the shared expert added without its sigmoid(shared_expert_gate x)
+                                                  (a softmax over its one logit, 1, alike) */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
