@@ -35,6 +35,7 @@ import stacks as S
 MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "bamba", "qwen3_5_text": "qwen3_5",
                "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba",
                "nemotron_h": "nemotron_h"}
+MODEL_SPECS["qwen3_next"] = "qwen3_next"
 
 
 def _config(model_type, rng):
@@ -99,7 +100,17 @@ def _config(model_type, rng):
                    n_groups=int(rng.choice([1, 2])), n_routed_experts=E, n_group=G, topk_group=kg,
                    num_experts_per_tok=int(rng.integers(1, 3)), norm_topk_prob=bool(rng.uniform() < 0.7),
                    routed_scaling_factor=float(rng.uniform(1.0, 3.0)))
-    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h"):
+    elif model_type == "qwen3_next":
+        # Gated DeltaNet and gated attention layers (one attention layer at least); what Qwen3-Next's MoE varies: 4
+        # or 8 experts, top-1 or top-2, norm_topk_prob on or off, decoder_sparse_step 1 or 2, an mlp_only layer or
+        # none, so dense and MoE layers both occur in most draws
+        kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
+        rng.shuffle(kinds)
+        step = int(rng.choice([1, 2]))
+        mlp_only = [int(rng.integers(0, n))] if rng.uniform() < 0.5 else []
+        cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)),
+                   norm_topk_prob=bool(rng.uniform() < 0.7), decoder_sparse_step=step, mlp_only_layers=mlp_only)
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "qwen3_next"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 
