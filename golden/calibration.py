@@ -36,6 +36,7 @@ MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "b
                "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba",
                "nemotron_h": "nemotron_h"}
 MODEL_SPECS["qwen3_next"] = "qwen3_next"
+MODEL_SPECS["qwen3_5_moe_text"] = "qwen3_5_moe"
 
 
 def _config(model_type, rng):
@@ -110,7 +111,14 @@ def _config(model_type, rng):
         mlp_only = [int(rng.integers(0, n))] if rng.uniform() < 0.5 else []
         cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)),
                    norm_topk_prob=bool(rng.uniform() < 0.7), decoder_sparse_step=step, mlp_only_layers=mlp_only)
-    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "qwen3_next"):
+    elif model_type == "qwen3_5_moe_text":
+        # Gated DeltaNet and gated attention layers (one attention layer at least), every layer the sparse block: 4 or
+        # 8 experts, top-1 or top-2
+        kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
+        rng.shuffle(kinds)
+        cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)))
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "qwen3_next",
+                      "qwen3_5_moe_text"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

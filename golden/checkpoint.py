@@ -129,6 +129,7 @@ def write_safetensors(path, tensors, dtype="F32"):
 
 
 MULTIMODAL_TEXT = {"qwen3_5": ("qwen3_5_text", "model.language_model.", "model.", ("model.visual.", "mtp."))}
+MULTIMODAL_TEXT["qwen3_5_moe"] = ("qwen3_5_moe_text", "model.language_model.", "model.", ("model.visual.", "mtp."))
 # The names a checkpoint stores that the model's state_dict() calls otherwise: transformers' conversion mapping
 # (conversion_mapping.py, "granitemoe", which granitemoehybrid uses) renames them on load and back on
 # save_pretrained, so 5.24 writes the MoE under its older names; pure renames, the layouts are the same
@@ -232,7 +233,7 @@ def load_checkpoint(folder, semantics=None):
         merge_expert_lists(folder, w, cfg["num_experts"])
     if mt == "nemotron_h":
         merge_nemotron_experts(folder, w, cfg["n_routed_experts"])
-    if mt == "qwen3_next":   # one module per expert, as Jamba's; the multi-token prediction weights (mtp.*), which
+    if mt in ("qwen3_next", "qwen3_5_moe_text"):   # one module per expert, as Jamba's; the multi-token prediction weights (mtp.*), which
         # Qwen3NextForCausalLM ignores on load (_keys_to_ignore_on_load_unexpected), dropped
         for k in [k for k in w if k.startswith("mtp.")]:
             del w[k]

@@ -29,6 +29,7 @@ LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention
          "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1"),
          "nemotron_h": (3, "attention")}
 LAYER["qwen3_next"] = (1, "gdn")
+LAYER["qwen3_5_moe_text"] = (1, "attention")
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -77,7 +78,8 @@ def main():
                                     "falcon_mamba": "models-falcon_mamba.yaml",
                                     "jamba": "models-jamba.yaml",
                                     "nemotron_h": "models-nemotron_h.yaml",
-                                    "qwen3_next": "models-qwen3_next.yaml"}.get(spec.model_type,
+                                    "qwen3_next": "models-qwen3_next.yaml",
+                                    "qwen3_5_moe_text": "models-qwen3_5_moe.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

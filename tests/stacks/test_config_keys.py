@@ -86,10 +86,12 @@ def logits(path):
         return f["expected/logits"][()], K.loads(cj)
 
 
-def passes(path, tmp, model_type, backends="reference, cpu"):
-    """mixcheck passes the golden on reference and cpu at f32 (prefill, decode, greedy)."""
-    tol = os.path.join(TOL, "models-%s.yaml" % model_type) if os.path.exists(
-        os.path.join(TOL, "models-%s.yaml" % model_type)) else os.path.join(TOL, "models.yaml")
+def passes(path, tmp, model_type, backends="reference, cpu", profile=None):
+    """mixcheck passes the golden on reference and cpu at f32 (prefill, decode, greedy); `profile` the model type's
+    profile where its name is not the model type's."""
+    profile = profile or model_type
+    tol = os.path.join(TOL, "models-%s.yaml" % profile) if os.path.exists(
+        os.path.join(TOL, "models-%s.yaml" % profile)) else os.path.join(TOL, "models.yaml")
     yml = path[:-3] + ".yaml"
     with open(yml, "w") as f:
         f.write(f"id: keys-{os.path.basename(path)[:-3]}\nwhy: \"config key honoured\"\nmodel: {model_type}\n"
@@ -126,7 +128,7 @@ def enumeration():
                 "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig), "
                 "('granitemoehybrid', T.GraniteMoeHybridConfig), ('falcon_mamba', T.FalconMambaConfig), "
                 "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig), "
-                "('qwen3_next', T.Qwen3NextConfig)]}))")
+                "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -328,6 +330,38 @@ def main():
                                    ("mlp_only_layers", [1], "the weights do not match the config")):
             write(path("bad-qn-" + key), dict(qcfg, **{key: value}), qw)
             refused(path("bad-qn-" + key), needle, f"qwen3_next key {key}")
+        # Qwen3.5-MoE: the text part of a multimodal checkpoint (model.language_model., visual and mtp weights) with its
+        # experts one module each reads as the text model's state_dict; a dense MLP key refused
+        mcfg, mw0 = base("qwen3_5_moe")
+        write(path("q35m-text"), mcfg, mw0)
+        golden(path("q35m-text"), path("q35m-text.h5"))
+        passes(path("q35m-text.h5"), tmp, "qwen3_5_moe_text", profile="qwen3_5_moe")
+        split = dict(mw0)
+        for k in [k for k in split if k.endswith(".mlp.experts.gate_up_proj")]:
+            gu, dn = split.pop(k), split.pop(k.replace("gate_up_proj", "down_proj"))
+            F = gu.shape[1] // 2
+            for e in range(gu.shape[0]):
+                pre = k[:-len("gate_up_proj")] + f"{e}."
+                split[pre + "gate_proj.weight"], split[pre + "up_proj.weight"] = gu[e, :F], gu[e, F:]
+                split[pre + "down_proj.weight"] = dn[e]
+        mm = path("q35m-multimodal")
+        os.makedirs(mm)
+        with open(os.path.join(mm, "config.json"), "w") as f:
+            f.write(K.dumps({"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+                             "text_config": {k: v for k, v in mcfg.items() if k != "architectures"},
+                             "vision_config": {"depth": 2}, "transformers_version": "5.24.0",
+                             "tie_word_embeddings": False}))
+        mmw = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v for k, v in split.items()}
+        mmw["model.visual.patch_embed.proj.weight"] = np.zeros((4, 3), np.float32)
+        mmw["mtp.fc.weight"] = np.zeros((2, 2), np.float32)
+        C.write_safetensors(os.path.join(mm, "model.safetensors"), mmw)
+        golden(mm, path("q35m-multimodal.h5"))
+        same(path("q35m-multimodal.h5"), path("q35m-text.h5"), "qwen3_5_moe: the text part of a multimodal checkpoint")
+        print("qwen3_5_moe: the text part of a multimodal checkpoint, its experts one module each, = the text checkpoint")
+        for key, value, needle in (("intermediate_size", 48, "'intermediate_size' = 48"),
+                                   ("norm_topk_prob", False, "'norm_topk_prob' = false")):
+            write(path("bad-q35m-" + key), dict(mcfg, **{key: value}), mw0)
+            refused(path("bad-q35m-" + key), needle, f"qwen3_5_moe key {key}")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

@@ -85,7 +85,7 @@ static void test_models_pass(void **state)
                                         "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml",
                                         "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
                                         "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
-                                        "cases/models/qwen3_next.yaml"};
+                                        "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -207,6 +207,13 @@ static const struct glue GLUE[] = {
      {NULL}},
     {"cases/models/qwen3_next.yaml", "glue.block-norm-skipped@2", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 2, 1, MC_DTYPE_F32,
      {"first diverging layer 2 of 5 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* Qwen3.5-MoE (GDN 0, 2, gated attention 1, 3; the sparse block on every layer, its router always renormalised) */
+    {"cases/models/qwen3_5_moe.yaml", "glue.shared-gate-skipped", MC_STACK_GLUE_SHARED_GATE_SKIPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 4 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/qwen3_5_moe.yaml", "glue.moe-not-renormalised", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/qwen3_5_moe.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -457,6 +464,41 @@ static void test_qwen3_next_config(void **state)
     }
 }
 
+/* Qwen3.5-MoE's text config: Qwen3.5's GDN projections, the sparse block on every layer (no dense MLP, no sparse step,
+ * a router that always renormalises), Qwen3_5MoeTextConfig's defaults; no expert refused. */
+static void test_qwen3_5_moe_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 4, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, "
+                                    "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, "
+                                    "\"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8, "
+                                    "\"moe_intermediate_size\": 16, \"shared_expert_intermediate_size\": 24";
+    char json[2048];
+    struct mc_stack_config cfg;
+    struct mc_error err = {0};
+    /* decoder_sparse_step, mlp_only_layers and norm_topk_prob are no keys of this model: not read */
+    snprintf(json, sizeof json, "{%s, \"num_experts\": 8, \"num_experts_per_tok\": 2, \"decoder_sparse_step\": 2, "
+                                "\"mlp_only_layers\": [0], \"norm_topk_prob\": false}", base);
+    if (mc_stack_config_parse("qwen3_5_moe_text", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(cfg.layers[i].family, i == 3 ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN);
+        assert_true(cfg.layers[i].moe && cfg.layers[i].dense && cfg.layers[i].dense_size == 24);
+    }
+    assert_int_equal(cfg.layers[0].mixer.u.gdn.layout, MC_GDN_LAYOUT_QWEN3_5);
+    assert_true(cfg.moe.router == MC_ROUTER_SOFTMAX_TOPK && cfg.moe.shared_gate && cfg.moe.renormalise &&
+                cfg.zero_centred && !cfg.tied && cfg.ffn_size == 24);
+    snprintf(json, sizeof json, "{%s}", base); /* Qwen3_5MoeTextConfig's 256 experts, 8 per token */
+    assert_int_equal(mc_stack_config_parse("qwen3_5_moe_text", json, "cfg", &cfg, &err), MC_ERR_NONE);
+    assert_true(cfg.moe.n_experts == 256 && cfg.moe.top_k == 8);
+    snprintf(json, sizeof json, "{%s, \"num_experts\": 0}", base);
+    assert_int_equal(mc_stack_config_parse("qwen3_5_moe_text", json, "cfg", &cfg, &err),
+                     MC_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "'num_experts'"));
+    printf("  refused: %s\n", err.msg);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -477,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_glue_mutants),
         cmocka_unit_test(test_mixer_layer_mutants),
         cmocka_unit_test(test_qwen3_next_config),
+        cmocka_unit_test(test_qwen3_5_moe_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -42,6 +42,9 @@ enum mc_model_type {
                                   softmax-then-top-k MoE plus a shared SwiGLU expert behind a sigmoid
                                   shared_expert_gate at (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers,
                                   the dense SwiGLU MLP elsewhere */
+    MC_MODEL_QWEN3_5_MOE = 14, /* Qwen3_5MoeForCausalLM (model_type qwen3_5_moe_text): Qwen3.5's Gated DeltaNet and
+                                  gated attention layers, zero-centred RMSNorm; on every layer the softmax-then-top-k
+                                  MoE (always renormalised) plus the shared SwiGLU expert behind its sigmoid gate */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -131,7 +134,7 @@ struct mc_stack_config {
 
 const char *mc_model_type_name(enum mc_model_type t);
 /* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba", "jamba",
- * "nemotron_h", "qwen3_next"; 0 on success, -1 when unknown. */
+ * "nemotron_h", "qwen3_next", "qwen3_5_moe_text"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
