@@ -36,6 +36,8 @@ MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "b
                "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba",
                "nemotron_h": "nemotron_h"}
 MODEL_SPECS["zamba2"] = "zamba2"
+MODEL_SPECS["qwen3_next"] = "qwen3_next"
+MODEL_SPECS["qwen3_5_moe_text"] = "qwen3_5_moe"
 
 
 def _config(model_type, rng):
@@ -111,7 +113,24 @@ def _config(model_type, rng):
                    use_shared_attention_adapter=ad, num_key_value_heads=4 if ad else int(rng.choice([2, 4])),
                    adapter_rank=int(rng.choice([2, 4, 8])), use_mem_rope=bool(rng.uniform() < 0.5),
                    intermediate_size=int(rng.choice([48, 64])))
-    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2"):
+    elif model_type == "qwen3_next":
+        # Gated DeltaNet and gated attention layers (one attention layer at least); what Qwen3-Next's MoE varies: 4
+        # or 8 experts, top-1 or top-2, norm_topk_prob on or off, decoder_sparse_step 1 or 2, an mlp_only layer or
+        # none, so dense and MoE layers both occur in most draws
+        kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
+        rng.shuffle(kinds)
+        step = int(rng.choice([1, 2]))
+        mlp_only = [int(rng.integers(0, n))] if rng.uniform() < 0.5 else []
+        cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)),
+                   norm_topk_prob=bool(rng.uniform() < 0.7), decoder_sparse_step=step, mlp_only_layers=mlp_only)
+    elif model_type == "qwen3_5_moe_text":
+        # Gated DeltaNet and gated attention layers (one attention layer at least), every layer the sparse block: 4 or
+        # 8 experts, top-1 or top-2
+        kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
+        rng.shuffle(kinds)
+        cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)))
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2", "qwen3_next",
+                      "qwen3_5_moe_text"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

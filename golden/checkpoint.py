@@ -129,6 +129,7 @@ def write_safetensors(path, tensors, dtype="F32"):
 
 
 MULTIMODAL_TEXT = {"qwen3_5": ("qwen3_5_text", "model.language_model.", "model.", ("model.visual.", "mtp."))}
+MULTIMODAL_TEXT["qwen3_5_moe"] = ("qwen3_5_moe_text", "model.language_model.", "model.", ("model.visual.", "mtp."))
 # The names a checkpoint stores that the model's state_dict() calls otherwise: transformers' conversion mapping
 # (conversion_mapping.py, "granitemoe", which granitemoehybrid uses) renames them on load and back on
 # save_pretrained, so 5.24 writes the MoE under its older names; pure renames, the layouts are the same
@@ -138,12 +139,15 @@ CHECKPOINT_RENAMES = {"granitemoehybrid": (("block_sparse_moe.input_linear.weigh
                                            ("block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"))}
 
 
-def merge_expert_lists(folder, w, n_experts):
+def merge_expert_lists(folder, w, n_experts, module="feed_forward"):
     """Jamba's checkpoint stores each expert as its own module (feed_forward.experts.<e>.{gate,up,down}_proj.weight,
     [F, D], [F, D], [D, F]); its conversion mapping ("jamba": MergeModulelist then Concatenate) makes them
     feed_forward.experts.gate_up_proj [E, 2F, D] (each expert's gate rows, then its up rows) and
-    feed_forward.experts.down_proj [E, D, F]. The same, in place; a layer missing one of its experts is refused."""
-    layers = sorted({k.split(".experts.")[0] for k in w if ".feed_forward.experts." in k and k.endswith("_proj.weight")})
+    feed_forward.experts.down_proj [E, D, F]. The same, in place; a layer missing one of its experts is refused.
+    Qwen3-Next's released checkpoints (module "mlp": mlp.experts.<e>.{gate,up,down}_proj.weight) are read by the same
+    mapping ("qwen3_next": "qwen2_moe")."""
+    layers = sorted({k.split(".experts.")[0] for k in w
+                     if f".{module}.experts." in k and k.endswith("_proj.weight") and k.split(".experts.")[1][0].isdigit()})
     for pre in layers:
         parts = {}
         for part in ("gate_proj", "up_proj", "down_proj"):
@@ -229,6 +233,11 @@ def load_checkpoint(folder, semantics=None):
         merge_expert_lists(folder, w, cfg["num_experts"])
     if mt == "nemotron_h":
         merge_nemotron_experts(folder, w, cfg["n_routed_experts"])
+    if mt in ("qwen3_next", "qwen3_5_moe_text"):   # one module per expert, as Jamba's; the multi-token prediction weights (mtp.*), which
+        # Qwen3NextForCausalLM ignores on load (_keys_to_ignore_on_load_unexpected), dropped
+        for k in [k for k in w if k.startswith("mtp.")]:
+            del w[k]
+        merge_expert_lists(folder, w, cfg["num_experts"], module="mlp")
     for old, new in CHECKPOINT_RENAMES.get(mt, ()):
         for k in [k for k in w if k.endswith("." + old)]:
             if k[:-len(old)] + new in w:

@@ -318,6 +318,23 @@ HONOURED["zamba2"] = {
     "use_shared_attention_adapter": _any, "adapter_rank": _any, "use_mem_rope": _any, "rms_norm_eps": _any,
     "use_long_context": _false, "tie_word_embeddings": _any, **ROPE_KEYS,
 }
+HONOURED["qwen3_next"] = {
+    **HONOURED["qwen3_5_text"],
+    # Qwen3NextConfig.__post_init__: without layer_types, full attention every full_attention_interval-th layer
+    "full_attention_interval": _any,
+    # Qwen3NextSparseMoeBlock and where it sits (Qwen3NextDecoderLayer)
+    "num_experts": _any, "num_experts_per_tok": _any, "moe_intermediate_size": _any,
+    "shared_expert_intermediate_size": _any, "norm_topk_prob": _any, "decoder_sparse_step": _any,
+    "mlp_only_layers": _any,
+}
+HONOURED["qwen3_5_moe_text"] = {
+    **HONOURED["qwen3_5_text"],
+    "full_attention_interval": _any,   # Qwen3_5MoeTextConfig.__post_init__, as Qwen3-Next's
+    # Qwen3_5MoeSparseMoeBlock on every layer (its router always renormalises)
+    "num_experts": _any, "num_experts_per_tok": _any, "moe_intermediate_size": _any,
+    "shared_expert_intermediate_size": _any,
+}
+del HONOURED["qwen3_5_moe_text"]["intermediate_size"]   # Qwen3_5MoeTextConfig has no dense MLP
 for _t in HONOURED.values():
     _t["mixcheck_semantics"] = _mixcheck_semantics
 
@@ -374,6 +391,12 @@ INERT["zamba2"] = {
     "num_query_groups": "Zamba2Config derives it; read by no layer",
 }
 
+INERT["qwen3_next"] = {**INERT_COMMON, "attention_dropout": "dropout is off at inference",
+                       "output_router_logits": "the router logits as an extra output; the logits do not change",
+                       "router_aux_loss_coef": "a training loss term"}
+
+INERT["qwen3_5_moe_text"] = dict(INERT["qwen3_next"])
+
 # Values an inert key must still have for it to be inert.
 INERT_VALUES = {"is_encoder_decoder": _false, "attention_dropout": lambda v: None if v in (0, 0.0, None) else
                 "dropout at inference is not computed by mixcheck (only 0 is read)"}
@@ -408,6 +431,8 @@ def gated_norm_group_size(cfg, intermediate, n_groups):
 # partial rotary factor of 0.5 over any top-level value; Qwen3.5 defaults it to 0.25)
 ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_text": (10000.0, 0.25),
                  "granitemoehybrid": (10000.0, 1.0)}
+ROPE_DEFAULTS["qwen3_next"] = (10000.0, 0.25)
+ROPE_DEFAULTS["qwen3_5_moe_text"] = (10000.0, 0.25)   # Qwen3NextConfig: partial_rotary_factor 0.25 unless given
 
 
 def rope_params(cfg):
@@ -503,6 +528,13 @@ def normalise(cfg):
         old = {"mamba": "linear_attention", "attention": "full_attention"}
         cfg["layers_block_type"] = [old.get(t, t) for t in cfg["layers_block_type"]]
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
+    if cfg["model_type"] in ("qwen3_next", "qwen3_5_moe_text"):   # __post_init__: layer_types from the interval
+        interval = cfg.pop("full_attention_interval", 4)
+        if cfg.get("layer_types") is None:
+            cfg["layer_types"] = ["linear_attention" if (i + 1) % interval else "full_attention"
+                                  for i in range(cfg["num_hidden_layers"])]
+        if cfg["model_type"] == "qwen3_next" and cfg.get("mlp_only_layers") is None:
+            cfg["mlp_only_layers"] = []
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

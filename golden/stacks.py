@@ -107,10 +107,21 @@ MODEL_DEFAULTS["nemotron_h"] = dict(
     num_experts_per_tok=2, moe_intermediate_size=7688, moe_shared_expert_intermediate_size=7688,
     moe_latent_size=None, routed_scaling_factor=1.0, n_group=1, topk_group=1, norm_topk_prob=True,
     num_nextn_predict_layers=0)
+MODEL_DEFAULTS["qwen3_next"] = dict(
+    rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, linear_conv_kernel_dim=4,
+    partial_rotary_factor=0.25, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, hidden_act="silu",
+    decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True, num_experts=512, num_experts_per_tok=10,
+    moe_intermediate_size=512, shared_expert_intermediate_size=512, intermediate_size=5632)
+MODEL_DEFAULTS["qwen3_5_moe_text"] = dict(
+    rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, linear_conv_kernel_dim=4,
+    partial_rotary_factor=0.25, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, hidden_act="silu",
+    num_experts=256, num_experts_per_tok=8, moe_intermediate_size=512, shared_expert_intermediate_size=512)
 ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
                  "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
                  "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
                  "jamba": "JambaForCausalLM", "nemotron_h": "NemotronHForCausalLM"}
+ARCHITECTURES["qwen3_next"] = "Qwen3NextForCausalLM"
+ARCHITECTURES["qwen3_5_moe_text"] = "Qwen3_5MoeForCausalLM"
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -185,6 +196,31 @@ SPECS = {s.key: s for s in [
                    intermediate_size=48, n_routed_experts=8, n_group=2, topk_group=1, num_experts_per_tok=2,
                    moe_intermediate_size=16, moe_shared_expert_intermediate_size=24, routed_scaling_factor=2.5),
               batch=3, length=12, left_pad=(0, 4, 7), greedy=16, seed=109, positions=(6, 12)),
+    ModelSpec("qwen3_next", "qwen3_next",
+              "5-layer Qwen3-Next (Gated DeltaNet in the interleaved in_proj_qkvz / in_proj_ba layout at 0, 1, 3, gated "
+              "attention with q/k norm and partial rotary 0.25 at 2, 4), zero-centred RMSNorm, a top-2 of 8 MoE "
+              "(softmax over every expert, norm_topk_prob) plus a shared SwiGLU expert behind its sigmoid gate at "
+              "layers 0, 2, 3, the dense SwiGLU MLP at the mlp_only_layers 1, 4, untied head, left-padded batch of 3, "
+              "16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, intermediate_size=48, linear_num_key_heads=2, linear_num_value_heads=4,
+                   linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=32,
+                   layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention",
+                                "full_attention"],
+                   num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                   decoder_sparse_step=1, mlp_only_layers=[1, 4]),
+              batch=3, length=12, left_pad=(0, 3, 6), greedy=16, seed=110, positions=(6, 12)),
+    ModelSpec("qwen3_5_moe", "qwen3_5_moe_text",
+              "4-layer Qwen3.5-MoE text model (Gated DeltaNet in Qwen3.5's projections at 0, 2, gated attention with "
+              "q/k norm and partial rotary 0.25 at 1, 3), zero-centred RMSNorm, on every layer a top-2 of 8 MoE "
+              "(softmax over every expert, renormalised) plus a shared SwiGLU expert behind its sigmoid gate, untied "
+              "head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                   linear_value_head_dim=8, max_position_embeddings=32,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                   num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=24),
+              batch=3, length=12, left_pad=(0, 4, 7), greedy=16, seed=111, positions=(6, 12)),
 ]}
 
 
@@ -262,7 +298,21 @@ def moe_layer(cfg, i):
         return cfg["num_local_experts"] > 0
     if cfg["model_type"] == "jamba":
         return cfg["num_experts"] > 1 and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
+    if cfg["model_type"] == "qwen3_5_moe_text":   # Qwen3_5MoeDecoderLayer: the sparse block on every layer
+        return True
+    if qwen3_next(cfg):   # Qwen3NextDecoderLayer: the sparse step, outside mlp_only_layers
+        return (i not in (cfg.get("mlp_only_layers") or []) and cfg["num_experts"] > 0
+                and (i + 1) % cfg["decoder_sparse_step"] == 0)
     return False
+
+
+def qwen3_next(cfg):
+    return cfg["model_type"] == "qwen3_next"
+
+
+def qwen_moe(cfg):
+    """Qwen3-Next and Qwen3.5-MoE: the sparse block with its gated shared expert."""
+    return cfg["model_type"] in ("qwen3_next", "qwen3_5_moe_text")
 
 
 def nemotron(cfg):
@@ -277,7 +327,7 @@ NO_MIXER = ("mlp", "moe")
 
 
 def zero_centred(cfg):
-    return cfg["model_type"] == "qwen3_5_text"
+    return cfg["model_type"] in ("qwen3_5_text", "qwen3_next", "qwen3_5_moe_text")
 
 
 def layer_kind(cfg, i):
@@ -289,6 +339,10 @@ def layer_kind(cfg, i):
         return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
     if cfg["model_type"] == "qwen3_5_text":
         return "attention" if cfg["layer_types"][i] == "full_attention" else "gdn"
+    if qwen_moe(cfg):   # Qwen3NextConfig / Qwen3_5MoeTextConfig: layer_types, or full attention every full_attention_interval-th layer
+        types = cfg.get("layer_types") or ["linear_attention" if (j + 1) % cfg.get("full_attention_interval", 4)
+                                           else "full_attention" for j in range(cfg["num_hidden_layers"])]
+        return "attention" if types[i] == "full_attention" else "gdn"
     if cfg["model_type"] == "falcon_mamba":   # FalconMambaMixer: MambaMixer with the inner norms
         return "mamba"
     if cfg["model_type"] == "jamba":   # JambaConfig.layers_block_type
@@ -339,9 +393,10 @@ def mixer_config(cfg, kind=None):
     if kind == "gdn":
         m = {k: cfg[k] for k in ("hidden_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                                  "linear_value_head_dim", "linear_conv_kernel_dim")}
-        m.update(chunk_size=64, rms_norm_eps=cfg["rms_norm_eps"], projection_layout="qwen3_5")
+        m.update(chunk_size=64, rms_norm_eps=cfg["rms_norm_eps"],
+                 projection_layout="qwen3_next" if qwen3_next(cfg) else "qwen3_5")
         return m
-    if kind == "attention" and cfg["model_type"] == "qwen3_5_text":
+    if kind == "attention" and cfg["model_type"] in ("qwen3_5_text", "qwen3_next", "qwen3_5_moe_text"):
         theta, prf = configkeys.rope_params(cfg)
         return dict(hidden_size=cfg["hidden_size"], num_attention_heads=cfg["num_attention_heads"],
                     num_key_value_heads=cfg["num_key_value_heads"], head_dim=cfg["head_dim"],
@@ -444,10 +499,11 @@ def names(cfg):
                     ffn="shared_mlp.", mlp=("input_linear", None, "output_linear"),
                     moe=("block_sparse_moe.router.weight", "block_sparse_moe.experts.gate_up_proj",
                          "block_sparse_moe.experts.down_proj"))
-    if cfg["model_type"] == "qwen3_5_text":
+    if cfg["model_type"] in ("qwen3_5_text", "qwen3_next", "qwen3_5_moe_text"):   # Qwen3-Next, Qwen3.5-MoE: its MoE layers' mlp is the sparse block
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
-                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"),
+                    moe=("mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj"))
     if cfg["model_type"] == "jamba":
         return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
@@ -470,7 +526,7 @@ def mixer_prefix(cfg, i):
     n = names(cfg)["layer"].format(i)
     if cfg["model_type"] in ("bamba", "granitemoehybrid", "jamba"):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
-    if cfg["model_type"] == "qwen3_5_text":
+    if cfg["model_type"] in ("qwen3_5_text", "qwen3_next", "qwen3_5_moe_text"):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "linear_attn.")
     if cfg["model_type"] == "lfm2":
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "conv.")
@@ -516,6 +572,17 @@ def init_weights(cfg, rng):
                 w[router] = mixers.uniform_init(rng, (E, D), D)
                 w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
                 w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+        elif nm["ffn"] and qwen_moe(cfg) and moe_layer(cfg, i):
+            # Qwen3NextSparseMoeBlock: router, experts, the shared expert and its gate
+            E, Fe, Fs = cfg["num_experts"], cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
+            w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+            router, gate_up, down = (pre + n for n in nm["moe"])
+            w[router] = mixers.uniform_init(rng, (E, D), D)
+            w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
+            w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+            for m, shape, fan in (("gate_proj", (Fs, D), D), ("up_proj", (Fs, D), D), ("down_proj", (D, Fs), Fs)):
+                w[pre + "mlp.shared_expert." + m + ".weight"] = mixers.uniform_init(rng, shape, fan)
+            w[pre + "mlp.shared_expert_gate.weight"] = mixers.uniform_init(rng, (1, D), D)
         elif nm["ffn"] and moe_layer(cfg, i):   # Jamba's JambaSparseMoeBlock: router and experts, no MLP
             E, Fe = cfg["num_experts"], cfg["intermediate_size"]
             w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
@@ -609,6 +676,13 @@ class Stack:
             if self.cfg["num_local_experts"] > 0:
                 out = out + self.moe(i, x)
             return out
+        if qwen_moe(self.cfg) and moe_layer(self.cfg, i):
+            # Qwen3NextSparseMoeBlock: the experts plus sigmoid(shared_expert_gate x) times the shared expert
+            sp = pre + "mlp.shared_expert."
+            shared = ((mixers.silu(x @ self.w[sp + "gate_proj.weight"].T) * (x @ self.w[sp + "up_proj.weight"].T))
+                      @ self.w[sp + "down_proj.weight"].T)
+            gate = 1.0 / (1.0 + np.exp(-(x @ self.w[pre + "mlp.shared_expert_gate.weight"].T)))
+            return self.moe(i, x) + gate * shared
         if moe_layer(self.cfg, i):   # Jamba: the mixture of experts alone
             return self.moe(i, x)
         gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])
@@ -630,6 +704,9 @@ class Stack:
             assert len(set(r[top[-1:]]) & set(np.delete(r, top))) == 0, "a router tie at the k-th expert"
             if self.cfg["model_type"] == "jamba":
                 p = (np.exp(r - r.max()) / np.exp(r - r.max()).sum())[top]
+            elif qwen_moe(self.cfg):   # the softmax over every expert at the k, divided by their sum with norm_topk_prob
+                p = (np.exp(r - r.max()) / np.exp(r - r.max()).sum())[top]   # (Qwen3.5-MoE: always)
+                p = p / p.sum() if self.cfg.get("norm_topk_prob", True) else p
             else:
                 p = np.exp(r[top] - r[top].max())
                 p = p / p.sum()

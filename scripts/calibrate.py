@@ -42,11 +42,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py"), "calibration-set"]
 MODEL_TYPES = ["mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba", "jamba",
                "nemotron_h"]
+MODEL_TYPES.append("qwen3_next")
+MODEL_TYPES.append("qwen3_5_moe_text")
 LAYER_FAMILIES = ["mamba2", "mamba1", "gdn", "shortconv", "attention"]
 PROFILE_OF = {"mamba2": "models.yaml", "mamba": "models-mamba.yaml", "lfm2": "models-lfm2.yaml",
               "bamba": "models-bamba.yaml", "qwen3_5_text": "models-qwen3_5.yaml",
               "granitemoehybrid": "models-granitemoehybrid.yaml", "falcon_mamba": "models-falcon_mamba.yaml",
               "jamba": "models-jamba.yaml", "nemotron_h": "models-nemotron_h.yaml"}
+PROFILE_OF["qwen3_next"] = "models-qwen3_next.yaml"
+PROFILE_OF["qwen3_5_moe_text"] = "models-qwen3_5_moe.yaml"
 PROFILE_OF.update({"layer:" + f: f"checkpoint-{f}.yaml" for f in LAYER_FAMILIES})
 UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # The tensors stored in float32 when the model runs at a reduced dtype T, whose floor is 2u of float32: the
@@ -57,7 +61,7 @@ F32_STORED = {"mamba2": {"recurrent_state"}, "mamba": {"recurrent_state"}, "falc
 F32_STORED.update({"layer:" + f: {"recurrent_state", "ref_recurrent_state"} for f in ("mamba2", "mamba1", "gdn")})
 MODEL_TYPES.append("zamba2")
 PROFILE_OF["zamba2"] = "models-zamba2.yaml"
-MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h"}   # model types with a mixture-of-experts feed-forward (measure())
+MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h", "qwen3_next", "qwen3_5_moe_text"}   # model types with a mixture-of-experts feed-forward (measure())
 GOLDEN_TENSORS = ("logits", "hidden_states", "conv_state", "recurrent_state")
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says
 TENSOR_ORDER = ["default", "logits", "hidden_states", "conv_state", "recurrent_state", "consistency",

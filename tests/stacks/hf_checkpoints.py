@@ -55,13 +55,28 @@ TINY = {
                        layers_block_type=["linear_attention", "moe", "full_attention", "mlp", "linear_attention",
                                           "moe"]),
 }
+TINY["qwen3_next"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                          head_dim=16, intermediate_size=40, linear_num_key_heads=2, linear_num_value_heads=4,
+                          linear_key_head_dim=8, linear_value_head_dim=8, num_experts=8, num_experts_per_tok=2,
+                          moe_intermediate_size=16, shared_expert_intermediate_size=24, max_position_embeddings=64,
+                          layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                          mlp_only_layers=[2])
+TINY["qwen3_5_moe_text"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                                num_key_value_heads=2, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                                linear_key_head_dim=8, linear_value_head_dim=8, num_experts=8, num_experts_per_tok=2,
+                                moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                                max_position_embeddings=64)
 CONFIGS = {"mamba2": "Mamba2Config", "mamba": "MambaConfig", "lfm2": "Lfm2Config", "bamba": "BambaConfig",
            "qwen3_5_text": "Qwen3_5TextConfig", "granitemoehybrid": "GraniteMoeHybridConfig",
            "falcon_mamba": "FalconMambaConfig", "jamba": "JambaConfig", "nemotron_h": "NemotronHConfig"}
+CONFIGS["qwen3_next"] = "Qwen3NextConfig"
+CONFIGS["qwen3_5_moe_text"] = "Qwen3_5MoeTextConfig"
 MODELS = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
           "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
           "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
           "jamba": "JambaForCausalLM", "nemotron_h": "NemotronHForCausalLM"}
+MODELS["qwen3_next"] = "Qwen3NextForCausalLM"
+MODELS["qwen3_5_moe_text"] = "Qwen3_5MoeForCausalLM"
 
 # name: (model type, keys over TINY, save options)
 VARIANTS = {
@@ -89,6 +104,15 @@ VARIANTS = {
     "nemotron_h-moe": ("nemotron_h", {}, {}),
     "nemotron_h-pattern": ("nemotron_h", {"layers_block_type": None, "hybrid_override_pattern": "M*E-ME",
                                           "mamba_n_groups": 1, "norm_topk_prob": False, "time_step_min": 0.02}, {}),
+    # the interleaved GDN projections, gated attention, the MoE with its gated shared expert at 0, 1, 3 and the dense
+    # MLP at the mlp_only layer 2; then no layer_types (full_attention_interval 2), decoder_sparse_step 2,
+    # norm_topk_prob off, partial rotary 0.5
+    "qwen3_next-moe": ("qwen3_next", {}, {}),
+    "qwen3_next-step": ("qwen3_next", {"layer_types": None, "full_attention_interval": 2, "decoder_sparse_step": 2,
+                                       "mlp_only_layers": None, "norm_topk_prob": False,
+                                       "partial_rotary_factor": 0.5}, {}),
+    # Qwen3.5-MoE's text model: Qwen3.5's GDN projections, the sparse block on every layer, full_attention_interval 2
+    "qwen3_5_moe-moe": ("qwen3_5_moe_text", {"full_attention_interval": 2}, {}),
     "granitemoehybrid-rope": ("granitemoehybrid", {"position_embedding_type": "rope",
                                                    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
                               {}),

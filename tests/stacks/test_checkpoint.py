@@ -28,6 +28,8 @@ PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
 LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn"),
          "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1"),
          "nemotron_h": (3, "attention"), "zamba2": (3, "mamba2")}   # zamba2 layer 3: a hybrid layer's Mamba2
+LAYER["qwen3_next"] = (1, "gdn")
+LAYER["qwen3_5_moe_text"] = (1, "attention")
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -76,7 +78,9 @@ def main():
                                     "falcon_mamba": "models-falcon_mamba.yaml",
                                     "jamba": "models-jamba.yaml",
                                     "nemotron_h": "models-nemotron_h.yaml",
-                                    "zamba2": "models-zamba2.yaml"}.get(spec.model_type,
+                                    "zamba2": "models-zamba2.yaml",
+                                    "qwen3_next": "models-qwen3_next.yaml",
+                                    "qwen3_5_moe_text": "models-qwen3_5_moe.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

@@ -86,10 +86,12 @@ def logits(path):
         return f["expected/logits"][()], K.loads(cj)
 
 
-def passes(path, tmp, model_type, backends="reference, cpu"):
-    """mixcheck passes the golden on reference and cpu at f32 (prefill, decode, greedy)."""
-    tol = os.path.join(TOL, "models-%s.yaml" % model_type) if os.path.exists(
-        os.path.join(TOL, "models-%s.yaml" % model_type)) else os.path.join(TOL, "models.yaml")
+def passes(path, tmp, model_type, backends="reference, cpu", profile=None):
+    """mixcheck passes the golden on reference and cpu at f32 (prefill, decode, greedy); `profile` the model type's
+    profile where its name is not the model type's."""
+    profile = profile or model_type
+    tol = os.path.join(TOL, "models-%s.yaml" % profile) if os.path.exists(
+        os.path.join(TOL, "models-%s.yaml" % profile)) else os.path.join(TOL, "models.yaml")
     yml = path[:-3] + ".yaml"
     with open(yml, "w") as f:
         f.write(f"id: keys-{os.path.basename(path)[:-3]}\nwhy: \"config key honoured\"\nmodel: {model_type}\n"
@@ -125,7 +127,8 @@ def enumeration():
                 "('mamba2', T.Mamba2Config), ('mamba', T.MambaConfig), ('lfm2', T.Lfm2Config), "
                 "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig), "
                 "('granitemoehybrid', T.GraniteMoeHybridConfig), ('falcon_mamba', T.FalconMambaConfig), "
-                "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig)]}))")
+                "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig), "
+                "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -291,6 +294,74 @@ def main():
                                    ("mlp_bias", True, "'mlp_bias' = true")):
             write(path("bad-nh-" + key), dict(ncfg, **{key: value}), nw)
             refused(path("bad-nh-" + key), needle, f"nemotron_h key {key}")
+        # Qwen3-Next: a released checkpoint's layout (one module per expert, mtp.*) reads as the state_dict; no
+        # layer_types reads as full_attention_interval's; decoder_sparse_step, mlp_only_layers and norm_topk_prob are
+        # honoured (the golden moves); hidden_act gelu refused
+        qcfg, qw = base("qwen3_next")
+        released = dict(qw)
+        for k in [k for k in released if k.endswith(".mlp.experts.gate_up_proj")]:
+            gu, dn = released.pop(k), released.pop(k.replace("gate_up_proj", "down_proj"))
+            F = gu.shape[1] // 2
+            for e in range(gu.shape[0]):
+                pre = k[:-len("gate_up_proj")] + f"{e}."
+                released[pre + "gate_proj.weight"] = gu[e, :F]
+                released[pre + "up_proj.weight"] = gu[e, F:]
+                released[pre + "down_proj.weight"] = dn[e]
+        released["mtp.fc.weight"] = np.ones((qcfg["hidden_size"], 2 * qcfg["hidden_size"]), np.float32)
+        interval = {k: v for k, v in qcfg.items() if k != "layer_types"}
+        interval["full_attention_interval"] = 2   # linear, full, linear, full, linear: not the spec's own pattern
+        spec_types = ["linear_attention" if (i + 1) % 2 else "full_attention" for i in range(qcfg["num_hidden_layers"])]
+        for tag, c, wts in (("list", qcfg, qw), ("released", qcfg, released),
+                            ("interval", interval, S.init_weights(K.normalise(interval), np.random.default_rng(110))),
+                            ("interval-list", dict(qcfg, layer_types=spec_types),
+                             S.init_weights(K.normalise(interval), np.random.default_rng(110)))):
+            write(path("qn-" + tag), c, wts)
+            golden(path("qn-" + tag), path(f"qn-{tag}.h5"))
+        same(path("qn-list.h5"), path("qn-released.h5"), "qwen3_next: the released layout read as the state_dict")
+        same(path("qn-interval.h5"), path("qn-interval-list.h5"), "qwen3_next: full_attention_interval as layer_types")
+        passes(path("qn-list.h5"), tmp, "qwen3_next")
+        write(path("qn-norm"), dict(qcfg, norm_topk_prob=False), qw)
+        golden(path("qn-norm"), path("qn-norm.h5"))
+        d = differ(path("qn-list.h5"), path("qn-norm.h5"), "qwen3_next norm_topk_prob false")
+        passes(path("qn-norm.h5"), tmp, "qwen3_next")
+        print(f"qwen3_next: the released layout and full_attention_interval read alike; norm_topk_prob false moves the "
+              f"logits (max |d logits| {d:.3g})")
+        for key, value, needle in (("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
+                                   ("mlp_only_layers", [1], "the weights do not match the config")):
+            write(path("bad-qn-" + key), dict(qcfg, **{key: value}), qw)
+            refused(path("bad-qn-" + key), needle, f"qwen3_next key {key}")
+        # Qwen3.5-MoE: the text part of a multimodal checkpoint (model.language_model., visual and mtp weights) with its
+        # experts one module each reads as the text model's state_dict; a dense MLP key refused
+        mcfg, mw0 = base("qwen3_5_moe")
+        write(path("q35m-text"), mcfg, mw0)
+        golden(path("q35m-text"), path("q35m-text.h5"))
+        passes(path("q35m-text.h5"), tmp, "qwen3_5_moe_text", profile="qwen3_5_moe")
+        split = dict(mw0)
+        for k in [k for k in split if k.endswith(".mlp.experts.gate_up_proj")]:
+            gu, dn = split.pop(k), split.pop(k.replace("gate_up_proj", "down_proj"))
+            F = gu.shape[1] // 2
+            for e in range(gu.shape[0]):
+                pre = k[:-len("gate_up_proj")] + f"{e}."
+                split[pre + "gate_proj.weight"], split[pre + "up_proj.weight"] = gu[e, :F], gu[e, F:]
+                split[pre + "down_proj.weight"] = dn[e]
+        mm = path("q35m-multimodal")
+        os.makedirs(mm)
+        with open(os.path.join(mm, "config.json"), "w") as f:
+            f.write(K.dumps({"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+                             "text_config": {k: v for k, v in mcfg.items() if k != "architectures"},
+                             "vision_config": {"depth": 2}, "transformers_version": "5.24.0",
+                             "tie_word_embeddings": False}))
+        mmw = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v for k, v in split.items()}
+        mmw["model.visual.patch_embed.proj.weight"] = np.zeros((4, 3), np.float32)
+        mmw["mtp.fc.weight"] = np.zeros((2, 2), np.float32)
+        C.write_safetensors(os.path.join(mm, "model.safetensors"), mmw)
+        golden(mm, path("q35m-multimodal.h5"))
+        same(path("q35m-multimodal.h5"), path("q35m-text.h5"), "qwen3_5_moe: the text part of a multimodal checkpoint")
+        print("qwen3_5_moe: the text part of a multimodal checkpoint, its experts one module each, = the text checkpoint")
+        for key, value, needle in (("intermediate_size", 48, "'intermediate_size' = 48"),
+                                   ("norm_topk_prob", False, "'norm_topk_prob' = false")):
+            write(path("bad-q35m-" + key), dict(mcfg, **{key: value}), mw0)
+            refused(path("bad-q35m-" + key), needle, f"qwen3_5_moe key {key}")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

@@ -85,7 +85,8 @@ static void test_models_pass(void **state)
                                         "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml",
                                         "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
                                         "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
-                                        "cases/models/zamba2.yaml"};
+                                        "cases/models/zamba2.yaml",
+                                        "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -210,6 +211,29 @@ static const struct glue GLUE[] = {
     /* at bf16 the application's KV cache shows it first (outputs within the calibrated tolerance) */
     {"cases/models/zamba2.yaml", "glue.concat-swapped", MC_STACK_GLUE_CONCAT_SWAPPED, 0, 1, MC_DTYPE_BF16,
      {"layer 1's cache (attention mixer on 'cpu')"}},
+    /* Qwen3-Next (GDN 0, 1, 3, gated attention 2, 4; the MoE + gated shared expert at 0, 2, 3, the dense MLP at the
+     * mlp_only_layers 1, 4): the shared expert's sigmoid gate, norm_topk_prob, the router's ties, a block norm */
+    {"cases/models/qwen3_next.yaml", "glue.shared-gate-skipped", MC_STACK_GLUE_SHARED_GATE_SKIPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 5 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/qwen3_next.yaml", "glue.moe-not-renormalised", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 5 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    /* at bf16 the golden's MoE-wide tolerance (docs/models.md §4) lets it through; the reference stack in bf16
+     * catches it and names the layer and its glue */
+    {"cases/models/qwen3_next.yaml", "glue.shared-gate-skipped", MC_STACK_GLUE_SHARED_GATE_SKIPPED, 0, 1, MC_DTYPE_BF16,
+     {"first layer off the reference stack in bf16: layer 0 of 5 (gdn mixer on 'cpu')",
+      "glue around the mixer (norm / residual / feed-forward)"}},
+    /* a known survivor, as GraniteMoeHybrid's: no tie at the k-th place in the golden, nor in its bf16 rounding */
+    {"cases/models/qwen3_next.yaml", "glue.router-tie-high", MC_STACK_GLUE_ROUTER_TIE_HIGH, 0, 1, MC_DTYPE_BF16,
+     {NULL}},
+    {"cases/models/qwen3_next.yaml", "glue.block-norm-skipped@2", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 2 of 5 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* Qwen3.5-MoE (GDN 0, 2, gated attention 1, 3; the sparse block on every layer, its router always renormalised) */
+    {"cases/models/qwen3_5_moe.yaml", "glue.shared-gate-skipped", MC_STACK_GLUE_SHARED_GATE_SKIPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 4 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/qwen3_5_moe.yaml", "glue.moe-not-renormalised", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/qwen3_5_moe.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -391,6 +415,110 @@ static void test_nemotron_config(void **state)
     }
 }
 
+/* Qwen3-Next's config.json as the C reader takes it: layer_types, or full attention every full_attention_interval-th
+ * layer without it; the MoE at (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers (an index past the last
+ * layer is inert, as upstream's `not in`), its shared expert's size, the dense MLP elsewhere; the router; every key
+ * the engine does not compute refused with its name. */
+static void test_qwen3_next_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 6, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, "
+                                    "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, "
+                                    "\"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8, "
+                                    "\"intermediate_size\": 48, \"num_experts\": 8, "
+                                    "\"moe_intermediate_size\": 16, \"shared_expert_intermediate_size\": 24";
+    char json[2048];
+    {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"num_experts_per_tok\": 2, \"full_attention_interval\": 3, "
+                                    "\"decoder_sparse_step\": 2, "
+                                    "\"mlp_only_layers\": [3, 17], \"norm_topk_prob\": false}", base);
+        if (mc_stack_config_parse("qwen3_next", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        static const int attn[6] = {0, 0, 1, 0, 0, 1}, moe[6] = {0, 1, 0, 0, 0, 1};
+        for (int i = 0; i < 6; i++) {
+            assert_int_equal(cfg.layers[i].family, attn[i] ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN);
+            assert_int_equal(cfg.layers[i].moe, moe[i]);
+            assert_true(cfg.layers[i].dense && cfg.layers[i].dense_size == (moe[i] ? 24 : 48));
+        }
+        assert_int_equal(cfg.layers[0].mixer.u.gdn.layout, MC_GDN_LAYOUT_QWEN3_NEXT);
+        assert_true(cfg.layers[2].mixer.u.attention.attn_output_gate &&
+                    cfg.layers[2].mixer.u.attention.qk_norm == MC_QK_NORM_ZERO_CENTRED &&
+                    cfg.layers[2].mixer.u.attention.partial_rotary_factor == 0.25);
+        assert_true(cfg.moe.router == MC_ROUTER_SOFTMAX_TOPK && cfg.moe.shared_gate && !cfg.moe.renormalise);
+        assert_true(cfg.zero_centred && !cfg.tied && !cfg.residual_in_fp32 && cfg.norm_eps == 1e-6);
+    }
+    { /* no layer_types: Qwen3NextConfig's interval of 4; no decoder_sparse_step: every layer a MoE layer */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"num_experts_per_tok\": 2}", base);
+        assert_int_equal(mc_stack_config_parse("qwen3_next", json, "cfg", &cfg, &err), MC_ERR_NONE);
+        for (int i = 0; i < 6; i++)
+            assert_true(cfg.layers[i].moe && cfg.layers[i].family == (i == 3 ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN));
+        assert_true(cfg.moe.renormalise);
+    }
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"hidden_act\": \"gelu\"", "'hidden_act' gelu"},
+        {"\"decoder_sparse_step\": 0", "'decoder_sparse_step'"},
+        {"\"mlp_only_layers\": 2", "'mlp_only_layers' must be a list"},
+        {"\"mlp_only_layers\": [1.5]", "'mlp_only_layers[0]'"},
+        {"\"num_experts_per_tok\": 9", "num_experts (8)"},
+        {"\"layer_types\": [\"linear_attention\", \"conv\", \"linear_attention\", \"full_attention\", "
+         "\"linear_attention\", \"full_attention\"]", "'layer_types[1]'"},
+        {"\"full_attention_interval\": 0", "'full_attention_interval'"},
+        {"\"rope_parameters\": {\"rope_type\": \"yarn\"}", "rope_type' yarn"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, %s%s}", base, bad[i].extra,
+                 strstr(bad[i].extra, "num_experts_per_tok") ? "" : ", \"num_experts_per_tok\": 2");
+        assert_int_equal(mc_stack_config_parse("qwen3_next", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+}
+
+/* Qwen3.5-MoE's text config: Qwen3.5's GDN projections, the sparse block on every layer (no dense MLP, no sparse step,
+ * a router that always renormalises), Qwen3_5MoeTextConfig's defaults; no expert refused. */
+static void test_qwen3_5_moe_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 4, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, "
+                                    "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, "
+                                    "\"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8, "
+                                    "\"moe_intermediate_size\": 16, \"shared_expert_intermediate_size\": 24";
+    char json[2048];
+    struct mc_stack_config cfg;
+    struct mc_error err = {0};
+    /* decoder_sparse_step, mlp_only_layers and norm_topk_prob are no keys of this model: not read */
+    snprintf(json, sizeof json, "{%s, \"num_experts\": 8, \"num_experts_per_tok\": 2, \"decoder_sparse_step\": 2, "
+                                "\"mlp_only_layers\": [0], \"norm_topk_prob\": false}", base);
+    if (mc_stack_config_parse("qwen3_5_moe_text", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(cfg.layers[i].family, i == 3 ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN);
+        assert_true(cfg.layers[i].moe && cfg.layers[i].dense && cfg.layers[i].dense_size == 24);
+    }
+    assert_int_equal(cfg.layers[0].mixer.u.gdn.layout, MC_GDN_LAYOUT_QWEN3_5);
+    assert_true(cfg.moe.router == MC_ROUTER_SOFTMAX_TOPK && cfg.moe.shared_gate && cfg.moe.renormalise &&
+                cfg.zero_centred && !cfg.tied && cfg.ffn_size == 24);
+    snprintf(json, sizeof json, "{%s}", base); /* Qwen3_5MoeTextConfig's 256 experts, 8 per token */
+    assert_int_equal(mc_stack_config_parse("qwen3_5_moe_text", json, "cfg", &cfg, &err), MC_ERR_NONE);
+    assert_true(cfg.moe.n_experts == 256 && cfg.moe.top_k == 8);
+    snprintf(json, sizeof json, "{%s, \"num_experts\": 0}", base);
+    assert_int_equal(mc_stack_config_parse("qwen3_5_moe_text", json, "cfg", &cfg, &err),
+                     MC_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "'num_experts'"));
+    printf("  refused: %s\n", err.msg);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -410,6 +538,8 @@ int main(void)
         cmocka_unit_test(test_nemotron_config),
         cmocka_unit_test(test_glue_mutants),
         cmocka_unit_test(test_mixer_layer_mutants),
+        cmocka_unit_test(test_qwen3_next_config),
+        cmocka_unit_test(test_qwen3_5_moe_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -31,6 +31,10 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "nemotron_h";
     case MC_MODEL_ZAMBA2:
         return "zamba2";
+    case MC_MODEL_QWEN3_NEXT:
+        return "qwen3_next";
+    case MC_MODEL_QWEN3_5_MOE:
+        return "qwen3_5_moe_text";
     }
     return "unknown";
 }
@@ -57,6 +61,10 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_NEMOTRON_H;
     else if (strcmp(name, "zamba2") == 0)
         *t = MC_MODEL_ZAMBA2;
+    else if (strcmp(name, "qwen3_next") == 0)
+        *t = MC_MODEL_QWEN3_NEXT;
+    else if (strcmp(name, "qwen3_5_moe_text") == 0)
+        *t = MC_MODEL_QWEN3_5_MOE;
     else
         return -1;
     return 0;
@@ -67,6 +75,8 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
     return t == MC_MODEL_MAMBA || t == MC_MODEL_FALCON_MAMBA || t == MC_MODEL_JAMBA ? MC_FAMILY_MAMBA1
            : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
            : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
+           : t == MC_MODEL_QWEN3_NEXT ? MC_FAMILY_GDN
+           : t == MC_MODEL_QWEN3_5_MOE ? MC_FAMILY_GDN
                                    : MC_FAMILY_MAMBA2;
 }
 
@@ -74,7 +84,8 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
 {
     out[0] = mc_model_type_family(t);
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
-        t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2)
+        t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
+        t != MC_MODEL_QWEN3_5_MOE)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -997,6 +1008,115 @@ static int parse_zamba2(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* Qwen3NextConfig (transformers 5.24): layer_types ("linear_attention" / "full_attention"; absent: every
+ * full_attention_interval-th layer (default 4) full attention), the linear_* keys of the Gated DeltaNet layers in
+ * Qwen3-Next's interleaved projections (in_proj_qkvz, in_proj_ba), the gated attention of Qwen3.5 (head_dim, the
+ * output gate, zero-centred q/k norms, partial rotary from rope_parameters, default 0.25), rms_norm_eps everywhere;
+ * the MoE (num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob; a softmax over every expert,
+ * its top-k, renormalised with norm_topk_prob) with its shared SwiGLU expert (shared_expert_intermediate_size)
+ * behind the sigmoid shared_expert_gate at the layers i with (i + 1) % decoder_sparse_step == 0 not in
+ * mlp_only_layers (num_experts 0: none), the dense SwiGLU MLP of intermediate_size on the others. Refused:
+ * hidden_act other than silu.
+ * Qwen3_5MoeTextConfig (q35): the same with Qwen3.5's Gated DeltaNet projections and the sparse block on every layer
+ * (Qwen3_5MoeDecoderLayer): no intermediate_size, decoder_sparse_step, mlp_only_layers or norm_topk_prob (its router
+ * always renormalises), num_experts 256 and num_experts_per_tok 8 by default, at least one expert. */
+static int parse_qwen3_next(struct reader *r, struct mc_stack_config *cfg)
+{
+    const int q35 = cfg->type == MC_MODEL_QWEN3_5_MOE;
+    struct mc_gdn_config gd = {.hidden_size = cfg->hidden, .chunk_size = 64,
+                               .layout = q35 ? MC_GDN_LAYOUT_QWEN3_5 : MC_GDN_LAYOUT_QWEN3_NEXT};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t inter = q35 ? 1 : 5632, shared = 512, step = 1, interval = 4;
+    if (get_int(r, "linear_num_key_heads", 0, 16, &gd.num_key_heads) ||
+        get_int(r, "linear_num_value_heads", 0, 32, &gd.num_value_heads) ||
+        get_int(r, "linear_key_head_dim", 0, 128, &gd.key_head_dim) ||
+        get_int(r, "linear_value_head_dim", 0, 128, &gd.value_head_dim) ||
+        get_int(r, "linear_conv_kernel_dim", 0, 4, &gd.conv_kernel) ||
+        get_int(r, "num_attention_heads", 0, 16, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, 2, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 0, 256, &at.head_dim) || get_int(r, "max_position_embeddings", 0, 32768, &at.cache_length) ||
+        rope_params(r, 10000.0, 0.25, 1, &at) || get_bool(r, "attention_bias", 0, &at.attention_bias) ||
+        (!q35 && get_int(r, "intermediate_size", 0, 5632, &inter)) ||
+        get_int(r, "shared_expert_intermediate_size", 0, 512, &shared) ||
+        get_int(r, "num_experts", 0, q35 ? 256 : 512, &cfg->moe.n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, q35 ? 8 : 10, &cfg->moe.top_k) ||
+        get_int(r, "moe_intermediate_size", 0, 512, &cfg->moe.expert_size) ||
+        (!q35 && get_bool(r, "norm_topk_prob", 1, &cfg->moe.renormalise)) ||
+        (!q35 && get_int(r, "decoder_sparse_step", 0, 1, &step)) ||
+        get_int(r, "full_attention_interval", 0, 4, &interval) ||
+        want_string(r, "hidden_act", "silu") ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        positive(r, "intermediate_size", inter, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) ||
+        positive(r, "decoder_sparse_step", step, 1 << 20))
+        return -1;
+    if (q35) /* Qwen3_5MoeTopKRouter: always divided by the sum; every layer the sparse block */
+        cfg->moe.renormalise = 1;
+    if (q35 && cfg->moe.n_experts < 1) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_experts' must be >= 1 (every Qwen3.5-MoE layer is a "
+                     "sparse block; got %lld)", r->where, (long long)cfg->moe.n_experts);
+        return -1;
+    }
+    if (cfg->moe.n_experts < 0 || cfg->moe.n_experts > MC_STACK_MAX_EXPERTS ||
+        (cfg->moe.n_experts > 0 &&
+         (cfg->moe.top_k < 1 || cfg->moe.top_k > cfg->moe.n_experts || cfg->moe.top_k > MC_STACK_MAX_TOP_K ||
+          positive(r, "moe_intermediate_size", cfg->moe.expert_size, 1 << 20) ||
+          positive(r, "shared_expert_intermediate_size", shared, 1 << 20)))) {
+        if (r->err->code == MC_ERR_NONE)
+            mc_error_set(r->err, MC_ERR_INPUT,
+                         "%s: config_json: num_experts (%lld) must be in [0, 512] and num_experts_per_tok (%lld) in "
+                         "[1, min(num_experts, 64)]",
+                         r->where, (long long)cfg->moe.n_experts, (long long)cfg->moe.top_k);
+        return -1;
+    }
+    gd.rms_norm_eps = cfg->norm_eps;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_ZERO_CENTRED;
+    at.attn_output_gate = 1;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type == MC_JSON_NULL) { /* Qwen3NextConfig: full attention every interval-th layer */
+        if (positive(r, "full_attention_interval", interval, 1 << 20))
+            return -1;
+        for (int64_t i = 0; i < cfg->n_layers; i++) {
+            int attn = (i + 1) % interval == 0;
+            cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN;
+            cfg->layers[i].mixer.family = cfg->layers[i].family;
+            if (attn)
+                cfg->layers[i].mixer.u.attention = at;
+            else
+                cfg->layers[i].mixer.u.gdn = gd;
+        }
+    } else {
+        const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
+        if (layer_types(r, cfg, "linear_attention", &linear, &at))
+            return -1;
+    }
+    const struct mc_json_value *mo = q35 ? NULL : mc_json_get(r->root, "mlp_only_layers");
+    if (mo != NULL && mo->type != MC_JSON_NULL && mo->type != MC_JSON_ARRAY) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_only_layers' must be a list of layer indices", r->where);
+        return -1;
+    }
+    for (size_t k = 0; mo != NULL && mo->type == MC_JSON_ARRAY && k < mo->len; k++)
+        if (mo->items[k].type != MC_JSON_NUMBER || mo->items[k].number != floor(mo->items[k].number)) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_only_layers[%zu]' must be an integer", r->where, k);
+            return -1;
+        }
+    cfg->moe.router = MC_ROUTER_SOFTMAX_TOPK;
+    cfg->moe.shared_gate = 1;
+    cfg->ffn_size = q35 ? shared : inter;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        int mlp_only = 0; /* Qwen3NextDecoderLayer: `layer_idx not in config.mlp_only_layers` */
+        for (size_t k = 0; mo != NULL && mo->type == MC_JSON_ARRAY && k < mo->len; k++)
+            mlp_only |= mo->items[k].number == (double)i;
+        cfg->layers[i].moe = !mlp_only && cfg->moe.n_experts > 0 && (i + 1) % step == 0;
+        cfg->layers[i].dense = 1; /* the dense MLP, or the MoE's shared expert */
+        cfg->layers[i].dense_size = cfg->layers[i].moe ? shared : inter;
+        if (cfg->layers[i].moe && shared > cfg->ffn_size)
+            cfg->ffn_size = shared; /* the largest dense MLP */
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1004,7 +1124,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2)",
+                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -1033,11 +1153,13 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         get_num(&r,
                 cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-                        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb
+                        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
+                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
-                cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA
+                cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA ||
+                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE
                     ? 1e-6
                     : 1e-5,
                 &cfg->norm_eps) ||
@@ -1055,11 +1177,14 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         goto out;
     }
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H)
+        cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
+        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
-    cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5;
+    cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_QWEN3_NEXT ||
+                        cfg->type == MC_MODEL_QWEN3_5_MOE;
+    int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE; /* its layers' feed-forwards are set by its parser */
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
@@ -1068,11 +1193,12 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : cfg->type == MC_MODEL_JAMBA   ? parse_jamba(&r, cfg)
          : nh                            ? parse_nemotron_h(&r, cfg)
          : zb                            ? parse_zamba2(&r, cfg)
+         : qn                            ? parse_qwen3_next(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
-    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && !nh && !zb && i < cfg->n_layers; i++)
+    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && !nh && !zb && !qn && i < cfg->n_layers; i++)
         cfg->layers[i].dense = cfg->ffn_size > 0; /* every layer has its MLP (GraniteMoeHybrid: the shared one) */
-    for (int64_t i = 0; !nh && !zb && i < cfg->n_layers; i++)
+    for (int64_t i = 0; !nh && !zb && !qn && i < cfg->n_layers; i++)
         cfg->layers[i].dense_size = cfg->layers[i].dense ? cfg->ffn_size : 0;
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         struct mc_error e = {0};
@@ -1096,7 +1222,8 @@ static int lfm2(const struct mc_stack_config *cfg)
 static int hybrid(const struct mc_stack_config *cfg)
 {
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
-           cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2;
+           cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
+           cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1114,7 +1241,7 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%sinput_layernorm.weight", (long long)Z->hf_layer,
                  Z->shared ? "shared_transformer." : Z->hybrid ? "mamba_decoder." : "");
     else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
-        cfg->type == MC_MODEL_JAMBA)
+        cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
@@ -1137,6 +1264,8 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
                  cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
                  : lfm2(cfg)                                      ? "conv."
                  : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
+                 : cfg->type == MC_MODEL_QWEN3_NEXT               ? "linear_attn."
+                 : cfg->type == MC_MODEL_QWEN3_5_MOE              ? "linear_attn."
                                                                   : "mamba.");
     else
         snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
@@ -1181,7 +1310,12 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
                      zamba2_parts[part & 3]);
         return;
     }
-    const char *const *parts = cfg->type == MC_MODEL_NEMOTRON_H         ? (cfg->layers[layer].moe ? nemotron_moe_parts
+    static const char *const qwen3_next_moe_parts[] = {"post_attention_layernorm.weight", "mlp.shared_expert.gate_proj.weight",
+                                                       "mlp.shared_expert.up_proj.weight",
+                                                       "mlp.shared_expert.down_proj.weight"};
+    const char *const *parts = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ? (cfg->layers[layer].moe ? qwen3_next_moe_parts
+                                                                                                  : qwen_parts)
+                               : cfg->type == MC_MODEL_NEMOTRON_H         ? (cfg->layers[layer].moe ? nemotron_moe_parts
                                                                                                   : nemotron_parts)
                                : lfm2(cfg)                              ? lfm2_parts
                                : cfg->type == MC_MODEL_QWEN3_5          ? qwen_parts
@@ -1201,8 +1335,13 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
                                               "feed_forward.experts.down_proj"};
     static const char *const nemotron_parts[] = {"mixer.gate.weight", "mixer.experts.up_proj", "mixer.experts.down_proj",
                                                  "mixer.gate.e_score_correction_bias"};
+    static const char *const qwen3_next_parts[] = {"mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj",
+                                                   "mlp.gate.weight", "mlp.shared_expert_gate.weight"};
     if (cfg->type == MC_MODEL_NEMOTRON_H)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, nemotron_parts[part & 3]);
+    else if (cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 qwen3_next_parts[part < 0 || part > 4 ? 0 : part]);
     else
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
                  (cfg->type == MC_MODEL_JAMBA ? jamba_parts : granite_parts)[part < 0 || part > 2 ? 0 : part]);
@@ -1215,7 +1354,9 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
              : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2
                  ? "model.final_layernorm.weight"
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
-             : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ? "model.norm.weight"
+             : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
+                       cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE
+                   ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }
 

@@ -41,6 +41,14 @@ enum mc_model_type {
                                   blocks (attention on cat(hidden, embeddings), a GELU MLP) with the application's
                                   adapters, the layer's linear into T, and the layer's Mamba2 on norm(h + T) with the
                                   residual h; each hybrid layer is two entries of the engine (stackconfig.h layers[]) */
+    MC_MODEL_QWEN3_NEXT = 13,  /* Qwen3NextForCausalLM: Gated DeltaNet (Qwen3-Next's interleaved in_proj_qkvz /
+                                  in_proj_ba) and gated attention layers by layer_types, zero-centred RMSNorm; a
+                                  softmax-then-top-k MoE plus a shared SwiGLU expert behind a sigmoid
+                                  shared_expert_gate at (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers,
+                                  the dense SwiGLU MLP elsewhere */
+    MC_MODEL_QWEN3_5_MOE = 14, /* Qwen3_5MoeForCausalLM (model_type qwen3_5_moe_text): Qwen3.5's Gated DeltaNet and
+                                  gated attention layers, zero-centred RMSNorm; on every layer the softmax-then-top-k
+                                  MoE (always renormalised) plus the shared SwiGLU expert behind its sigmoid gate */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -86,6 +94,9 @@ struct mc_stack_moe {
     int64_t n_group;     /* MC_ROUTER_SIGMOID_GROUPED: groups of E / n_group experts (n_group) */
     int64_t topk_group;  /* the groups kept (topk_group) */
     double routed_scaling; /* routed_scaling_factor */
+    int32_t shared_gate;   /* 1: the layer's dense MLP is a shared expert scaled by sigmoid(shared_expert_gate x)
+                              ([1][D] in T, the sigmoid and the product in T) and added after the experts' sum,
+                              which starts from zero in T (Qwen3NextSparseMoeBlock) */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -142,7 +153,7 @@ struct mc_stack_config {
 
 const char *mc_model_type_name(enum mc_model_type t);
 /* Parses "mamba2", "mamba", "lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "falcon_mamba", "jamba",
- * "nemotron_h"; 0 on success, -1 when unknown. */
+ * "nemotron_h", "qwen3_next", "qwen3_5_moe_text"; 0 on success, -1 when unknown. */
 int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 /* The family a model type's mixer layers have (what `--family` filters a model case by). */
 enum mc_family mc_model_type_family(enum mc_model_type t);
@@ -176,7 +187,7 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 /* The MoE of layer i (layers[i].moe): part 0 the router [E][D], 1 the experts' gate-and-up [E][2 F_e][D] (relu²:
  * their up projections [E][F_e][D]), 2 their down projections [E][D][F_e], 3 the router's e_score_correction_bias
- * [E] (MC_ROUTER_SIGMOID_GROUPED only). */
+ * [E] (MC_ROUTER_SIGMOID_GROUPED only), 4 the shared expert's gate [1][D] (moe.shared_gate only). */
 void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 /* Zamba2's shared-block application at entry `layer` (layers[layer].shared), reading the adapters of application
  * `app` (its own: layers[layer].app) from the copy of its block stored under its layer: part 0 the layer's linear

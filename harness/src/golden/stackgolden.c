@@ -163,6 +163,10 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
                 mc_stack_name_moe(cfg, l, 3, buf);
                 ADD(buf, 1, e->n_experts, 0, 0);
             }
+            if (e->shared_gate) { /* Qwen3-Next: shared_expert_gate [1][D] */
+                mc_stack_name_moe(cfg, l, 4, buf);
+                ADD(buf, 2, 1, cfg->hidden, 0);
+            }
         }
     }
     mc_stack_name_final_norm(cfg, buf);
@@ -175,7 +179,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
 
 static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_golden *g)
 {
-    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 8)); /* norm, mixer, feed-forward, MoE */
+    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 9)); /* norm, mixer, feed-forward, MoE */
     if (g->config.type == MC_MODEL_ZAMBA2) /* and the adapters of every application of a block under each copy */
         cap += (int)(g->config.n_layers * (g->config.n_apps + 1) * 8);
     char(*names)[MC_STACK_NAME_LEN + 32] = mc_calloc((size_t)cap, sizeof *names);

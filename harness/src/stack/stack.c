@@ -34,6 +34,7 @@ struct mc_stack {
     int32_t threads;
     double *norm2;                     /* [n][2D]: an application's input_layernorm over cat(h, e) (zeros elsewhere) */
     double **ad_a, **ad_b, **lin;      /* per application: its MLP adapter [r][D] and [2F][r], its layer's linear [D][D] */
+    double **sgate;                    /* per MoE layer with moe.shared_gate: shared_expert_gate [1][D] */
 };
 
 static int fail(struct mc_msg *msg, const char *fmt, const char *a, long long b)
@@ -372,6 +373,16 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
                 st = MC_BACKEND_NOMEM;
         }
     }
+    s->sgate = calloc((size_t)s->n, sizeof *s->sgate);
+    if (s->sgate == NULL)
+        st = MC_BACKEND_NOMEM;
+    for (int64_t l = 0; l < s->n && st == MC_BACKEND_OK; l++) {
+        if (!g->config.layers[l].moe || !g->config.moe.shared_gate)
+            continue;
+        mc_stack_name_moe(s->cfg, l, 4, name); /* the shared expert's gate [1][D], in T */
+        if ((s->sgate[l] = weight_copy(s, g, name, s->D)) == NULL)
+            st = MC_BACKEND_NOMEM;
+    }
     if (s->ops == NULL || s->models == NULL || s->norm == NULL || s->embed == NULL || s->final_norm == NULL ||
         (!s->cfg->tied && s->head == NULL) || s->norm2 == NULL || s->ad_a == NULL || s->ad_b == NULL || s->lin == NULL)
         st = MC_BACKEND_NOMEM;
@@ -470,6 +481,9 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->ad_b);
     free(s->lin);
     free(s->norm2);
+    for (int64_t l = 0; s->sgate != NULL && l < s->n; l++)
+        free(s->sgate[l]);
+    free(s->sgate);
     free(s);
 }
 
@@ -838,7 +852,9 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
 }
 
 /* The MoE of layer l on normed rows x [rows][D], added into y [rows][D] (the dense MLP's output, or zeros):
- * y = y + Σ_j w_j · expert_{e_j}(x), in the dtype (MC_ROUTER_TOPK_SOFTMAX, stackconfig.h). a is [Fe] scratch. */
+ * y = y + Σ_j w_j · expert_{e_j}(x), in the dtype (MC_ROUTER_TOPK_SOFTMAX, stackconfig.h). With moe.shared_gate
+ * (Qwen3-Next) the experts are summed from zero in T and y, the shared expert's output, is first scaled by
+ * sigmoid(shared_expert_gate x): y = Σ_j w_j · expert_{e_j}(x) + sigmoid(g · x) · y. a is [Fe + D] scratch. */
 static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const double *x, double *y, double *a)
 {
     if (s->cfg->moe.router == MC_ROUTER_SIGMOID_GROUPED) {
@@ -850,9 +866,12 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
     const double *router = s->router[l], *gu = s->gate_up[l], *dn = s->down[l];
     int64_t pick[MC_STACK_MAX_TOP_K];
     double logit[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
+    const int gated = e->shared_gate;
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * D;
-        double *yr = y + r * D;
+        double *yr = gated ? a + Fe : y + r * D; /* gated: the experts' sum, from zero (torch.zeros_like) */
+        for (int64_t d = 0; gated && d < D; d++)
+            yr[d] = 0.0;
         for (int64_t k = 0; k < E; k++) { /* F.linear in T, then .float() */
             double acc = 0.0;
             for (int64_t d = 0; d < D; d++)
@@ -910,6 +929,16 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
                     acc += d0[d * Fe + f] * a[f];
                 yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
             }
+        }
+        if (gated) { /* expert_output + sigmoid(shared_expert_gate(x)) * shared_expert(x), each step in T */
+            const double *gw = s->sgate[l];
+            double gl = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                gl += gw[d] * xr[d];
+            gl = store(s, gl);
+            double sg = s->fault == MC_STACK_GLUE_SHARED_GATE_SKIPPED ? 1.0 : store(s, 1.0 / (1.0 + exp(-gl)));
+            for (int64_t d = 0; d < D; d++)
+                y[r * D + d] = store(s, yr[d] + store(s, sg * y[r * D + d]));
         }
     }
 }

@@ -67,6 +67,9 @@ enum mc_stack_glue_fault {
                                                   alternation off by one), its own adapters */
     MC_STACK_GLUE_CONCAT_SWAPPED,              /* the shared block reads cat(e, h), not cat(h, e) */
     MC_STACK_GLUE_CONCAT_DROPPED,              /* the shared block reads cat(h, h): the original embeddings dropped */
+    /* the glue of Qwen3-Next (the MoE's shared expert behind a sigmoid gate): */
+    MC_STACK_GLUE_SHARED_GATE_SKIPPED,         /* the shared expert added without its sigmoid(shared_expert_gate x)
+                                                  (a softmax over its one logit, 1, alike) */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
