@@ -377,6 +377,7 @@ def gated_norm_group_size(cfg, intermediate, n_groups):
 # partial rotary factor of 0.5 over any top-level value; Qwen3.5 defaults it to 0.25)
 ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_text": (10000.0, 0.25),
                  "granitemoehybrid": (10000.0, 1.0)}
+ROPE_DEFAULTS["falcon_h1"] = (10000.0, 1.0)
 
 
 def rope_params(cfg):

@@ -37,6 +37,9 @@ enum mc_model_type {
                                   a Mamba2 mixer, NoPE attention, a relu² MLP or a sigmoid-routed relu² MoE with a
                                   shared expert, each as norm -> block -> residual; the last two have no sequence
                                   mixer (MC_STACK_NO_MIXER) */
+    MC_MODEL_FALCON_H1 = 10,   /* FalconH1ForCausalLM: every decoder layer a Mamba2 mixer and RoPE attention in parallel
+                                  on the same input norm, their outputs scaled and summed (two mixer slots a layer,
+                                  struct mc_stack_layer.parallel), a SwiGLU MLP, the µP-style multipliers */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -93,6 +96,13 @@ struct mc_stack_layer {
                                       the MoE alone; 0 on Nemotron-H's mixer layers, which have no feed-forward) */
     int64_t dense_size;            /* the dense MLP's intermediate size (ffn_size, or Nemotron-H's: intermediate_size
                                       on an MLP block, moe_shared_expert_intermediate_size on a MoE block) */
+    /* parallel mixers (FalconH1): one decoder layer j is the two slots 2j and 2j + 1, each a mixer of its own (its
+     * model, backend, cache), both reading the same block norm of the same residual; the first slot's output,
+     * times its out_multiplier, is held, the second's added to it, and the sum goes to the residual once, then the
+     * layer's feed-forward (on the second slot). The first slot leaves the residual as it was. */
+    int32_t parallel;              /* 0: a layer of its own; 1: the first slot of a parallel pair; 2: the second */
+    double in_multiplier;          /* the mixer reads its block norm times this (rounded to T); parallel slots only */
+    double out_multiplier;         /* its output times this (rounded to T) before the sum; parallel slots only */
 };
 
 struct mc_stack_config {
@@ -119,6 +129,15 @@ struct mc_stack_config {
     double residual_multiplier;
     double logits_scaling;
     struct mc_stack_layer layers[MC_STACK_MAX_LAYERS];
+    /* FalconH1's multipliers (1 elsewhere): the logits times lm_head_multiplier; the MLP's gate projection times
+     * mlp_gate_multiplier before its SiLU and its down projection times mlp_down_multiplier; key_multiplier on the
+     * attention branch's k_proj output and ssm_multipliers on the Mamba2 branch's in_proj parts z, x, B, C, dt
+     * (mup_vector), both folded into those rows when the weights are rounded to T (docs/models.md §1) */
+    double lm_head_multiplier;
+    double mlp_gate_multiplier, mlp_down_multiplier;
+    double key_multiplier;
+    double ssm_multipliers[5];
+    int64_t decoder_layers; /* FalconH1's num_hidden_layers (n_layers is twice it: two slots a layer) */
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
@@ -129,6 +148,9 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 enum mc_family mc_model_type_family(enum mc_model_type t);
 /* Every family a model type's layers may have, into out[0..n); returns n (at most 4). */
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4]);
+
+/* The decoder layer slot i belongs to (i / 2 for FalconH1's parallel pairs, else i). */
+int64_t mc_stack_decoder_layer(const struct mc_stack_config *cfg, int64_t slot);
 
 /* 1 when layer i has a sequence mixer (every layer but Nemotron-H's MLP and MoE blocks). */
 int mc_stack_layer_has_mixer(const struct mc_stack_config *cfg, int64_t layer);

@@ -60,6 +60,14 @@ enum mc_stack_glue_fault {
                                                   e_score_correction_bias), not only the choice */
     MC_STACK_GLUE_PATTERN_SHIFTED,             /* the block pattern read one place on: position i runs block i + 1
                                                   (its kind, weights and cache), the last position block 0 */
+    /* the glue of FalconH1 (parallel mixers, its multipliers): */
+    MC_STACK_GLUE_IN_MULTIPLIER_TWICE,         /* every parallel branch's input times its in multiplier twice */
+    MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED,      /* every parallel branch's output added without its out multiplier */
+    MC_STACK_GLUE_MLP_MULTIPLIERS_DROPPED,     /* the MLP's gate and down multipliers not applied */
+    MC_STACK_GLUE_LM_HEAD_MULTIPLIER_DROPPED,  /* the logits not multiplied by lm_head_multiplier */
+    MC_STACK_GLUE_BRANCHES_SUMMED_BEFORE_NORM, /* at slot `layer` (a pair's second): the first branch added to the
+                                                  residual before this branch's norm (sequential, not parallel) */
+    MC_STACK_GLUE_BRANCH_DROPPED,              /* the branch at slot `layer` added as zero */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
