@@ -47,6 +47,8 @@ PROFILE_OF = {"mamba2": "models.yaml", "mamba": "models-mamba.yaml", "lfm2": "mo
               "bamba": "models-bamba.yaml", "qwen3_5_text": "models-qwen3_5.yaml",
               "granitemoehybrid": "models-granitemoehybrid.yaml", "falcon_mamba": "models-falcon_mamba.yaml",
               "jamba": "models-jamba.yaml", "nemotron_h": "models-nemotron_h.yaml"}
+MODEL_TYPES.append("falcon_h1")
+PROFILE_OF["falcon_h1"] = "models-falcon_h1.yaml"
 PROFILE_OF.update({"layer:" + f: f"checkpoint-{f}.yaml" for f in LAYER_FAMILIES})
 UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # The tensors stored in float32 when the model runs at a reduced dtype T, whose floor is 2u of float32: the

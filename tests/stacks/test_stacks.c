@@ -84,7 +84,8 @@ static void test_models_pass(void **state)
     static const char *const paths[] = {"cases/models/mamba2.yaml", "cases/models/mamba.yaml", "cases/models/lfm2.yaml",
                                         "cases/models/bamba.yaml", "cases/models/qwen3_5.yaml",
                                         "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
-                                        "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml"};
+                                        "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
+                                        "cases/models/falcon_h1.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -190,6 +191,37 @@ static const struct glue GLUE[] = {
     {"cases/models/nemotron_h.yaml", "glue.relu2-as-relu", MC_STACK_GLUE_RELU2_AS_RELU, 0, 1, MC_DTYPE_BF16,
      {"first layer off the reference stack in bf16: layer 1 of 8 (MLP block without a mixer",
       "glue: the feed-forward (MLP)"}},
+    /* FalconH1 (3 decoder layers = 6 slots: 2j the Mamba2 branch, 2j + 1 the attention branch and the layer's sum,
+     * residual and MLP): its multipliers applied twice or not at all, the branches made sequential (the first
+     * added to the residual before the second's norm), a branch dropped, the pattern shifted (each slot running
+     * the next slot's mixer: the branches swapped) */
+    {"cases/models/falcon_h1.yaml", "glue.in-multiplier-twice", MC_STACK_GLUE_IN_MULTIPLIER_TWICE, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 6 (attention branch of decoder layer 0 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.out-multiplier-dropped", MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 1 of 6 (attention branch of decoder layer 0 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.mlp-multipliers-dropped", MC_STACK_GLUE_MLP_MULTIPLIERS_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 1 of 6", "glue: the feed-forward (MLP)"}},
+    {"cases/models/falcon_h1.yaml", "glue.lm-head-multiplier-dropped", MC_STACK_GLUE_LM_HEAD_MULTIPLIER_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"glue after the last layer"}},
+    {"cases/models/falcon_h1.yaml", "glue.embedding-multiplier-twice", MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE, 0, 1,
+     MC_DTYPE_F32, {"glue: the embedding"}},
+    {"cases/models/falcon_h1.yaml", "glue.branches-sequential@3", MC_STACK_GLUE_BRANCHES_SUMMED_BEFORE_NORM, 3, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 3 of 6 (attention branch of decoder layer 1 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.branch-dropped@2", MC_STACK_GLUE_BRANCH_DROPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 6 (attention branch of decoder layer 1 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.branch-dropped@5", MC_STACK_GLUE_BRANCH_DROPPED, 5, 1, MC_DTYPE_F32,
+     {"first diverging layer 5 of 6 (attention branch of decoder layer 2 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 6 (mamba2 branch of decoder layer 0 on 'cpu')"}},
+    {"cases/models/falcon_h1.yaml", "glue.branch-multipliers-swapped", MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 1 of 6 (attention branch of decoder layer 0 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.block-norm-skipped@4", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 4, 1, MC_DTYPE_F32,
+     {"first diverging layer 5 of 6", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.out-multiplier-dropped", MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED, 0, 1,
+     MC_DTYPE_BF16, {"decoder layer 0", "glue around the parallel mixers"}},
 };
 
 static void test_glue_mutants(void **state)

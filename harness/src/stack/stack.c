@@ -545,29 +545,9 @@ static enum mc_backend_status run_mixer(struct mc_stack *s, int64_t l, struct mc
     void *xb = malloc(n * esz), *yb = malloc(n * esz);
     enum mc_backend_status st = MC_BACKEND_NOMEM;
     if (xb != NULL && yb != NULL) {
-        double in_m = s->cfg->layers[l].parallel ? s->cfg->layers[l].in_multiplier : 1.0;
-        if (s->fault == MC_STACK_GLUE_IN_MULTIPLIER_TWICE && s->cfg->layers[l].parallel)
-            in_m = in_m * in_m;
-        if (in_m != 1.0) { /* FalconH1: the branch reads its norm times its in multiplier, in T */
-            double *xm = malloc(n * sizeof *xm);
-            if (xm == NULL) {
-                free(xb);
-                free(yb);
-                return MC_BACKEND_NOMEM;
-            }
-            for (size_t i = 0; i < n; i++)
-                xm[i] = store(s, s->fault == MC_STACK_GLUE_IN_MULTIPLIER_TWICE
-                                     ? store(s, x[i] * s->cfg->layers[l].in_multiplier) * s->cfg->layers[l].in_multiplier
-                                     : x[i] * in_m);
-            mc_dtype_from_f64(mdt, xm, xb, n);
-            for (size_t i = 0; mdt != s->dtype && i < n; i++)
-                ((double *)xb)[i] = xm[i];
-            free(xm);
-        } else {
-            mc_dtype_from_f64(mdt, x, xb, n);
-            for (size_t i = 0; mdt != s->dtype && i < n; i++) /* the mixer reads dtype values */
-                ((double *)xb)[i] = store(s, x[i]);
-        }
+        mc_dtype_from_f64(mdt, x, xb, n);
+        for (size_t i = 0; mdt != s->dtype && i < n; i++) /* the mixer reads dtype values */
+            ((double *)xb)[i] = store(s, x[i]);
         mc_dtype_fill_nan(mdt, yb, n);
         struct mc_forward_args a = {.batch = B, .len = L, .x = xb, .mask = mask, .y = yb};
         struct mc_msg m = {{0}};
@@ -826,6 +806,23 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     return MC_BACKEND_OK;
 }
 
+/* The slot whose in / out multipliers parallel slot l applies: its own, or its partner's with the planted swap. */
+static const struct mc_stack_layer *multipliers_of(const struct mc_stack *s, int64_t l)
+{
+    if (s->fault != MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED)
+        return &s->cfg->layers[l];
+    return &s->cfg->layers[s->cfg->layers[l].parallel == 1 ? l + 1 : l - 1];
+}
+
+/* A parallel slot's input: its block norm x [n] times its in multiplier m, in T (`times` times: 2 with the planted
+ * fault). */
+static void in_multiply(const struct mc_stack *s, double m, double *x, size_t n, int times)
+{
+    for (int t = 0; m != 1.0 && t < times; t++)
+        for (size_t i = 0; i < n; i++)
+            x[i] = store(s, x[i] * m);
+}
+
 /* A slot of FalconH1's parallel pair (struct mc_stack_layer.parallel): both read the block norm of the same h;
  * the first's output times its out multiplier (in T) goes to `held`, the second's is added to it (in T) and the
  * sum to the residual, in T; then the layer's feed-forward. */
@@ -845,11 +842,12 @@ static enum mc_backend_status parallel_step(struct mc_stack *s, int64_t l, struc
             x[i] = store(s, h[i]);
     else
         block_norm(s, s->norm + l * s->D, h, B * L, x);
+    in_multiply(s, multipliers_of(s, l)->in_multiplier, x, n, s->fault == MC_STACK_GLUE_IN_MULTIPLIER_TWICE ? 2 : 1);
     enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
     if (st != MC_BACKEND_OK)
         return st;
     int drop = s->fault == MC_STACK_GLUE_BRANCH_DROPPED && l == s->fault_layer;
-    double om = s->fault == MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED ? 1.0 : ly->out_multiplier;
+    double om = s->fault == MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED ? 1.0 : multipliers_of(s, l)->out_multiplier;
     for (size_t i = 0; i < n; i++) {
         double v = drop ? 0.0 : store(s, y[i] * om);
         if (ly->parallel == 1)
@@ -1005,6 +1003,18 @@ enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer,
     if (!mc_stack_layer_has_mixer(s->cfg, layer)) { /* no mixer: its output is nothing (zeros) */
         memset(y, 0, (size_t)(batch * len * s->D) * sizeof *y);
         return MC_BACKEND_OK;
+    }
+    if (s->cfg->layers[layer].parallel) { /* a parallel branch reads its norm times its in multiplier */
+        size_t n = (size_t)(batch * len * s->D);
+        double *xm = malloc(n * sizeof *xm);
+        if (xm == NULL)
+            return MC_BACKEND_NOMEM;
+        for (size_t i = 0; i < n; i++)
+            xm[i] = store(s, x[i]);
+        in_multiply(s, s->cfg->layers[layer].in_multiplier, xm, n, 1); /* the layer's own: the mixer's input */
+        enum mc_backend_status st = run_mixer(s, layer, NULL, batch, len, xm, mask, NULL, y, msg);
+        free(xm);
+        return st;
     }
     return run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y, msg);
 }

@@ -68,6 +68,8 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_BRANCHES_SUMMED_BEFORE_NORM, /* at slot `layer` (a pair's second): the first branch added to the
                                                   residual before this branch's norm (sequential, not parallel) */
     MC_STACK_GLUE_BRANCH_DROPPED,              /* the branch at slot `layer` added as zero */
+    MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED,  /* each branch applies the other's in and out multipliers (the
+                                                  attention branch the ssm_* ones, the Mamba2 branch attention_*) */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
