@@ -728,11 +728,24 @@ class HFModel(StackBackend):
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers
-        if len(self.layers) != options.n_layers:
+        # FalconH1: a decoder layer holds a Mamba2 mixer (`mamba`) and attention (`self_attn`) in parallel, which
+        # mixcheck reads as two mixer slots, 2i and 2i + 1 (docs/models.md §1)
+        self.pairs = all(isinstance(getattr(lay, "mamba", None), torch.nn.Module) and
+                         isinstance(getattr(lay, "self_attn", None), torch.nn.Module) for lay in self.layers)
+        if len(self.layers) * (2 if self.pairs else 1) != options.n_layers:
             raise Invalid("%s has %d layers, mixcheck reads %d from the config" % (cls.__name__, len(self.layers),
                                                                                 options.n_layers))
         model.get_input_embeddings().register_forward_hook(self.hook("embedding"))
-        for i, layer in enumerate(self.layers):
+        if self.pairs:  # the residual entering layer 0: the embedding times embedding_multiplier (FalconH1Model)
+            self.layers[0].register_forward_pre_hook(self.pre_hook("residual0"), with_kwargs=True)
+        for i, layer in enumerate(self.layers if self.pairs else ()):
+            layer.register_forward_hook(self.hook(("layer", i)))
+            # both slots' input is the layer's input norm (the Mamba2 mixer's own input; the attention's is it
+            # times attention_in_multiplier)
+            for slot, mixer in ((2 * i, layer.mamba), (2 * i + 1, layer.self_attn)):
+                mixer.register_forward_hook(self.hook(("mixer", slot)))
+                layer.mamba.register_forward_pre_hook(self.pre_hook(("input", slot)), with_kwargs=True)
+        for i, layer in enumerate(self.layers if not self.pairs else ()):
             layer.register_forward_hook(self.hook(("layer", i)))
             mixer = next((getattr(layer, a) for a in self.MIXERS if isinstance(getattr(layer, a, None),
                                                                              torch.nn.Module)), None)
@@ -826,12 +839,19 @@ class HFModel(StackBackend):
             logits = self.out(res.logits)
             if not want_hidden:
                 return logits
-            n = len(self.layers)
-            need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)]
+            n = len(self.layers) * (2 if self.pairs else 1)
+            need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)
+                                    if k != "layer" or not self.pairs or i < n // 2]
             lost = [k for k in need if k not in got]
             if lost:
                 raise Invalid("no output captured from %s" % (lost[0],))
-            hidden = np.stack([self.out(got["embedding"])] + [self.out(got[("layer", i)]) for i in range(n)])
+            if self.pairs:  # slot 2i: the residual as it was (the layer's input); slot 2i + 1: the layer's output
+                levels = [got["residual0"]]
+                for i in range(n // 2):
+                    levels += [levels[-1], got[("layer", i)]]
+                hidden = np.stack([self.out(t) for t in levels])
+            else:
+                hidden = np.stack([self.out(got["embedding"])] + [self.out(got[("layer", i)]) for i in range(n)])
             inputs = np.stack([self.out(got[("input", i)]) for i in range(n)])
             mixers = np.stack([self.out(got[("mixer", i)]) for i in range(n)])
             return logits, hidden, inputs, mixers
@@ -843,7 +863,7 @@ class HFModel(StackBackend):
         rec = np.zeros((B,) + state_shape) if state_shape else None
         if cache.hf is None:  # nothing written yet: the zero window and state
             return conv, rec
-        st = hfapi.layer_states(cache.hf, layer)
+        st = hfapi.layer_states(cache.hf, layer // 2 if self.pairs else layer)
         if family == "attention":
             hkv2, lmax, hd = state_shape
             if st["keys"] is None:

@@ -1381,11 +1381,17 @@ static void localise(struct sess *s)
     }
     int64_t l = s->loc_level - 1, N = s->B * s->L * s->D;
     char kind[64];
-    char where[200];
+    char where[280];
     snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s %s '%s'), token %lld (row %lld)",
              (long long)l, (long long)s->n, layer_kind(s, l, kind), s->port != NULL ? "in whole stack" : "on",
              s->port != NULL ? s->ctx->ops->name : layer_backend(s, l),
              (long long)s->loc_token, (long long)s->loc_row);
+    if (cfg->layers[l].parallel == 2) { /* the decoder layer's output holds both of its parallel mixers */
+        char pk[64];
+        size_t u = strlen(where);
+        snprintf(where + u, sizeof where - u, ", in parallel with layer %lld (%s)",
+                 (long long)(l - 1), layer_kind(s, l - 1, pk));
+    }
     if (s->port != NULL) {
         localise_port(s, l, where);
         return;
