@@ -28,6 +28,7 @@ PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
 LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn"),
          "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1"),
          "nemotron_h": (3, "attention")}
+LAYER["falcon_h1"] = (3, "attention")   # slot 3: decoder layer 1's attention branch
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -75,7 +76,8 @@ def main():
                                     "granitemoehybrid": "models-granitemoehybrid.yaml",
                                     "falcon_mamba": "models-falcon_mamba.yaml",
                                     "jamba": "models-jamba.yaml",
-                                    "nemotron_h": "models-nemotron_h.yaml"}.get(spec.model_type,
+                                    "nemotron_h": "models-nemotron_h.yaml",
+                                    "falcon_h1": "models-falcon_h1.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,
