@@ -136,14 +136,11 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
             st = MC_BACKEND_NOMEM;
             break;
         }
-        const double *src = a->data;
-        double *folded = NULL;
-        if (s->cfg->type == MC_MODEL_FALCON_H1 && n > 0 &&
-            (folded = fold_multipliers(s->cfg, l, specs[i].name, a->data, n)) != NULL)
-            src = folded;
-        if (s->cfg->type == MC_MODEL_FALCON_H1 && n > 0 && folded == NULL && fold_rows(s->cfg, l, specs[i].name) != 0) {
-            free(bufs[i]);
-            bufs[i] = NULL;
+        /* FalconH1: the multipliers on in_proj's / k_proj's output rows folded into those rows */
+        int fold = s->cfg->type == MC_MODEL_FALCON_H1 && fold_rows(s->cfg, l, specs[i].name) > 0;
+        double *folded = fold ? fold_multipliers(s->cfg, l, specs[i].name, a->data, n) : NULL;
+        const double *src = folded != NULL ? folded : a->data;
+        if (fold && folded == NULL) {
             st = MC_BACKEND_NOMEM;
             break;
         }
