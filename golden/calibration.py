@@ -38,6 +38,7 @@ MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "b
 MODEL_SPECS["zamba2"] = "zamba2"
 MODEL_SPECS["qwen3_next"] = "qwen3_next"
 MODEL_SPECS["qwen3_5_moe_text"] = "qwen3_5_moe"
+MODEL_SPECS["falcon_h1"] = "falcon_h1"
 
 
 def _config(model_type, rng):
@@ -129,6 +130,19 @@ def _config(model_type, rng):
         kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
         rng.shuffle(kinds)
         cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)))
+    if model_type == "falcon_h1":
+        # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
+        # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,
+        # lm_head 0.04 .. 0.4, key 0.39, attention out 0.94, SSM in 1.25, out 0.24, the in_proj parts 0.18 .. 0.5,
+        # MLP gate 0.88, down 0.59)
+        H = 2 * D // 16 * int(rng.choice([1, 2]))
+        u = lambda lo, hi: float(rng.uniform(lo, hi))   # noqa: E731
+        cfg.update(mamba_n_heads=H, mamba_d_head=16, mamba_d_ssm=16 * H, mamba_n_groups=int(rng.choice([1, 2])),
+                   embedding_multiplier=u(1.0, 8.0), lm_head_multiplier=u(0.03, 1.0),
+                   mlp_multipliers=[u(0.5, 1.5), u(0.3, 1.5)], key_multiplier=u(0.3, 1.5),
+                   attention_in_multiplier=u(0.5, 1.5), attention_out_multiplier=u(0.5, 1.5),
+                   ssm_multipliers=[u(0.15, 1.0) for _ in range(5)], ssm_in_multiplier=u(0.5, 1.5),
+                   ssm_out_multiplier=u(0.2, 1.2), max_position_embeddings=64)
     if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2", "qwen3_next",
                       "qwen3_5_moe_text"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit

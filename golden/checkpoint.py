@@ -326,7 +326,11 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")
     st = S.Stack(cfg, weights)
     _, hidden, _, _, _ = st.forward(ids, mask)
-    x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
+    if S.falcon(cfg):   # slot `layer` of decoder layer layer // 2: its norm times the branch's in multiplier
+        x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer // 2) + st.nm["norm"]], st.eps, st.zc)
+        x = x * cfg["ssm_in_multiplier" if kind == "mamba2" else "attention_in_multiplier"]
+    else:
+        x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
     mcfg = st.mcfgs[layer]
     fw = {k: v.astype(np.float32) for k, v in S.layer_weights(cfg, weights, layer).items()}
     w64 = {k: v.astype(np.float64) for k, v in fw.items()}
@@ -398,8 +402,10 @@ def main(argv):
         if (args.layer is None) != (args.family is None):
             raise ValueError("--layer and --family go together")
         if args.layer is not None:
-            if not 0 <= args.layer < cfg["num_hidden_layers"]:
-                raise ValueError(f"--layer {args.layer}: the model has {cfg['num_hidden_layers']} layers")
+            slots = cfg["num_hidden_layers"] * (2 if S.falcon(cfg) else 1)   # FalconH1: two mixer slots a layer
+            if not 0 <= args.layer < slots:
+                raise ValueError(f"--layer {args.layer}: the model has {slots} "
+                                 f"{'mixer slots (two a decoder layer)' if S.falcon(cfg) else 'layers'}")
             mixer_golden(cfg, weights, ids, mask, args.layer, args.family, args.out, name)
             print(f"{args.out}: layer {args.layer} ({args.family}), B={ids.shape[0]} L={ids.shape[1]}; its case's "
                   f"tolerance: cases/tolerances/checkpoint-{args.family}.yaml (measured on checkpoints' layers; the "

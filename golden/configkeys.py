@@ -401,6 +401,51 @@ INERT["qwen3_5_moe_text"] = dict(INERT["qwen3_next"])
 INERT_VALUES = {"is_encoder_decoder": _false, "attention_dropout": lambda v: None if v in (0, 0.0, None) else
                 "dropout at inference is not computed by mixcheck (only 0 is read)"}
 
+# FalconH1 (FalconH1Config, transformers 5.24): every decoder layer a Mamba2 mixer and attention in parallel
+def _hybrid_layers(v):
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(x == "hybrid" for x in v):
+        return "every FalconH1 layer is \"hybrid\" (a Mamba2 mixer and attention in parallel)"
+    return None
+
+
+def _list_of(n):
+    def check(v):
+        if v is None:
+            return None
+        if (not isinstance(v, list) or len(v) != n or
+                not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+            return f"must be a list of {n} finite numbers"
+        return None
+    return check
+
+
+def _finite(v):
+    return None if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else "must be finite"
+
+
+HONOURED["falcon_h1"] = {
+    "vocab_size": _any, "hidden_size": _any, "tie_word_embeddings": _any, "intermediate_size": _any,
+    "num_hidden_layers": lambda v: None if isinstance(v, int) and 1 <= v <= 32 else
+    "1 to 32 decoder layers (two mixer slots each in the stack engine's 64)",
+    "num_attention_heads": _any, "num_key_value_heads": _any, "head_dim": _any, "hidden_act": _one_of(*_SILU),
+    "rms_norm_eps": _any, "max_position_embeddings": _any, "attention_bias": _any, "mlp_bias": _false,
+    "mamba_d_ssm": _any, "mamba_n_heads": _any, "mamba_d_head": _any, "mamba_n_groups": _any, "mamba_d_state": _any,
+    "mamba_d_conv": _any, "mamba_expand": _any, "mamba_chunk_size": _any, "mamba_conv_bias": _any,
+    "mamba_proj_bias": _any, "projectors_bias": _any,
+    "mamba_rms_norm": lambda v: None if v is True else
+    "the Mamba2 branch without its gated norm (y · silu(z)) is not a Mamba2-family option (only true is read)",
+    "mamba_norm_before_gate": lambda v: None if v is False else
+    "the gated norm before the gate (norm(y) · silu(z)) is not a Mamba2-family option (only false is read)",
+    "time_step_limit": _time_step_limit, "layers_block_type": _hybrid_layers, "layer_types": _hybrid_layers,
+    "embedding_multiplier": _finite, "lm_head_multiplier": _finite, "mlp_multipliers": _list_of(2),
+    "key_multiplier": _finite, "attention_in_multiplier": _finite, "attention_out_multiplier": _finite,
+    "ssm_multipliers": _list_of(5), "ssm_in_multiplier": _finite, "ssm_out_multiplier": _finite,
+    "mixcheck_semantics": _mixcheck_semantics, **ROPE_KEYS,
+}
+INERT["falcon_h1"] = {**INERT_COMMON, **INERT_MAMBA_INIT, "attention_dropout": "dropout is off at inference"}
+
 SEMANTICS = {"mamba2_gated_norm": ("per_group", "full_row")}
 GATED_NORM_TYPES = ("mamba2", "bamba", "granitemoehybrid")
 PER_GROUP_SINCE = (5, 23, 0)
@@ -433,6 +478,7 @@ ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_tex
                  "granitemoehybrid": (10000.0, 1.0)}
 ROPE_DEFAULTS["qwen3_next"] = (10000.0, 0.25)
 ROPE_DEFAULTS["qwen3_5_moe_text"] = (10000.0, 0.25)   # Qwen3NextConfig: partial_rotary_factor 0.25 unless given
+ROPE_DEFAULTS["falcon_h1"] = (10000.0, 1.0)
 
 
 def rope_params(cfg):
@@ -472,6 +518,9 @@ def check(cfg, where):
     if mt == "lfm2" and rope_params(cfg)[1] != 1.0:
         raise ConfigError(f"{where}: 'partial_rotary_factor' = {rope_params(cfg)[1]}: Lfm2Attention rotates the whole "
                           "head (only 1.0 is read)")
+    if mt == "falcon_h1" and bool(cfg.get("projectors_bias", False)) != bool(cfg.get("mamba_proj_bias", False)):
+        raise ConfigError(f"{where}: 'projectors_bias' and 'mamba_proj_bias' differ: the Mamba2 family has one bias "
+                          "flag for in_proj and out_proj")
     if mt == "lfm2" and "layer_types" in cfg and cfg.get("full_attn_idxs") is not None:
         derived = ["full_attention" if i in cfg["full_attn_idxs"] else "conv"
                    for i in range(cfg.get("num_hidden_layers", 0))]
@@ -535,6 +584,19 @@ def normalise(cfg):
                                   for i in range(cfg["num_hidden_layers"])]
         if cfg["model_type"] == "qwen3_next" and cfg.get("mlp_only_layers") is None:
             cfg["mlp_only_layers"] = []
+    if cfg["model_type"] == "falcon_h1":   # FalconH1Config.__post_init__
+        if cfg.get("mamba_d_ssm") is None:
+            cfg["mamba_d_ssm"] = int(cfg.get("mamba_expand", 2) * cfg["hidden_size"])
+        if cfg.get("mamba_d_head", "auto") == "auto":
+            cfg["mamba_d_head"] = cfg["mamba_d_ssm"] // cfg.get("mamba_n_heads", 128)
+        if cfg.get("num_key_value_heads", 8) is None:
+            cfg["num_key_value_heads"] = cfg.get("num_attention_heads", 32)
+        if cfg.get("mlp_multipliers") is None:
+            cfg["mlp_multipliers"] = [1.0, 1.0]
+        if cfg.get("ssm_multipliers") is None:
+            cfg["ssm_multipliers"] = [1.0] * 5
+        cfg.pop("layers_block_type", None)   # every layer "hybrid" (checked)
+        cfg.pop("layer_types", None)
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

@@ -116,12 +116,23 @@ MODEL_DEFAULTS["qwen3_5_moe_text"] = dict(
     rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, linear_conv_kernel_dim=4,
     partial_rotary_factor=0.25, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, hidden_act="silu",
     num_experts=256, num_experts_per_tok=8, moe_intermediate_size=512, shared_expert_intermediate_size=512)
+MODEL_DEFAULTS["falcon_h1"] = dict(
+    rms_norm_eps=1e-5, tie_word_embeddings=False, num_attention_heads=32, num_key_value_heads=8,
+    intermediate_size=14336, max_position_embeddings=8192, hidden_act="silu", attention_bias=False, mlp_bias=False,
+    mamba_d_ssm=1024, mamba_n_heads=128, mamba_d_head="auto", mamba_n_groups=1, mamba_d_state=256, mamba_d_conv=4,
+    mamba_expand=2, mamba_chunk_size=256, mamba_conv_bias=True, mamba_proj_bias=False, mamba_norm_before_gate=True,
+    mamba_rms_norm=False, projectors_bias=False,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, lm_head_multiplier=1.0,
+    embedding_multiplier=1.0, mlp_multipliers=[1.0, 1.0], key_multiplier=1.0, attention_out_multiplier=1.0,
+    attention_in_multiplier=1.0, ssm_multipliers=[1.0, 1.0, 1.0, 1.0, 1.0], ssm_in_multiplier=1.0,
+    ssm_out_multiplier=1.0)
 ARCHITECTURES = {"mamba2": "Mamba2ForCausalLM", "mamba": "MambaForCausalLM", "lfm2": "Lfm2ForCausalLM",
                  "bamba": "BambaForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
                  "granitemoehybrid": "GraniteMoeHybridForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
                  "jamba": "JambaForCausalLM", "nemotron_h": "NemotronHForCausalLM"}
 ARCHITECTURES["qwen3_next"] = "Qwen3NextForCausalLM"
 ARCHITECTURES["qwen3_5_moe_text"] = "Qwen3_5MoeForCausalLM"
+ARCHITECTURES["falcon_h1"] = "FalconH1ForCausalLM"
 
 SPECS = {s.key: s for s in [
     ModelSpec("mamba2", "mamba2",
@@ -221,6 +232,19 @@ SPECS = {s.key: s for s in [
                    layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
                    num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=24),
               batch=3, length=12, left_pad=(0, 4, 7), greedy=16, seed=111, positions=(6, 12)),
+    ModelSpec("falcon_h1", "falcon_h1",
+              "3-layer FalconH1 (every layer a Mamba2 mixer (mamba_d_ssm 48, 2 groups, the gated norm) and RoPE "
+              "attention (GQA 4/2) in parallel on the same norm, summed), SwiGLU MLP, every µP multiplier away from 1 "
+              "(embedding, lm_head, MLP gate / down, key, attention in / out, SSM in / out and the five in_proj "
+              "parts), untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, max_position_embeddings=32, mamba_d_ssm=48, mamba_n_heads=4,
+                   mamba_d_head=12, mamba_n_groups=2, mamba_d_state=16, mamba_chunk_size=8, mamba_rms_norm=True,
+                   mamba_norm_before_gate=False, embedding_multiplier=1.7, lm_head_multiplier=0.35,
+                   mlp_multipliers=[0.8, 1.3], key_multiplier=0.6, attention_in_multiplier=1.2,
+                   attention_out_multiplier=0.9, ssm_multipliers=[0.7, 1.1, 0.9, 1.2, 0.8], ssm_in_multiplier=1.15,
+                   ssm_out_multiplier=0.75),
+              batch=3, length=12, left_pad=(0, 3, 8), greedy=16, seed=110, positions=(6, 12)),
 ]}
 
 
@@ -330,6 +354,35 @@ def zero_centred(cfg):
     return cfg["model_type"] in ("qwen3_5_text", "qwen3_next", "qwen3_5_moe_text")
 
 
+def falcon(cfg):
+    return cfg["model_type"] == "falcon_h1"
+
+
+# FalconH1: every decoder layer j runs two mixers in parallel on the same input norm (FalconH1DecoderLayer); the
+# stack's mixer slots are 2j (the Mamba2 branch, `mamba.`) and 2j + 1 (the attention branch, `self_attn.`)
+FALCON_BRANCHES = ("mamba2", "attention")
+FALCON_PREFIX = {"mamba2": "mamba.", "attention": "self_attn."}
+
+
+def falcon_mamba_dims(cfg):
+    """FalconH1Mixer's intermediate size (mamba_d_ssm, or mamba_expand x hidden_size when null), heads, head size
+    (mamba_d_head "auto": intermediate // heads) and groups x state."""
+    inner = cfg["mamba_d_ssm"] if cfg.get("mamba_d_ssm") is not None else int(cfg["mamba_expand"] * cfg["hidden_size"])
+    H = cfg["mamba_n_heads"]
+    P = inner // H if cfg.get("mamba_d_head", "auto") == "auto" else cfg["mamba_d_head"]
+    assert H * P == inner, "mamba_n_heads x mamba_d_head != the Mamba intermediate size"
+    return inner, H, P, cfg["mamba_n_groups"] * cfg["mamba_d_state"]
+
+
+def falcon_mup_vector(cfg):
+    """The five in_proj output parts' multipliers (ssm_multipliers: z, x, B, C, dt), one per in_proj row, from
+    their definition: the rows [0, I) are z, [I, 2I) x, then B and C (G x N each), then dt (H)."""
+    inner, H, _, gn = falcon_mamba_dims(cfg)
+    m = cfg["ssm_multipliers"]
+    return np.concatenate([np.full(inner, m[0]), np.full(inner, m[1]), np.full(gn, m[2]), np.full(gn, m[3]),
+                           np.full(H, m[4])])
+
+
 def layer_kind(cfg, i):
     """The family of layer i: the model's mixer; lfm2 "shortconv" / "attention" per layer_types; bamba
     "attention" at attn_layer_indices, "mamba2" elsewhere."""
@@ -349,6 +402,8 @@ def layer_kind(cfg, i):
         return "attention" if i % cfg["attn_layer_period"] == cfg["attn_layer_offset"] else "mamba"
     if nemotron(cfg):   # NemotronHConfig.layers_block_type: the block kinds M * - E
         return NEMOTRON_KINDS[cfg["layers_block_type"][i]]
+    if falcon(cfg):   # i is a mixer slot: 2j the Mamba2 branch of decoder layer j, 2j + 1 its attention
+        return FALCON_BRANCHES[i % 2]
     if granite(cfg):   # GraniteMoeHybridConfig: linear_attention (mamba) unless full_attention (attention)
         types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
         return "attention" if types[i] in ("full_attention", "attention") else "mamba2"
@@ -388,6 +443,23 @@ def mixer_config(cfg, kind=None):
                     cache_length=cfg["max_position_embeddings"], partial_rotary_factor=1.0, rope_theta=10000.0,
                     rms_norm_eps=cfg["layer_norm_epsilon"], qk_norm="none", attn_output_gate=0, attention_bias=0,
                     no_rope=1, softmax_scale=0.0)
+    if falcon(cfg) and kind == "mamba2":   # FalconH1Mixer with its gated norm per group (FalconH1RMSNormGated)
+        inner, H, P, _ = falcon_mamba_dims(cfg)
+        G = cfg["mamba_n_groups"]
+        return dict(hidden_size=cfg["hidden_size"], num_heads=H, head_dim=P, state_size=cfg["mamba_d_state"],
+                    n_groups=G, conv_kernel=cfg["mamba_d_conv"], chunk_size=cfg["mamba_chunk_size"],
+                    layer_norm_epsilon=cfg["rms_norm_eps"], use_bias=int(cfg["mamba_proj_bias"]),
+                    use_conv_bias=int(cfg["mamba_conv_bias"]),
+                    time_step_limit=tuple(cfg.get("time_step_limit") or (0.0, float("inf"))),
+                    norm_group_size=inner // G)
+    if falcon(cfg) and kind == "attention":   # FalconH1Attention (LlamaAttention): RoPE, head_dim ** -0.5, no q/k norm
+        H = cfg["num_attention_heads"]
+        theta, prf = configkeys.rope_params(cfg)
+        return dict(hidden_size=cfg["hidden_size"], num_attention_heads=H,
+                    num_key_value_heads=cfg.get("num_key_value_heads") or H,
+                    head_dim=cfg.get("head_dim") or cfg["hidden_size"] // H, cache_length=cfg["max_position_embeddings"],
+                    partial_rotary_factor=prf, rope_theta=theta, rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none",
+                    attn_output_gate=0, attention_bias=int(cfg["attention_bias"]))
     if kind in NO_MIXER:
         return None
     if kind == "gdn":
@@ -493,6 +565,10 @@ def names(cfg):
     if nemotron(cfg):   # every block's module is `mixer`; its norm is the block's one norm
         return dict(embed="model.embeddings.weight", final="model.norm_f.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
+    if falcon(cfg):
+        return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
+                    ffn="feed_forward.", mlp=("gate_proj", "up_proj", "down_proj"))
     if granite(cfg):   # the shared MLP's gate and up are one input_linear [2F, D] (gate rows first)
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
@@ -523,6 +599,8 @@ def names(cfg):
 
 
 def mixer_prefix(cfg, i):
+    if falcon(cfg):   # slot i: decoder layer i // 2's branch
+        return names(cfg)["layer"].format(i // 2) + FALCON_PREFIX[layer_kind(cfg, i)]
     n = names(cfg)["layer"].format(i)
     if cfg["model_type"] in ("bamba", "granitemoehybrid", "jamba"):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
@@ -552,6 +630,8 @@ def init_weights(cfg, rng):
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
+    if falcon(cfg):
+        return falcon_init(cfg, nm, w, rng)
     for i in range(cfg["num_hidden_layers"]):
         pre = nm["layer"].format(i)
         kind = layer_kind(cfg, i)
@@ -604,6 +684,28 @@ def init_weights(cfg, rng):
     return w
 
 
+def falcon_init(cfg, nm, w, rng):
+    """FalconH1's weights after the embedding: per decoder layer input_layernorm, the Mamba2 branch, the attention
+    branch, pre_ff_layernorm and the MLP's gate, up, down; then the final norm and the head."""
+    D, V, F = cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"]
+    for j in range(cfg["num_hidden_layers"]):
+        pre = nm["layer"].format(j)
+        w[pre + nm["norm"]] = mixers.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        for slot in (2 * j, 2 * j + 1):
+            kind = layer_kind(cfg, slot)
+            for k, v in mixer_init(kind, mixer_config(cfg, kind), rng).items():
+                w[mixer_prefix(cfg, slot) + k] = v
+        w[pre + nm["ffn_norm"]] = mixers.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        gate, up, down = (pre + nm["ffn"] + m + ".weight" for m in nm["mlp"])
+        w[gate] = mixers.uniform_init(rng, (F, D), D)
+        w[up] = mixers.uniform_init(rng, (F, D), D)
+        w[down] = mixers.uniform_init(rng, (D, F), F)
+    w[nm["final"]] = mixers.quantize(1.0 + 0.1 * rng.standard_normal(D))
+    head = mixers.quantize(rng.standard_normal((V, D)), scale=1.0)
+    w[nm["head"]] = w[nm["embed"]].copy() if cfg["tie_word_embeddings"] else head
+    return w
+
+
 def nemotron_ffn_init(cfg, kind, pre, rng):
     """Nemotron-H's feed-forward blocks: the relu² MLP (up_proj [F, D], down_proj [D, F]); the MoE: the router
     (gate.weight [E, D], gate.e_score_correction_bias [E], large enough to change the choice), the experts
@@ -632,7 +734,22 @@ def relu2(x):
 
 
 def layer_weights(cfg, w64, i):
-    """Family-named weights of layer i's mixer."""
+    """Family-named weights of layer i's mixer. FalconH1's branches carry the multipliers upstream applies to a
+    projection's output, as row scalings (exact in float64: (W x) m = (m W) x): the Mamba2 branch's in_proj rows
+    times the five ssm_multipliers parts (mup_vector), the attention branch's k_proj rows times key_multiplier."""
+    if falcon(cfg):
+        p = mixer_prefix(cfg, i)
+        out = {k[len(p):]: v.copy() for k, v in w64.items() if k.startswith(p)}
+        if layer_kind(cfg, i) == "mamba2":
+            mup = falcon_mup_vector(cfg)
+            out["in_proj.weight"] = out["in_proj.weight"] * mup[:, None]
+            if "in_proj.bias" in out:
+                out["in_proj.bias"] = out["in_proj.bias"] * mup
+        else:
+            for k in ("k_proj.weight", "k_proj.bias"):
+                if k in out:
+                    out[k] = out[k] * cfg["key_multiplier"]
+        return out
     out = {}
     for k, v in w64.items():
         p = mixer_prefix(cfg, i)
@@ -655,7 +772,7 @@ class Stack:
         self.cfg = cfg
         self.nm = names(cfg)
         self.w = {k: v.astype(np.float64) for k, v in weights.items()}
-        self.n = cfg["num_hidden_layers"]
+        self.n = cfg["num_hidden_layers"] * (2 if falcon(cfg) else 1)   # FalconH1: two mixer slots a layer
         self.kinds = [layer_kind(cfg, i) for i in range(self.n)]
         self.mcfgs = [mixer_config(cfg, k) for k in self.kinds]
         self.mixers = [layer_weights(cfg, self.w, i) for i in range(self.n)]
@@ -756,6 +873,8 @@ class Stack:
         """ids [B, L]; mask [B, L] or None; caches: per-layer (window, state) or None. Returns logits
         [B, L, V], hidden [n + 1, B, L, D], new caches, per-layer per-position caches, and each layer's
         mixer output [n, B, L, D]."""
+        if falcon(self.cfg):
+            return self.falcon_forward(ids, mask, caches)
         h = self.w[self.nm["embed"]][ids] * self.mult("embedding_multiplier")
         hidden, mixed = [h], []
         new_caches, per_pos = [], []
@@ -778,6 +897,41 @@ class Stack:
             new_caches.append(cache)
             per_pos.append((windows, states))
         logits = rmsnorm(h, self.w[self.nm["final"]], self.eps, self.zc) @ self.head().T / self.mult("logits_scaling")
+        return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
+
+    def falcon_forward(self, ids, mask, caches):
+        """FalconH1ForCausalLM from its definition: h = embed(ids) x embedding_multiplier; per decoder layer j,
+        x = input_layernorm(h), the Mamba2 branch on x x ssm_in_multiplier (its in_proj parts times ssm_multipliers)
+        times ssm_out_multiplier plus the attention branch on x x attention_in_multiplier (its keys times
+        key_multiplier) times attention_out_multiplier, added to h; then h + down(up(x') silu(gate(x') g)) d with x'
+        = pre_ff_layernorm(h) and (g, d) = mlp_multipliers; logits = lm_head(final_layernorm(h)) x
+        lm_head_multiplier. Slot 2j's hidden state is h before the layer (its branch adds nothing alone), slot
+        2j + 1's the layer's output; each slot's mixer output is its branch before its out multiplier."""
+        cfg, w, nm = self.cfg, self.w, self.nm
+        h = w[nm["embed"]][ids] * cfg["embedding_multiplier"]
+        hidden, mixed, new_caches, per_pos = [h], [], [], []
+        ins = {"mamba2": cfg["ssm_in_multiplier"], "attention": cfg["attention_in_multiplier"]}
+        outs = {"mamba2": cfg["ssm_out_multiplier"], "attention": cfg["attention_out_multiplier"]}
+        for j in range(cfg["num_hidden_layers"]):
+            pre = nm["layer"].format(j)
+            x = rmsnorm(h, w[pre + nm["norm"]], self.eps)
+            branch = np.zeros_like(h)
+            for slot in (2 * j, 2 * j + 1):
+                kind = self.kinds[slot]
+                out, cache, windows, states = mixer_forward(kind, self.mcfgs[slot], self.mixers[slot], x * ins[kind],
+                                                            mask, None if caches is None else caches[slot])
+                branch = branch + out * outs[kind]
+                mixed.append(out)
+                new_caches.append(cache)
+                per_pos.append((windows, states))
+            hidden.append(h)   # slot 2j: the residual as it was
+            h = h + branch
+            xf = rmsnorm(h, w[pre + nm["ffn_norm"]], self.eps)
+            gate, up, down = (w[pre + nm["ffn"] + m + ".weight"] for m in nm["mlp"])
+            g_mult, d_mult = cfg["mlp_multipliers"]
+            h = h + ((xf @ up.T) * mixers.silu((xf @ gate.T) * g_mult)) @ down.T * d_mult
+            hidden.append(h)
+        logits = rmsnorm(h, w[nm["final"]], self.eps) @ self.head().T * cfg["lm_head_multiplier"]
         return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
 
     def mult(self, key):

@@ -729,6 +729,10 @@ class HFModel(StackBackend):
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers
+        # FalconH1: a decoder layer holds a Mamba2 mixer (`mamba`) and attention (`self_attn`) in parallel, which
+        # mixcheck reads as two mixer slots, 2i and 2i + 1 (docs/models.md §1)
+        self.pairs = all(isinstance(getattr(lay, "mamba", None), torch.nn.Module) and
+                         isinstance(getattr(lay, "self_attn", None), torch.nn.Module) for lay in self.layers)
         # mixcheck's entries: one per layer, and (Zamba2) an application of a shared block before its hybrid layer's
         # Mamba2 (harness/src/family/stackconfig.c): ("app", i) then ("layer", i)
         self.entries = []
@@ -736,11 +740,21 @@ class HFModel(StackBackend):
             if isinstance(getattr(layer, "shared_transformer", None), torch.nn.Module):
                 self.entries.append(("app", i))
             self.entries.append(("layer", i))
-        if len(self.entries) != options.n_layers:
-            raise Invalid("%s has %d layers, mixcheck reads %d from the config" % (cls.__name__, len(self.entries),
+        n_entries = 2 * len(self.layers) if self.pairs else len(self.entries)
+        if n_entries != options.n_layers:
+            raise Invalid("%s has %d layers, mixcheck reads %d from the config" % (cls.__name__, n_entries,
                                                                                 options.n_layers))
         model.get_input_embeddings().register_forward_hook(self.hook("embedding"))
-        for k, (what, i) in enumerate(self.entries):
+        if self.pairs:  # the residual entering layer 0: the embedding times embedding_multiplier (FalconH1Model)
+            self.layers[0].register_forward_pre_hook(self.pre_hook("residual0"), with_kwargs=True)
+        for i, layer in enumerate(self.layers if self.pairs else ()):
+            layer.register_forward_hook(self.hook(("layer", i)))
+            # both slots' input is the layer's input norm (the Mamba2 mixer's own input; the attention's is it
+            # times attention_in_multiplier)
+            for slot, mixer in ((2 * i, layer.mamba), (2 * i + 1, layer.self_attn)):
+                mixer.register_forward_hook(self.hook(("mixer", slot)))
+                layer.mamba.register_forward_pre_hook(self.pre_hook(("input", slot)), with_kwargs=True)
+        for k, (what, i) in enumerate(self.entries if not self.pairs else ()):
             layer = self.layers[i]
             if what == "app":  # its hidden state h + T (the Mamba2's input before its norm), its attention's output
                 layer.mamba_decoder.register_forward_pre_hook(self.sum_hook(("layer", k)), with_kwargs=True)
@@ -856,12 +870,19 @@ class HFModel(StackBackend):
             logits = self.out(res.logits)
             if not want_hidden:
                 return logits
-            n = len(self.entries)
-            need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)]
+            n = 2 * len(self.layers) if self.pairs else len(self.entries)
+            need = ["embedding"] + [(k, i) for k in ("layer", "input", "mixer") for i in range(n)
+                                    if k != "layer" or not self.pairs or i < n // 2]
             lost = [k for k in need if k not in got]
             if lost:
                 raise Invalid("no output captured from %s" % (lost[0],))
-            hidden = np.stack([self.out(got["embedding"])] + [self.out(got[("layer", i)]) for i in range(n)])
+            if self.pairs:  # slot 2i: the residual as it was (the layer's input); slot 2i + 1: the layer's output
+                levels = [got["residual0"]]
+                for i in range(n // 2):
+                    levels += [levels[-1], got[("layer", i)]]
+                hidden = np.stack([self.out(t) for t in levels])
+            else:
+                hidden = np.stack([self.out(got["embedding"])] + [self.out(got[("layer", i)]) for i in range(n)])
             inputs = np.stack([self.out(got[("input", i)]) for i in range(n)])
             mixers = np.stack([self.out(got[("mixer", i)]) for i in range(n)])
             return logits, hidden, inputs, mixers
@@ -873,7 +894,7 @@ class HFModel(StackBackend):
         rec = np.zeros((B,) + state_shape) if state_shape else None
         if cache.hf is None:  # nothing written yet: the zero window and state
             return conv, rec
-        st = hfapi.layer_states(cache.hf, self.entries[layer][1])  # (a Zamba2 application: its layer's KV)
+        st = hfapi.layer_states(cache.hf, layer // 2 if self.pairs else self.entries[layer][1])  # (a Zamba2 application: its layer's KV)
         if family == "attention":
             hkv2, lmax, hd = state_shape
             if st["keys"] is None:

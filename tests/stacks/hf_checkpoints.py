@@ -134,6 +134,27 @@ VARIANTS["zamba2-one-block-untied"] = ("zamba2", {"num_mem_blocks": 1, "use_shar
                                                   "tie_word_embeddings": False, "time_step_min": 0.02,
                                                   "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"]}, {})
 
+# FalconH1: every multiplier away from 1, the Mamba2 branch with 2 groups and mamba_d_ssm of its own; then a tied
+# head, the attention's biases, mamba_d_ssm null (mamba_expand x hidden) and RoPE theta 500. (With the Mamba2
+# projections' biases, mamba_proj_bias / projectors_bias, upstream's left-padded row is not the row alone: the
+# bias of the padding's in_proj reaches the first real tokens' convolution, docs/findings.md 39; the golden
+# follows the row alone, so that variant is not compared here.)
+TINY["falcon_h1"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, intermediate_size=40, max_position_embeddings=64, mamba_d_ssm=48,
+                         mamba_n_heads=4, mamba_d_head=12, mamba_n_groups=2, mamba_d_state=8, mamba_chunk_size=8,
+                         mamba_rms_norm=True, mamba_norm_before_gate=False, embedding_multiplier=2.0,
+                         lm_head_multiplier=0.4, mlp_multipliers=[0.9, 0.6], key_multiplier=0.7,
+                         attention_in_multiplier=1.1, attention_out_multiplier=0.8,
+                         ssm_multipliers=[0.5, 0.9, 1.2, 0.7, 0.6], ssm_in_multiplier=1.3, ssm_out_multiplier=0.5)
+CONFIGS["falcon_h1"] = "FalconH1Config"
+MODELS["falcon_h1"] = "FalconH1ForCausalLM"
+VARIANTS["falcon_h1-mup"] = ("falcon_h1", {}, {})
+VARIANTS["falcon_h1-tied-bias"] = ("falcon_h1", {"tie_word_embeddings": True, "attention_bias": True,
+                                                 "mamba_d_ssm": None, "mamba_n_heads": 4, "mamba_d_head": "auto",
+                                                 "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
+                                   {})
+
+
 
 def promoted(on):
     """Upstream's float32 casts read as float64 inside a float64 model (golden/upstream.py)."""

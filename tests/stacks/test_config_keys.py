@@ -128,7 +128,8 @@ def enumeration():
                 "('bamba', T.BambaConfig), ('qwen3_5_text', T.Qwen3_5TextConfig), "
                 "('granitemoehybrid', T.GraniteMoeHybridConfig), ('falcon_mamba', T.FalconMambaConfig), "
                 "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig), "
-                "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig)]}))")
+                "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig), "
+                "('falcon_h1', T.FalconH1Config)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -362,6 +363,40 @@ def main():
                                    ("norm_topk_prob", False, "'norm_topk_prob' = false")):
             write(path("bad-q35m-" + key), dict(mcfg, **{key: value}), mw0)
             refused(path("bad-q35m-" + key), needle, f"qwen3_5_moe key {key}")
+
+        # FalconH1: the bundled spec as a checkpoint; each multiplier the oracle and the C engine apply (in the glue
+        # or folded into in_proj / k_proj rows) moved alone, the golden moves and mixcheck passes it; mamba_d_ssm
+        # null is mamba_expand x hidden_size and mamba_d_head "auto" the intermediate size / heads, as
+        # FalconH1Config derives them
+        fcfg, fw = base("falcon_h1")
+        write(path("fh-base"), fcfg, fw)
+        golden(path("fh-base"), path("fh-base.h5"))
+        passes(path("fh-base.h5"), tmp, "falcon_h1")
+        moved = (("embedding_multiplier", 2.3), ("lm_head_multiplier", 0.5), ("mlp_multipliers", [0.8, 0.6]),
+                 ("key_multiplier", 1.3), ("attention_in_multiplier", 0.7), ("attention_out_multiplier", 1.4),
+                 ("ssm_multipliers", [0.7, 1.1, 0.9, 1.2, 0.3]), ("ssm_multipliers", [0.3, 1.1, 0.9, 1.2, 0.8]),
+                 ("ssm_in_multiplier", 0.6), ("ssm_out_multiplier", 1.3))
+        for k, (key, value) in enumerate(moved):
+            write(path(f"fh-{k}"), dict(fcfg, **{key: value}), fw)
+            golden(path(f"fh-{k}"), path(f"fh-{k}.h5"))
+            d = differ(path("fh-base.h5"), path(f"fh-{k}.h5"), f"falcon_h1 {key} = {value}")
+            passes(path(f"fh-{k}.h5"), tmp, "falcon_h1")
+            print(f"falcon_h1: {key} = {value} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+        auto = {k: v for k, v in fcfg.items() if k not in ("mamba_d_head",)}
+        auto.update(mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=4)
+        aw = S.init_weights(K.normalise(auto), np.random.default_rng(1))
+        write(path("fh-auto"), auto, aw)
+        golden(path("fh-auto"), path("fh-auto.h5"))
+        passes(path("fh-auto.h5"), tmp, "falcon_h1")
+        for key, value, needle in (("mamba_rms_norm", False, "'mamba_rms_norm' = false"),
+                                   ("mamba_norm_before_gate", True, "'mamba_norm_before_gate' = true"),
+                                   ("mlp_bias", True, "'mlp_bias' = true"),
+                                   ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
+                                   ("projectors_bias", True, "'projectors_bias' and 'mamba_proj_bias' differ"),
+                                   ("layers_block_type", ["hybrid", "attention", "hybrid"], "'layers_block_type'"),
+                                   ("ssm_multipliers", [1.0, 1.0], "'ssm_multipliers'")):
+            write(path("bad-fh-" + key), dict(fcfg, **{key: value}), fw)
+            refused(path("bad-fh-" + key), needle, f"falcon_h1 key {key}")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

@@ -86,7 +86,8 @@ static void test_models_pass(void **state)
                                         "cases/models/granitemoehybrid.yaml", "cases/models/falcon_mamba.yaml",
                                         "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
                                         "cases/models/zamba2.yaml",
-                                        "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml"};
+                                        "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
+                                        "cases/models/falcon_h1.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -234,6 +235,37 @@ static const struct glue GLUE[] = {
      MC_DTYPE_F32, {"first diverging layer 0 of 4 (gdn mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
     {"cases/models/qwen3_5_moe.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
      {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* FalconH1 (3 decoder layers = 6 slots: 2j the Mamba2 branch, 2j + 1 the attention branch and the layer's sum,
+     * residual and MLP): its multipliers applied twice or not at all, the branches made sequential (the first
+     * added to the residual before the second's norm), a branch dropped, the pattern shifted (each slot running
+     * the next slot's mixer: the branches swapped) */
+    {"cases/models/falcon_h1.yaml", "glue.in-multiplier-twice", MC_STACK_GLUE_IN_MULTIPLIER_TWICE, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 6 (attention branch of decoder layer 0 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.out-multiplier-dropped", MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 1 of 6 (attention branch of decoder layer 0 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.mlp-multipliers-dropped", MC_STACK_GLUE_MLP_MULTIPLIERS_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 1 of 6", "glue: the feed-forward (MLP)"}},
+    {"cases/models/falcon_h1.yaml", "glue.lm-head-multiplier-dropped", MC_STACK_GLUE_LM_HEAD_MULTIPLIER_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"glue after the last layer"}},
+    {"cases/models/falcon_h1.yaml", "glue.embedding-multiplier-twice", MC_STACK_GLUE_EMBEDDING_MULTIPLIER_TWICE, 0, 1,
+     MC_DTYPE_F32, {"glue: the embedding"}},
+    {"cases/models/falcon_h1.yaml", "glue.branches-sequential@3", MC_STACK_GLUE_BRANCHES_SUMMED_BEFORE_NORM, 3, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 3 of 6 (attention branch of decoder layer 1 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.branch-dropped@2", MC_STACK_GLUE_BRANCH_DROPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 6 (attention branch of decoder layer 1 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.branch-dropped@5", MC_STACK_GLUE_BRANCH_DROPPED, 5, 1, MC_DTYPE_F32,
+     {"first diverging layer 5 of 6 (attention branch of decoder layer 2 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 6 (mamba2 branch of decoder layer 0 on 'cpu')"}},
+    {"cases/models/falcon_h1.yaml", "glue.branch-multipliers-swapped", MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED, 0, 1,
+     MC_DTYPE_F32,
+     {"first diverging layer 1 of 6 (attention branch of decoder layer 0 on 'cpu')", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.block-norm-skipped@4", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 4, 1, MC_DTYPE_F32,
+     {"first diverging layer 5 of 6", "glue around the parallel mixers"}},
+    {"cases/models/falcon_h1.yaml", "glue.out-multiplier-dropped", MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED, 0, 1,
+     MC_DTYPE_BF16, {"decoder layer 0", "glue around the parallel mixers"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -519,6 +551,95 @@ static void test_qwen3_5_moe_config(void **state)
     printf("  refused: %s\n", err.msg);
 }
 
+/* FalconH1's config as the C reader takes it: two mixer slots a decoder layer with their multipliers, the
+ * multipliers of the glue, mamba_d_ssm null as mamba_expand x hidden_size and mamba_d_head "auto"; every refusal
+ * names its key. */
+static void test_falcon_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 2, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 40, "
+                                    "\"mamba_n_heads\": 4, \"mamba_d_state\": 8, \"mamba_n_groups\": 2";
+    char json[2048];
+    struct mc_stack_config cfg;
+    struct mc_error err = {0};
+    snprintf(json, sizeof json,
+             "{%s, \"mamba_d_ssm\": 48, \"mamba_d_head\": 12, \"mamba_rms_norm\": true, "
+             "\"mamba_norm_before_gate\": false, \"embedding_multiplier\": 2.0, \"lm_head_multiplier\": 0.4, "
+             "\"mlp_multipliers\": [0.9, 0.6], \"key_multiplier\": 0.7, \"attention_in_multiplier\": 1.1, "
+             "\"attention_out_multiplier\": 0.8, \"ssm_multipliers\": [0.5, 0.9, 1.2, 0.7, 0.6], "
+             "\"ssm_in_multiplier\": 1.3, \"ssm_out_multiplier\": 0.5}",
+             base);
+    if (mc_stack_config_parse("falcon_h1", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+        fail_msg("%s", err.msg);
+    assert_int_equal(cfg.n_layers, 4);
+    assert_int_equal(cfg.decoder_layers, 2);
+    for (int64_t j = 0; j < 2; j++) {
+        const struct mc_stack_layer *a = &cfg.layers[2 * j], *b = &cfg.layers[2 * j + 1];
+        assert_true(a->family == MC_FAMILY_MAMBA2 && a->parallel == 1 && !a->dense);
+        assert_true(b->family == MC_FAMILY_ATTENTION && b->parallel == 2 && b->dense && b->dense_size == 40);
+        assert_true(a->in_multiplier == 1.3 && a->out_multiplier == 0.5);
+        assert_true(b->in_multiplier == 1.1 && b->out_multiplier == 0.8);
+        assert_int_equal(a->mixer.u.mamba2.num_heads * a->mixer.u.mamba2.head_dim, 48);
+        assert_int_equal(a->mixer.u.mamba2.norm_group_size, 24); /* per group: 48 / 2 */
+        assert_int_equal(b->mixer.u.attention.head_dim, 8);
+        assert_false(b->mixer.u.attention.no_rope);
+        assert_int_equal(mc_stack_decoder_layer(&cfg, 2 * j + 1), j);
+    }
+    assert_true(cfg.embedding_multiplier == 2.0 && cfg.lm_head_multiplier == 0.4 && cfg.key_multiplier == 0.7);
+    assert_true(cfg.mlp_gate_multiplier == 0.9 && cfg.mlp_down_multiplier == 0.6 && cfg.ssm_multipliers[4] == 0.6);
+    assert_true(!cfg.tied && !cfg.residual_in_fp32 && cfg.residual_multiplier == 1.0);
+    char name[MC_STACK_NAME_LEN + 32];
+    mc_stack_name_layer_norm(&cfg, 3, name);
+    assert_string_equal(name, "model.layers.1.input_layernorm.weight");
+    mc_stack_name_mixer_param(&cfg, 2, "in_proj.weight", name);
+    assert_string_equal(name, "model.layers.1.mamba.in_proj.weight");
+    mc_stack_name_mixer_param(&cfg, 3, "k_proj.weight", name);
+    assert_string_equal(name, "model.layers.1.self_attn.k_proj.weight");
+    mc_stack_name_ffn(&cfg, 3, 3, name);
+    assert_string_equal(name, "model.layers.1.feed_forward.down_proj.weight");
+    /* mamba_d_ssm null: mamba_expand x hidden_size; mamba_d_head "auto": the channels / heads */
+    snprintf(json, sizeof json,
+             "{%s, \"mamba_d_ssm\": null, \"mamba_d_head\": \"auto\", \"mamba_rms_norm\": true, "
+             "\"mamba_norm_before_gate\": false}",
+             base);
+    assert_int_equal(mc_stack_config_parse("falcon_h1", json, "cfg", &cfg, &err), MC_ERR_NONE);
+    assert_int_equal(cfg.layers[0].mixer.u.mamba2.head_dim, 16);
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"mamba_d_ssm\": 48, \"mamba_norm_before_gate\": false", "'mamba_rms_norm' = false"},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true", "'mamba_norm_before_gate' = true"},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"projectors_bias\": true",
+         "'projectors_bias'"},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"mlp_bias\": true",
+         "'mlp_bias'"},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"hidden_act\": \"gelu\"",
+         "'hidden_act' gelu"},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"ssm_multipliers\": [1, 2]",
+         "'ssm_multipliers'"},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"mlp_multipliers\": 2",
+         "'mlp_multipliers'"},
+        {"\"mamba_d_ssm\": 50, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"mamba_d_head\": 12",
+         "mamba_d_ssm (50)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err = (struct mc_error){0};
+        snprintf(json, sizeof json, "{%s, %s}", base, bad[i].extra);
+        assert_int_equal(mc_stack_config_parse("falcon_h1", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+    snprintf(json, sizeof json,
+             "{%s, \"num_hidden_layers\": 33, \"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, "
+             "\"mamba_norm_before_gate\": false}",
+             "\"vocab_size\": 64, \"hidden_size\": 32, \"num_attention_heads\": 4, \"mamba_n_heads\": 4");
+    err = (struct mc_error){0};
+    assert_int_equal(mc_stack_config_parse("falcon_h1", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "'num_hidden_layers'"));
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -536,6 +657,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_models_pass),
         cmocka_unit_test(test_nemotron_config),
+        cmocka_unit_test(test_falcon_config),
         cmocka_unit_test(test_glue_mutants),
         cmocka_unit_test(test_mixer_layer_mutants),
         cmocka_unit_test(test_qwen3_next_config),

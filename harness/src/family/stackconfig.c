@@ -35,6 +35,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "qwen3_next";
     case MC_MODEL_QWEN3_5_MOE:
         return "qwen3_5_moe_text";
+    case MC_MODEL_FALCON_H1:
+        return "falcon_h1";
     }
     return "unknown";
 }
@@ -65,6 +67,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_QWEN3_NEXT;
     else if (strcmp(name, "qwen3_5_moe_text") == 0)
         *t = MC_MODEL_QWEN3_5_MOE;
+    else if (strcmp(name, "falcon_h1") == 0)
+        *t = MC_MODEL_FALCON_H1;
     else
         return -1;
     return 0;
@@ -85,10 +89,15 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
     out[0] = mc_model_type_family(t);
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
         t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
-        t != MC_MODEL_QWEN3_5_MOE)
+        t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
+}
+
+int64_t mc_stack_decoder_layer(const struct mc_stack_config *cfg, int64_t slot)
+{
+    return cfg->type == MC_MODEL_FALCON_H1 ? slot / 2 : slot;
 }
 
 int mc_stack_layer_has_mixer(const struct mc_stack_config *cfg, int64_t layer)
@@ -1117,6 +1126,144 @@ static int parse_qwen3_next(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* A list of n numbers (absent or null: every one `dflt`), as FalconH1Config's mlp_multipliers and ssm_multipliers. */
+static int num_list(struct reader *r, const char *key, int n, double dflt, double *out)
+{
+    const struct mc_json_value *v = mc_json_get(r->root, key);
+    for (int i = 0; i < n; i++)
+        out[i] = dflt;
+    if (v == NULL || v->type == MC_JSON_NULL)
+        return 0;
+    int ok = v->type == MC_JSON_ARRAY && (int)v->len == n;
+    for (int i = 0; ok && i < n; i++) {
+        ok = v->items[i].type == MC_JSON_NUMBER && isfinite(v->items[i].number);
+        out[i] = ok ? v->items[i].number : dflt;
+    }
+    if (!ok)
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' must be a list of %d finite numbers", r->where, key, n);
+    return ok ? 0 : -1;
+}
+
+/* FalconH1Config (transformers 5.24): num_hidden_layers decoder layers, each the Mamba2 mixer FalconH1Mixer
+ * (mamba_d_ssm, or mamba_expand x hidden_size when null, mamba_n_heads, mamba_d_head "auto" = intermediate /
+ * heads, mamba_n_groups, mamba_d_state, mamba_d_conv, mamba_chunk_size, mamba_conv_bias, mamba_proj_bias for
+ * in_proj and projectors_bias for out_proj (one bias flag in the family: they must agree), the gated norm per
+ * group with the gate before the norm, time_step_limit) and FalconH1Attention (LlamaAttention: num_attention_heads,
+ * num_key_value_heads, head_dim (default hidden / heads), RoPE of rope_parameters / rope_theta on the whole head,
+ * head_dim^-0.5, no q/k norm, attention_bias, max_position_embeddings the KV cache length) in parallel, and the
+ * SwiGLU MLP of intermediate_size; rms_norm_eps everywhere; the multipliers embedding_multiplier,
+ * lm_head_multiplier, mlp_multipliers [gate, down], key_multiplier, attention_in_multiplier,
+ * attention_out_multiplier, ssm_multipliers [z, x, B, C, dt], ssm_in_multiplier, ssm_out_multiplier. Refused: the
+ * Mamba2 branch without its gated norm (mamba_rms_norm false, the default) or with the norm before the gate
+ * (mamba_norm_before_gate true, the default): the Mamba2 family computes norm(y · silu(z)) alone; mlp_bias;
+ * activations other than SiLU; more than MC_STACK_MAX_LAYERS / 2 layers. */
+static int parse_falcon_h1(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .qk_norm = MC_QK_NORM_NONE, .rms_norm_eps = cfg->norm_eps};
+    int64_t expand = 2, inner = 0;
+    int32_t rms_norm = 0, before_gate = 1, proj_bias = 0, mlp_bias = 0;
+    double mlp[2];
+    if (get_int(r, "mamba_n_heads", 0, 128, &m.num_heads) || get_int(r, "mamba_d_state", 0, 256, &m.state_size) ||
+        get_int(r, "mamba_n_groups", 0, 1, &m.n_groups) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || get_int(r, "mamba_chunk_size", 0, 256, &m.chunk_size) ||
+        get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) || get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        get_bool(r, "projectors_bias", 0, &proj_bias) || get_bool(r, "mamba_rms_norm", 0, &rms_norm) ||
+        get_bool(r, "mamba_norm_before_gate", 1, &before_gate) || get_bool(r, "mlp_bias", 0, &mlp_bias) ||
+        positive(r, "mamba_n_heads", m.num_heads, 1 << 16) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "head_dim", 0, cfg->hidden / at.num_attention_heads, &at.head_dim) ||
+        get_int(r, "max_position_embeddings", 0, 8192, &at.cache_length) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) || rope_params(r, 10000.0, 1.0, 1, &at) ||
+        get_int(r, "intermediate_size", 0, 14336, &cfg->ffn_size) ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) ||
+        want_string(r, "hidden_act", "silu") ||
+        get_num(r, "embedding_multiplier", 0, 0, 1.0, &cfg->embedding_multiplier) ||
+        get_num(r, "lm_head_multiplier", 0, 0, 1.0, &cfg->lm_head_multiplier) ||
+        get_num(r, "key_multiplier", 0, 0, 1.0, &cfg->key_multiplier) || num_list(r, "mlp_multipliers", 2, 1.0, mlp) ||
+        num_list(r, "ssm_multipliers", 5, 1.0, cfg->ssm_multipliers))
+        return -1;
+    double ain = 1.0, aout = 1.0, sin_ = 1.0, sout = 1.0;
+    if (get_num(r, "attention_in_multiplier", 0, 0, 1.0, &ain) ||
+        get_num(r, "attention_out_multiplier", 0, 0, 1.0, &aout) || get_num(r, "ssm_in_multiplier", 0, 0, 1.0, &sin_) ||
+        get_num(r, "ssm_out_multiplier", 0, 0, 1.0, &sout))
+        return -1;
+    if (!isfinite(cfg->embedding_multiplier) || !isfinite(cfg->lm_head_multiplier) || !isfinite(cfg->key_multiplier) ||
+        !isfinite(ain) || !isfinite(aout) || !isfinite(sin_) || !isfinite(sout)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: every multiplier must be finite", r->where);
+        return -1;
+    }
+    cfg->mlp_gate_multiplier = mlp[0];
+    cfg->mlp_down_multiplier = mlp[1];
+    if (!rms_norm || before_gate) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: '%s' = %s: the Mamba2 family computes the gated norm norm(y · silu(z)) alone "
+                     "(mamba_rms_norm true with mamba_norm_before_gate false)",
+                     r->where, !rms_norm ? "mamba_rms_norm" : "mamba_norm_before_gate", !rms_norm ? "false" : "true");
+        return -1;
+    }
+    if (proj_bias != m.use_bias) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'projectors_bias' (%s) differs from 'mamba_proj_bias' (%s): the Mamba2 family "
+                     "has one bias flag for in_proj and out_proj",
+                     r->where, proj_bias ? "true" : "false", m.use_bias ? "true" : "false");
+        return -1;
+    }
+    if (mlp_bias) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_bias' = true: the MLP is computed without biases",
+                     r->where);
+        return -1;
+    }
+    if (get_int(r, "mamba_d_ssm", 0, expand * cfg->hidden, &inner) || positive(r, "mamba_d_ssm", inner, 1 << 24))
+        return -1;
+    const struct mc_json_value *dh = mc_json_get(r->root, "mamba_d_head");
+    if (dh == NULL || dh->type == MC_JSON_NULL || (dh->type == MC_JSON_STRING && strcmp(dh->string, "auto") == 0))
+        m.head_dim = inner / m.num_heads;
+    else if (get_int(r, "mamba_d_head", 1, 0, &m.head_dim))
+        return -1;
+    if (m.head_dim * m.num_heads != inner) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: mamba_n_heads * mamba_d_head (%lld) must equal the Mamba intermediate size "
+                     "mamba_d_ssm (%lld)",
+                     r->where, (long long)(m.head_dim * m.num_heads), (long long)inner);
+        return -1;
+    }
+    if (m.n_groups < 1 || inner % m.n_groups != 0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mamba_n_groups' (%lld) must divide mamba_d_ssm (%lld)",
+                     r->where, (long long)m.n_groups, (long long)inner);
+        return -1;
+    }
+    m.norm_group_size = inner / m.n_groups; /* FalconH1RMSNormGated: per group in every release */
+    m.layer_norm_epsilon = cfg->norm_eps;
+    if (time_step_limit(r, m.time_step_limit))
+        return -1;
+    if (cfg->n_layers > MC_STACK_MAX_LAYERS / 2) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' must be in [1, %d] (two mixer slots a "
+                     "layer)", r->where, MC_STACK_MAX_LAYERS / 2);
+        return -1;
+    }
+    cfg->decoder_layers = cfg->n_layers;
+    cfg->n_layers = 2 * cfg->decoder_layers;
+    for (int64_t j = 0; j < cfg->decoder_layers; j++) {
+        struct mc_stack_layer *a = &cfg->layers[2 * j], *b = &cfg->layers[2 * j + 1];
+        a->family = a->mixer.family = MC_FAMILY_MAMBA2; /* FalconH1DecoderLayer.mamba */
+        a->mixer.u.mamba2 = m;
+        a->parallel = 1;
+        a->in_multiplier = sin_;
+        a->out_multiplier = sout;
+        b->family = b->mixer.family = MC_FAMILY_ATTENTION; /* .self_attn */
+        b->mixer.u.attention = at;
+        b->parallel = 2;
+        b->in_multiplier = ain;
+        b->out_multiplier = aout;
+        b->dense = 1; /* the layer's feed-forward, after the sum */
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1124,10 +1271,13 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text)",
+                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
+    cfg->lm_head_multiplier = cfg->mlp_gate_multiplier = cfg->mlp_down_multiplier = cfg->key_multiplier = 1.0;
+    for (int i = 0; i < 5; i++)
+        cfg->ssm_multipliers[i] = 1.0;
     struct mc_json_value *root = NULL;
     struct mc_json_error je = {0};
     if (mc_json_parse(config_json, strlen(config_json), NULL, &root, &je) != 0)
@@ -1154,7 +1304,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                 cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
                         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
-                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE
+                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
+                        cfg->type == MC_MODEL_FALCON_H1
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
@@ -1178,7 +1329,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
-        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
+        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
@@ -1194,9 +1345,11 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : nh                            ? parse_nemotron_h(&r, cfg)
          : zb                            ? parse_zamba2(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
+         : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
-    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && !nh && !zb && !qn && i < cfg->n_layers; i++)
+    for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && cfg->type != MC_MODEL_FALCON_H1 && !nh && !zb && !qn &&
+                        i < cfg->n_layers; i++)
         cfg->layers[i].dense = cfg->ffn_size > 0; /* every layer has its MLP (GraniteMoeHybrid: the shared one) */
     for (int64_t i = 0; !nh && !zb && !qn && i < cfg->n_layers; i++)
         cfg->layers[i].dense_size = cfg->layers[i].dense ? cfg->ffn_size : 0;
@@ -1223,7 +1376,7 @@ static int hybrid(const struct mc_stack_config *cfg)
 {
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
-           cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE;
+           cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1241,8 +1394,10 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%sinput_layernorm.weight", (long long)Z->hf_layer,
                  Z->shared ? "shared_transformer." : Z->hybrid ? "mamba_decoder." : "");
     else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
-        cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
-        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight", (long long)layer);
+             cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
+             cfg->type == MC_MODEL_FALCON_H1) /* FalconH1: both slots read one norm */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight",
+                 (long long)mc_stack_decoder_layer(cfg, layer));
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
     else if (cfg->type == MC_MODEL_NEMOTRON_H)
@@ -1260,7 +1415,7 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
     else if (cfg->type == MC_MODEL_NEMOTRON_H) /* every block's module is its `mixer` */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.mixer.", (long long)layer);
     else if (hybrid(cfg))
-        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)mc_stack_decoder_layer(cfg, layer),
                  cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
                  : lfm2(cfg)                                      ? "conv."
                  : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
@@ -1324,7 +1479,8 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
     if (parts[part & 3] == NULL)
         out[0] = '\0';
     else
-        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, parts[part & 3]);
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)mc_stack_decoder_layer(cfg, layer),
+                 parts[part & 3]);
 }
 
 void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
@@ -1351,7 +1507,8 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
 {
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
-             : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2
+             : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
+                       cfg->type == MC_MODEL_FALCON_H1
                  ? "model.final_layernorm.weight"
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||

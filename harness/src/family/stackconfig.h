@@ -49,6 +49,9 @@ enum mc_model_type {
     MC_MODEL_QWEN3_5_MOE = 14, /* Qwen3_5MoeForCausalLM (model_type qwen3_5_moe_text): Qwen3.5's Gated DeltaNet and
                                   gated attention layers, zero-centred RMSNorm; on every layer the softmax-then-top-k
                                   MoE (always renormalised) plus the shared SwiGLU expert behind its sigmoid gate */
+    MC_MODEL_FALCON_H1 = 10,   /* FalconH1ForCausalLM: every decoder layer a Mamba2 mixer and RoPE attention in parallel
+                                  on the same input norm, their outputs scaled and summed (two mixer slots a layer,
+                                  struct mc_stack_layer.parallel), a SwiGLU MLP, the µP-style multipliers */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -118,6 +121,13 @@ struct mc_stack_layer {
     int32_t block;    /* its block, j % num_mem_blocks */
     int32_t hybrid;   /* 1: the Mamba2 entry of a hybrid layer (after its application) */
     int64_t hf_layer; /* the upstream layer of the entry (Zamba2: model.layers.<hf_layer>) */
+    /* parallel mixers (FalconH1): one decoder layer j is the two slots 2j and 2j + 1, each a mixer of its own (its
+     * model, backend, cache), both reading the same block norm of the same residual; the first slot's output,
+     * times its out_multiplier, is held, the second's added to it, and the sum goes to the residual once, then the
+     * layer's feed-forward (on the second slot). The first slot leaves the residual as it was. */
+    int32_t parallel;              /* 0: a layer of its own; 1: the first slot of a parallel pair; 2: the second */
+    double in_multiplier;          /* the mixer reads its block norm times this (rounded to T); parallel slots only */
+    double out_multiplier;         /* its output times this (rounded to T) before the sum; parallel slots only */
 };
 
 struct mc_stack_config {
@@ -149,6 +159,15 @@ struct mc_stack_config {
     int64_t adapter_rank;  /* adapter_rank r */
     int64_t n_blocks;      /* num_mem_blocks */
     int64_t n_apps;        /* the hybrid layers */
+    /* FalconH1's multipliers (1 elsewhere): the logits times lm_head_multiplier; the MLP's gate projection times
+     * mlp_gate_multiplier before its SiLU and its down projection times mlp_down_multiplier; key_multiplier on the
+     * attention branch's k_proj output and ssm_multipliers on the Mamba2 branch's in_proj parts z, x, B, C, dt
+     * (mup_vector), both folded into those rows when the weights are rounded to T (docs/models.md §1) */
+    double lm_head_multiplier;
+    double mlp_gate_multiplier, mlp_down_multiplier;
+    double key_multiplier;
+    double ssm_multipliers[5];
+    int64_t decoder_layers; /* FalconH1's num_hidden_layers (n_layers is twice it: two slots a layer) */
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
@@ -159,6 +178,9 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t);
 enum mc_family mc_model_type_family(enum mc_model_type t);
 /* Every family a model type's layers may have, into out[0..n); returns n (at most 4). */
 int mc_model_type_families(enum mc_model_type t, enum mc_family out[4]);
+
+/* The decoder layer slot i belongs to (i / 2 for FalconH1's parallel pairs, else i). */
+int64_t mc_stack_decoder_layer(const struct mc_stack_config *cfg, int64_t slot);
 
 /* 1 when layer i has a sequence mixer (every layer but Nemotron-H's MLP and MoE blocks). */
 int mc_stack_layer_has_mixer(const struct mc_stack_config *cfg, int64_t layer);

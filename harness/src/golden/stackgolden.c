@@ -125,7 +125,8 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
     }
     for (int64_t l = 0; cfg->type != MC_MODEL_ZAMBA2 && l < cfg->n_layers; l++) {
         mc_stack_name_layer_norm(cfg, l, buf);
-        ADD(buf, 1, cfg->hidden, 0, 0);
+        if (cfg->layers[l].parallel != 2) /* a parallel pair's two slots read one norm, listed once */
+            ADD(buf, 1, cfg->hidden, 0, 0);
         struct mc_weight_spec specs[MC_FAMILY_MAX_WEIGHTS];
         int ns = mc_family_weight_specs(&cfg->layers[l].mixer, specs);
         for (int i = 0; i < ns; i++) {

@@ -81,6 +81,50 @@ static int has_ffn(const struct mc_stack_config *cfg, int64_t l)
 static enum mc_backend_status create_shared(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
                                             int32_t threads, struct mc_msg *msg);
 
+/* FalconH1's multipliers on a projection's output rows, folded into those rows (and their bias) before the
+ * weights are rounded to T: the Mamba2 branch's in_proj rows times the ssm_multipliers part they belong to (z [0, I),
+ * x [I, 2I), B and C (G N each), dt (H): mup_vector), the attention branch's k_proj rows times key_multiplier.
+ * Exact in float64 ((W x) m = (m W) x); in T it moves the rounding of the product into the weight (docs/models.md
+ * §1). The rows' count of parameter `name` of slot l: 0 when nothing is folded into it. */
+static int64_t fold_rows(const struct mc_stack_config *cfg, int64_t l, const char *name)
+{
+    const struct mc_family_config *fc = &cfg->layers[l].mixer;
+    if (fc->family == MC_FAMILY_MAMBA2 && (strcmp(name, "in_proj.weight") == 0 || strcmp(name, "in_proj.bias") == 0)) {
+        const struct mc_mamba2_config *m = &fc->u.mamba2;
+        return 2 * m->num_heads * m->head_dim + 2 * m->n_groups * m->state_size + m->num_heads;
+    }
+    if (fc->family == MC_FAMILY_ATTENTION && cfg->key_multiplier != 1.0 &&
+        (strcmp(name, "k_proj.weight") == 0 || strcmp(name, "k_proj.bias") == 0))
+        return fc->u.attention.num_key_value_heads * fc->u.attention.head_dim;
+    return 0;
+}
+
+/* The folded copy of golden weight w [n] of slot l (NULL when nothing is folded or out of memory). */
+static double *fold_multipliers(const struct mc_stack_config *cfg, int64_t l, const char *name, const double *w,
+                                int64_t n)
+{
+    int64_t rows = fold_rows(cfg, l, name);
+    if (rows <= 0 || n % rows != 0)
+        return NULL;
+    double *out = malloc((size_t)n * sizeof *out);
+    if (out == NULL)
+        return NULL;
+    int64_t cols = n / rows;
+    const struct mc_family_config *fc = &cfg->layers[l].mixer;
+    for (int64_t r = 0; r < rows; r++) {
+        double mult = cfg->key_multiplier;
+        if (fc->family == MC_FAMILY_MAMBA2) {
+            const struct mc_mamba2_config *m = &fc->u.mamba2;
+            int64_t I = m->num_heads * m->head_dim, GN = m->n_groups * m->state_size;
+            int part = r < I ? 0 : r < 2 * I ? 1 : r < 2 * I + GN ? 2 : r < 2 * I + 2 * GN ? 3 : 4;
+            mult = cfg->ssm_multipliers[part];
+        }
+        for (int64_t c = 0; c < cols; c++)
+            out[r * cols + c] = w[r * cols + c] * mult;
+    }
+    return out;
+}
+
 static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
                                            int32_t threads, struct mc_msg *msg)
 {
@@ -103,13 +147,22 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
             st = MC_BACKEND_NOMEM;
             break;
         }
+        /* FalconH1: the multipliers on in_proj's / k_proj's output rows folded into those rows */
+        int fold = s->cfg->type == MC_MODEL_FALCON_H1 && fold_rows(s->cfg, l, specs[i].name) > 0;
+        double *folded = fold ? fold_multipliers(s->cfg, l, specs[i].name, a->data, n) : NULL;
+        const double *src = folded != NULL ? folded : a->data;
+        if (fold && folded == NULL) {
+            st = MC_BACKEND_NOMEM;
+            break;
+        }
         if (s->mixer_dtype == s->dtype) {
-            mc_dtype_from_f64(s->dtype, a->data, bufs[i], (size_t)n);
+            mc_dtype_from_f64(s->dtype, src, bufs[i], (size_t)n);
         } else { /* the weights rounded to the model dtype, held in float64 */
             double *v = bufs[i];
             for (int64_t k = 0; k < n; k++)
-                v[k] = store(s, a->data[k]);
+                v[k] = store(s, src[k]);
         }
+        free(folded);
         w[i] = (struct mc_weight){.name = specs[i].name, .ndim = specs[i].ndim, .data = bufs[i]};
         memcpy(w[i].dims, specs[i].dims, sizeof w[i].dims);
     }
@@ -698,6 +751,8 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
             logits[r * V + v] = store(s, acc);
             if (s->cfg->logits_scaling != 1.0 && s->fault != MC_STACK_GLUE_LOGITS_SCALING_DROPPED)
                 logits[r * V + v] = store(s, logits[r * V + v] / s->cfg->logits_scaling); /* logits / logits_scaling */
+            if (s->cfg->lm_head_multiplier != 1.0 && s->fault != MC_STACK_GLUE_LM_HEAD_MULTIPLIER_DROPPED)
+                logits[r * V + v] = store(s, logits[r * V + v] * s->cfg->lm_head_multiplier); /* FalconH1 */
         }
     }
 }
@@ -952,6 +1007,8 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     int64_t D = s->D, F = s->cfg->layers[l].dense_size;
     const double *w1 = s->w1[l], *w3 = s->w3[l], *w2 = s->w2[l];
     int relu = s->cfg->ffn_act == MC_FFN_RELU2;
+    double gm = s->fault == MC_STACK_GLUE_MLP_MULTIPLIERS_DROPPED ? 1.0 : s->cfg->mlp_gate_multiplier;
+    double dm = s->fault == MC_STACK_GLUE_MLP_MULTIPLIERS_DROPPED ? 1.0 : s->cfg->mlp_down_multiplier;
     int64_t Fe = s->cfg->layers[l].moe ? s->cfg->moe.expert_size : 0;
     double *a = malloc((size_t)(F > Fe + D ? F : Fe + D) * sizeof *a); /* the MLP's [F], or the MoE's [Fe + D] */
     if (a == NULL)
@@ -990,6 +1047,8 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
                 g = store(s, g + store(s, ga));
                 u = store(s, u + store(s, ua));
             }
+            if (gm != 1.0) /* FalconH1MLP: gate_proj(x) * gate_multiplier before the SiLU */
+                g = store(s, g * gm);
             if (s->cfg->ffn_act == MC_FFN_GELU) /* the exact erf GELU, stored in T, times up in T */
                 a[f] = store(s, store(s, 0.5 * g * (1.0 + erf(g / sqrt(2.0)))) * u);
             else
@@ -999,7 +1058,7 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
             double acc = 0.0;
             for (int64_t f = 0; f < F; f++)
                 acc += w2[d * F + f] * a[f];
-            y[r * D + d] = store(s, acc);
+            y[r * D + d] = dm != 1.0 ? store(s, store(s, acc) * dm) : store(s, acc); /* down_proj(..) * down_multiplier */
         }
     }
     if (Fe > 0) /* moe_hidden_states + shared_mlp(hidden_states) */
@@ -1031,11 +1090,71 @@ static enum mc_backend_status shared_step(struct mc_stack *s, int64_t l, struct 
                                           const double *h, const double *e, const uint8_t *mask,
                                           const struct mc_stack_packed *pk, double *T, struct mc_msg *msg);
 
+/* The slot whose in / out multipliers parallel slot l applies: its own, or its partner's with the planted swap. */
+static const struct mc_stack_layer *multipliers_of(const struct mc_stack *s, int64_t l)
+{
+    if (s->fault != MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED)
+        return &s->cfg->layers[l];
+    return &s->cfg->layers[s->cfg->layers[l].parallel == 1 ? l + 1 : l - 1];
+}
+
+/* A parallel slot's input: its block norm x [n] times its in multiplier m, in T (`times` times: 2 with the planted
+ * fault). */
+static void in_multiply(const struct mc_stack *s, double m, double *x, size_t n, int times)
+{
+    for (int t = 0; m != 1.0 && t < times; t++)
+        for (size_t i = 0; i < n; i++)
+            x[i] = store(s, x[i] * m);
+}
+
+/* A slot of FalconH1's parallel pair (struct mc_stack_layer.parallel): both read the block norm of the same h;
+ * the first's output times its out multiplier (in T) goes to `held`, the second's is added to it (in T) and the
+ * sum to the residual, in T; then the layer's feed-forward. */
+static enum mc_backend_status parallel_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B,
+                                            int64_t L, double *h, const uint8_t *mask, const struct mc_stack_packed *pk,
+                                            double *x, double *y, double *held, struct mc_msg *msg)
+{
+    const struct mc_stack_layer *ly = &s->cfg->layers[l];
+    size_t n = (size_t)(B * L * s->D);
+    if (ly->parallel == 2 && s->fault == MC_STACK_GLUE_BRANCHES_SUMMED_BEFORE_NORM && l == s->fault_layer)
+        for (size_t i = 0; i < n; i++) { /* the planted fault: the first branch in the residual before this one's norm */
+            h[i] = store(s, h[i] + held[i]);
+            held[i] = 0.0;
+        }
+    if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
+        for (size_t i = 0; i < n; i++)
+            x[i] = store(s, h[i]);
+    else
+        block_norm(s, s->norm + l * s->D, h, B * L, x);
+    in_multiply(s, multipliers_of(s, l)->in_multiplier, x, n, s->fault == MC_STACK_GLUE_IN_MULTIPLIER_TWICE ? 2 : 1);
+    enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    int drop = s->fault == MC_STACK_GLUE_BRANCH_DROPPED && l == s->fault_layer;
+    double om = s->fault == MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED ? 1.0 : multipliers_of(s, l)->out_multiplier;
+    for (size_t i = 0; i < n; i++) {
+        double v = drop ? 0.0 : store(s, y[i] * om);
+        if (ly->parallel == 1)
+            held[i] = v;
+        else
+            held[i] = store(s, held[i] + v); /* mamba_hidden_states + attention_hidden_states */
+    }
+    if (ly->parallel == 1)
+        return MC_BACKEND_OK;
+    for (size_t i = 0; i < n; i++)
+        h[i] = store(s, h[i] + held[i]); /* residual + hidden_states, in T */
+    if (has_ffn(s->cfg, l) && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
+    return st;
+}
+
 static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
                                          double *h, const uint8_t *mask, const struct mc_stack_packed *pk, double *x,
-                                         double *y, const double *hn, struct mc_msg *msg)
+                                         double *y, const double *hn, double *held, struct mc_msg *msg)
 {
     enum mc_backend_status st = MC_BACKEND_OK;
+    if (s->cfg->layers[l].parallel)
+        return parallel_step(s, l, cache, B, L, h, mask, pk, x, y, held, msg);
     if (hn == NULL)
         hn = h; /* the block norm's input: the residual, or (Zamba2's hybrid Mamba2) h + T */
     if (mc_stack_layer_has_mixer(s->cfg, l)) { /* else the layer is its feed-forward alone (Nemotron-H's - and E) */
@@ -1104,12 +1223,12 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     int64_t D = s->D, rows = batch * len;
     size_t n = (size_t)(rows * D);
     double *h = malloc(n * sizeof *h), *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    double *tmp = malloc((size_t)D * sizeof *tmp);
+    double *tmp = malloc((size_t)D * sizeof *tmp), *held = malloc(n * sizeof *held);
     int zb = s->cfg->type == MC_MODEL_ZAMBA2, have_t = 0;
     double *e = zb ? malloc(n * sizeof *e) : NULL, *tz = zb ? malloc(n * sizeof *tz) : NULL;
     double *ht = zb ? malloc(n * sizeof *ht) : NULL; /* Zamba2: the embeddings, T, h + T */
     enum mc_backend_status st = MC_BACKEND_NOMEM;
-    if (h == NULL || x == NULL || y == NULL || tmp == NULL || (zb && (e == NULL || tz == NULL || ht == NULL)))
+    if (h == NULL || x == NULL || y == NULL || tmp == NULL || held == NULL || (zb && (e == NULL || tz == NULL || ht == NULL)))
         goto out;
     st = MC_BACKEND_OK;
     for (int64_t r = 0; r < rows; r++) {
@@ -1143,7 +1262,7 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
             continue;
         }
         st = layer_step(s, k, c ? c->layer[k] : NULL, batch, len, h, mask, pk, x, y,
-                        zb && s->cfg->layers[k].hybrid && have_t ? ht : NULL, msg);
+                        zb && s->cfg->layers[k].hybrid && have_t ? ht : NULL, held, msg);
         have_t = 0;
         if (st == MC_BACKEND_OK && hidden != NULL)
             memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
@@ -1160,6 +1279,7 @@ out:
     free(e);
     free(tz);
     free(ht);
+    free(held);
     return st;
 }
 
@@ -1182,11 +1302,11 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
                                               struct mc_msg *msg)
 {
     size_t n = (size_t)(batch * len * s->D);
-    double *x = calloc(n, sizeof *x), *y = malloc(n * sizeof *y);
+    double *x = calloc(n, sizeof *x), *y = malloc(n * sizeof *y), *held = malloc(n * sizeof *held);
     enum mc_backend_status st = MC_BACKEND_NOMEM;
     int64_t k = block_at(s, layer);
     const struct mc_stack_layer *Z = &s->cfg->layers[k];
-    if (x != NULL && y != NULL && Z->shared) { /* h_in - layer n is the embeddings: h + T */
+    if (x != NULL && y != NULL && held != NULL && Z->shared) { /* h_in - layer n is the embeddings: h + T */
         for (size_t i = 0; i < n; i++) {
             h_out[i] = store(s, h_in[i]);
             x[i] = store(s, (h_in - (size_t)layer * n)[i]);
@@ -1194,7 +1314,7 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
         st = shared_step(s, k, NULL, batch, len, h_out, x, mask, NULL, y, msg);
         for (size_t i = 0; st == MC_BACKEND_OK && i < n; i++)
             h_out[i] = store(s, h_out[i] + y[i]);
-    } else if (x != NULL && y != NULL && Z->hybrid && layer > 0) { /* h_in is h + T, h_in - n the residual h */
+    } else if (x != NULL && y != NULL && held != NULL && Z->hybrid && layer > 0) { /* h_in is h + T, h_in - n the residual h */
         double *hn = malloc(n * sizeof *hn);
         st = MC_BACKEND_NOMEM;
         if (hn != NULL) {
@@ -1202,16 +1322,23 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
                 h_out[i] = store(s, (h_in - n)[i]);
                 hn[i] = store(s, h_in[i]);
             }
-            st = layer_step(s, k, NULL, batch, len, h_out, mask, NULL, x, y, hn, msg);
+            st = layer_step(s, k, NULL, batch, len, h_out, mask, NULL, x, y, hn, held, msg);
         }
         free(hn);
-    } else if (x != NULL && y != NULL) {
+    } else if (x != NULL && y != NULL && held != NULL) {
         for (size_t i = 0; i < n; i++)
             h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
-        st = layer_step(s, k, NULL, batch, len, h_out, mask, NULL, x, y, NULL, msg);
+        st = MC_BACKEND_OK;
+        /* the second slot of a parallel pair is the whole decoder layer: its first slot runs first (and leaves the
+         * residual as it was); the first slot alone leaves it as it was */
+        if (Z->parallel == 2 && k > 0)
+            st = layer_step(s, k - 1, NULL, batch, len, h_out, mask, NULL, x, y, NULL, held, msg);
+        if (st == MC_BACKEND_OK)
+            st = layer_step(s, k, NULL, batch, len, h_out, mask, NULL, x, y, NULL, held, msg);
     }
     free(x);
     free(y);
+    free(held);
     return st;
 }
 
@@ -1248,6 +1375,18 @@ enum mc_backend_status mc_stack_mixer_forward(struct mc_stack *s, int64_t layer,
         for (int64_t r = 0; st == MC_BACKEND_OK && r < rows; r++)
             memcpy(y + r * D, y2 + r * 2 * D, (size_t)D * sizeof *y);
         free(y2);
+        return st;
+    }
+    if (s->cfg->layers[layer].parallel) { /* a parallel branch reads its norm times its in multiplier */
+        size_t n = (size_t)(batch * len * s->D);
+        double *xm = malloc(n * sizeof *xm);
+        if (xm == NULL)
+            return MC_BACKEND_NOMEM;
+        for (size_t i = 0; i < n; i++)
+            xm[i] = store(s, x[i]);
+        in_multiply(s, s->cfg->layers[layer].in_multiplier, xm, n, 1); /* the layer's own: the mixer's input */
+        enum mc_backend_status st = run_mixer(s, layer, NULL, batch, len, xm, mask, NULL, y, msg);
+        free(xm);
         return st;
     }
     return run_mixer(s, layer, NULL, batch, len, x, mask, NULL, y, msg);

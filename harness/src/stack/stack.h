@@ -70,6 +70,16 @@ enum mc_stack_glue_fault {
     /* the glue of Qwen3-Next (the MoE's shared expert behind a sigmoid gate): */
     MC_STACK_GLUE_SHARED_GATE_SKIPPED,         /* the shared expert added without its sigmoid(shared_expert_gate x)
                                                   (a softmax over its one logit, 1, alike) */
+    /* the glue of FalconH1 (parallel mixers, its multipliers): */
+    MC_STACK_GLUE_IN_MULTIPLIER_TWICE,         /* every parallel branch's input times its in multiplier twice */
+    MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED,      /* every parallel branch's output added without its out multiplier */
+    MC_STACK_GLUE_MLP_MULTIPLIERS_DROPPED,     /* the MLP's gate and down multipliers not applied */
+    MC_STACK_GLUE_LM_HEAD_MULTIPLIER_DROPPED,  /* the logits not multiplied by lm_head_multiplier */
+    MC_STACK_GLUE_BRANCHES_SUMMED_BEFORE_NORM, /* at slot `layer` (a pair's second): the first branch added to the
+                                                  residual before this branch's norm (sequential, not parallel) */
+    MC_STACK_GLUE_BRANCH_DROPPED,              /* the branch at slot `layer` added as zero */
+    MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED,  /* each branch applies the other's in and out multipliers (the
+                                                  attention branch the ssm_* ones, the Mamba2 branch attention_*) */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 

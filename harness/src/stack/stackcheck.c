@@ -177,6 +177,9 @@ static const char *layer_kind(const struct sess *s, int64_t l, char buf[64])
     else if (cfg->type == MC_MODEL_ZAMBA2)
         snprintf(buf, 64, "%slayer %lld's mamba2 mixer", cfg->layers[l].hybrid ? "hybrid " : "",
                  (long long)cfg->layers[l].hf_layer);
+    else if (cfg->layers[l].parallel) /* FalconH1: one of a decoder layer's two parallel mixers */
+        snprintf(buf, 64, "%s branch of decoder layer %lld", mc_family_name(cfg->layers[l].family),
+                 (long long)mc_stack_decoder_layer(cfg, l));
     else
         snprintf(buf, 64, "%s mixer", mc_family_name(cfg->layers[l].family));
     return buf;
@@ -1410,11 +1413,17 @@ static void localise(struct sess *s)
     }
     int64_t l = s->loc_level - 1, N = s->B * s->L * s->D;
     char kind[64];
-    char where[200];
+    char where[280];
     snprintf(where, sizeof where, "first diverging layer %lld of %lld (%s %s '%s'), token %lld (row %lld)",
              (long long)l, (long long)s->n, layer_kind(s, l, kind), s->port != NULL ? "in whole stack" : "on",
              s->port != NULL ? s->ctx->ops->name : layer_backend(s, l),
              (long long)s->loc_token, (long long)s->loc_row);
+    if (cfg->layers[l].parallel == 2) { /* the decoder layer's output holds both of its parallel mixers */
+        char pk[64];
+        size_t u = strlen(where);
+        snprintf(where + u, sizeof where - u, ", in parallel with layer %lld (%s)",
+                 (long long)(l - 1), layer_kind(s, l - 1, pk));
+    }
     if (s->port != NULL) {
         localise_port(s, l, where);
         return;
@@ -1440,18 +1449,35 @@ static void localise(struct sess *s)
     }
     memcpy(dm, s->g->mixer_outputs.data + l * N, (size_t)N * sizeof *dm);
     int mixer_ok = within(s, ym, dm, &t_mixer);
+    /* the second slot of a parallel pair is the whole decoder layer: its first slot's mixer, on the same norm, is
+     * the other mixer the layer's output holds */
+    int64_t other = cfg->layers[l].parallel == 2 ? l - 1 : -1, t_other = -1;
+    int other_ok = 1;
+    double *dm2 = NULL;
+    if (other >= 0 && mixer_ok && (dm2 = xcalloc(s, (size_t)N, sizeof *dm2)) != NULL) {
+        st = mc_stack_mixer_forward(s->st, other, s->B, s->L, x, s->g->mask, ym, &msg);
+        if (st != MC_BACKEND_OK) {
+            snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the other mixer alone failed: %.200s", where, msg.text);
+            free(dm2);
+            goto out;
+        }
+        memcpy(dm2, s->g->mixer_outputs.data + other * N, (size_t)N * sizeof *dm2);
+        other_ok = within(s, ym, dm2, &t_other);
+    }
     /* the feed-forward alone on the golden's residual after the mixer, hidden + residual_multiplier x mixer output
      * (both the golden's float64): what the layer adds after its mixer, so a feed-forward fault (the MoE's router,
      * its experts, the MLP) is told from one of the block norm or the residual */
     int ffn_ok = 1;
     int64_t t_ffn = -1;
     const struct mc_stack_layer *Z = &cfg->layers[l];
-    if (mixer_ok && !layer_ok && cfg->ffn_size > 0 && cfg->type != MC_MODEL_ZAMBA2) {
+    if (mixer_ok && other_ok && !layer_ok && cfg->ffn_size > 0 && cfg->type != MC_MODEL_ZAMBA2) {
         for (int64_t i = 0; i < N; i++)
-            x[i] = h_in[i] + cfg->residual_multiplier * dm[i];
+            x[i] = other >= 0 ? h_in[i] + cfg->layers[l].out_multiplier * dm[i] + cfg->layers[other].out_multiplier * dm2[i]
+                              : h_in[i] + cfg->residual_multiplier * dm[i];
         if (mc_stack_ffn_forward(s->st, l, s->B * s->L, x, ym, &msg) == MC_BACKEND_OK)
             ffn_ok = within(s, ym, h_next, &t_ffn);
     }
+    char okind[64];
     if (mixer_ok && !layer_ok && Z->shared) { /* Zamba2: the block's MLP and the linear on the golden's attention
                                                 output give T; h + T against the golden's */
         if (mc_stack_ffn_forward(s->st, l, s->B * s->L, dm, ym, &msg) == MC_BACKEND_OK) {
@@ -1507,6 +1533,11 @@ static void localise(struct sess *s)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
                  (long long)t_mixer);
+    else if (!other_ok)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: mixer — the layer's other parallel mixer, layer %lld (%s on '%s'): its output on the golden's "
+                 "own input leaves tolerance at token %lld (this slot's mixer is within it)",
+                 where, (long long)other, layer_kind(s, other, okind), layer_backend(s, other), (long long)t_other);
     else if (!layer_ok && !ffn_ok && !mc_stack_layer_has_mixer(cfg, l))
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
@@ -1522,6 +1553,12 @@ static void localise(struct sess *s)
                  : cfg->layers[l].moe                        ? "MoE"
                                                              : "MLP",
                  (long long)t_ffn);
+    else if (!layer_ok && other >= 0)
+        snprintf(r->diagnosis, sizeof r->diagnosis,
+                 "%s: glue around the parallel mixers (norm / in and out multipliers / their sum / residual) — both "
+                 "mixers alone are within tolerance on the golden's input, and the feed-forward alone on the golden's "
+                 "residual after them, the layer leaves it at token %lld",
+                 where, (long long)t_layer);
     else if (!layer_ok)
         snprintf(r->diagnosis, sizeof r->diagnosis,
                  "%s: glue around the mixer (norm / residual%s) — the mixer alone is within tolerance on the golden's "
@@ -1532,6 +1569,7 @@ static void localise(struct sess *s)
                  "%s: on the golden's input the layer is within tolerance from an empty cache; it diverges on "
                  "this scenario's %s",
                  where, scenario_path(s));
+    free(dm2);
 out:
     free(out);
     free(x);
