@@ -41,6 +41,9 @@ enum mc_model_type {
                                   blocks (attention on cat(hidden, embeddings), a GELU MLP) with the application's
                                   adapters, the layer's linear into T, and the layer's Mamba2 on norm(h + T) with the
                                   residual h; each hybrid layer is two entries of the engine (stackconfig.h layers[]) */
+    MC_MODEL_ZAMBA = 11,       /* ZambaForCausalLM: Zamba2's stack (MC_MODEL_ZAMBA2) with Mamba1 layers of one head
+                                  and one shared block without adapters (attention on cat(hidden, embeddings) without
+                                  positional embedding, a GELU MLP of separate gate and up projections) */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -185,5 +188,7 @@ void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int6
                           char out[MC_STACK_NAME_LEN]);
 /* The width of entry `layer`'s mixer input: hidden, or 2 hidden for a Zamba2 application (cat(h, e)). */
 int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer);
+/* The Zamba types (zamba2, zamba): hybrid layers of a shared block's application and the layer's Mamba. */
+int mc_stack_is_zamba(const struct mc_stack_config *cfg);
 
 #endif

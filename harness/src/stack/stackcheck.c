@@ -174,9 +174,9 @@ static const char *layer_kind(const struct sess *s, int64_t l, char buf[64])
     else if (cfg->layers[l].shared)
         snprintf(buf, 64, "shared block %d, application %d at layer %lld: attention", cfg->layers[l].block,
                  cfg->layers[l].app, (long long)cfg->layers[l].hf_layer);
-    else if (cfg->type == MC_MODEL_ZAMBA2)
-        snprintf(buf, 64, "%slayer %lld's mamba2 mixer", cfg->layers[l].hybrid ? "hybrid " : "",
-                 (long long)cfg->layers[l].hf_layer);
+    else if (mc_stack_is_zamba(cfg)) /* zamba2's mamba2, zamba's mamba1 */
+        snprintf(buf, 64, "%slayer %lld's %s mixer", cfg->layers[l].hybrid ? "hybrid " : "",
+                 (long long)cfg->layers[l].hf_layer, mc_family_name(cfg->layers[l].family));
     else
         snprintf(buf, 64, "%s mixer", mc_family_name(cfg->layers[l].family));
     return buf;
@@ -1446,7 +1446,7 @@ static void localise(struct sess *s)
     int ffn_ok = 1;
     int64_t t_ffn = -1;
     const struct mc_stack_layer *Z = &cfg->layers[l];
-    if (mixer_ok && !layer_ok && cfg->ffn_size > 0 && cfg->type != MC_MODEL_ZAMBA2) {
+    if (mixer_ok && !layer_ok && cfg->ffn_size > 0 && !mc_stack_is_zamba(cfg)) {
         for (int64_t i = 0; i < N; i++)
             x[i] = h_in[i] + cfg->residual_multiplier * dm[i];
         if (mc_stack_ffn_forward(s->st, l, s->B * s->L, x, ym, &msg) == MC_BACKEND_OK)
