@@ -36,6 +36,7 @@ MODEL_SPECS = {"mamba2": "mamba2", "mamba": "mamba", "lfm2": "lfm2", "bamba": "b
                "granitemoehybrid": "granitemoehybrid", "falcon_mamba": "falcon_mamba", "jamba": "jamba",
                "nemotron_h": "nemotron_h"}
 MODEL_SPECS["zamba2"] = "zamba2"
+MODEL_SPECS["zamba"] = "zamba"
 
 
 def _config(model_type, rng):
@@ -111,7 +112,15 @@ def _config(model_type, rng):
                    use_shared_attention_adapter=ad, num_key_value_heads=4 if ad else int(rng.choice([2, 4])),
                    adapter_rank=int(rng.choice([2, 4, 8])), use_mem_rope=bool(rng.uniform() < 0.5),
                    intermediate_size=int(rng.choice([48, 64])))
-    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2"):
+    elif model_type == "zamba":
+        # 3 to 6 layers, a hybrid and a Mamba layer always; the shared block's attention GQA or not, its head_dim
+        # 2D / heads or 8; Mamba1 of one head with dt rank 2 or 4, the in_proj / out_proj biases on or off
+        kinds = ["hybrid", "mamba"] + [str(rng.choice(["hybrid", "mamba"])) for _ in range(n - 1)]
+        rng.shuffle(kinds)
+        cfg.update(num_hidden_layers=len(kinds), layers_block_type=kinds, num_key_value_heads=int(rng.choice([2, 4])),
+                   attention_head_dim=None if rng.uniform() < 0.7 else 8, mamba_dt_rank=int(rng.choice([2, 4])),
+                   mamba_proj_bias=bool(rng.uniform() < 0.3), intermediate_size=int(rng.choice([48, 64])))
+    if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2", "zamba"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 
@@ -143,6 +152,8 @@ def _weights(cfg, rng):
         out[k] = mixers.to_bf16(x)
     if cfg["model_type"] == "zamba2":   # a shared block's tied copies one block again, the head the embedding
         return S.zamba.retie(configkeys.normalise(cfg), out)
+    if cfg["model_type"] == "zamba":   # likewise, the one shared block
+        return S.zamba.v1_retie(configkeys.normalise(cfg), out)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"]:
         out[nm["head"]] = out[nm["embed"]].copy()
