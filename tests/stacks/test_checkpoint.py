@@ -28,6 +28,7 @@ PROMPT = ["5 17 200 3 9 41 77", "250 1 33 4"]
 LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention"), "bamba": (1, "attention"), "qwen3_5_text": (0, "gdn"),
          "granitemoehybrid": (1, "attention"), "falcon_mamba": (2, "mamba1"), "jamba": (0, "mamba1"),
          "nemotron_h": (3, "attention"), "zamba2": (3, "mamba2")}   # zamba2 layer 3: a hybrid layer's Mamba2
+LAYER["zamba"] = (3, "mamba1")   # zamba layer 3: a hybrid layer's Mamba1, on norm(h + T)
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -76,7 +77,8 @@ def main():
                                     "falcon_mamba": "models-falcon_mamba.yaml",
                                     "jamba": "models-jamba.yaml",
                                     "nemotron_h": "models-nemotron_h.yaml",
-                                    "zamba2": "models-zamba2.yaml"}.get(spec.model_type,
+                                    "zamba2": "models-zamba2.yaml",
+                                    "zamba": "models-zamba.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,
