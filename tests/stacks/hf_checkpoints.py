@@ -113,7 +113,7 @@ VARIANTS["zamba2-one-block-untied"] = ("zamba2", {"num_mem_blocks": 1, "use_shar
 # Zamba: one head of Mamba1 (the only n_mamba_heads computed), the tied shared block applied twice, GQA; then the
 # default layer pattern of attn_layer_period 2 / offset 0 (mamba, mamba, hybrid, hybrid, mamba, hybrid), an untied
 # head, attention_head_dim 8, no conv bias. Not mamba_proj_bias: upstream zeroes the pads before in_proj, so a left-
-# padded row's conv window holds in_proj's bias at its pads (docs/findings.md 37)
+# padded row's conv window holds in_proj's bias at its pads (docs/findings.md 41)
 TINY["zamba"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=5,
                      layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "mamba"], n_mamba_heads=1,
                      mamba_d_state=8, mamba_dt_rank=4, num_attention_heads=4, num_key_value_heads=2,
