@@ -39,6 +39,7 @@ MODEL_SPECS["zamba2"] = "zamba2"
 MODEL_SPECS["qwen3_next"] = "qwen3_next"
 MODEL_SPECS["qwen3_5_moe_text"] = "qwen3_5_moe"
 MODEL_SPECS["falcon_h1"] = "falcon_h1"
+MODEL_SPECS["zamba"] = "zamba"
 
 
 def _config(model_type, rng):
@@ -130,6 +131,14 @@ def _config(model_type, rng):
         kinds = ["linear_attention"] * (n - 1) + ["full_attention"]
         rng.shuffle(kinds)
         cfg.update(layer_types=kinds, num_experts=int(rng.choice([4, 8])), num_experts_per_tok=int(rng.integers(1, 3)))
+    elif model_type == "zamba":
+        # 3 to 6 layers, a hybrid and a Mamba layer always; the shared block's attention GQA or not, its head_dim
+        # 2D / heads or 8; Mamba1 of one head with dt rank 2 or 4, the in_proj / out_proj biases on or off
+        kinds = ["hybrid", "mamba"] + [str(rng.choice(["hybrid", "mamba"])) for _ in range(n - 1)]
+        rng.shuffle(kinds)
+        cfg.update(num_hidden_layers=len(kinds), layers_block_type=kinds, num_key_value_heads=int(rng.choice([2, 4])),
+                   attention_head_dim=None if rng.uniform() < 0.7 else 8, mamba_dt_rank=int(rng.choice([2, 4])),
+                   mamba_proj_bias=bool(rng.uniform() < 0.3), intermediate_size=int(rng.choice([48, 64])))
     if model_type == "falcon_h1":
         # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
         # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,
@@ -144,7 +153,7 @@ def _config(model_type, rng):
                    ssm_multipliers=[u(0.15, 1.0) for _ in range(5)], ssm_in_multiplier=u(0.5, 1.5),
                    ssm_out_multiplier=u(0.2, 1.2), max_position_embeddings=64)
     if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2", "qwen3_next",
-                      "qwen3_5_moe_text"):
+                      "qwen3_5_moe_text", "zamba"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 
@@ -176,6 +185,8 @@ def _weights(cfg, rng):
         out[k] = mixers.to_bf16(x)
     if cfg["model_type"] == "zamba2":   # a shared block's tied copies one block again, the head the embedding
         return S.zamba.retie(configkeys.normalise(cfg), out)
+    if cfg["model_type"] == "zamba":   # likewise, the one shared block
+        return S.zamba.v1_retie(configkeys.normalise(cfg), out)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"]:
         out[nm["head"]] = out[nm["embed"]].copy()

@@ -245,6 +245,8 @@ def load_checkpoint(folder, semantics=None):
             w[k[:-len(old)] + new] = w.pop(k)
     if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)
         w = S.zamba.fill_tied(cfg, w)
+    if mt == "zamba":   # likewise Zamba's one shared block (golden/zamba.py v1_fill_tied)
+        w = S.zamba.v1_fill_tied(cfg, w)
     nm = S.names(cfg)
     if cfg["tie_word_embeddings"] and nm["embed"] in w:
         w[nm["head"]] = w[nm["embed"]].copy()   # tied: the head is the embedding (a tied checkpoint stores only it)
@@ -314,10 +316,46 @@ def zamba2_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     os.replace(tmp, out)
 
 
+def zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """Zamba: the one-head Mamba1 of upstream layer `layer` (a hybrid layer's: on norm(h + T)) on its real input,
+    written as a mamba1 layer golden under the family's names (in_proj's rows in the family's order, the per-head
+    tensors without their head axis); the shared block's attention reads a 2D input, no layer golden."""
+    if family != "mamba1":
+        raise ValueError(f"layer {layer} of a zamba checkpoint: only its mamba1 mixer has a layer golden (its shared "
+                         "block's attention reads cat(hidden, embeddings), 2 hidden_size wide)")
+    st = S.zamba.ZambaStack(cfg, weights)
+    k = next((k for k, (what, i, _) in enumerate(st.entries) if what == "mamba" and i == layer), None)
+    if k is None:
+        raise ValueError(f"layer {layer}: a zamba checkpoint has {len(st.kinds)} layers")
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    pre = f"model.layers.{layer}.mamba_decoder." if st.kinds[layer] == "hybrid" else f"model.layers.{layer}."
+    x = S.zamba.rmsnorm(hidden[k], st.w[pre + "input_layernorm.weight"], st.eps)
+    mcfg = st.mcfg
+    fw = {kk: v.astype(np.float32) for kk, v in st.mamba_weights(layer).items()}
+    x32 = x.astype(np.float32)
+    y, _, windows, states = S.mixer_forward("mamba", mcfg, {kk: v.astype(np.float64) for kk, v in fw.items()},
+                                            x32.astype(np.float64), mask, None)
+    config = {kk: np.int64(mcfg[kk]) for kk in mixers.MAMBA1_INT_ATTRS}
+    tensors = {"weights/" + kk: v for kk, v in fw.items()}
+    tensors["inputs/hidden_states"] = x32
+    tensors["inputs/attention_mask"] = mask
+    tensors["expected/output"] = y
+    tensors["expected/state_positions"] = np.arange(ids.shape[1] + 1, dtype=np.int64)
+    tensors["expected/conv_state"] = windows
+    tensors["expected/recurrent_state"] = states
+    spec = mixers.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
+                             config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
+    tmp = out + ".tmp"
+    goldens.write(spec, mixers.Golden(config, tensors, []), tmp)
+    os.replace(tmp, out)
+
+
 def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
     if cfg["model_type"] == "zamba2":
         return zamba2_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
+    if cfg["model_type"] == "zamba":
+        return zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     kind = S.layer_kind(cfg, layer)
     if kind in S.NO_MIXER:
         raise ValueError(f"layer {layer} is a {kind} block without a sequence mixer (Nemotron-H): no mixer golden")

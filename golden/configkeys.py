@@ -335,6 +335,23 @@ HONOURED["qwen3_5_moe_text"] = {
     "shared_expert_intermediate_size": _any,
 }
 del HONOURED["qwen3_5_moe_text"]["intermediate_size"]   # Qwen3_5MoeTextConfig has no dense MLP
+HONOURED["zamba"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "max_position_embeddings": _any,
+    "layers_block_type": lambda v: None if v is None or (isinstance(v, list) and v and all(x in ZAMBA2_LAYERS for x in v))
+    else "must list the layers, each \"mamba\" (or \"linear_attention\") or \"hybrid\"",
+    "layer_types": lambda v: None if v is None or (isinstance(v, list) and v and all(x in ZAMBA2_LAYERS for x in v))
+    else "must list the layers, each \"mamba\" (or \"linear_attention\") or \"hybrid\"",
+    "attn_layer_period": _any, "attn_layer_offset": _any,
+    "mamba_d_state": _any, "mamba_d_conv": _any, "mamba_expand": _any, "mamba_dt_rank": _any, "mamba_conv_bias": _any,
+    "mamba_proj_bias": _any,
+    # ZambaMambaMixer gives each head its own x_proj and dt_proj: B, C and dt per head, not a Mamba1 mixer
+    "n_mamba_heads": lambda v: None if v == 1 and v is not True else
+    "only one Mamba head is computed (each head has its own x_proj and dt_proj: B, C and dt per head)",
+    "intermediate_size": _any, "hidden_act": _one_of("gelu"), "hidden_mamba_act": _one_of("silu"),
+    "num_attention_heads": _any, "num_key_value_heads": _any, "attention_head_dim": _any,
+    # the width of cat(hidden, embeddings); another value is refused by the engine (q/k/v_proj read 2 hidden_size)
+    "attention_hidden_size": _any, "rms_norm_eps": _any, "tie_word_embeddings": _any,
+}
 for _t in HONOURED.values():
     _t["mixcheck_semantics"] = _mixcheck_semantics
 
@@ -389,6 +406,14 @@ INERT["zamba2"] = {
     "hybrid_layer_ids": "Zamba2Config derives it from layers_block_type",
     "kv_channels": "Zamba2Config derives it; read by no layer",
     "num_query_groups": "Zamba2Config derives it; read by no layer",
+}
+INERT["zamba"] = {
+    **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+    "time_step_min": "dt_proj_bias initialisation only (ZambaMambaMixer does not clamp dt)",
+    "time_step_max": "dt_proj_bias initialisation only", "time_step_floor": "dt_proj_bias initialisation only",
+    "use_mamba_kernels": "deprecated, no effect in 5.24 (the implementation is chosen by what is installed)",
+    "use_associative_scan": "the same recurrence by torch's associative scan (compiled only) or the loop",
+    "num_logits_to_keep": "how many prompt positions generate() asks logits for; the logits computed do not change",
 }
 
 INERT["qwen3_next"] = {**INERT_COMMON, "attention_dropout": "dropout is off at inference",

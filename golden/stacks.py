@@ -268,12 +268,30 @@ SPECS.update({s.key: s for s in [   # Zamba2: shared blocks, adapters per applic
 ]})
 
 
+MODEL_DEFAULTS["zamba"] = dict(zamba.DEFAULTS_V1)
+ARCHITECTURES["zamba"] = "ZambaForCausalLM"
+
+SPECS.update({s.key: s for s in [   # Zamba (v1): one shared block, Mamba1 layers (golden/zamba.py)
+    ModelSpec("zamba", "zamba",
+              "5-layer Zamba (mamba, hybrid, mamba, hybrid, mamba: Mamba1 of one head, I 64, dt rank 2; one shared "
+              "block of attention on cat(hidden, embeddings) (GQA 4/2, head_dim 16, no positional embedding) and a "
+              "GELU MLP (F 48), a linear per hybrid layer), tied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32,
+                   layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "mamba"],
+                   n_mamba_heads=1, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2,
+                   num_attention_heads=4, num_key_value_heads=2, intermediate_size=48, max_position_embeddings=32),
+              batch=3, length=12, left_pad=(0, 3, 8), greedy=16, seed=113, positions=(6, 12)),
+]})
+
+
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
     if spec.model_type == "nemotron_h":   # NemotronHConfig.num_hidden_layers: the number of blocks
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
     if spec.model_type == "zamba2":   # Zamba2Config: one entry of layers_block_type per layer
+        cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
+    if spec.model_type == "zamba":   # ZambaConfig likewise
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
     cfg["model_type"] = spec.model_type
     cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
@@ -627,6 +645,8 @@ def init_weights(cfg, rng):
     (mixers.py "Quantization")."""
     if cfg["model_type"] == "zamba2":   # shared blocks, adapters per application (golden/zamba.py)
         return zamba.init_weights(cfg, rng)
+    if cfg["model_type"] == "zamba":   # one shared block, Mamba1 layers (golden/zamba.py)
+        return zamba.v1_init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -955,6 +975,8 @@ class Stack:
 
 def stack_of(cfg, weights):
     """The float64 model of cfg: Stack, or Zamba2's own (golden/zamba.py)."""
+    if cfg["model_type"] == "zamba":
+        return zamba.ZambaStack(cfg, weights)
     return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
 
 

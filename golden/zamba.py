@@ -96,11 +96,12 @@ def attention_config(cfg):
 
 
 def block_of(cfg, j):
-    return j % cfg["num_mem_blocks"]
+    return j % cfg.get("num_mem_blocks", 1)   # Zamba (v1): one shared block
 
 
 def shared_prefix(cfg, i):
-    return f"model.layers.{i}.shared_transformer."
+    return f"model.layers.{i}.shared_transf." if cfg.get("model_type") == "zamba" else \
+        f"model.layers.{i}.shared_transformer."
 
 
 def mamba_prefix(cfg, i):
@@ -186,6 +187,10 @@ class Zamba2Stack:
             self.entries.append(("mamba", i, j))
         self.n = len(self.entries)
 
+    def mamba_forward(self, i, x, mask, win, st):
+        out, windows, states, _ = mixers.mamba2_forward(self.mcfg, self.mamba_weights(i), x, mask, win, st)
+        return out, windows, states
+
     def head(self):
         return self.w["model.embed_tokens.weight"] if self.cfg["tie_word_embeddings"] else self.w["lm_head.weight"]
 
@@ -239,7 +244,7 @@ class Zamba2Stack:
                 u = h + T if j is not None else h
                 x = rmsnorm(u, self.w[mamba_prefix(self.cfg, i) + "input_layernorm.weight"], self.eps)
                 win, st = cache if cache is not None else (None, None)
-                out, windows, states, _ = mixers.mamba2_forward(self.mcfg, self.mamba_weights(i), x, mask, win, st)
+                out, windows, states = self.mamba_forward(i, x, mask, win, st)
                 h = h + out
                 T = None
                 hidden.append(h)
@@ -304,3 +309,198 @@ def retie(cfg, w):
     if cfg.get("tie_word_embeddings", True):
         w["lm_head.weight"] = w["model.embed_tokens.weight"].copy()
     return w
+
+
+# ---------------------------------------------------------------------------------------------------
+# Zamba (v1): ZambaForCausalLM (transformers 5.24 models/zamba: ZambaConfig, ZambaModel, ZambaHybridLayer,
+# ZambaAttentionDecoderLayer, ZambaAttention, ZambaMLP, ZambaMambaDecoderLayer, ZambaMambaMixer). The same stack
+# as Zamba2's above with one shared block and no adapters:
+#
+#   layer i of kind `hybrid`:  c = cat(h, e); x = input_layernorm(c) (over 2D)
+#       a  = o_proj(attention(q_proj x, k_proj x, v_proj x))   (GQA, head_dim attention_head_dim (2D/H by
+#                                                               default), score scale (head_dim / 2)^-1/2, no
+#                                                               positional embedding at all; o_proj into D)
+#       m  = down(act(gate_proj x2) * up_proj x2),  x2 = pre_ff_layernorm(a)
+#       T  = linear_i(m);  h = h + mamba_i(norm_i(h + T))
+#   layer i of kind `mamba` / `linear_attention`:  h = h + mamba_i(norm_i(h))
+#   logits = lm_head(final_layernorm(h))   (tied by default)
+#
+# The Mamba1 mixer of n_mamba_heads heads: the heads split the intermediate channels, each with its own x_proj
+# (x_proj_weight [H, R + 2N, P]) and dt_proj (dt_proj_weight [H, P, R], dt_proj_bias [H, P]), A_log [H, P, N],
+# D [H, P]; in_proj's rows interleave the two halves (row 2c the conv input of channel c, row 2c + 1 its gate:
+# projected.view(B, -1, 2, L).chunk(2, dim=2)). With one head it is the Mamba1 mixer (mixers.mamba1_forward) on
+# those rows reordered, the per-head tensors their [1, ...] views: only n_mamba_heads = 1 is computed here and
+# in the engine (with more heads B, C and dt differ per head, which the Mamba1 family cannot express).
+# ---------------------------------------------------------------------------------------------------
+
+DEFAULTS_V1 = dict(
+    vocab_size=32000, tie_word_embeddings=True, attention_hidden_size=None, intermediate_size=14848,
+    num_attention_heads=16, attention_head_dim=None, num_key_value_heads=16, n_mamba_heads=2, hidden_act="gelu",
+    hidden_mamba_act="silu", rms_norm_eps=1e-5, max_position_embeddings=4096, attn_layer_period=6,
+    attn_layer_offset=4, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto",
+    time_step_min=0.001, time_step_max=0.1, time_step_floor=1e-4, mamba_conv_bias=True, mamba_proj_bias=False,
+    layers_block_type=None)
+
+
+def v1_layer_types(cfg):
+    """ZambaConfig.__post_init__: layers_block_type, or its default from attn_layer_period / attn_layer_offset
+    (two Mamba layers, a hybrid one, then hybrid where i % period == offset over the remaining layers)."""
+    if cfg.get("layers_block_type"):
+        return [LAYER_KINDS[t] for t in cfg["layers_block_type"]]
+    n, per, off = cfg["num_hidden_layers"], cfg["attn_layer_period"], cfg["attn_layer_offset"]
+    return ["linear_attention", "linear_attention", "hybrid"] + [
+        "hybrid" if i % per == off else "linear_attention" for i in range(n - 3)]
+
+
+def v1_derived(cfg):
+    """(D, F, Hq, Hkv, head_dim, I, R) of ZambaConfig.__post_init__."""
+    D = cfg["hidden_size"]
+    Hq = cfg["num_attention_heads"]
+    Hkv = cfg.get("num_key_value_heads") or Hq
+    hd = cfg.get("attention_head_dim") or 2 * D // Hq
+    R = cfg["mamba_dt_rank"]
+    R = math.ceil(D / 16) if R in (None, "auto") else int(R)
+    return D, cfg["intermediate_size"], Hq, Hkv, hd, cfg["mamba_expand"] * D, R
+
+
+def v1_mamba_config(cfg):
+    D, _, _, _, _, I, R = v1_derived(cfg)
+    assert cfg["n_mamba_heads"] == 1, "n_mamba_heads: only one Mamba head is computed"
+    return mixers.mamba1_config(dict(hidden_size=D, intermediate_size=I, state_size=cfg["mamba_d_state"],
+                                     conv_kernel=cfg["mamba_d_conv"], time_step_rank=R,
+                                     use_bias=int(cfg["mamba_proj_bias"]), use_conv_bias=int(cfg["mamba_conv_bias"])))
+
+
+def v1_attention_config(cfg):
+    D, _, Hq, Hkv, hd, _, _ = v1_derived(cfg)
+    return dict(hidden_size=D, num_attention_heads=Hq, num_key_value_heads=Hkv, head_dim=hd,
+                cache_length=cfg["max_position_embeddings"], partial_rotary_factor=1.0, rope_theta=10000.0,
+                rms_norm_eps=cfg["rms_norm_eps"], qk_norm="none", attn_output_gate=0, attention_bias=0,
+                no_rope=1, softmax_scale=(hd / 2) ** -0.5)
+
+
+# the Mamba1 family's names and the ZambaMambaMixer's for one head (its [1, ...] tensors)
+V1_MAMBA_NAMES = {"x_proj.weight": "x_proj_weight", "dt_proj.weight": "dt_proj_weight",
+                  "dt_proj.bias": "dt_proj_bias", "A_log": "A_log", "D": "D"}
+
+
+def v1_to_upstream(family_w):
+    """A one-head Mamba1 mixer's family-named weights as ZambaMambaMixer stores them: in_proj's rows interleaved
+    (x_c at 2c, z_c at 2c + 1), the per-head tensors with their head axis."""
+    out = {}
+    for k, v in family_w.items():
+        if k in ("in_proj.weight", "in_proj.bias"):
+            I = v.shape[0] // 2
+            inter = np.empty_like(v)
+            inter[0::2], inter[1::2] = v[:I], v[I:]
+            out[k] = inter
+        elif k in V1_MAMBA_NAMES:
+            out[V1_MAMBA_NAMES[k]] = v[None]
+        else:
+            out[k] = v
+    return out
+
+
+def v1_from_upstream(w):
+    """v1_to_upstream's inverse: ZambaMambaMixer's one-head weights under the Mamba1 family's names."""
+    back = {u: f for f, u in V1_MAMBA_NAMES.items()}
+    out = {}
+    for k, v in w.items():
+        if k in ("in_proj.weight", "in_proj.bias"):
+            out[k] = np.concatenate([v[0::2], v[1::2]], axis=0)
+        elif k in back:
+            if v.shape[0] != 1:
+                raise ValueError(f"{k}: {v.shape[0]} Mamba heads (n_mamba_heads): only one is computed")
+            out[back[k]] = v[0]
+        else:
+            out[k] = v
+    return out
+
+
+def v1_init_weights(cfg, rng):
+    """Checkpoint-named weights of a Zamba (bf16-exact values): the embedding; the shared block (drawn at the
+    first hybrid layer, stored under every hybrid layer: state_dict() lists each tied copy); per layer its norm
+    and Mamba1 mixer, per hybrid layer its linear; the final norm; lm_head."""
+    D, F, Hq, Hkv, hd, _, _ = v1_derived(cfg)
+    V = cfg["vocab_size"]
+    w = {"model.embed_tokens.weight": mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
+    ks = v1_layer_types(cfg)
+    hyb = [i for i, t in enumerate(ks) if t == "hybrid"]
+    blk = {}
+    if hyb:
+        blk = {"input_layernorm.weight": mixers.quantize(1.0 + 0.1 * rng.standard_normal(2 * D)),
+               "pre_ff_layernorm.weight": mixers.quantize(1.0 + 0.1 * rng.standard_normal(D))}
+        for name, rows in (("q_proj", Hq * hd), ("k_proj", Hkv * hd), ("v_proj", Hkv * hd)):
+            blk[f"self_attn.{name}.weight"] = mixers.uniform_init(rng, (rows, 2 * D), 2 * D)
+        blk["self_attn.o_proj.weight"] = mixers.uniform_init(rng, (D, Hq * hd), Hq * hd)
+        blk["feed_forward.gate_proj.weight"] = mixers.uniform_init(rng, (F, D), D)
+        blk["feed_forward.up_proj.weight"] = mixers.uniform_init(rng, (F, D), D)
+        blk["feed_forward.down_proj.weight"] = mixers.uniform_init(rng, (D, F), F)
+    mcfg = v1_mamba_config(cfg)
+    for i, kind in enumerate(ks):
+        pre = f"model.layers.{i}.mamba_decoder." if kind == "hybrid" else f"model.layers.{i}."
+        w[pre + "input_layernorm.weight"] = mixers.quantize(1.0 + 0.1 * rng.standard_normal(D))
+        for k, v in v1_to_upstream(mixers.mamba1_init(mcfg, rng, mixers.GRID_BITS)).items():
+            w[pre + "mamba." + k] = v
+        if kind == "hybrid":
+            w[f"model.layers.{i}.linear.weight"] = mixers.uniform_init(rng, (D, D), D)
+    for i in hyb:
+        for k, v in blk.items():
+            w[shared_prefix(cfg, i) + k] = v
+    w["model.final_layernorm.weight"] = mixers.quantize(1.0 + 0.1 * rng.standard_normal(D))
+    head = mixers.quantize(rng.standard_normal((V, D)), scale=1.0)
+    w["lm_head.weight"] = w["model.embed_tokens.weight"].copy() if cfg["tie_word_embeddings"] else head
+    return w
+
+
+class ZambaStack(Zamba2Stack):
+    """A float64 Zamba (v1): Zamba2Stack's forward and entries with one shared block, no adapters, the MLP's
+    separate gate and up projections, and the one-head Mamba1 mixer."""
+
+    def __init__(self, cfg, weights):
+        self.cfg = cfg
+        self.w = {k: v.astype(np.float64) for k, v in weights.items()}
+        self.kinds = v1_layer_types(cfg)
+        self.hyb = [i for i, t in enumerate(self.kinds) if t == "hybrid"]
+        self.mcfg = v1_mamba_config(cfg)
+        self.acfg = v1_attention_config(cfg)
+        self.eps = cfg["rms_norm_eps"]
+        self.act = ACTS[cfg["hidden_act"]]
+        self.entries = []
+        for i, kind in enumerate(self.kinds):
+            j = self.hyb.index(i) if kind == "hybrid" else None
+            if j is not None:
+                self.entries.append(("app", i, j))
+            self.entries.append(("mamba", i, j))
+        self.n = len(self.entries)
+
+    def mamba_weights(self, i):
+        p = (f"model.layers.{i}.mamba_decoder.mamba." if self.kinds[i] == "hybrid" else f"model.layers.{i}.mamba.")
+        return v1_from_upstream({k[len(p):]: v for k, v in self.w.items() if k.startswith(p)})
+
+    def mamba_forward(self, i, x, mask, win, st):
+        return mixers.mamba1_forward(self.mcfg, self.mamba_weights(i), x, mask, win, st)
+
+    def attention_weights(self, i, j):
+        p = shared_prefix(self.cfg, i) + "self_attn."
+        return {f"{n}_proj.weight": self.w[p + f"{n}_proj.weight"] for n in ("q", "k", "v", "o")}
+
+    def shared_mlp(self, i, j, a):
+        p = shared_prefix(self.cfg, i)
+        x2 = rmsnorm(a, self.w[p + "pre_ff_layernorm.weight"], self.eps)
+        ff = p + "feed_forward."
+        m = (self.act(x2 @ self.w[ff + "gate_proj.weight"].T) * (x2 @ self.w[ff + "up_proj.weight"].T)) @ \
+            self.w[ff + "down_proj.weight"].T
+        return m @ self.w[f"model.layers.{i}.linear.weight"].T
+
+
+def v1_fill_tied(cfg, w):
+    """ZambaModel._tied_weights_keys: the shared block stored once, under the first hybrid layer (with
+    tie_word_embeddings, as Zamba2's: fill_tied); a tied lm_head the embedding."""
+    c = dict(cfg, layers_block_type=v1_layer_types(cfg))
+    return fill_tied(c, w)
+
+
+def v1_retie(cfg, w):
+    c = dict(cfg, layers_block_type=v1_layer_types(cfg))
+    return retie(c, w)

@@ -63,6 +63,8 @@ F32_STORED = {"mamba2": {"recurrent_state"}, "mamba": {"recurrent_state"}, "falc
 F32_STORED.update({"layer:" + f: {"recurrent_state", "ref_recurrent_state"} for f in ("mamba2", "mamba1", "gdn")})
 MODEL_TYPES.append("zamba2")
 PROFILE_OF["zamba2"] = "models-zamba2.yaml"
+MODEL_TYPES.append("zamba")
+PROFILE_OF["zamba"] = "models-zamba.yaml"
 MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h", "qwen3_next", "qwen3_5_moe_text"}   # model types with a mixture-of-experts feed-forward (measure())
 GOLDEN_TENSORS = ("logits", "hidden_states", "conv_state", "recurrent_state")
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says

@@ -719,7 +719,8 @@ class HFModel(StackBackend):
         # (Nemotron-H's attention block is its `mixer`, a NemotronHAttention: found by its class name.)
         self.local_mask = not any(isinstance(getattr(lay, "self_attn", None), torch.nn.Module) or
                                   type(getattr(lay, "mixer", None)).__name__.endswith("Attention") or
-                                  isinstance(getattr(lay, "shared_transformer", None), torch.nn.Module)
+                                  isinstance(getattr(lay, "shared_transformer", None), torch.nn.Module) or
+                                  isinstance(getattr(lay, "shared_transf", None), torch.nn.Module)
                                   for lay in model.base_model.layers)
         # up to 5.0 a model module has its own cache class, which generate() builds and passes in (BambaModel
         # returns no cache without one); from 5.5 the models build a DynamicCache themselves
@@ -737,7 +738,8 @@ class HFModel(StackBackend):
         # Mamba2 (harness/src/family/stackconfig.c): ("app", i) then ("layer", i)
         self.entries = []
         for i, layer in enumerate(self.layers):
-            if isinstance(getattr(layer, "shared_transformer", None), torch.nn.Module):
+            if isinstance(getattr(layer, "shared_transformer", None), torch.nn.Module) or \
+                    isinstance(getattr(layer, "shared_transf", None), torch.nn.Module):   # (Zamba: shared_transf)
                 self.entries.append(("app", i))
             self.entries.append(("layer", i))
         n_entries = 2 * len(self.layers) if self.pairs else len(self.entries)
@@ -757,9 +759,10 @@ class HFModel(StackBackend):
         for k, (what, i) in enumerate(self.entries if not self.pairs else ()):
             layer = self.layers[i]
             if what == "app":  # its hidden state h + T (the Mamba2's input before its norm), its attention's output
+                shared = getattr(layer, "shared_transformer", None) or layer.shared_transf
                 layer.mamba_decoder.register_forward_pre_hook(self.sum_hook(("layer", k)), with_kwargs=True)
-                layer.shared_transformer.self_attn.register_forward_hook(self.hook(("mixer", k)))
-                layer.shared_transformer.register_forward_pre_hook(self.zero_hook(("input", k)), with_kwargs=True)
+                shared.self_attn.register_forward_hook(self.hook(("mixer", k)))
+                shared.register_forward_pre_hook(self.zero_hook(("input", k)), with_kwargs=True)
                 continue
             layer.register_forward_hook(self.hook(("layer", k)))
             host = layer.mamba_decoder if isinstance(getattr(layer, "mamba_decoder", None), torch.nn.Module) else layer
@@ -914,6 +917,9 @@ class HFModel(StackBackend):
             conv = st["conv"].detach().to("cpu", torch.float64).numpy()
         if state_shape and st["rec"] is not None:
             rec = st["rec"].detach().to("cpu", torch.float64).numpy()
+            if rec.shape != (B,) + tuple(state_shape) and rec.shape[1:2] == (1,) and rec.size == B * int(
+                    np.prod(state_shape)):   # ZambaMambaMixer's state [B][n_mamba_heads = 1][I][N]
+                rec = rec.reshape((B,) + tuple(state_shape))
         return conv, rec
 
 

@@ -155,6 +155,22 @@ VARIANTS["falcon_h1-tied-bias"] = ("falcon_h1", {"tie_word_embeddings": True, "a
                                    {})
 
 
+# Zamba: one head of Mamba1 (the only n_mamba_heads computed), the tied shared block applied twice, GQA; then the
+# default layer pattern of attn_layer_period 2 / offset 0 (mamba, mamba, hybrid, hybrid, mamba, hybrid), an untied
+# head, attention_head_dim 8, no conv bias. Not mamba_proj_bias: upstream zeroes the pads before in_proj, so a left-
+# padded row's conv window holds in_proj's bias at its pads (docs/findings.md 41)
+TINY["zamba"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=5,
+                     layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "mamba"], n_mamba_heads=1,
+                     mamba_d_state=8, mamba_dt_rank=4, num_attention_heads=4, num_key_value_heads=2,
+                     intermediate_size=24, max_position_embeddings=64)
+CONFIGS["zamba"] = "ZambaConfig"
+MODELS["zamba"] = "ZambaForCausalLM"
+VARIANTS["zamba-tied"] = ("zamba", {}, {})
+VARIANTS["zamba-pattern-untied"] = ("zamba", {"layers_block_type": None, "num_hidden_layers": 6,
+                                              "attn_layer_period": 2, "attn_layer_offset": 0,
+                                              "tie_word_embeddings": False, "attention_head_dim": 8,
+                                              "mamba_conv_bias": False}, {})
+
 
 def promoted(on):
     """Upstream's float32 casts read as float64 inside a float64 model (golden/upstream.py)."""

@@ -31,6 +31,7 @@ LAYER = {"mamba2": (1, "mamba2"), "mamba": (2, "mamba1"), "lfm2": (1, "attention
 LAYER["qwen3_next"] = (1, "gdn")
 LAYER["qwen3_5_moe_text"] = (1, "attention")
 LAYER["falcon_h1"] = (3, "attention")   # slot 3: decoder layer 1's attention branch
+LAYER["zamba"] = (3, "mamba1")   # zamba layer 3: a hybrid layer's Mamba1, on norm(h + T)
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -82,7 +83,8 @@ def main():
                                     "zamba2": "models-zamba2.yaml",
                                     "qwen3_next": "models-qwen3_next.yaml",
                                     "qwen3_5_moe_text": "models-qwen3_5_moe.yaml",
-                                    "falcon_h1": "models-falcon_h1.yaml"}.get(spec.model_type,
+                                    "falcon_h1": "models-falcon_h1.yaml",
+                                    "zamba": "models-zamba.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

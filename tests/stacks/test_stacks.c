@@ -87,7 +87,7 @@ static void test_models_pass(void **state)
                                         "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
                                         "cases/models/zamba2.yaml",
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
-                                        "cases/models/falcon_h1.yaml"};
+                                        "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -266,6 +266,14 @@ static const struct glue GLUE[] = {
      {"first diverging layer 5 of 6", "glue around the parallel mixers"}},
     {"cases/models/falcon_h1.yaml", "glue.out-multiplier-dropped", MC_STACK_GLUE_OUT_MULTIPLIER_DROPPED, 0, 1,
      MC_DTYPE_BF16, {"decoder layer 0", "glue around the parallel mixers"}},
+    /* Zamba (layers M H M H M, 7 entries: 0 mamba1, 1 application 0 at layer 1, 2 its Mamba1, 3 mamba1, 4 application
+     * 1 at layer 3, 5, 6): the concat with the original embeddings dropped; the shared block applied a layer early
+     * (every entry runs the next one's block: the application of layer 1 at layer 0) */
+    {"cases/models/zamba.yaml", "glue.concat-dropped", MC_STACK_GLUE_CONCAT_DROPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 7 (shared block 0, application 0 at layer 1: attention on 'cpu')",
+      "glue around the shared block (the concat with the original embeddings"}},
+    {"cases/models/zamba.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 7 (layer 0's mamba1 mixer on 'cpu')", "glue around the mixer"}},
 };
 
 static void test_glue_mutants(void **state)

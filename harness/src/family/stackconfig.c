@@ -37,6 +37,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "qwen3_5_moe_text";
     case MC_MODEL_FALCON_H1:
         return "falcon_h1";
+    case MC_MODEL_ZAMBA:
+        return "zamba";
     }
     return "unknown";
 }
@@ -69,6 +71,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_QWEN3_5_MOE;
     else if (strcmp(name, "falcon_h1") == 0)
         *t = MC_MODEL_FALCON_H1;
+    else if (strcmp(name, "zamba") == 0)
+        *t = MC_MODEL_ZAMBA;
     else
         return -1;
     return 0;
@@ -76,7 +80,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
 
 enum mc_family mc_model_type_family(enum mc_model_type t)
 {
-    return t == MC_MODEL_MAMBA || t == MC_MODEL_FALCON_MAMBA || t == MC_MODEL_JAMBA ? MC_FAMILY_MAMBA1
+    return t == MC_MODEL_MAMBA || t == MC_MODEL_FALCON_MAMBA || t == MC_MODEL_JAMBA || t == MC_MODEL_ZAMBA
+               ? MC_FAMILY_MAMBA1
            : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
            : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
            : t == MC_MODEL_QWEN3_NEXT ? MC_FAMILY_GDN
@@ -89,7 +94,8 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
     out[0] = mc_model_type_family(t);
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
         t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
-        t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1)
+        t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1 &&
+        t != MC_MODEL_ZAMBA)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -1264,6 +1270,138 @@ static int parse_falcon_h1(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* ZambaConfig (transformers 5.24): layers_block_type (its alias layer_types; "mamba" / "linear_attention" and
+ * "hybrid"; absent: ZambaConfig's default, two Mamba layers, a hybrid one, then hybrid at i % attn_layer_period ==
+ * attn_layer_offset over the other num_hidden_layers - 3), num_hidden_layers its length; the Mamba1 mixer of one
+ * head (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank ("auto": ceil(D / 16)), mamba_conv_bias,
+ * mamba_proj_bias on in_proj and out_proj, hidden_mamba_act silu); the one shared block (attention on 2D:
+ * num_attention_heads, num_key_value_heads, attention_head_dim (null: 2D / heads), the score scale
+ * (head_dim / 2)^-1/2, no positional embedding, max_position_embeddings; the MLP of intermediate_size with
+ * hidden_act gelu); rms_norm_eps everywhere; tie_word_embeddings (default true). Refused: n_mamba_heads other
+ * than 1 (ZambaMambaMixer gives each head its own x_proj and dt_proj, so B, C and dt per head, which the Mamba1
+ * family does not compute), attention_hidden_size other than 2 hidden_size (q/k/v_proj read cat(h, e)), other
+ * activations, more than 64 entries. */
+static int parse_zamba(struct reader *r, struct mc_stack_config *cfg)
+{
+    int64_t D = cfg->hidden, expand = 2, n_hf = 76, heads = 2, F = 14848, ahs = 2 * D, per = 6, off = 4, hd = 0;
+    struct mc_mamba1_config m = {.hidden_size = D, .use_conv_bias = 1};
+    struct mc_attention_config at = {.hidden_size = 2 * D, .partial_rotary_factor = 1.0, .rope_theta = 10000.0,
+                                     .qk_norm = MC_QK_NORM_NONE, .rms_norm_eps = cfg->norm_eps, .no_rope = 1};
+    if (get_int(r, "num_hidden_layers", 0, 76, &n_hf) || get_int(r, "n_mamba_heads", 0, 2, &heads) ||
+        get_int(r, "mamba_d_state", 0, 16, &m.state_size) || get_int(r, "mamba_d_conv", 0, 4, &m.conv_kernel) ||
+        get_int(r, "mamba_expand", 0, 2, &expand) || positive(r, "mamba_expand", expand, 64) ||
+        get_bool(r, "mamba_conv_bias", 1, &m.use_conv_bias) || get_bool(r, "mamba_proj_bias", 0, &m.use_bias) ||
+        get_int(r, "num_attention_heads", 0, 16, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, 16, &at.num_key_value_heads) ||
+        get_int(r, "attention_hidden_size", 0, 2 * D, &ahs) || get_int(r, "attention_head_dim", 0, 0, &hd) ||
+        get_int(r, "max_position_embeddings", 0, 4096, &at.cache_length) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) ||
+        get_int(r, "intermediate_size", 0, 14848, &F) || positive(r, "intermediate_size", F, 1 << 20) ||
+        get_int(r, "attn_layer_period", 0, 6, &per) || positive(r, "attn_layer_period", per, 1 << 20) ||
+        get_int(r, "attn_layer_offset", 0, 4, &off) || want_string(r, "hidden_act", "gelu") ||
+        want_string(r, "hidden_mamba_act", "silu"))
+        return -1;
+    if (heads != 1) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'n_mamba_heads' %lld: only one Mamba head is computed (ZambaMambaMixer gives "
+                     "each head its own x_proj and dt_proj, so its own B, C and dt)", r->where, (long long)heads);
+        return -1;
+    }
+    if (ahs != 2 * D) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'attention_hidden_size' %lld: must be 2 * hidden_size (%lld), the width of "
+                     "cat(hidden, embeddings) that q/k/v_proj read", r->where, (long long)ahs, (long long)(2 * D));
+        return -1;
+    }
+    if (hd == 0)
+        hd = 2 * D / at.num_attention_heads;
+    if (hd < 1 || hd > 4096) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'attention_head_dim' must be in [1, 4096]", r->where);
+        return -1;
+    }
+    const struct mc_json_value *rank = mc_json_get(r->root, "mamba_dt_rank");
+    if (rank == NULL || rank->type == MC_JSON_NULL || (rank->type == MC_JSON_STRING && strcmp(rank->string, "auto") == 0))
+        m.time_step_rank = (D + 15) / 16;
+    else if (get_int(r, "mamba_dt_rank", 1, 0, &m.time_step_rank) || positive(r, "mamba_dt_rank", m.time_step_rank, 1 << 16))
+        return -1;
+    m.intermediate_size = expand * D;
+    at.head_dim = hd;
+    at.softmax_scale = 1.0 / sqrt((double)hd / 2.0); /* ZambaAttention: (head_dim / 2) ** -0.5 */
+    int hyb[MC_STACK_MAX_LAYERS * 2];
+    int64_t n = 0;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layers_block_type");
+    if (lt == NULL || lt->type == MC_JSON_NULL)
+        lt = mc_json_get(r->root, "layer_types");
+    if (lt != NULL && lt->type != MC_JSON_NULL) {
+        if (lt->type != MC_JSON_ARRAY || lt->len < 1 || lt->len > MC_STACK_MAX_LAYERS) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' must list 1 to %d layers", r->where,
+                         MC_STACK_MAX_LAYERS);
+            return -1;
+        }
+        for (size_t i = 0; i < lt->len; i++) {
+            const char *k = lt->items[i].type == MC_JSON_STRING ? lt->items[i].string : "";
+            if (strcmp(k, "hybrid") != 0 && strcmp(k, "linear_attention") != 0 && strcmp(k, "mamba") != 0) {
+                mc_error_set(r->err, MC_ERR_INPUT,
+                             "%s: config_json: 'layers_block_type[%zu]' must be \"mamba\", \"linear_attention\" or "
+                             "\"hybrid\"", r->where, i);
+                return -1;
+            }
+            hyb[n++] = strcmp(k, "hybrid") == 0;
+        }
+    } else { /* ZambaConfig.__post_init__'s default */
+        if (n_hf < 3 || n_hf > MC_STACK_MAX_LAYERS) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld without layers_block_type: "
+                         "must be in [3, %d]", r->where, (long long)n_hf, MC_STACK_MAX_LAYERS);
+            return -1;
+        }
+        hyb[n++] = 0;
+        hyb[n++] = 0;
+        hyb[n++] = 1;
+        for (int64_t i = 0; i < n_hf - 3; i++)
+            hyb[n++] = i % per == off;
+    }
+    if (n != n_hf) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld must be the length of "
+                     "layers_block_type (%lld)", r->where, (long long)n_hf, (long long)n);
+        return -1;
+    }
+    int64_t entries = n;
+    for (int64_t i = 0; i < n; i++)
+        entries += hyb[i];
+    if (entries > MC_STACK_MAX_LAYERS) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type': %lld layers and hybrid layers are "
+                     "more than %d entries", r->where, (long long)n, MC_STACK_MAX_LAYERS);
+        return -1;
+    }
+    cfg->n_layers = entries;
+    cfg->ffn_size = F;
+    cfg->ffn_fused = 0; /* ZambaMLP: gate_proj, up_proj, down_proj */
+    cfg->ffn_act = MC_FFN_GELU;
+    cfg->n_blocks = 1;
+    int64_t e = 0, j = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (hyb[i]) {
+            struct mc_stack_layer *A = &cfg->layers[e++];
+            A->family = A->mixer.family = MC_FAMILY_ATTENTION;
+            A->mixer.u.attention = at;
+            A->shared = 1;
+            A->app = (int32_t)j++;
+            A->block = 0;
+            A->hf_layer = i;
+            A->dense = 1;
+            A->dense_size = F;
+        }
+        struct mc_stack_layer *M = &cfg->layers[e++];
+        M->family = M->mixer.family = MC_FAMILY_MAMBA1;
+        M->mixer.u.mamba1 = m;
+        M->hybrid = hyb[i];
+        M->hf_layer = i;
+    }
+    cfg->n_apps = j;
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1271,7 +1409,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1)",
+                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -1296,7 +1434,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     /* Nemotron-H: num_hidden_layers is the length of layers_block_type (NemotronHConfig ignores the key) */
     int nh = cfg->type == MC_MODEL_NEMOTRON_H;
-    int zb = cfg->type == MC_MODEL_ZAMBA2; /* its entries are counted by parse_zamba2 */
+    int zb = cfg->type == MC_MODEL_ZAMBA2 || cfg->type == MC_MODEL_ZAMBA; /* entries counted by parse_zamba2 / _zamba */
     if (get_int(&r, "num_hidden_layers", !nh && !zb, 1, &cfg->n_layers) ||
         get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
@@ -1343,6 +1481,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : cfg->type == MC_MODEL_QWEN3_5 ? parse_qwen3_5(&r, cfg)
          : cfg->type == MC_MODEL_JAMBA   ? parse_jamba(&r, cfg)
          : nh                            ? parse_nemotron_h(&r, cfg)
+         : zb && cfg->type == MC_MODEL_ZAMBA ? parse_zamba(&r, cfg)
          : zb                            ? parse_zamba2(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
          : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
@@ -1376,7 +1515,8 @@ static int hybrid(const struct mc_stack_config *cfg)
 {
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
-           cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1;
+           cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
+           cfg->type == MC_MODEL_ZAMBA;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1393,6 +1533,9 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
     if (cfg->type == MC_MODEL_ZAMBA2) /* the application's over 2D, the hybrid layer's Mamba2's, a Mamba2 layer's */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%sinput_layernorm.weight", (long long)Z->hf_layer,
                  Z->shared ? "shared_transformer." : Z->hybrid ? "mamba_decoder." : "");
+    else if (cfg->type == MC_MODEL_ZAMBA) /* Zamba: the shared block is `shared_transf` */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%sinput_layernorm.weight", (long long)Z->hf_layer,
+                 Z->shared ? "shared_transf." : Z->hybrid ? "mamba_decoder." : "");
     else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
              cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
              cfg->type == MC_MODEL_FALCON_H1) /* FalconH1: both slots read one norm */
@@ -1412,6 +1555,9 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
     if (cfg->type == MC_MODEL_ZAMBA2)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)Z->hf_layer,
                  Z->shared ? "shared_transformer.self_attn." : Z->hybrid ? "mamba_decoder.mamba." : "mamba.");
+    else if (cfg->type == MC_MODEL_ZAMBA)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)Z->hf_layer,
+                 Z->shared ? "shared_transf.self_attn." : Z->hybrid ? "mamba_decoder.mamba." : "mamba.");
     else if (cfg->type == MC_MODEL_NEMOTRON_H) /* every block's module is its `mixer` */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.mixer.", (long long)layer);
     else if (hybrid(cfg))
@@ -1438,6 +1584,12 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
         for (size_t i = 0; i < sizeof lfm2_attention / sizeof lfm2_attention[0]; i++)
             if (strcmp(family_name, lfm2_attention[i][0]) == 0)
                 name = lfm2_attention[i][1];
+    static const char *const zamba_mamba[][2] = { /* ZambaMambaMixer's per-head parameters (one head) */
+        {"x_proj.weight", "x_proj_weight"}, {"dt_proj.weight", "dt_proj_weight"}, {"dt_proj.bias", "dt_proj_bias"}};
+    if (cfg->type == MC_MODEL_ZAMBA && cfg->layers[layer].family == MC_FAMILY_MAMBA1)
+        for (size_t i = 0; i < sizeof zamba_mamba / sizeof zamba_mamba[0]; i++)
+            if (strcmp(family_name, zamba_mamba[i][0]) == 0)
+                name = zamba_mamba[i][1];
     snprintf(out, MC_STACK_NAME_LEN + 32, "%s%s", prefix, name);
 }
 
@@ -1457,6 +1609,15 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
     static const char *const zamba2_parts[] = {"shared_transformer.pre_ff_layernorm.weight",
                                                "shared_transformer.feed_forward.gate_up_proj.weight", NULL,
                                                "shared_transformer.feed_forward.down_proj.weight"};
+    static const char *const zamba_parts[] = {"shared_transf.pre_ff_layernorm.weight",
+                                              "shared_transf.feed_forward.gate_proj.weight",
+                                              "shared_transf.feed_forward.up_proj.weight",
+                                              "shared_transf.feed_forward.down_proj.weight"};
+    if (cfg->type == MC_MODEL_ZAMBA) {
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)cfg->layers[layer].hf_layer,
+                 zamba_parts[part & 3]);
+        return;
+    }
     if (cfg->type == MC_MODEL_ZAMBA2) {
         if (zamba2_parts[part & 3] == NULL)
             out[0] = '\0';
@@ -1508,7 +1669,7 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
     snprintf(out, MC_STACK_NAME_LEN, "%s",
              lfm2(cfg)                      ? "model.embedding_norm.weight"
              : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
-                       cfg->type == MC_MODEL_FALCON_H1
+                       cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_ZAMBA
                  ? "model.final_layernorm.weight"
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
@@ -1540,4 +1701,9 @@ void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int6
 int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer)
 {
     return cfg->layers[layer].shared ? 2 * cfg->hidden : cfg->hidden;
+}
+
+int mc_stack_is_zamba(const struct mc_stack_config *cfg)
+{
+    return cfg->type == MC_MODEL_ZAMBA2 || cfg->type == MC_MODEL_ZAMBA;
 }

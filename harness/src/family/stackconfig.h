@@ -52,6 +52,9 @@ enum mc_model_type {
     MC_MODEL_FALCON_H1 = 10,   /* FalconH1ForCausalLM: every decoder layer a Mamba2 mixer and RoPE attention in parallel
                                   on the same input norm, their outputs scaled and summed (two mixer slots a layer,
                                   struct mc_stack_layer.parallel), a SwiGLU MLP, the µP-style multipliers */
+    MC_MODEL_ZAMBA = 11,       /* ZambaForCausalLM: Zamba2's stack (MC_MODEL_ZAMBA2) with Mamba1 layers of one head
+                                  and one shared block without adapters (attention on cat(hidden, embeddings) without
+                                  positional embedding, a GELU MLP of separate gate and up projections) */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -218,5 +221,7 @@ void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int6
                           char out[MC_STACK_NAME_LEN]);
 /* The width of entry `layer`'s mixer input: hidden, or 2 hidden for a Zamba2 application (cat(h, e)). */
 int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer);
+/* The Zamba types (zamba2, zamba): hybrid layers of a shared block's application and the layer's Mamba. */
+int mc_stack_is_zamba(const struct mc_stack_config *cfg);
 
 #endif

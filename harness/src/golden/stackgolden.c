@@ -85,7 +85,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
     } while (0)
     mc_stack_name_embedding(cfg, buf);
     ADD(buf, 2, cfg->vocab, cfg->hidden, 0);
-    for (int64_t l = 0; cfg->type == MC_MODEL_ZAMBA2 && l < cfg->n_layers; l++) {
+    for (int64_t l = 0; mc_stack_is_zamba(cfg) && l < cfg->n_layers; l++) {
         /* Zamba2: a Mamba2 entry as any layer; an application's block copy under its layer (state_dict() lists each
          * tied copy), with the adapters of every application of its block, and the layer's linear */
         const struct mc_stack_layer *Z = &cfg->layers[l];
@@ -98,7 +98,14 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
             int ns = mc_family_weight_specs(&Z->mixer, specs);
             for (int i = 0; i < ns; i++) {
                 mc_stack_name_mixer_param(cfg, l, specs[i].name, full);
-                ADD(full, specs[i].ndim, specs[i].dims[0], specs[i].dims[1], specs[i].dims[2]);
+                const char *nm = specs[i].name;
+                if (cfg->type == MC_MODEL_ZAMBA && (strcmp(nm, "x_proj.weight") == 0 || strcmp(nm, "dt_proj.weight") == 0 ||
+                                                    strcmp(nm, "dt_proj.bias") == 0 || strcmp(nm, "A_log") == 0 ||
+                                                    strcmp(nm, "D") == 0))
+                    /* ZambaMambaMixer's per-head tensors, [n_mamba_heads = 1][...] */
+                    ADD(full, specs[i].ndim + 1, 1, specs[i].dims[0], specs[i].dims[1]);
+                else
+                    ADD(full, specs[i].ndim, specs[i].dims[0], specs[i].dims[1], specs[i].dims[2]);
             }
             continue;
         }
@@ -111,10 +118,11 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
         }
         for (int part = 0; part < 4; part++) {
             mc_stack_name_ffn(cfg, l, part, buf);
-            if (buf[0] != '\0')
-                ADD(buf, part == 0 ? 1 : 2, part == 0 ? D : part == 1 ? 2 * F : D, part == 0 ? 0 : part == 1 ? D : F, 0);
+            if (buf[0] != '\0') /* Zamba: gate_proj and up_proj [F][D] each */
+                ADD(buf, part == 0 ? 1 : 2, part == 0 ? D : part == 1 ? (cfg->ffn_fused ? 2 * F : F) : part == 2 ? F : D,
+                    part == 0 ? 0 : part == 3 ? F : D, 0);
         }
-        for (int64_t j = Z->block; j < cfg->n_apps; j += cfg->n_blocks)
+        for (int64_t j = Z->block; r > 0 && j < cfg->n_apps; j += cfg->n_blocks) /* Zamba: no adapters */
             for (int part = 1; part < (cfg->attn_adapter ? 9 : 3); part++) {
                 mc_stack_name_shared(cfg, l, j, part, buf);
                 ADD(buf, 2, part == 1 ? r : part == 2 ? 2 * F : part % 2 ? r : 2 * D,
@@ -123,7 +131,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
         mc_stack_name_shared(cfg, l, Z->app, 0, buf);
         ADD(buf, 2, D, D, 0);
     }
-    for (int64_t l = 0; cfg->type != MC_MODEL_ZAMBA2 && l < cfg->n_layers; l++) {
+    for (int64_t l = 0; !mc_stack_is_zamba(cfg) && l < cfg->n_layers; l++) {
         mc_stack_name_layer_norm(cfg, l, buf);
         if (cfg->layers[l].parallel != 2) /* a parallel pair's two slots read one norm, listed once */
             ADD(buf, 1, cfg->hidden, 0, 0);
@@ -181,7 +189,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
 static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_golden *g)
 {
     int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 9)); /* norm, mixer, feed-forward, MoE */
-    if (g->config.type == MC_MODEL_ZAMBA2) /* and the adapters of every application of a block under each copy */
+    if (mc_stack_is_zamba(&g->config)) /* and the adapters of every application of a block under each copy */
         cap += (int)(g->config.n_layers * (g->config.n_apps + 1) * 8);
     char(*names)[MC_STACK_NAME_LEN + 32] = mc_calloc((size_t)cap, sizeof *names);
     struct mc_h5_shape_rule *rules = mc_calloc((size_t)cap, sizeof *rules);

@@ -155,6 +155,20 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
             st = MC_BACKEND_NOMEM;
             break;
         }
+        double *deint = NULL;
+        if (s->cfg->type == MC_MODEL_ZAMBA &&
+            (strcmp(specs[i].name, "in_proj.weight") == 0 || strcmp(specs[i].name, "in_proj.bias") == 0)) {
+            /* ZambaMambaMixer's in_proj interleaves the halves (row 2c: x_c, 2c + 1: z_c); the family's has x then z */
+            int64_t I2 = specs[i].dims[0], cols = n / I2;
+            if ((deint = malloc((size_t)n * sizeof *deint)) == NULL) {
+                st = MC_BACKEND_NOMEM;
+                break;
+            }
+            for (int64_t row = 0; row < I2; row++)
+                memcpy(deint + row * cols,
+                       a->data + (row < I2 / 2 ? 2 * row : 2 * (row - I2 / 2) + 1) * cols, (size_t)cols * sizeof *deint);
+            src = deint;
+        }
         if (s->mixer_dtype == s->dtype) {
             mc_dtype_from_f64(s->dtype, src, bufs[i], (size_t)n);
         } else { /* the weights rounded to the model dtype, held in float64 */
@@ -163,6 +177,7 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
                 v[k] = store(s, src[k]);
         }
         free(folded);
+        free(deint);
         w[i] = (struct mc_weight){.name = specs[i].name, .ndim = specs[i].ndim, .data = bufs[i]};
         memcpy(w[i].dims, specs[i].dims, sizeof w[i].dims);
     }
@@ -241,19 +256,28 @@ static enum mc_backend_status create_shared(struct mc_stack *s, const struct mc_
     free(s->lin[l]);
     s->w3[l] = NULL;
     mc_stack_name_ffn(cfg, src, 1, name);
-    s->w1[l] = weight_copy(s, g, name, 2 * F * D);
-    if (s->w1[l] != NULL && (s->w3[l] = malloc((size_t)(F * D) * sizeof(double))) != NULL)
-        memcpy(s->w3[l], s->w1[l] + F * D, (size_t)(F * D) * sizeof(double));
+    if (!cfg->ffn_fused) { /* Zamba: gate_proj and up_proj */
+        s->w1[l] = weight_copy(s, g, name, F * D);
+        mc_stack_name_ffn(cfg, src, 2, name);
+        s->w3[l] = weight_copy(s, g, name, F * D);
+    } else {
+        s->w1[l] = weight_copy(s, g, name, 2 * F * D);
+        if (s->w1[l] != NULL && (s->w3[l] = malloc((size_t)(F * D) * sizeof(double))) != NULL)
+            memcpy(s->w3[l], s->w1[l] + F * D, (size_t)(F * D) * sizeof(double));
+    }
     mc_stack_name_ffn(cfg, src, 3, name);
     s->w2[l] = weight_copy(s, g, name, D * F);
-    mc_stack_name_shared(cfg, ad_entry, j_ad, 1, name);
-    s->ad_a[l] = weight_copy(s, g, name, r * D);
-    mc_stack_name_shared(cfg, ad_entry, j_ad, 2, name);
-    s->ad_b[l] = weight_copy(s, g, name, 2 * F * r);
+    s->ad_a[l] = s->ad_b[l] = NULL;
+    if (r > 0) { /* Zamba has no adapters */
+        mc_stack_name_shared(cfg, ad_entry, j_ad, 1, name);
+        s->ad_a[l] = weight_copy(s, g, name, r * D);
+        mc_stack_name_shared(cfg, ad_entry, j_ad, 2, name);
+        s->ad_b[l] = weight_copy(s, g, name, 2 * F * r);
+    }
     mc_stack_name_shared(cfg, l, Z->app, 0, name);
     s->lin[l] = weight_copy(s, g, name, D * D);
-    if (n2 == NULL || fn == NULL || s->w1[l] == NULL || s->w3[l] == NULL || s->w2[l] == NULL || s->ad_a[l] == NULL ||
-        s->ad_b[l] == NULL || s->lin[l] == NULL)
+    if (n2 == NULL || fn == NULL || s->w1[l] == NULL || s->w3[l] == NULL || s->w2[l] == NULL ||
+        (r > 0 && (s->ad_a[l] == NULL || s->ad_b[l] == NULL)) || s->lin[l] == NULL)
         st = MC_BACKEND_NOMEM;
     if (st == MC_BACKEND_OK) {
         memcpy(s->norm2 + l * 2 * D, n2, (size_t)(2 * D) * sizeof *n2);
@@ -1224,7 +1248,7 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     size_t n = (size_t)(rows * D);
     double *h = malloc(n * sizeof *h), *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     double *tmp = malloc((size_t)D * sizeof *tmp), *held = malloc(n * sizeof *held);
-    int zb = s->cfg->type == MC_MODEL_ZAMBA2, have_t = 0;
+    int zb = mc_stack_is_zamba(s->cfg), have_t = 0;
     double *e = zb ? malloc(n * sizeof *e) : NULL, *tz = zb ? malloc(n * sizeof *tz) : NULL;
     double *ht = zb ? malloc(n * sizeof *ht) : NULL; /* Zamba2: the embeddings, T, h + T */
     enum mc_backend_status st = MC_BACKEND_NOMEM;

@@ -174,9 +174,9 @@ static const char *layer_kind(const struct sess *s, int64_t l, char buf[64])
     else if (cfg->layers[l].shared)
         snprintf(buf, 64, "shared block %d, application %d at layer %lld: attention", cfg->layers[l].block,
                  cfg->layers[l].app, (long long)cfg->layers[l].hf_layer);
-    else if (cfg->type == MC_MODEL_ZAMBA2)
-        snprintf(buf, 64, "%slayer %lld's mamba2 mixer", cfg->layers[l].hybrid ? "hybrid " : "",
-                 (long long)cfg->layers[l].hf_layer);
+    else if (mc_stack_is_zamba(cfg)) /* zamba2's mamba2, zamba's mamba1 */
+        snprintf(buf, 64, "%slayer %lld's %s mixer", cfg->layers[l].hybrid ? "hybrid " : "",
+                 (long long)cfg->layers[l].hf_layer, mc_family_name(cfg->layers[l].family));
     else if (cfg->layers[l].parallel) /* FalconH1: one of a decoder layer's two parallel mixers */
         snprintf(buf, 64, "%s branch of decoder layer %lld", mc_family_name(cfg->layers[l].family),
                  (long long)mc_stack_decoder_layer(cfg, l));
@@ -1470,7 +1470,7 @@ static void localise(struct sess *s)
     int ffn_ok = 1;
     int64_t t_ffn = -1;
     const struct mc_stack_layer *Z = &cfg->layers[l];
-    if (mixer_ok && other_ok && !layer_ok && cfg->ffn_size > 0 && cfg->type != MC_MODEL_ZAMBA2) {
+    if (mixer_ok && other_ok && !layer_ok && cfg->ffn_size > 0 && !mc_stack_is_zamba(cfg)) {
         for (int64_t i = 0; i < N; i++)
             x[i] = other >= 0 ? h_in[i] + cfg->layers[l].out_multiplier * dm[i] + cfg->layers[other].out_multiplier * dm2[i]
                               : h_in[i] + cfg->residual_multiplier * dm[i];
