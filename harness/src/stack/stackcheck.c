@@ -166,6 +166,16 @@ static const char *layer_backend(const struct sess *s, int64_t l)
 }
 
 /* "mamba2 mixer on" / "MoE block without a mixer, on": what layer l is, for diagnoses. */
+/* A localisation's sentence into r->diagnosis, cut at its size (a long layer name and a long message may not
+ * both fit; the start, which names the layer and the part, always does). */
+__attribute__((format(printf, 2, 3))) static void say(struct mc_check_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->diagnosis, sizeof r->diagnosis, fmt, ap);
+    va_end(ap);
+}
+
 static const char *layer_kind(const struct sess *s, int64_t l, char buf[64])
 {
     const struct mc_stack_config *cfg = &s->g->config;
@@ -1282,21 +1292,18 @@ static void port_verdict(struct sess *s, const char *where, const char *against,
     struct mc_check_result *r = s->res;
     const char *after = s->g->config.ffn_size > 0 ? "residual / feed-forward" : "residual";
     if (ps->layer_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis, "%s: on its own input the layer agrees with %s layer; %s", where,
+        say(r, "%s: on its own input the layer agrees with %s layer; %s", where,
                  against, path);
     else if (!ps->mixer_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: mixer — on its own input (the whole stack's mixer input) its output leaves %s mixer's at token "
+        say(r, "%s: mixer — on its own input (the whole stack's mixer input) its output leaves %s mixer's at token "
                  "%lld",
                  where, against, (long long)ps->t_mixer);
     else if (!ps->norm_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the mixer (the block norm) — the mixer's input leaves %s block norm of the same "
+        say(r, "%s: glue around the mixer (the block norm) — the mixer's input leaves %s block norm of the same "
                  "residual at token %lld, the mixer agrees with %s on it",
                  where, against, (long long)ps->t_norm, against);
     else
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the mixer (%s) — block norm and mixer agree with %s, the layer's output leaves %s "
+        say(r, "%s: glue around the mixer (%s) — block norm and mixer agree with %s, the layer's output leaves %s "
                  "layer's at token %lld",
                  where, after, against, against, (long long)ps->t_layer);
 }
@@ -1321,7 +1328,7 @@ static void localise_port(struct sess *s, int64_t l, const char *where)
     if (st == MC_BACKEND_OK && port_layer_vs(s, ref, l, h, mi, mo, within, &ps, &msg) != 0)
         st = MC_BACKEND_INTERNAL;
     if (st != MC_BACKEND_OK) {
-        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; comparing it with the reference's layer failed: %.200s", where,
+        say(r, "%s; comparing it with the reference's layer failed: %.200s", where,
                  msg.text);
         goto out;
     }
@@ -1343,8 +1350,7 @@ static void localise(struct sess *s)
         return;
     if (!s->logits_failed && s->loc_level < 0) {
         if (s->state_layer >= 0) {
-            snprintf(r->diagnosis, sizeof r->diagnosis,
-                     "layer %lld's cache (%s mixer on '%s'): %s leaves tolerance at position %lld while every logit "
+            say(r, "layer %lld's cache (%s mixer on '%s'): %s leaves tolerance at position %lld while every logit "
                      "and hidden state is within it (%s)",
                      (long long)s->state_layer, mc_family_name(cfg->layers[s->state_layer].family),
                      layer_backend(s, s->state_layer),
@@ -1371,8 +1377,7 @@ static void localise(struct sess *s)
     if (s->loc_level < 0 && s->logits_token >= s->L) {
         /* greedy: the first failing logits belong to a generated token, for which the golden holds no hidden
          * states: nothing names a layer (the decode and chunked checks localise a cached-path bug) */
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "the logits of generated token %lld (row %lld) leave tolerance while every hidden state of the "
+        say(r, "the logits of generated token %lld (row %lld) leave tolerance while every hidden state of the "
                  "prompt is within it; the golden holds no hidden states of generated tokens, so no layer is named "
                  "(the decode and chunked checks localise a bug of the cached path)",
                  (long long)s->logits_token, (long long)s->logits_row);
@@ -1398,16 +1403,14 @@ static void localise(struct sess *s)
         if (jump == 0)
             snprintf(hint, sizeof hint, "; nearest its tolerance: the embedding's hidden state (headroom %.3g)",
                      s->level_headroom[0]);
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "glue after the last layer (final norm / LM head%s): every hidden state is within tolerance, the "
+        say(r, "glue after the last layer (final norm / LM head%s): every hidden state is within tolerance, the "
                  "logits leave it at token %lld (row %lld)%s",
                  cfg->tied ? ", tied to the embedding" : "", (long long)s->logits_token, (long long)s->logits_row,
                  hint);
         return;
     }
     if (s->loc_level == 0) {
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "glue: the embedding (hidden state 0) leaves tolerance at token %lld (row %lld)",
+        say(r, "glue: the embedding (hidden state 0) leaves tolerance at token %lld (row %lld)",
                  (long long)s->loc_token, (long long)s->loc_row);
         return;
     }
@@ -1437,14 +1440,14 @@ static void localise(struct sess *s)
     int64_t t_layer = -1, t_mixer = -1;
     enum mc_backend_status st = mc_stack_layer_forward(s->st, l, s->B, s->L, h_in, s->g->mask, out, &msg);
     if (st != MC_BACKEND_OK) {
-        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the layer alone failed: %.200s", where, msg.text);
+        say(r, "%s; the layer alone failed: %.200s", where, msg.text);
         goto out;
     }
     int layer_ok = within(s, out, h_next, &t_layer);
     mixer_input_f64(s, l, h_in, s->B * s->L, x);
     st = mc_stack_mixer_forward(s->st, l, s->B, s->L, x, s->g->mask, ym, &msg);
     if (st != MC_BACKEND_OK) {
-        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the mixer alone failed: %.200s", where, msg.text);
+        say(r, "%s; the mixer alone failed: %.200s", where, msg.text);
         goto out;
     }
     memcpy(dm, s->g->mixer_outputs.data + l * N, (size_t)N * sizeof *dm);
@@ -1457,7 +1460,7 @@ static void localise(struct sess *s)
     if (other >= 0 && mixer_ok && (dm2 = xcalloc(s, (size_t)N, sizeof *dm2)) != NULL) {
         st = mc_stack_mixer_forward(s->st, other, s->B, s->L, x, s->g->mask, ym, &msg);
         if (st != MC_BACKEND_OK) {
-            snprintf(r->diagnosis, sizeof r->diagnosis, "%s; the other mixer alone failed: %.200s", where, msg.text);
+            say(r, "%s; the other mixer alone failed: %.200s", where, msg.text);
             free(dm2);
             goto out;
         }
@@ -1500,52 +1503,42 @@ static void localise(struct sess *s)
         others_ok += within(s, ym, s->g->mixer_outputs.data + k * N, &t_k);
     }
     if (!mixer_ok && Z->shared && others_ok > 0)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: the shared block's attention with application %d's q/k/v adapters — its output on the golden's "
+        say(r, "%s: the shared block's attention with application %d's q/k/v adapters — its output on the golden's "
                  "own input leaves tolerance at token %lld, while %d of block %d's other applications pass: the "
                  "adapters (or this application's own weights), not the block's", where, Z->app, (long long)t_mixer,
                  others_ok, Z->block);
     else if (!mixer_ok && Z->shared)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: the shared block's attention (block %d's, with application %d's q/k/v adapters) — its output on "
+        say(r, "%s: the shared block's attention (block %d's, with application %d's q/k/v adapters) — its output on "
                  "the golden's own input leaves tolerance at token %lld%s", where, Z->block, Z->app, (long long)t_mixer,
                  others > 0 ? ", and on every other application of the block: the block's weights" : "");
     else if (!layer_ok && !ffn_ok && Z->shared)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue: the shared block's MLP with application %d's adapter, or layer %lld's linear — the attention "
+        say(r, "%s: glue: the shared block's MLP with application %d's adapter, or layer %lld's linear — the attention "
                  "alone is within tolerance on the golden's input, the MLP and linear on its output leave it at token "
                  "%lld", where, Z->app, (long long)Z->hf_layer, (long long)t_ffn);
     else if (!layer_ok && Z->shared)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the shared block (the concat with the original embeddings, its input_layernorm, or "
+        say(r, "%s: glue around the shared block (the concat with the original embeddings, its input_layernorm, or "
                  "h + T) — its attention, MLP and linear are within tolerance on the golden's input, the application "
                  "leaves it at token %lld", where, (long long)t_layer);
     else if (!mixer_ok && Z->hybrid)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: the Mamba2 mixer of hybrid layer %lld — its output on the golden's own input leaves tolerance at "
+        say(r, "%s: the Mamba2 mixer of hybrid layer %lld — its output on the golden's own input leaves tolerance at "
                  "token %lld", where, (long long)Z->hf_layer, (long long)t_mixer);
     else if (!layer_ok && Z->hybrid)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around hybrid layer %lld's Mamba2 (its norm of h + T, or the residual h) — the mixer alone is "
+        say(r, "%s: glue around hybrid layer %lld's Mamba2 (its norm of h + T, or the residual h) — the mixer alone is "
                  "within tolerance on the golden's input, the layer leaves it at token %lld",
                  where, (long long)Z->hf_layer, (long long)t_layer);
     else if (!mixer_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
+        say(r, "%s: mixer — its output on the golden's own input leaves tolerance at token %lld", where,
                  (long long)t_mixer);
     else if (!other_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: mixer — the layer's other parallel mixer, layer %lld (%s on '%s'): its output on the golden's "
+        say(r, "%s: mixer — the layer's other parallel mixer, layer %lld (%s on '%s'): its output on the golden's "
                  "own input leaves tolerance at token %lld (this slot's mixer is within it)",
                  where, (long long)other, layer_kind(s, other, okind), layer_backend(s, other), (long long)t_other);
     else if (!layer_ok && !ffn_ok && !mc_stack_layer_has_mixer(cfg, l))
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
+        say(r, "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
                  "golden's input it leaves tolerance at token %lld",
                  where, cfg->layers[l].moe ? "MoE + shared MLP" : "MLP", (long long)t_ffn);
     else if (!layer_ok && !ffn_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue: the feed-forward (%s) or its residual add — the mixer alone is within tolerance on the "
+        say(r, "%s: glue: the feed-forward (%s) or its residual add — the mixer alone is within tolerance on the "
                  "golden's input, the feed-forward alone on the golden's residual after the mixer leaves it at token "
                  "%lld",
                  where,
@@ -1554,19 +1547,16 @@ static void localise(struct sess *s)
                                                              : "MLP",
                  (long long)t_ffn);
     else if (!layer_ok && other >= 0)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the parallel mixers (norm / in and out multipliers / their sum / residual) — both "
+        say(r, "%s: glue around the parallel mixers (norm / in and out multipliers / their sum / residual) — both "
                  "mixers alone are within tolerance on the golden's input, and the feed-forward alone on the golden's "
                  "residual after them, the layer leaves it at token %lld",
                  where, (long long)t_layer);
     else if (!layer_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the mixer (norm / residual%s) — the mixer alone is within tolerance on the golden's "
+        say(r, "%s: glue around the mixer (norm / residual%s) — the mixer alone is within tolerance on the golden's "
                  "input, the layer leaves it at token %lld",
                  where, cfg->ffn_size > 0 ? " / feed-forward" : "", (long long)t_layer);
     else
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: on the golden's input the layer is within tolerance from an empty cache; it diverges on "
+        say(r, "%s: on the golden's input the layer is within tolerance from an empty cache; it diverges on "
                  "this scenario's %s",
                  where, scenario_path(s));
     free(dm2);
@@ -1594,22 +1584,19 @@ static void localise_ref(struct sess *s)
         return;
     const char *dt = mc_dtype_name(s->ctx->dtype);
     if (!s->hidden_ok) {
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "the logits leave the reference stack's in %s; whole stack '%s' gives no hidden states (no "
+        say(r, "the logits leave the reference stack's in %s; whole stack '%s' gives no hidden states (no "
                  "MC_CAP_STACK_HIDDEN), so no layer is named",
                  dt, s->ctx->ops->name);
         return;
     }
     if (s->ref_level < 0) {
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "glue after the last layer (final norm / LM head%s), against the reference stack in %s: every hidden "
+        say(r, "glue after the last layer (final norm / LM head%s), against the reference stack in %s: every hidden "
                  "state agrees with it, the logits do not",
                  cfg->tied ? ", tied to the embedding" : "", dt);
         return;
     }
     if (s->ref_level == 0) {
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "glue: the embedding (hidden state 0) leaves the reference stack in %s at token %lld (row %lld)", dt,
+        say(r, "glue: the embedding (hidden state 0) leaves the reference stack in %s at token %lld (row %lld)", dt,
                  (long long)s->ref_token, (long long)s->ref_row);
         return;
     }
@@ -1624,7 +1611,7 @@ static void localise_ref(struct sess *s)
         struct mc_msg msg = {{0}};
         struct port_stage ps;
         if (port_layer_vs(s, s->ref_st, l, s->ref_ho, s->ref_mi, s->ref_mo, within_ref, &ps, &msg) != 0)
-            snprintf(r->diagnosis, sizeof r->diagnosis, "%s; run alone it failed: %.200s", where, msg.text);
+            say(r, "%s; run alone it failed: %.200s", where, msg.text);
         else
             port_verdict(s, where, "the reference stack's", &ps, "the error accumulated through earlier layers");
         return;
@@ -1653,27 +1640,24 @@ static void localise_ref(struct sess *s)
              dt, (long long)l, (long long)s->n, layer_kind(s, l, kind), layer_backend(s, l),
              (long long)s->ref_token, (long long)s->ref_row);
     if (st != MC_BACKEND_OK) {
-        snprintf(r->diagnosis, sizeof r->diagnosis, "%s; run alone it failed: %.200s", where, msg.text);
+        say(r, "%s; run alone it failed: %.200s", where, msg.text);
         goto out;
     }
     int64_t t_layer = -1, t_mixer = -1;
     int layer_ok = within_ref(s, oa, ob, &t_layer), mixer_ok = within_ref(s, ya, yb, &t_mixer);
     if (!mixer_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis, "%s: mixer — on the reference stack's input its output leaves "
+        say(r, "%s: mixer — on the reference stack's input its output leaves "
                  "the reference's at token %lld", where, (long long)t_mixer);
     else if (!layer_ok && !mc_stack_layer_has_mixer(cfg, l))
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
+        say(r, "%s: glue: the feed-forward (%s) or its residual add — the block has no mixer, and alone on the "
                  "reference stack's input it leaves the reference's at token %lld",
                  where, cfg->layers[l].moe ? "MoE + shared MLP" : "MLP", (long long)t_layer);
     else if (!layer_ok)
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: glue around the mixer (norm / residual%s) — the mixer alone agrees with the reference's, the "
+        say(r, "%s: glue around the mixer (norm / residual%s) — the mixer alone agrees with the reference's, the "
                  "layer leaves the reference stack's at token %lld",
                  where, cfg->ffn_size > 0 ? " / feed-forward" : "", (long long)t_layer);
     else
-        snprintf(r->diagnosis, sizeof r->diagnosis,
-                 "%s: run alone on the reference stack's input the layer agrees with it (error accumulated through "
+        say(r, "%s: run alone on the reference stack's input the layer agrees with it (error accumulated through "
                  "earlier layers)", where);
 out:
     free(lg);
