@@ -166,6 +166,18 @@ def rmsnorm(x, w, eps):
     return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
 
 
+def entries_of(kinds, hyb):
+    """The engine's entries of a shared-block stack: ("app", i, j) then ("mamba", i, j) for hybrid layer i, the
+    j-th application (hyb[j] = i); ("mamba", i, None) for any other layer."""
+    out = []
+    for i, kind in enumerate(kinds):
+        j = hyb.index(i) if kind == "hybrid" else None
+        if j is not None:
+            out.append(("app", i, j))
+        out.append(("mamba", i, j))
+    return out
+
+
 class Zamba2Stack:
     """A float64 Zamba2: forward over one segment from per-entry caches (the engine's layer list, module doc)."""
 
@@ -178,13 +190,7 @@ class Zamba2Stack:
         self.acfg = attention_config(cfg)
         self.eps = cfg["rms_norm_eps"]
         self.act = ACTS[cfg["hidden_act"]]
-        # the engine's entries: ("app", i, j) then ("mamba", i, j) for a hybrid layer, ("mamba", i, None) else
-        self.entries = []
-        for i, kind in enumerate(self.kinds):
-            j = self.hyb.index(i) if kind == "hybrid" else None
-            if j is not None:
-                self.entries.append(("app", i, j))
-            self.entries.append(("mamba", i, j))
+        self.entries = entries_of(self.kinds, self.hyb)
         self.n = len(self.entries)
 
     def mamba_forward(self, i, x, mask, win, st):
@@ -466,12 +472,7 @@ class ZambaStack(Zamba2Stack):
         self.acfg = v1_attention_config(cfg)
         self.eps = cfg["rms_norm_eps"]
         self.act = ACTS[cfg["hidden_act"]]
-        self.entries = []
-        for i, kind in enumerate(self.kinds):
-            j = self.hyb.index(i) if kind == "hybrid" else None
-            if j is not None:
-                self.entries.append(("app", i, j))
-            self.entries.append(("mamba", i, j))
+        self.entries = entries_of(self.kinds, self.hyb)
         self.n = len(self.entries)
 
     def mamba_weights(self, i):

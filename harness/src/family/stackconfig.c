@@ -887,6 +887,55 @@ static int parse_nemotron_h(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* Zamba's and Zamba2's layer kinds, layers_block_type (or its alias layer_types): hyb[i] 1 for a "hybrid" layer,
+ * 0 for a "mamba" / "linear_attention" one, *n their count; *n 0 when the config has neither key (the caller's
+ * default applies). -1, the key named, on a malformed list; `words` the message's other kinds. */
+static int read_hybrid_pattern(struct reader *r, const char *words, int hyb[], int64_t *n)
+{
+    *n = 0;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layers_block_type");
+    if (lt == NULL || lt->type == MC_JSON_NULL)
+        lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type == MC_JSON_NULL)
+        return 0;
+    if (lt->type != MC_JSON_ARRAY || lt->len < 1 || lt->len > MC_STACK_MAX_LAYERS) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' must list 1 to %d layers", r->where,
+                     MC_STACK_MAX_LAYERS);
+        return -1;
+    }
+    for (size_t i = 0; i < lt->len; i++) {
+        const char *k = lt->items[i].type == MC_JSON_STRING ? lt->items[i].string : "";
+        if (strcmp(k, "hybrid") != 0 && strcmp(k, "linear_attention") != 0 && strcmp(k, "mamba") != 0) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type[%zu]' must be %s or \"hybrid\"",
+                         r->where, i, words);
+            return -1;
+        }
+        hyb[(*n)++] = strcmp(k, "hybrid") == 0;
+    }
+    return 0;
+}
+
+/* The engine's entries of a shared-block stack of n layers, a hybrid one two (its block's application, then its
+ * Mamba layer): -1, naming the key, when num_hidden_layers (n_hf) is not the pattern's length or the entries are
+ * more than the engine holds. */
+static int hybrid_entries(struct reader *r, const int hyb[], int64_t n, int64_t n_hf, int64_t *entries)
+{
+    if (n != n_hf) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld must be the length of "
+                     "layers_block_type (%lld)", r->where, (long long)n_hf, (long long)n);
+        return -1;
+    }
+    *entries = n;
+    for (int64_t i = 0; i < n; i++)
+        *entries += hyb[i];
+    if (*entries > MC_STACK_MAX_LAYERS) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type': %lld layers and hybrid layers are "
+                     "more than %d entries", r->where, (long long)n, MC_STACK_MAX_LAYERS);
+        return -1;
+    }
+    return 0;
+}
+
 /* Zamba2Config (transformers 5.24): layers_block_type (its alias layer_types; "linear_attention" or the older
  * "mamba", and "hybrid"; absent: Zamba2Config's 54-layer default), num_hidden_layers its length; the Mamba2 mixer
  * (n_mamba_heads, mamba_d_state, mamba_d_conv, mamba_expand, mamba_ngroups, chunk_size, its head dim
@@ -959,42 +1008,15 @@ static int parse_zamba2(struct reader *r, struct mc_stack_config *cfg)
     /* the layer kinds */
     int hyb[MC_STACK_MAX_LAYERS * 2];
     int64_t n = 0;
-    const struct mc_json_value *lt = mc_json_get(r->root, "layers_block_type");
-    if (lt == NULL || lt->type == MC_JSON_NULL)
-        lt = mc_json_get(r->root, "layer_types");
-    if (lt != NULL && lt->type != MC_JSON_NULL) {
-        if (lt->type != MC_JSON_ARRAY || lt->len < 1 || lt->len > MC_STACK_MAX_LAYERS) {
-            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' must list 1 to %d layers", r->where,
-                         MC_STACK_MAX_LAYERS);
-            return -1;
-        }
-        for (size_t i = 0; i < lt->len; i++) {
-            const char *k = lt->items[i].type == MC_JSON_STRING ? lt->items[i].string : "";
-            if (strcmp(k, "hybrid") != 0 && strcmp(k, "linear_attention") != 0 && strcmp(k, "mamba") != 0) {
-                mc_error_set(r->err, MC_ERR_INPUT,
-                             "%s: config_json: 'layers_block_type[%zu]' must be \"linear_attention\", \"mamba\" or "
-                             "\"hybrid\"", r->where, i);
-                return -1;
-            }
-            hyb[n++] = strcmp(k, "hybrid") == 0;
-        }
-    } else { /* Zamba2Config's default: 1 + 7 x (5 + hybrid) + 4 + hybrid + 3 + hybrid + 2 */
+    if (read_hybrid_pattern(r, "\"linear_attention\", \"mamba\"", hyb, &n) != 0)
+        return -1;
+    if (n == 0) { /* Zamba2Config's default: 1 + 7 x (5 + hybrid) + 4 + hybrid + 3 + hybrid + 2 */
         for (int i = 0; i < 54; i++)
             hyb[n++] = (i >= 6 && i <= 42 && i % 6 == 0) || i == 47 || i == 51;
     }
-    if (n != n_hf) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld must be the length of "
-                     "layers_block_type (%lld)", r->where, (long long)n_hf, (long long)n);
+    int64_t entries = 0;
+    if (hybrid_entries(r, hyb, n, n_hf, &entries) != 0)
         return -1;
-    }
-    int64_t entries = n;
-    for (int64_t i = 0; i < n; i++)
-        entries += hyb[i];
-    if (entries > MC_STACK_MAX_LAYERS) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type': %lld layers and hybrid layers are "
-                     "more than %d entries", r->where, (long long)n, MC_STACK_MAX_LAYERS);
-        return -1;
-    }
     cfg->n_layers = entries;
     cfg->ffn_size = F;
     cfg->ffn_fused = 1; /* Zamba2MLP.gate_up_proj: [2F][D], the gate's rows first (torch.chunk) */
@@ -1330,26 +1352,9 @@ static int parse_zamba(struct reader *r, struct mc_stack_config *cfg)
     at.softmax_scale = 1.0 / sqrt((double)hd / 2.0); /* ZambaAttention: (head_dim / 2) ** -0.5 */
     int hyb[MC_STACK_MAX_LAYERS * 2];
     int64_t n = 0;
-    const struct mc_json_value *lt = mc_json_get(r->root, "layers_block_type");
-    if (lt == NULL || lt->type == MC_JSON_NULL)
-        lt = mc_json_get(r->root, "layer_types");
-    if (lt != NULL && lt->type != MC_JSON_NULL) {
-        if (lt->type != MC_JSON_ARRAY || lt->len < 1 || lt->len > MC_STACK_MAX_LAYERS) {
-            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type' must list 1 to %d layers", r->where,
-                         MC_STACK_MAX_LAYERS);
-            return -1;
-        }
-        for (size_t i = 0; i < lt->len; i++) {
-            const char *k = lt->items[i].type == MC_JSON_STRING ? lt->items[i].string : "";
-            if (strcmp(k, "hybrid") != 0 && strcmp(k, "linear_attention") != 0 && strcmp(k, "mamba") != 0) {
-                mc_error_set(r->err, MC_ERR_INPUT,
-                             "%s: config_json: 'layers_block_type[%zu]' must be \"mamba\", \"linear_attention\" or "
-                             "\"hybrid\"", r->where, i);
-                return -1;
-            }
-            hyb[n++] = strcmp(k, "hybrid") == 0;
-        }
-    } else { /* ZambaConfig.__post_init__'s default */
+    if (read_hybrid_pattern(r, "\"mamba\", \"linear_attention\"", hyb, &n) != 0)
+        return -1;
+    if (n == 0) { /* ZambaConfig.__post_init__'s default */
         if (n_hf < 3 || n_hf > MC_STACK_MAX_LAYERS) {
             mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld without layers_block_type: "
                          "must be in [3, %d]", r->where, (long long)n_hf, MC_STACK_MAX_LAYERS);
@@ -1361,19 +1366,9 @@ static int parse_zamba(struct reader *r, struct mc_stack_config *cfg)
         for (int64_t i = 0; i < n_hf - 3; i++)
             hyb[n++] = i % per == off;
     }
-    if (n != n_hf) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld must be the length of "
-                     "layers_block_type (%lld)", r->where, (long long)n_hf, (long long)n);
+    int64_t entries = 0;
+    if (hybrid_entries(r, hyb, n, n_hf, &entries) != 0)
         return -1;
-    }
-    int64_t entries = n;
-    for (int64_t i = 0; i < n; i++)
-        entries += hyb[i];
-    if (entries > MC_STACK_MAX_LAYERS) {
-        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type': %lld layers and hybrid layers are "
-                     "more than %d entries", r->where, (long long)n, MC_STACK_MAX_LAYERS);
-        return -1;
-    }
     cfg->n_layers = entries;
     cfg->ffn_size = F;
     cfg->ffn_fused = 0; /* ZambaMLP: gate_proj, up_proj, down_proj */
