@@ -280,97 +280,9 @@ def prompts(args, vocab):
     return ids, mask
 
 
-def zamba2_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
-    """Zamba2: the Mamba2 of upstream layer `layer` (a hybrid layer's: on norm(h + T)) on its real input, written
-    as a mamba2 layer golden; a shared block's attention reads a 2D input, not a layer golden of the family's."""
-    if family != "mamba2":
-        raise ValueError(f"layer {layer} of a zamba2 checkpoint: only its mamba2 mixer has a layer golden (its shared "
-                         "block's attention reads cat(hidden, embeddings), 2 hidden_size wide)")
-    st = S.zamba.Zamba2Stack(cfg, weights)
-    k = next((k for k, (what, i, _) in enumerate(st.entries) if what == "mamba" and i == layer), None)
-    if k is None:
-        raise ValueError(f"layer {layer}: a zamba2 checkpoint has {len(st.kinds)} layers")
-    _, hidden, _, _, _ = st.forward(ids, mask)
-    x = S.zamba.rmsnorm(hidden[k], st.w[S.zamba.mamba_prefix(cfg, layer) + "input_layernorm.weight"], st.eps)
-    mcfg = st.mcfg
-    fw = {kk: v.astype(np.float32) for kk, v in st.mamba_weights(layer).items()}
-    x32 = x.astype(np.float32)
-    y, _, windows, states = S.mixer_forward("mamba2", mcfg, {kk: v.astype(np.float64) for kk, v in fw.items()},
-                                            x32.astype(np.float64), mask, None)
-    config = {kk: np.int64(mcfg[kk]) for kk in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups",
-                                                "conv_kernel", "chunk_size", "norm_group_size", "use_bias",
-                                                "use_conv_bias")}
-    config["layer_norm_epsilon"] = np.float64(mcfg["layer_norm_epsilon"])
-    config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
-    tensors = {"weights/" + kk: v for kk, v in fw.items()}
-    tensors["inputs/hidden_states"] = x32
-    tensors["inputs/attention_mask"] = mask
-    tensors["expected/output"] = y
-    tensors["expected/state_positions"] = np.arange(ids.shape[1] + 1, dtype=np.int64)
-    tensors["expected/conv_state"] = windows
-    tensors["expected/recurrent_state"] = states
-    spec = mixers.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
-                             config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
-    tmp = out + ".tmp"
-    goldens.write(spec, mixers.Golden(config, tensors, []), tmp)
-    os.replace(tmp, out)
-
-
-def zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
-    """Zamba: the one-head Mamba1 of upstream layer `layer` (a hybrid layer's: on norm(h + T)) on its real input,
-    written as a mamba1 layer golden under the family's names (in_proj's rows in the family's order, the per-head
-    tensors without their head axis); the shared block's attention reads a 2D input, no layer golden."""
-    if family != "mamba1":
-        raise ValueError(f"layer {layer} of a zamba checkpoint: only its mamba1 mixer has a layer golden (its shared "
-                         "block's attention reads cat(hidden, embeddings), 2 hidden_size wide)")
-    st = S.zamba.ZambaStack(cfg, weights)
-    k = next((k for k, (what, i, _) in enumerate(st.entries) if what == "mamba" and i == layer), None)
-    if k is None:
-        raise ValueError(f"layer {layer}: a zamba checkpoint has {len(st.kinds)} layers")
-    _, hidden, _, _, _ = st.forward(ids, mask)
-    pre = f"model.layers.{layer}.mamba_decoder." if st.kinds[layer] == "hybrid" else f"model.layers.{layer}."
-    x = S.zamba.rmsnorm(hidden[k], st.w[pre + "input_layernorm.weight"], st.eps)
-    mcfg = st.mcfg
-    fw = {kk: v.astype(np.float32) for kk, v in st.mamba_weights(layer).items()}
-    x32 = x.astype(np.float32)
-    y, _, windows, states = S.mixer_forward("mamba", mcfg, {kk: v.astype(np.float64) for kk, v in fw.items()},
-                                            x32.astype(np.float64), mask, None)
-    config = {kk: np.int64(mcfg[kk]) for kk in mixers.MAMBA1_INT_ATTRS}
-    tensors = {"weights/" + kk: v for kk, v in fw.items()}
-    tensors["inputs/hidden_states"] = x32
-    tensors["inputs/attention_mask"] = mask
-    tensors["expected/output"] = y
-    tensors["expected/state_positions"] = np.arange(ids.shape[1] + 1, dtype=np.int64)
-    tensors["expected/conv_state"] = windows
-    tensors["expected/recurrent_state"] = states
-    spec = mixers.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
-                             config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
-    tmp = out + ".tmp"
-    goldens.write(spec, mixers.Golden(config, tensors, []), tmp)
-    os.replace(tmp, out)
-
-
-def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
-    """A mixer-level golden of one layer on its real input activations."""
-    if cfg["model_type"] == "zamba2":
-        return zamba2_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
-    if cfg["model_type"] == "zamba":
-        return zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
-    kind = S.layer_kind(cfg, layer)
-    if kind in S.NO_MIXER:
-        raise ValueError(f"layer {layer} is a {kind} block without a sequence mixer (Nemotron-H): no mixer golden")
-    fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention", "gdn": "gdn"}
-    if fam_of[kind] != family:
-        raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")
-    st = S.Stack(cfg, weights)
-    _, hidden, _, _, _ = st.forward(ids, mask)
-    if S.falcon(cfg):   # slot `layer` of decoder layer layer // 2: its norm times the branch's in multiplier
-        x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer // 2) + st.nm["norm"]], st.eps, st.zc)
-        x = x * cfg["ssm_in_multiplier" if kind == "mamba2" else "attention_in_multiplier"]
-    else:
-        x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
-    mcfg = st.mcfgs[layer]
-    fw = {k: v.astype(np.float32) for k, v in S.layer_weights(cfg, weights, layer).items()}
+def _write_layer_golden(kind, family, mcfg, fw, x, ids, mask, layer, out, name):
+    """A mixer golden of `family` (the oracle's `kind`) of one layer: weights fw (float32, as stored), input x, the
+    oracle's outputs and caches on the stored values, the family's configuration attributes."""
     w64 = {k: v.astype(np.float64) for k, v in fw.items()}
     x32 = x.astype(np.float32)   # the golden's input as stored; the oracle reads the stored values
     y, _, windows, states = S.mixer_forward(kind, mcfg, w64, x32.astype(np.float64), mask, None)
@@ -409,6 +321,48 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     tmp = out + ".tmp"
     goldens.write(spec, g, tmp)
     os.replace(tmp, out)
+
+
+def zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """Zamba2 / Zamba: the Mamba2 / one-head Mamba1 of upstream layer `layer` (a hybrid layer's: on norm(h + T)) on
+    its real input, written as a layer golden of the family (Zamba's under the family's names: in_proj's rows in
+    the family's order, the per-head tensors without their head axis); a shared block's attention reads a 2D input,
+    not a layer golden of the attention family's."""
+    v2 = cfg["model_type"] == "zamba2"
+    want, kind = ("mamba2", "mamba2") if v2 else ("mamba1", "mamba")
+    if family != want:
+        raise ValueError(f"layer {layer} of a {cfg['model_type']} checkpoint: only its {want} mixer has a layer golden "
+                         "(its shared block's attention reads cat(hidden, embeddings), 2 hidden_size wide)")
+    st = (S.zamba.Zamba2Stack if v2 else S.zamba.ZambaStack)(cfg, weights)
+    k = next((k for k, (what, i, _) in enumerate(st.entries) if what == "mamba" and i == layer), None)
+    if k is None:
+        raise ValueError(f"layer {layer}: a {cfg['model_type']} checkpoint has {len(st.kinds)} layers")
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    pre = f"model.layers.{layer}.mamba_decoder." if st.kinds[layer] == "hybrid" else f"model.layers.{layer}."
+    x = S.zamba.rmsnorm(hidden[k], st.w[pre + "input_layernorm.weight"], st.eps)
+    fw = {kk: v.astype(np.float32) for kk, v in st.mamba_weights(layer).items()}
+    _write_layer_golden(kind, family, st.mcfg, fw, x, ids, mask, layer, out, name)
+
+
+def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """A mixer-level golden of one layer on its real input activations."""
+    if cfg["model_type"] in ("zamba2", "zamba"):
+        return zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
+    kind = S.layer_kind(cfg, layer)
+    if kind in S.NO_MIXER:
+        raise ValueError(f"layer {layer} is a {kind} block without a sequence mixer (Nemotron-H): no mixer golden")
+    fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention", "gdn": "gdn"}
+    if fam_of[kind] != family:
+        raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")
+    st = S.Stack(cfg, weights)
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    if S.falcon(cfg):   # slot `layer` of decoder layer layer // 2: its norm times the branch's in multiplier
+        x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer // 2) + st.nm["norm"]], st.eps, st.zc)
+        x = x * cfg["ssm_in_multiplier" if kind == "mamba2" else "attention_in_multiplier"]
+    else:
+        x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
+    fw = {k: v.astype(np.float32) for k, v in S.layer_weights(cfg, weights, layer).items()}
+    _write_layer_golden(kind, family, st.mcfgs[layer], fw, x, ids, mask, layer, out, name)
 
 
 def main(argv):

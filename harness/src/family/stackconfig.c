@@ -915,24 +915,48 @@ static int read_hybrid_pattern(struct reader *r, const char *words, int hyb[], i
     return 0;
 }
 
-/* The engine's entries of a shared-block stack of n layers, a hybrid one two (its block's application, then its
- * Mamba layer): -1, naming the key, when num_hidden_layers (n_hf) is not the pattern's length or the entries are
- * more than the engine holds. */
-static int hybrid_entries(struct reader *r, const int hyb[], int64_t n, int64_t n_hf, int64_t *entries)
+/* The engine's entries of a shared-block stack of n layers, a hybrid one two: its block's application (`at` on
+ * cat(h, e), block j mod n_blocks of application j, its MLP of F), then its Mamba layer (`mamba`); any other layer
+ * its Mamba layer alone. Sets n_layers, layers[] and n_apps; -1, naming the key, when num_hidden_layers (n_hf) is
+ * not the pattern's length or the entries are more than the engine holds. */
+static int place_hybrid_layers(struct reader *r, struct mc_stack_config *cfg, const int hyb[], int64_t n, int64_t n_hf,
+                               const struct mc_attention_config *at, const struct mc_family_config *mamba, int64_t F)
 {
     if (n != n_hf) {
         mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_hidden_layers' %lld must be the length of "
                      "layers_block_type (%lld)", r->where, (long long)n_hf, (long long)n);
         return -1;
     }
-    *entries = n;
+    int64_t entries = n;
     for (int64_t i = 0; i < n; i++)
-        *entries += hyb[i];
-    if (*entries > MC_STACK_MAX_LAYERS) {
+        entries += hyb[i];
+    if (entries > MC_STACK_MAX_LAYERS) {
         mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layers_block_type': %lld layers and hybrid layers are "
                      "more than %d entries", r->where, (long long)n, MC_STACK_MAX_LAYERS);
         return -1;
     }
+    cfg->n_layers = entries;
+    int64_t e = 0, j = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (hyb[i]) {
+            struct mc_stack_layer *A = &cfg->layers[e++];
+            A->family = A->mixer.family = MC_FAMILY_ATTENTION;
+            A->mixer.u.attention = *at;
+            A->shared = 1;
+            A->app = (int32_t)j;
+            A->block = (int32_t)(j % cfg->n_blocks);
+            A->hf_layer = i;
+            A->dense = 1;
+            A->dense_size = F;
+            j++;
+        }
+        struct mc_stack_layer *M = &cfg->layers[e++];
+        M->family = mamba->family;
+        M->mixer = *mamba;
+        M->hybrid = hyb[i];
+        M->hf_layer = i;
+    }
+    cfg->n_apps = j;
     return 0;
 }
 
@@ -1014,35 +1038,11 @@ static int parse_zamba2(struct reader *r, struct mc_stack_config *cfg)
         for (int i = 0; i < 54; i++)
             hyb[n++] = (i >= 6 && i <= 42 && i % 6 == 0) || i == 47 || i == 51;
     }
-    int64_t entries = 0;
-    if (hybrid_entries(r, hyb, n, n_hf, &entries) != 0)
-        return -1;
-    cfg->n_layers = entries;
     cfg->ffn_size = F;
     cfg->ffn_fused = 1; /* Zamba2MLP.gate_up_proj: [2F][D], the gate's rows first (torch.chunk) */
     cfg->ffn_act = MC_FFN_GELU;
-    int64_t e = 0, j = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (hyb[i]) {
-            struct mc_stack_layer *A = &cfg->layers[e++];
-            A->family = A->mixer.family = MC_FAMILY_ATTENTION;
-            A->mixer.u.attention = at;
-            A->shared = 1;
-            A->app = (int32_t)j;
-            A->block = (int32_t)(j % cfg->n_blocks);
-            A->hf_layer = i;
-            A->dense = 1;
-            A->dense_size = F;
-            j++;
-        }
-        struct mc_stack_layer *M = &cfg->layers[e++];
-        M->family = M->mixer.family = MC_FAMILY_MAMBA2;
-        M->mixer.u.mamba2 = m;
-        M->hybrid = hyb[i];
-        M->hf_layer = i;
-    }
-    cfg->n_apps = j;
-    return 0;
+    const struct mc_family_config mamba = {.family = MC_FAMILY_MAMBA2, .u.mamba2 = m};
+    return place_hybrid_layers(r, cfg, hyb, n, n_hf, &at, &mamba, F);
 }
 
 /* Qwen3NextConfig (transformers 5.24): layer_types ("linear_attention" / "full_attention"; absent: every
@@ -1366,35 +1366,12 @@ static int parse_zamba(struct reader *r, struct mc_stack_config *cfg)
         for (int64_t i = 0; i < n_hf - 3; i++)
             hyb[n++] = i % per == off;
     }
-    int64_t entries = 0;
-    if (hybrid_entries(r, hyb, n, n_hf, &entries) != 0)
-        return -1;
-    cfg->n_layers = entries;
     cfg->ffn_size = F;
     cfg->ffn_fused = 0; /* ZambaMLP: gate_proj, up_proj, down_proj */
     cfg->ffn_act = MC_FFN_GELU;
     cfg->n_blocks = 1;
-    int64_t e = 0, j = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (hyb[i]) {
-            struct mc_stack_layer *A = &cfg->layers[e++];
-            A->family = A->mixer.family = MC_FAMILY_ATTENTION;
-            A->mixer.u.attention = at;
-            A->shared = 1;
-            A->app = (int32_t)j++;
-            A->block = 0;
-            A->hf_layer = i;
-            A->dense = 1;
-            A->dense_size = F;
-        }
-        struct mc_stack_layer *M = &cfg->layers[e++];
-        M->family = M->mixer.family = MC_FAMILY_MAMBA1;
-        M->mixer.u.mamba1 = m;
-        M->hybrid = hyb[i];
-        M->hf_layer = i;
-    }
-    cfg->n_apps = j;
-    return 0;
+    const struct mc_family_config mamba = {.family = MC_FAMILY_MAMBA1, .u.mamba1 = m};
+    return place_hybrid_layers(r, cfg, hyb, n, n_hf, &at, &mamba, F);
 }
 
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,

@@ -1247,12 +1247,15 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
     int64_t D = s->D, rows = batch * len;
     size_t n = (size_t)(rows * D);
     double *h = malloc(n * sizeof *h), *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    double *tmp = malloc((size_t)D * sizeof *tmp), *held = malloc(n * sizeof *held);
+    int par = 0; /* FalconH1's parallel slots hold the first branch's output for the second */
+    for (int64_t k = 0; k < s->cfg->n_layers && !par; k++)
+        par = s->cfg->layers[k].parallel != 0;
+    double *tmp = malloc((size_t)D * sizeof *tmp), *held = par ? malloc(n * sizeof *held) : NULL;
     int zb = mc_stack_is_zamba(s->cfg), have_t = 0;
     double *e = zb ? malloc(n * sizeof *e) : NULL, *tz = zb ? malloc(n * sizeof *tz) : NULL;
     double *ht = zb ? malloc(n * sizeof *ht) : NULL; /* Zamba2: the embeddings, T, h + T */
     enum mc_backend_status st = MC_BACKEND_NOMEM;
-    if (h == NULL || x == NULL || y == NULL || tmp == NULL || held == NULL || (zb && (e == NULL || tz == NULL || ht == NULL)))
+    if (h == NULL || x == NULL || y == NULL || tmp == NULL || (par && held == NULL) || (zb && (e == NULL || tz == NULL || ht == NULL)))
         goto out;
     st = MC_BACKEND_OK;
     for (int64_t r = 0; r < rows; r++) {
