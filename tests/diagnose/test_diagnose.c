@@ -451,6 +451,77 @@ static void test_rounding_sized_not_likely(void **state)
     assert_int_equal(d.verdict, MC_DIAG_LIKELY);
 }
 
+/* A 16-bit intermediate in one path: the fresh prefill right, only the decode failing at f32/f64 by a
+ * rounding-sized error above float32's rounding while the bf16/f16 checks pass, is the precision verdict;
+ * an error of float32's size, a failing bf16 check or values on a 16-bit grid are not. */
+static void test_path_precision(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    init(&f);
+    f.reduction = 64;
+    add_tensor(&f, MC_SCENARIO_PREFILL, "output", 0, -1);
+    f.scen[MC_SCENARIO_DECODE].split = 4;
+    struct mc_diag_tensor_fact *t = add_tensor(&f, MC_SCENARIO_DECODE, "output", 1, 4);
+    t->rel_err = 1e-3, t->nmse = 1e-6, t->cosine = 1.0;
+    t->full_elems = 1000, t->offgrid_bf16 = 990, t->offgrid_f16 = 990;
+    f.failed_dtypes = MC_DTYPE_BIT(MC_DTYPE_F64) | MC_DTYPE_BIT(MC_DTYPE_F32);
+    f.ran_dtypes = f.failed_dtypes | MC_DTYPE_BIT(MC_DTYPE_BF16);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_PRECISION);
+    assert_string_equal(d.precision, "bf16/f16");
+    assert_non_null(strstr(d.errors, "decode"));
+    /* float32's size: not a 16-bit intermediate */
+    t->rel_err = 1e-6;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* larger than one bf16 unit: not a rounding */
+    t->rel_err = 0.02;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* the bf16 check fails too */
+    t->rel_err = 1e-3;
+    t->fail_reduced = 1;
+    f.failed_dtypes |= MC_DTYPE_BIT(MC_DTYPE_BF16);
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* a case that runs no reduced-precision check: the size alone */
+    t->fail_reduced = 0;
+    f.failed_dtypes = f.ran_dtypes = MC_DTYPE_BIT(MC_DTYPE_F64) | MC_DTYPE_BIT(MC_DTYPE_F32);
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_PRECISION);
+    /* an nmse of 1e-4 is a structure's (the smallest structural errors of the mutants, 8.2b, are 2.5e-5) */
+    t->nmse = 1e-4;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    t->nmse = 1e-6;
+    /* values on the bf16 grid are storage (a class), not arithmetic */
+    t->offgrid_bf16 = 0;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+}
+
+/* Two signatures of one class (two mechanisms) name it once, by the better of the two. */
+static void test_one_class_named_once(void **state)
+{
+    (void)state;
+    static const struct mc_signature twice[] = {
+        {"X.1", "first mechanism", "h", 0, {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 2}}},
+        {"X.2", "another class", "h", 0, {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 3}}},
+        {"X.1", "second mechanism", "h", 0, {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 4},
+                                             {.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "consistency", .weight = 1}}},
+    };
+    struct mc_diag_facts f;
+    window_port(&f);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, twice, 3, &d), 1);
+    assert_int_equal(d.n, 2);
+    assert_string_equal(d.top[0].sig->id, "X.1");
+    assert_string_equal(d.top[0].sig->title, "second mechanism");
+    assert_string_equal(d.top[1].sig->id, "X.2");
+}
+
 /* The table itself: every entry has an id, a title, a hint and a supporting condition; every scenario it
  * names by string is one of this build, or one of the long runs the serving-path scenarios bring
  * (long_decode, length_sweep: unknown until they exist). */
@@ -481,9 +552,11 @@ static void test_table_well_formed(void **state)
         }
         if (!positive)
             fail_msg("signature %s has no supporting condition", sig->id);
+        /* one class may have a signature per mechanism (Mamba1's 8.7: the scan restarted, the conv rebuilt),
+         * each with its own title; the diagnosis names the class once */
         for (int o = 0; o < s; o++)
-            if (strcmp(mc_signatures[o].id, sig->id) == 0)
-                fail_msg("signature %s appears twice", sig->id);
+            if (strcmp(mc_signatures[o].id, sig->id) == 0 && strcmp(mc_signatures[o].title, sig->title) == 0)
+                fail_msg("signature %s appears twice with the same title", sig->id);
     }
 }
 
@@ -498,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_experiment_conditions),
         cmocka_unit_test(test_veto_and_short_split), cmocka_unit_test(test_table_decode_window),
         cmocka_unit_test(test_rounding_sized_not_likely),
+        cmocka_unit_test(test_path_precision),       cmocka_unit_test(test_one_class_named_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

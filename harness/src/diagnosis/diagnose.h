@@ -41,8 +41,8 @@ struct mc_diag_tensor_fact {
     double nmse;              /* largest NMSE over the failing checks */
     double rel_err;           /* largest max |a - b| / magnitude over the failing checks (the error's scale) */
     double cosine;            /* smallest cosine over the failing checks */
-    /* over its failing comparisons at f32/f64: elements compared, and whether some value is off the bf16 /
-     * f16 grid (non-zero) */
+    /* over its failing comparisons at f32/f64: the values that failed their bound, and whether one of them is
+     * off the bf16 / f16 grid (non-zero) */
     int64_t full_elems, offgrid_bf16, offgrid_f16;
 };
 

@@ -98,6 +98,10 @@
  * (the scenario did not run) leaves it in */
 #define VETO_PASSES(s, t, w) {.kind = MC_DC_PASSES, .scenario = (s), .tensor = (t), .weight = (w), .veto = 1}
 #define VETO_FAILS(s, t, w) {.kind = MC_DC_FAILS, .scenario = (s), .tensor = (t), .weight = (w), .veto = 1}
+/* a fresh-prefill class whose wrong value enters every token (a head mapping, a norm, a constant) fails from
+ * token 0: a prefill right up to a later token (row 0 right, a chunk boundary inside the forward) is something
+ * else */
+#define VETO_FROM_START(s, t, fams, w) {.kind = MC_DC_FROM_START, .scenario = (s), .tensor = (t), .families = (fams), .weight = (w), .veto = 1}
 #define SHORT_SPLIT(s, w) {.kind = MC_DC_SHORT_SPLIT, .scenario = (s), .weight = (w)}
 #define VETO_SHORT_SPLIT(s, w) {.kind = MC_DC_SHORT_SPLIT, .scenario = (s), .weight = (w), .veto = 1}
 /* a required condition: the class is named only when it holds */
@@ -137,7 +141,7 @@ const struct mc_signature mc_signatures[] = {
       CONTINUED_RIGHT(-4)}},
     {"8.2a", "multi-token forward does not start from the cached conv window",
      "case (b): the conv of a continued forward must run over cat(cached window, new tokens)",
-     CONV,
+     CONV & ~M1, /* Mamba1: 8.7 */
      {AT_SPLIT(FTC, "consistency", 2), AT_SPLIT(FTC, "output", 1), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5),
       FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
       FAILS(FTC, "consistency", 2),
@@ -146,7 +150,7 @@ const struct mc_signature mc_signatures[] = {
       FAILS_F(CH, "recurrent_state", STATEFUL, 2), CONTINUED_RIGHT(-4), EXP_OTHER(MC_EXP_ZERO_STATE, 6)}},
     {"8.2b", "multi-token forward starts the scan from a zero state (the cached window is kept)",
      "case (b): the chunked scan of a continued forward must take the cached state as its initial state",
-     STATEFUL,
+     STATEFUL & ~M1, /* Mamba1: 8.7 */
      {AT_SPLIT(FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
       PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(CH, "recurrent_state", 1),
       FAILS(FTC, "consistency", 2),
@@ -171,7 +175,9 @@ const struct mc_signature mc_signatures[] = {
     {"8.3c", "the conv window caches the post-conv (or post-activation) value instead of the pre-conv input",
      "the window written by a prefill: the last K pre-conv inputs (CONV-INV)",
      CONV,
-     {REQ(MC_DC_FAILS, P, "conv_state", 4), VETO_PASSES(P, "output", 3), FAILS(DEC, "output", 1),
+     /* the port's own decode reads the window it cached: a decode that passes leaves the fault in the export
+      * (8.19) */
+     {REQ(MC_DC_FAILS, P, "conv_state", 4), VETO_PASSES(P, "output", 3), VETO_FAILS(DEC, "output", 1),
       AT_SPLIT(DEC, "output", 1), PASSES(P, "recurrent_state", 1), FAILS(CH, "output", 1),
       NMSE_ABOVE(P, "conv_state", 1e-3, 2)}},
     {"8.7", "Mamba1 multi-token forward on a primed cache rebuilds the conv from the new tokens or restarts the "
@@ -180,6 +186,27 @@ const struct mc_signature mc_signatures[] = {
      M1,
      {REQ(MC_DC_FAILS, FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), AT_SPLIT(FTC, "consistency", 2),
       FAILS(CH, "output", 1), FAILS(SV, "consistency", 1)}},
+    /* Mamba1's 8.7 is 8.2a or 8.2b by mechanism (docs/semantics.md §8: "conv rebuilt from the new tokens, or
+     * scan restarted from zero"): the same observations and experiments name it, under its own id */
+    {"8.7", "Mamba1 multi-token forward on a primed cache restarts the selective scan from a zero state (the "
+            "cached window is kept; HF MambaMixer's unsupported case b)",
+     "case (b): the selective scan of a continued forward must take the cached state as its initial state "
+     "(docs/semantics.md §A.1)",
+     M1,
+     {AT_SPLIT(FTC, "consistency", 2), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5), PASSES(CH, "conv_state", 2),
+      PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2), FAILS(CH, "recurrent_state", 1),
+      FAILS(FTC, "consistency", 2), NMSE_BELOW(FTC, "consistency", 1e-2, 3), STAGE(FTC, "scan_out", M1, 3),
+      EXP(MC_EXP_ZERO_STATE, 6), FAILS(FTC, "output", 2), CONTINUED_RIGHT(-4), EXP_OTHER(MC_EXP_ZERO_WINDOW, 6)}},
+    {"8.7", "Mamba1 multi-token forward on a primed cache rebuilds the conv from the new tokens (the cached "
+            "window ignored; HF MambaMixer's unsupported case b)",
+     "case (b): the conv of a continued forward must run over cat(cached window, new tokens) (docs/semantics.md "
+     "§A.1)",
+     M1,
+     {AT_SPLIT(FTC, "consistency", 2), AT_SPLIT(FTC, "output", 1), VETO_PASSES(P, NULL, 3), PASSES(DEC, "output", 5),
+      FAILS(CH, "conv_state", 3), PASSES(FTC, "conv_state", 1), REQ(MC_DC_FAILS, CH, "output", 2),
+      FAILS(FTC, "consistency", 2), NMSE_ABOVE(FTC, "consistency", 1e-2, 1), STAGE(FTC, "conv_out", 0, 3),
+      EXP(MC_EXP_ZERO_WINDOW, 6), FAILS(FTC, "output", 2), FAILS(CH, "recurrent_state", 2), CONTINUED_RIGHT(-4),
+      EXP_OTHER(MC_EXP_ZERO_STATE, 6)}},
     {"8.8", "Gated DeltaNet continued forward ignores both the cached window and the cached state",
      "Qwen3.5 before #45513: chunk_gated_delta_rule(initial_state=None) and a conv without cached context",
      GDN,
@@ -229,7 +256,8 @@ const struct mc_signature mc_signatures[] = {
      "a right-padded row's cache must be the one at its last real token (#48256)",
      0,
      {PADDED_GOLDEN(1), REQ(MC_DC_FAILS, RPB, NULL, 3), FAILS(P, "conv_state", 3), PASSES(P, "output", 2), FAILS(RPB, "conv_state", 1),
-      PADDED_ROW(P, "conv_state", 3), PASSES(FTC, NULL, 1), PASSES(CH, "output", 2)}},
+      PADDED_ROW(P, "conv_state", 3), PADDED_ROW(P, "recurrent_state", 2), PASSES(FTC, NULL, 1),
+      PASSES(CH, "output", 2)}},
     {"8.6", "the padding mask is skipped for a batch of one row",
      "apply the mask whatever the batch size (#46773)",
      0,
@@ -242,7 +270,7 @@ const struct mc_signature mc_signatures[] = {
      "norm group size = intermediate / n_groups from the configuration (docs/semantics.md §A.5)",
      STATEFUL,
      {REQ(MC_DC_FAILS, P, "output", 3), PASSES(P, "recurrent_state", 4), PASSES(P, "conv_state", 1),
-      FROM_START(P, "output", 1), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3),
+      VETO_FROM_START(P, "output", 0, 1), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3),
       STAGE(P, "norm_in", M2, -3), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
     {"8.12", "chunk padding is not neutral: the final state decays or accumulates over the pad rows of the last "
              "chunk",
@@ -256,6 +284,8 @@ const struct mc_signature mc_signatures[] = {
      (STATEFUL & ~LIN) | ATT, /* lightning attention has no groups or key heads */
      {REQ(MC_DC_FAILS, P, "output", 3), FAILS_F(P, "recurrent_state", STATEFUL, 3),
       /* attention: the K/V cache itself is right, the queries read the wrong kv head */
+      /* not a veto: a decay parameter read from the wrong head (A_log by key head, a per-channel dt_bias
+       * from head 0) leaves row 0 right, since nothing decays before the first token */
       PASSES_F(P, "recurrent_state", ATT, 3), PASSES(P, "conv_state", 1), FROM_START(P, "output", 1),
       PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 3), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
     /* ---- lightning attention and KDA (docs/semantics.md §13, §14) ---------------------------------- */
@@ -265,7 +295,10 @@ const struct mc_signature mc_signatures[] = {
      "the carry of a block of b rows decays by exp(-s·b), not exp(-s·Q) (docs/semantics.md §13)",
      LIN,
      {FAILS(P, "recurrent_state", 3), FAILS(CSI, "recurrent_state", 4), PASSES(P, "output", 3),
-      PASSES(CSI, "output", 2), FAILS(DEC, "recurrent_state", 1)}},
+      PASSES(CSI, "output", 2), FAILS(DEC, "recurrent_state", 1),
+      /* a partial block's carry is wrong in unpadded rows too: a state that fails first on a padded row is
+       * the pads' (8.5) */
+      PADDED_ROW(P, "recurrent_state", -3)}},
     /* a decay read from the wrong head or the wrong channel: nothing decays before the first token, so row 0
      * is right in every path and every later row is wrong */
     {"lightning-slope-order", "the per-head decay slopes are read in the wrong order (head h takes another "
@@ -296,7 +329,9 @@ const struct mc_signature mc_signatures[] = {
      "rotate only the first R = head_dim * partial_rotary_factor dims, frequencies over R",
      ATT,
      {REQ(MC_DC_FAILS, P, "output", 3), FROM_START(P, "output", -3), FAILS(P, "recurrent_state", 3),
-      PASSES(P, "conv_state", 1), PASSES(BI, "consistency", 1)}},
+      PASSES(P, "conv_state", 1), PASSES(BI, "consistency", 1),
+      /* rotating the wrong dims is an O(1) error of the scores, not an epsilon's (8.16) */
+      {.kind = MC_DC_NMSE_ABOVE, .scenario = P, .tensor = "output", .value = 1e-6, .weight = 1, .veto = 1}}},
     {"future-leak", "an output sees later tokens (the causal conv padded on the right, or attention without its "
                     "causal mask)",
      "pad the conv on the left by K-1, mask attention to s <= t: output t may read tokens up to t only",
@@ -349,7 +384,8 @@ const struct mc_signature mc_signatures[] = {
              "l2-norm's 1/max(‖x‖, eps) against rsqrt(Σx² + eps))",
      "the eps of each norm from the configuration, added where the definition adds it (docs/semantics.md §4, §A.12)",
      0,
-     {REQ(MC_DC_FAILS, P, "output", 2), FROM_START(P, "output", 1), {.kind = MC_DC_NMSE_BELOW, .scenario = P, .tensor = "output", .value = 1e-8, .weight = 3, .veto = 1},
+     {REQ(MC_DC_FAILS, P, "output", 2), VETO_FROM_START(P, "output", STATEFUL | FAM(MC_FAMILY_SHORTCONV), 1),
+      {.kind = MC_DC_NMSE_BELOW, .scenario = P, .tensor = "output", .value = 1e-8, .weight = 3, .veto = 1},
       EXP_NOT(MC_EXP_F32_REFERENCE, 3), PASSES(BI, "consistency", 1), PASSES(FTC, "distractor", 1), EXP_OTHER(MC_EXP_DT_INSIDE_CLAMP, 6)}},
 
     /* ---- the serving path (S2) ---------------------------------------------------------------------- */
@@ -416,7 +452,8 @@ const struct mc_signature mc_signatures[] = {
               "comes from the unsharded n_groups",
      "head h uses group floor(h / (H/G)); the norm group is intermediate / n_groups of the shard",
      M2,
-     {REQ(MC_DC_FAILS, P, "output", 2), FAILS(P, "recurrent_state", 1), PASSES(P, "conv_state", 1)}},
+     {REQ(MC_DC_FAILS, P, "output", 2), FAILS(P, "recurrent_state", 1), PASSES(P, "conv_state", 1),
+      VETO_FROM_START(P, "output", 0, 1)}},
 };
 
 const int mc_n_signatures = (int)(sizeof mc_signatures / sizeof mc_signatures[0]);

@@ -286,8 +286,20 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
                 s->max_abs_err = diff;
             if (b != 0.0 && diff / fabs(b) > s->max_rel_err)
                 s->max_rel_err = diff / fabs(b);
-            if (!(diff <= bound))
+            if (!(diff <= bound)) {
                 run_fail++;
+                /* the grid of the failing values only: a check whose passing part (an exact prefill) sits
+                 * beside a failing one (a decode that rounds its output) shows the rounding of the part that
+                 * fails; one off-grid value settles it (most f32 values: at the first). A zero is on every
+                 * grid (an unwritten or zeroed output says nothing of a rounding): not read. */
+                if (a != 0.0) {
+                    s->n_grid_read++;
+                    if (s->n_offgrid_bf16 == 0)
+                        s->n_offgrid_bf16 = !mc_dtype_exact_bf16(a);
+                    if (s->n_offgrid_f16 == 0)
+                        s->n_offgrid_f16 = !mc_dtype_exact_f16(a);
+                }
+            }
             if (diff > run_err)
                 run_err = diff;
             if (h > run_h)
@@ -299,11 +311,6 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
                 s->worst_expected = b;
                 pending_worst = i;
             }
-            /* one off-grid value settles it: the conversions stop there (most f32 values: at the first) */
-            if (s->n_offgrid_bf16 == 0)
-                s->n_offgrid_bf16 = !mc_dtype_exact_bf16(a);
-            if (s->n_offgrid_f16 == 0)
-                s->n_offgrid_f16 = !mc_dtype_exact_f16(a);
             s->sum_ab += a * b;
             s->sum_aa += a * a;
             s->sum_bb += b * b;
@@ -345,6 +352,7 @@ void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compa
     into->n_fail += from->n_fail;
     into->n_nonfinite += from->n_nonfinite;
     into->n_nan += from->n_nan;
+    into->n_grid_read += from->n_grid_read;
     into->n_offgrid_bf16 += from->n_offgrid_bf16;
     into->n_offgrid_f16 += from->n_offgrid_f16;
     if (from->max_abs_err > into->max_abs_err)

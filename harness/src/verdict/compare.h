@@ -66,10 +66,11 @@ struct mc_compare_stats {
     int64_t first_fail_batch;
     /* running sums for cosine and NMSE */
     double sum_ab, sum_aa, sum_bb, sum_err2;
-    /* 0 while every finite actual value is exactly a bfloat16 / binary16 value, non-zero from the first that
-     * is not (the comparator stops looking there): 0 over a tensor compared at f32/f64 says the backend
-     * rounded it to that dtype somewhere (the diagnosis's storage-precision fact) */
-    int64_t n_offgrid_bf16, n_offgrid_f16;
+    /* 0 while every finite non-zero actual value that fails its bound is exactly a bfloat16 / binary16 value, non-zero
+     * from the first that is not (the comparator stops looking there): 0 over a failing tensor compared at
+     * f32/f64 says the backend rounded what fails to that dtype somewhere (the diagnosis's storage-precision
+     * fact); n_grid_read counts the values it was read over (the failing, finite, non-zero ones) */
+    int64_t n_grid_read, n_offgrid_bf16, n_offgrid_f16;
     struct mc_position_profile profile; /* error against token position (above) */
 };
 
