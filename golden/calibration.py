@@ -40,6 +40,7 @@ MODEL_SPECS["qwen3_next"] = "qwen3_next"
 MODEL_SPECS["qwen3_5_moe_text"] = "qwen3_5_moe"
 MODEL_SPECS["falcon_h1"] = "falcon_h1"
 MODEL_SPECS["zamba"] = "zamba"
+MODEL_SPECS["lfm2_moe"] = "lfm2_moe"
 
 
 def _config(model_type, rng):
@@ -139,6 +140,18 @@ def _config(model_type, rng):
         cfg.update(num_hidden_layers=len(kinds), layers_block_type=kinds, num_key_value_heads=int(rng.choice([2, 4])),
                    attention_head_dim=None if rng.uniform() < 0.7 else 8, mamba_dt_rank=int(rng.choice([2, 4])),
                    mamba_proj_bias=bool(rng.uniform() < 0.3), intermediate_size=int(rng.choice([48, 64])))
+    elif model_type == "lfm2_moe":
+        # LFM2's layers (an attention layer always), 0 to n - 1 dense-first layers (a MoE layer always); what
+        # Lfm2MoeSparseMoeBlock varies: 4 or 8 experts, top-1 to top-3, use_expert_bias mostly on, norm_topk_prob
+        # on or off, routed_scaling_factor 1 or U(1, 3) (LFM2-8B-A1B: 32 experts, top-4, both on, 1.0)
+        kinds = ["conv", "full_attention"] * 2
+        rng.shuffle(kinds)
+        cfg["layer_types"] = kinds[:n] if "full_attention" in kinds[:n] else kinds[:n - 1] + ["full_attention"]
+        E = int(rng.choice([4, 8]))
+        cfg.update(num_dense_layers=int(rng.integers(0, n)), num_experts=E, num_experts_per_tok=int(rng.integers(1, 4)),
+                   use_expert_bias=bool(rng.uniform() < 0.8), norm_topk_prob=bool(rng.uniform() < 0.7),
+                   routed_scaling_factor=1.0 if rng.uniform() < 0.5 else float(rng.uniform(1.0, 3.0)),
+                   intermediate_size=int(rng.choice([48, 64])))
     if model_type == "falcon_h1":
         # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
         # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,
@@ -153,7 +166,7 @@ def _config(model_type, rng):
                    ssm_multipliers=[u(0.15, 1.0) for _ in range(5)], ssm_in_multiplier=u(0.5, 1.5),
                    ssm_out_multiplier=u(0.2, 1.2), max_position_embeddings=64)
     if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2", "qwen3_next",
-                      "qwen3_5_moe_text", "zamba"):
+                      "qwen3_5_moe_text", "zamba", "lfm2_moe"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

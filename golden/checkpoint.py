@@ -188,6 +188,30 @@ def merge_nemotron_experts(folder, w, n_experts):
             w[f"{pre}.experts.{part}"] = np.stack([w.pop(n) for n in names])
 
 
+def merge_lfm2_moe_experts(folder, w, n_experts):
+    """LFM2-MoE's released checkpoints store each expert as its own Lfm2MoeMLP (feed_forward.experts.<e>.{w1, w3,
+    w2}.weight, [F, D], [F, D], [D, F]); its conversion mapping ("lfm2_moe": MergeModulelist then Concatenate) makes
+    them feed_forward.experts.gate_up_proj [E, 2F, D] (each expert's w1 rows, then its w3 rows) and
+    feed_forward.experts.down_proj [E, D, F]. The same, in place; a layer missing one of its experts is refused."""
+    layers = sorted({k.split(".experts.")[0] for k in w if ".feed_forward.experts." in k
+                     and k.split(".experts.")[1][0].isdigit() and k.endswith(".weight")})
+    for pre in layers:
+        parts = {}
+        for part in ("w1", "w3", "w2"):
+            names = [f"{pre}.experts.{e}.{part}.weight" for e in range(n_experts)]
+            gone = [n for n in names if n not in w]
+            if gone:
+                raise ValueError(f"{folder}: {pre}: {len(gone)} of {n_experts} experts' {part}.weight missing "
+                                 f"(first {gone[0]})")
+            parts[part] = [w.pop(n) for n in names]
+        for stacked in ("gate_up_proj", "down_proj"):
+            if f"{pre}.experts.{stacked}" in w:
+                raise ValueError(f"{folder}: {pre}: experts.{stacked} both stacked and per expert")
+        w[f"{pre}.experts.gate_up_proj"] = np.stack([np.concatenate([g, u], axis=0)
+                                                      for g, u in zip(parts["w1"], parts["w3"])])
+        w[f"{pre}.experts.down_proj"] = np.stack(parts["w2"])
+
+
 def load_checkpoint(folder, semantics=None):
     """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder. Every
     config key is honoured or refused (configkeys.py); the text part of a multimodal checkpoint is read
@@ -233,6 +257,8 @@ def load_checkpoint(folder, semantics=None):
         merge_expert_lists(folder, w, cfg["num_experts"])
     if mt == "nemotron_h":
         merge_nemotron_experts(folder, w, cfg["n_routed_experts"])
+    if mt == "lfm2_moe":   # one Lfm2MoeMLP per expert in the released layout
+        merge_lfm2_moe_experts(folder, w, cfg["num_experts"])
     if mt in ("qwen3_next", "qwen3_5_moe_text"):   # one module per expert, as Jamba's; the multi-token prediction weights (mtp.*), which
         # Qwen3NextForCausalLM ignores on load (_keys_to_ignore_on_load_unexpected), dropped
         for k in [k for k in w if k.startswith("mtp.")]:

@@ -471,6 +471,24 @@ HONOURED["falcon_h1"] = {
 }
 INERT["falcon_h1"] = {**INERT_COMMON, **INERT_MAMBA_INIT, "attention_dropout": "dropout is off at inference"}
 
+# LFM2-MoE (Lfm2MoeConfig, transformers 5.24): LFM2's layers, the dense-first MLP, the sigmoid-routed MoE
+def _lfm2_layer_types(v):
+    if isinstance(v, list) and v and all(x in ("conv", "full_attention") for x in v):
+        return None
+    return "must list the layers, each \"conv\" or \"full_attention\" (Lfm2MoeModel indexes it: no default)"
+
+
+HONOURED["lfm2_moe"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "tie_word_embeddings": _any,
+    "intermediate_size": _any, "moe_intermediate_size": _any, "num_attention_heads": _any,
+    "num_key_value_heads": _any, "max_position_embeddings": _any, "norm_eps": _any, "conv_bias": _any,
+    "conv_L_cache": _any, "layer_types": _lfm2_layer_types, "num_dense_layers": _any, "num_experts": _any,
+    "num_experts_per_tok": _any, "use_expert_bias": _any, "routed_scaling_factor": _finite, "norm_topk_prob": _any,
+    "head_dim": _any, "mixcheck_semantics": _mixcheck_semantics, **ROPE_KEYS,
+}
+INERT["lfm2_moe"] = {**INERT_COMMON,
+                     "output_router_logits": "the router logits as an extra output; the logits do not change"}
+
 SEMANTICS = {"mamba2_gated_norm": ("per_group", "full_row")}
 GATED_NORM_TYPES = ("mamba2", "bamba", "granitemoehybrid")
 PER_GROUP_SINCE = (5, 23, 0)
@@ -504,6 +522,7 @@ ROPE_DEFAULTS = {"lfm2": (1000000.0, 1.0), "bamba": (10000.0, 0.5), "qwen3_5_tex
 ROPE_DEFAULTS["qwen3_next"] = (10000.0, 0.25)
 ROPE_DEFAULTS["qwen3_5_moe_text"] = (10000.0, 0.25)   # Qwen3NextConfig: partial_rotary_factor 0.25 unless given
 ROPE_DEFAULTS["falcon_h1"] = (10000.0, 1.0)
+ROPE_DEFAULTS["lfm2_moe"] = (1000000.0, 1.0)   # Lfm2MoeConfig.default_theta
 
 
 def rope_params(cfg):
@@ -540,6 +559,12 @@ def check(cfg, where):
             raise ConfigError(f"{where}: '{key}' = {shown}: {why}")
     if "rope_scaling" in cfg and "rope_parameters" in cfg and cfg["rope_scaling"] != cfg["rope_parameters"]:
         raise ConfigError(f"{where}: 'rope_scaling' and 'rope_parameters' both given and different")
+    if mt == "lfm2_moe" and rope_params(cfg)[1] != 1.0:
+        raise ConfigError(f"{where}: 'partial_rotary_factor' = {rope_params(cfg)[1]}: Lfm2MoeAttention rotates the "
+                          "whole head (only 1.0 is read)")
+    if mt == "lfm2_moe" and cfg.get("head_dim") is not None and (
+            cfg["head_dim"] * cfg.get("num_attention_heads", 32) != cfg.get("hidden_size", 2048)):
+        raise ConfigError(f"{where}: 'head_dim' = {cfg['head_dim']}: only hidden_size / num_attention_heads is computed")
     if mt == "lfm2" and rope_params(cfg)[1] != 1.0:
         raise ConfigError(f"{where}: 'partial_rotary_factor' = {rope_params(cfg)[1]}: Lfm2Attention rotates the whole "
                           "head (only 1.0 is read)")
@@ -558,6 +583,8 @@ def normalise(cfg):
     block_ff_dim, layer_types from full_attn_idxs; Bamba: mamba_d_head "auto"), so that the golden's
     config_json says what was computed. Returns a new dict."""
     cfg = dict(cfg)
+    if cfg["model_type"] == "lfm2_moe" and "tie_embedding" in cfg:   # Lfm2MoeConfig.__post_init__ pops it
+        cfg["tie_word_embeddings"] = cfg.pop("tie_embedding")
     if cfg["model_type"] == "lfm2":
         if "tie_embedding" in cfg:
             cfg["tie_word_embeddings"] = cfg.pop("tie_embedding")

@@ -284,6 +284,29 @@ SPECS.update({s.key: s for s in [   # Zamba (v1): one shared block, Mamba1 layer
 ]})
 
 
+MODEL_DEFAULTS["lfm2_moe"] = dict(   # Lfm2MoeConfig's defaults (transformers 5.24)
+    norm_eps=1e-5, tie_word_embeddings=True, conv_bias=False, conv_L_cache=3,
+    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, max_position_embeddings=128000,
+    intermediate_size=7168, moe_intermediate_size=1792, num_attention_heads=32, num_key_value_heads=8,
+    num_dense_layers=2, num_experts=32, num_experts_per_tok=4, use_expert_bias=True, routed_scaling_factor=1.0,
+    norm_topk_prob=True)
+ARCHITECTURES["lfm2_moe"] = "Lfm2MoeForCausalLM"
+
+SPECS.update({s.key: s for s in [   # LFM2-MoE: LFM2's layers, dense-first then the sigmoid-routed MoE
+    ModelSpec("lfm2_moe", "lfm2_moe",
+              "4-layer LFM2-MoE (conv, attention, conv, attention; GQA 4/2, q/k layernorm, RoPE), the dense "
+              "SwiGLU MLP (F 48) at the num_dense_layers 2 first layers, then a sigmoid-routed top-2 of 8 SwiGLU "
+              "experts (Fe 16) with expert_bias, norm_topk_prob and routed_scaling_factor 1.5, tied head, left-padded "
+              "batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, moe_intermediate_size=16, num_dense_layers=2, num_experts=8,
+                   num_experts_per_tok=2, routed_scaling_factor=1.5, conv_L_cache=3,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, max_position_embeddings=32,
+                   layer_types=["conv", "full_attention", "conv", "full_attention"]),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=114, positions=(6, 12)),
+]})
+
+
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
@@ -314,7 +337,7 @@ def ffn_size(cfg):
     GraniteMoeHybrid's shared MLP: shared_intermediate_size)."""
     if cfg["model_type"] == "granitemoehybrid":
         return cfg["shared_intermediate_size"]
-    return lfm2_ffn_size(cfg) if cfg["model_type"] == "lfm2" else cfg["intermediate_size"]
+    return lfm2_ffn_size(cfg) if cfg["model_type"] == "lfm2" else cfg["intermediate_size"]   # (Lfm2MoeMLP: as given)
 
 
 def lfm2_ffn_size(cfg):
@@ -333,6 +356,54 @@ def granite(cfg):
     return cfg["model_type"] == "granitemoehybrid"
 
 
+# ---- LFM2-MoE (Lfm2MoeForCausalLM, transformers 5.24 models/lfm2_moe) ----------------------------------------------
+# LFM2's layers, names and glue; the feed-forward of layer i is Lfm2MoeMLP (w1, w3, w2 of intermediate_size as given)
+# below num_dense_layers and Lfm2MoeSparseMoeBlock from there on.
+LFM2_TYPES = ("lfm2", "lfm2_moe")
+
+
+def lfm2_moe(cfg):
+    return cfg["model_type"] == "lfm2_moe"
+
+
+def lfm2_moe_init(cfg, pre, nm, rng):
+    """Lfm2MoeSparseMoeBlock's parameters under layer prefix pre: the router gate.weight [E, D], the experts'
+    gate_up_proj [E, 2 Fe, D] (gate rows first) and down_proj [E, D, Fe], and (use_expert_bias) the expert_bias buffer
+    [E], drawn large enough beside the sigmoid scores' spread to change the choice of some tokens."""
+    D, E, Fe = cfg["hidden_size"], cfg["num_experts"], cfg["moe_intermediate_size"]
+    router, gate_up, down, bias = (pre + n for n in nm["moe"])
+    w = {router: mixers.uniform_init(rng, (E, D), D), gate_up: mixers.uniform_init(rng, (E, 2 * Fe, D), D),
+         down: mixers.uniform_init(rng, (E, D, Fe), Fe)}
+    if cfg["use_expert_bias"]:
+        w[bias] = mixers.quantize(0.1 * rng.standard_normal(E), scale=1.0)
+    return w
+
+
+def lfm2_moe_forward(cfg, w, pre, nm, x):
+    """Lfm2MoeSparseMoeBlock on the feed-forward norm x [..., D], from its definition: scores s = sigmoid(W x); the
+    choice the k largest s + b (b the expert_bias; without use_expert_bias the k largest s); their weights the s of
+    those k, divided by (their sum + 1e-6) with norm_topk_prob, times routed_scaling_factor; the output the weighted
+    sum of the experts' down_e(silu(gate_e x) * up_e x) (gate_up_proj's first Fe rows the gate). No tie at the k-th
+    choice in a golden (float64 draws; asserted)."""
+    router, gate_up, down, bias = (w.get(pre + n) for n in nm["moe"])
+    k = cfg["num_experts_per_tok"]
+    flat = x.reshape(-1, x.shape[-1])
+    out = np.zeros_like(flat)
+    for t, xt in enumerate(flat):
+        sc = 1.0 / (1.0 + np.exp(-(router @ xt)))
+        c = sc + bias if cfg["use_expert_bias"] else sc
+        top = sorted(range(len(c)), key=lambda e: (-c[e], e))[:k]
+        assert c[top[-1]] not in np.delete(c, top), "a router tie at the k-th expert"
+        p = sc[top]
+        if cfg["norm_topk_prob"]:
+            p = p / (p.sum() + 1e-6)
+        p = p * cfg["routed_scaling_factor"]
+        for wgt, e in zip(p, top):
+            gate, up = np.split(gate_up[e], 2, axis=0)
+            out[t] += wgt * (down[e] @ (mixers.silu(gate @ xt) * (up @ xt)))
+    return out.reshape(x.shape)
+
+
 def moe_layer(cfg, i):
     """Whether layer i's feed-forward has the mixture of experts: every layer of GraniteMoeHybrid (with experts),
     Jamba's at i % expert_layer_period == expert_layer_offset (with more than one expert)."""
@@ -342,6 +413,8 @@ def moe_layer(cfg, i):
         return cfg["num_experts"] > 1 and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
     if cfg["model_type"] == "qwen3_5_moe_text":   # Qwen3_5MoeDecoderLayer: the sparse block on every layer
         return True
+    if lfm2_moe(cfg):   # Lfm2MoeDecoderLayer: the dense MLP below num_dense_layers, the sparse block from there
+        return i >= cfg["num_dense_layers"]
     if qwen3_next(cfg):   # Qwen3NextDecoderLayer: the sparse step, outside mlp_only_layers
         return (i not in (cfg.get("mlp_only_layers") or []) and cfg["num_experts"] > 0
                 and (i + 1) % cfg["decoder_sparse_step"] == 0)
@@ -404,7 +477,7 @@ def falcon_mup_vector(cfg):
 def layer_kind(cfg, i):
     """The family of layer i: the model's mixer; lfm2 "shortconv" / "attention" per layer_types; bamba
     "attention" at attn_layer_indices, "mamba2" elsewhere."""
-    if cfg["model_type"] == "lfm2":
+    if cfg["model_type"] in LFM2_TYPES:   # Lfm2MoeDecoderLayer too: attention unless "conv"
         return "attention" if cfg["layer_types"][i] == "full_attention" else "shortconv"
     if cfg["model_type"] == "bamba":
         return "attention" if i in cfg["attn_layer_indices"] else "mamba2"
@@ -608,10 +681,12 @@ def names(cfg):
         return dict(embed="model.embed_tokens.weight", final="model.final_layernorm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="pre_ff_layernorm.weight",
                     ffn="feed_forward.", mlp=("gate_proj", "up_proj", "down_proj"))
-    if cfg["model_type"] == "lfm2":
+    if cfg["model_type"] in LFM2_TYPES:   # LFM2-MoE: its MoE layers' feed_forward is Lfm2MoeSparseMoeBlock
         return dict(embed="model.embed_tokens.weight", final="model.embedding_norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="operator_norm.weight", ffn_norm="ffn_norm.weight",
-                    ffn="feed_forward.", mlp=("w1", "w3", "w2"))
+                    ffn="feed_forward.", mlp=("w1", "w3", "w2"),
+                    moe=("feed_forward.gate.weight", "feed_forward.experts.gate_up_proj",
+                         "feed_forward.experts.down_proj", "feed_forward.expert_bias"))
     return dict(embed="backbone.embeddings.weight", final="backbone.norm_f.weight", head="lm_head.weight",
                 layer="backbone.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
 
@@ -624,14 +699,14 @@ def mixer_prefix(cfg, i):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "mamba.")
     if cfg["model_type"] in ("qwen3_5_text", "qwen3_next", "qwen3_5_moe_text"):
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "linear_attn.")
-    if cfg["model_type"] == "lfm2":
+    if cfg["model_type"] in LFM2_TYPES:
         return n + ("self_attn." if layer_kind(cfg, i) == "attention" else "conv.")
     return n + "mixer."
 
 
 def checkpoint_name(cfg, i, family_name):
     """A mixer parameter's checkpoint name (lfm2 names three attention parameters its own way)."""
-    if cfg["model_type"] == "lfm2" and layer_kind(cfg, i) == "attention":
+    if cfg["model_type"] in LFM2_TYPES and layer_kind(cfg, i) == "attention":
         family_name = LFM2_ATTENTION_NAMES.get(family_name, family_name)
     return mixer_prefix(cfg, i) + family_name
 
@@ -672,6 +747,9 @@ def init_weights(cfg, rng):
                 w[router] = mixers.uniform_init(rng, (E, D), D)
                 w[gate_up] = mixers.uniform_init(rng, (E, 2 * Fe, D), D)
                 w[down] = mixers.uniform_init(rng, (E, D, Fe), Fe)
+        elif lfm2_moe(cfg) and moe_layer(cfg, i):   # Lfm2MoeSparseMoeBlock: router, experts, expert_bias
+            w[pre + nm["ffn_norm"]] = mixers.quantize(centre + 0.1 * rng.standard_normal(D))
+            w.update(lfm2_moe_init(cfg, pre, nm, rng))
         elif nm["ffn"] and qwen_moe(cfg) and moe_layer(cfg, i):
             # Qwen3NextSparseMoeBlock: router, experts, the shared expert and its gate
             E, Fe, Fs = cfg["num_experts"], cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
@@ -775,7 +853,7 @@ def layer_weights(cfg, w64, i):
         p = mixer_prefix(cfg, i)
         if k.startswith(p):
             fam = k[len(p):]
-            if cfg["model_type"] == "lfm2" and layer_kind(cfg, i) == "attention":
+            if cfg["model_type"] in LFM2_TYPES and layer_kind(cfg, i) == "attention":
                 fam = {v2: k2 for k2, v2 in LFM2_ATTENTION_NAMES.items()}.get(fam, fam)
             out[fam] = v
     return out
@@ -820,6 +898,8 @@ class Stack:
                       @ self.w[sp + "down_proj.weight"].T)
             gate = 1.0 / (1.0 + np.exp(-(x @ self.w[pre + "mlp.shared_expert_gate.weight"].T)))
             return self.moe(i, x) + gate * shared
+        if lfm2_moe(self.cfg) and moe_layer(self.cfg, i):   # Lfm2MoeSparseMoeBlock alone
+            return lfm2_moe_forward(self.cfg, self.w, pre, self.nm, x)
         if moe_layer(self.cfg, i):   # Jamba: the mixture of experts alone
             return self.moe(i, x)
         gate, up, down = (self.w[pre + self.nm["ffn"] + m + ".weight"] for m in self.nm["mlp"])

@@ -171,6 +171,21 @@ VARIANTS["zamba-pattern-untied"] = ("zamba", {"layers_block_type": None, "num_hi
                                               "tie_word_embeddings": False, "attention_head_dim": 8,
                                               "mamba_conv_bias": False}, {})
 
+# LFM2-MoE: ShortConv and attention, the dense MLP at the 2 first layers, the sigmoid-routed MoE with a drawn
+# expert_bias (a float32 buffer) at the others, routed_scaling_factor 1.5; then one dense layer, no expert bias,
+# norm_topk_prob off, an untied head and RoPE theta 500
+TINY["lfm2_moe"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                        intermediate_size=40, moe_intermediate_size=16, num_experts=8, num_experts_per_tok=2,
+                        num_dense_layers=2, routed_scaling_factor=1.5, conv_L_cache=3, max_position_embeddings=64,
+                        layer_types=["conv", "full_attention", "conv", "full_attention"])
+CONFIGS["lfm2_moe"] = "Lfm2MoeConfig"
+MODELS["lfm2_moe"] = "Lfm2MoeForCausalLM"
+VARIANTS["lfm2_moe-bias"] = ("lfm2_moe", {}, {})
+VARIANTS["lfm2_moe-one-dense-untied"] = ("lfm2_moe", {"num_dense_layers": 1, "use_expert_bias": False,
+                                                      "norm_topk_prob": False, "tie_word_embeddings": False,
+                                                      "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
+                                         {})
+
 
 def promoted(on):
     """Upstream's float32 casts read as float64 inside a float64 model (golden/upstream.py)."""
@@ -201,7 +216,7 @@ def main():
             for p in model.parameters():
                 p.add_(0.05 * torch.randn_like(p))
             for n, b in model.named_buffers():   # Nemotron-H's router correction bias is a buffer
-                if n.endswith("e_score_correction_bias"):
+                if n.endswith(("e_score_correction_bias", "feed_forward.expert_bias")):   # (and LFM2-MoE's)
                     b.add_(0.1 * torch.randn_like(b))
         folder = os.path.join(out, name)
         if save.get("bf16"):

@@ -129,7 +129,8 @@ def enumeration():
                 "('granitemoehybrid', T.GraniteMoeHybridConfig), ('falcon_mamba', T.FalconMambaConfig), "
                 "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig), "
                 "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig), "
-                "('falcon_h1', T.FalconH1Config), ('zamba2', T.Zamba2Config), ('zamba', T.ZambaConfig)]}))")
+                "('falcon_h1', T.FalconH1Config), ('zamba2', T.Zamba2Config), ('zamba', T.ZambaConfig), "
+                "('lfm2_moe', T.Lfm2MoeConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -397,6 +398,46 @@ def main():
                                    ("ssm_multipliers", [1.0, 1.0], "'ssm_multipliers'")):
             write(path("bad-fh-" + key), dict(fcfg, **{key: value}), fw)
             refused(path("bad-fh-" + key), needle, f"falcon_h1 key {key}")
+        # LFM2-MoE: a released checkpoint's layout (one Lfm2MoeMLP per expert: experts.<e>.w1 / w3 / w2) reads as the
+        # state_dict; tie_embedding as tie_word_embeddings; num_dense_layers, use_expert_bias, norm_topk_prob and
+        # routed_scaling_factor honoured (the golden moves, mixcheck passes it); head_dim, a partial rotary factor and
+        # another layer kind refused
+        mcfg, mw = base("lfm2_moe")
+        released = dict(mw)
+        for k in [k for k in released if k.endswith(".feed_forward.experts.gate_up_proj")]:
+            gu, dn = released.pop(k), released.pop(k.replace("gate_up_proj", "down_proj"))
+            F = gu.shape[1] // 2
+            for e in range(gu.shape[0]):
+                pre = k[:-len("gate_up_proj")] + f"{e}."
+                released[pre + "w1.weight"] = gu[e, :F]
+                released[pre + "w3.weight"] = gu[e, F:]
+                released[pre + "w2.weight"] = dn[e]
+        alias = {k: v for k, v in mcfg.items() if k != "tie_word_embeddings"}
+        alias["tie_embedding"] = True
+        for tag, c, wts in (("list", mcfg, mw), ("released", mcfg, released), ("alias", alias, mw)):
+            write(path("lm-" + tag), c, wts)
+            golden(path("lm-" + tag), path(f"lm-{tag}.h5"))
+        same(path("lm-list.h5"), path("lm-released.h5"), "lfm2_moe: the released layout read as the state_dict")
+        same(path("lm-list.h5"), path("lm-alias.h5"), "lfm2_moe: tie_embedding read as tie_word_embeddings")
+        passes(path("lm-list.h5"), tmp, "lfm2_moe")
+        for tag, over in (("dense1", {"num_dense_layers": 1}), ("nobias", {"use_expert_bias": False}),
+                          ("norm", {"norm_topk_prob": False}), ("scale", {"routed_scaling_factor": 2.5})):
+            c = dict(mcfg, **over)
+            cw = S.init_weights(K.normalise(c), np.random.default_rng(114))
+            if tag in ("norm", "scale"):
+                cw = mw   # the same weights: the config alone moves the golden
+            write(path("lm-" + tag), c, cw)
+            golden(path("lm-" + tag), path(f"lm-{tag}.h5"))
+            d = differ(path("lm-list.h5"), path(f"lm-{tag}.h5"), f"lfm2_moe {over}")
+            passes(path(f"lm-{tag}.h5"), tmp, "lfm2_moe")
+            print(f"lfm2_moe: {over} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+        for key, value, needle in (("head_dim", 16, "'head_dim' = 16"),
+                                   ("partial_rotary_factor", 0.5, "'partial_rotary_factor' = 0.5"),
+                                   ("layer_types", ["conv", "sliding_attention", "conv", "full_attention"],
+                                    "'layer_types'"),
+                                   ("num_dense_layers", 3, "the weights do not match the config")):
+            write(path("bad-lm-" + key), dict(mcfg, **{key: value}), mw)
+            refused(path("bad-lm-" + key), needle, f"lfm2_moe key {key}")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

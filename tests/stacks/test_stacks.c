@@ -87,7 +87,8 @@ static void test_models_pass(void **state)
                                         "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
                                         "cases/models/zamba2.yaml",
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
-                                        "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml"};
+                                        "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
+                                        "cases/models/lfm2_moe.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -274,6 +275,23 @@ static const struct glue GLUE[] = {
       "glue around the shared block (the concat with the original embeddings"}},
     {"cases/models/zamba.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
      {"first diverging layer 0 of 7 (layer 0's mamba1 mixer on 'cpu')", "glue around the mixer"}},
+    /* LFM2-MoE (conv 0, 2, attention 1, 3; the dense MLP at 0, 1 (num_dense_layers 2), the sigmoid-routed MoE with
+     * expert_bias at 2, 3): the dense-first boundary one layer early, the expert bias dropped from the choice or
+     * taken into the weights, norm_topk_prob ignored */
+    {"cases/models/lfm2_moe.yaml", "glue.lfm2moe-dense-shifted", MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MLP)"}},
+    {"cases/models/lfm2_moe.yaml", "glue.lfm2moe-expert-bias-dropped", MC_STACK_GLUE_LFM2MOE_EXPERT_BIAS_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 4 (shortconv mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/lfm2_moe.yaml", "glue.correction-bias-in-weights", MC_STACK_GLUE_CORRECTION_BIAS_IN_WEIGHTS, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 4 (shortconv mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/lfm2_moe.yaml", "glue.moe-not-renormalised", MC_STACK_GLUE_MOE_NOT_RENORMALISED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 2 of 4 (shortconv mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/lfm2_moe.yaml", "glue.final-norm-skipped", MC_STACK_GLUE_FINAL_NORM_SKIPPED, 0, 1, MC_DTYPE_F32,
+     {"glue after the last layer", "final norm"}},
+    /* at bf16 the golden's MoE-wide tolerance (docs/models.md §4) may let a feed-forward fault through; the reference
+     * stack in bf16 catches it and names the layer */
+    {"cases/models/lfm2_moe.yaml", "glue.lfm2moe-dense-shifted", MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED, 0, 1,
+     MC_DTYPE_BF16, {"layer 1 of 4 (attention mixer on 'cpu')"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -654,6 +672,84 @@ static int setup(void **state)
     return mkdtemp(dir) == NULL ? -1 : 0;
 }
 
+/* LFM2-MoE's config: LFM2's layer_types, the dense MLP below num_dense_layers (intermediate_size as given), the
+ * sigmoid router's keys and Lfm2MoeConfig's defaults; what the engine does not compute refused with its key. */
+static void test_lfm2_moe_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 4, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 48, "
+                                    "\"moe_intermediate_size\": 16, \"num_experts\": 8, \"num_experts_per_tok\": 2, "
+                                    "\"layer_types\": [\"conv\", \"full_attention\", \"conv\", \"conv\"], "
+                                    "\"max_position_embeddings\": 64";
+    char json[2048];
+    {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"num_dense_layers\": 1, \"use_expert_bias\": false, "
+                                    "\"norm_topk_prob\": false, \"routed_scaling_factor\": 2.5, \"tie_word_embeddings\": false}",
+                 base);
+        if (mc_stack_config_parse("lfm2_moe", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(cfg.layers[i].family, i == 1 ? MC_FAMILY_ATTENTION : MC_FAMILY_SHORTCONV);
+            assert_int_equal(cfg.layers[i].dense, i < 1);
+            assert_int_equal(cfg.layers[i].moe, i >= 1);
+            assert_int_equal(cfg.layers[i].dense_size, i < 1 ? 48 : 0);
+        }
+        assert_true(cfg.moe.router == MC_ROUTER_SIGMOID_BIAS && !cfg.moe.expert_bias && !cfg.moe.renormalise &&
+                    cfg.moe.routed_scaling == 2.5 && cfg.moe.n_experts == 8 && cfg.moe.top_k == 2 &&
+                    cfg.moe.expert_size == 16);
+        assert_true(!cfg.tied && !cfg.residual_in_fp32 && cfg.norm_eps == 1e-5 && !cfg.zero_centred);
+        const struct mc_attention_config *at = &cfg.layers[1].mixer.u.attention;
+        assert_true(at->head_dim == 8 && at->qk_norm == MC_QK_NORM_RMS && at->rope_theta == 1000000.0 &&
+                    at->cache_length == 64 && at->partial_rotary_factor == 1.0);
+        char name[MC_STACK_NAME_LEN];
+        mc_stack_name_moe(&cfg, 2, 3, name);
+        assert_string_equal(name, "model.layers.2.feed_forward.expert_bias");
+        mc_stack_name_moe(&cfg, 2, 0, name);
+        assert_string_equal(name, "model.layers.2.feed_forward.gate.weight");
+    }
+    { /* the defaults: num_dense_layers 2, the expert bias, norm_topk_prob, routed scaling 1, a tied head */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s}", base);
+        assert_int_equal(mc_stack_config_parse("lfm2_moe", json, "cfg", &cfg, &err), MC_ERR_NONE);
+        assert_true(cfg.layers[1].dense && !cfg.layers[1].moe && cfg.layers[2].moe && !cfg.layers[2].dense);
+        assert_true(cfg.moe.expert_bias && cfg.moe.renormalise && cfg.moe.routed_scaling == 1.0 && cfg.tied);
+    }
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"num_dense_layers\": 5", "'num_dense_layers' must be in [0, num_hidden_layers (4)]"},
+        {"\"num_dense_layers\": -1", "'num_dense_layers'"},
+        {"\"head_dim\": 16", "head_dim 16"},
+        {"\"partial_rotary_factor\": 0.5", "partial_rotary_factor 0.5"},
+        {"\"rope_parameters\": {\"rope_type\": \"yarn\"}", "rope_type' yarn"},
+        {"\"routed_scaling_factor\": \"1.0\"", "'routed_scaling_factor' must be a number"},
+        {"\"conv_L_cache\": 0", "layer 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, %s}", base, bad[i].extra);
+        assert_int_equal(mc_stack_config_parse("lfm2_moe", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+    {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        assert_int_equal(mc_stack_config_parse("lfm2_moe", "{\"vocab_size\": 64, \"hidden_size\": 32, "
+                                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                                               "\"num_key_value_heads\": 2, \"max_position_embeddings\": 64}", "cfg", &cfg, &err),
+                         MC_ERR_INPUT);
+        assert_non_null(strstr(err.msg, "'layer_types' must list num_hidden_layers (2) layers"));
+        printf("  refused: %s\n", err.msg);
+    }
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -670,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_mixer_layer_mutants),
         cmocka_unit_test(test_qwen3_next_config),
         cmocka_unit_test(test_qwen3_5_moe_config),
+        cmocka_unit_test(test_lfm2_moe_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -404,7 +404,7 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/nemotron_h.yaml", "cases/models/zamba2.yaml",
                                           "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                           "cases/models/falcon_h1.yaml",
-                                          "cases/models/zamba.yaml"};
+                                          "cases/models/zamba.yaml", "cases/models/lfm2_moe.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else

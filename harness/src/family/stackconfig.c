@@ -39,6 +39,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "falcon_h1";
     case MC_MODEL_ZAMBA:
         return "zamba";
+    case MC_MODEL_LFM2_MOE:
+        return "lfm2_moe";
     }
     return "unknown";
 }
@@ -73,6 +75,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_FALCON_H1;
     else if (strcmp(name, "zamba") == 0)
         *t = MC_MODEL_ZAMBA;
+    else if (strcmp(name, "lfm2_moe") == 0)
+        *t = MC_MODEL_LFM2_MOE;
     else
         return -1;
     return 0;
@@ -83,6 +87,7 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
     return t == MC_MODEL_MAMBA || t == MC_MODEL_FALCON_MAMBA || t == MC_MODEL_JAMBA || t == MC_MODEL_ZAMBA
                ? MC_FAMILY_MAMBA1
            : t == MC_MODEL_LFM2    ? MC_FAMILY_SHORTCONV
+           : t == MC_MODEL_LFM2_MOE ? MC_FAMILY_SHORTCONV
            : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
            : t == MC_MODEL_QWEN3_NEXT ? MC_FAMILY_GDN
            : t == MC_MODEL_QWEN3_5_MOE ? MC_FAMILY_GDN
@@ -95,7 +100,7 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
         t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
         t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1 &&
-        t != MC_MODEL_ZAMBA)
+        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -1374,6 +1379,89 @@ static int parse_zamba(struct reader *r, struct mc_stack_config *cfg)
     return place_hybrid_layers(r, cfg, hyb, n, n_hf, &at, &mamba, F);
 }
 
+/* Lfm2MoeConfig (transformers 5.24): LFM2's layer_types ("conv" / "full_attention"; no default: Lfm2MoeModel
+ * indexes it), conv_L_cache, conv_bias, attention heads (head_dim hidden_size / num_attention_heads), norm_eps
+ * everywhere, rope_parameters (theta default 1e6), max_position_embeddings (the KV cache length); the dense SwiGLU
+ * MLP of intermediate_size as given (Lfm2MoeMLP: no block_* size rule) on the layers below num_dense_layers, on the
+ * others Lfm2MoeSparseMoeBlock alone: num_experts SwiGLU experts of moe_intermediate_size, num_experts_per_tok of
+ * them by the sigmoid router (MC_ROUTER_SIGMOID_BIAS) with use_expert_bias, norm_topk_prob and
+ * routed_scaling_factor. Refused: a head_dim key other than hidden_size / num_attention_heads, a partial rotary
+ * factor other than 1. */
+static int parse_lfm2_moe(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_shortconv_config sc = {.hidden_size = cfg->hidden};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    int64_t inter = 7168, n_dense = 2, hd = 0;
+    struct mc_stack_moe *e = &cfg->moe;
+    if (get_int(r, "conv_L_cache", 0, 3, &sc.conv_kernel) || get_bool(r, "conv_bias", 0, &sc.conv_bias) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, 8, &at.num_key_value_heads) ||
+        get_int(r, "max_position_embeddings", 0, 128000, &at.cache_length) ||
+        rope_params(r, 1000000.0, 1.0, 1, &at) || get_int(r, "intermediate_size", 0, 7168, &inter) ||
+        get_int(r, "num_dense_layers", 0, 2, &n_dense) || get_int(r, "num_experts", 0, 32, &e->n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, 4, &e->top_k) || get_int(r, "moe_intermediate_size", 0, 1792, &e->expert_size) ||
+        get_bool(r, "use_expert_bias", 1, &e->expert_bias) || get_bool(r, "norm_topk_prob", 1, &e->renormalise) ||
+        get_num(r, "routed_scaling_factor", 0, 0, 1.0, &e->routed_scaling) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        positive(r, "num_key_value_heads", at.num_key_value_heads, 1024) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    if (n_dense < 0 || n_dense > cfg->n_layers) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'num_dense_layers' must be in [0, num_hidden_layers (%lld)] "
+                     "(got %lld)", r->where, (long long)cfg->n_layers, (long long)n_dense);
+        return -1;
+    }
+    if (n_dense > 0 && positive(r, "intermediate_size", inter, 1 << 20))
+        return -1;
+    if (n_dense < cfg->n_layers &&
+        (e->n_experts < 1 || e->n_experts > MC_STACK_MAX_EXPERTS || e->top_k < 1 || e->top_k > e->n_experts ||
+         e->top_k > MC_STACK_MAX_TOP_K || positive(r, "moe_intermediate_size", e->expert_size, 1 << 20))) {
+        if (r->err->code == MC_ERR_NONE)
+            mc_error_set(r->err, MC_ERR_INPUT,
+                         "%s: config_json: num_experts (%lld) must be in [1, 512] and num_experts_per_tok (%lld) in "
+                         "[1, min(num_experts, 64)]",
+                         r->where, (long long)e->n_experts, (long long)e->top_k);
+        return -1;
+    }
+    if (!isfinite(e->routed_scaling)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'routed_scaling_factor' must be finite", r->where);
+        return -1;
+    }
+    if (cfg->hidden % at.num_attention_heads != 0 || at.num_attention_heads % at.num_key_value_heads != 0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: num_attention_heads (%lld) must divide hidden_size and be a "
+                     "multiple of num_key_value_heads (%lld)", r->where, (long long)at.num_attention_heads,
+                     (long long)at.num_key_value_heads);
+        return -1;
+    }
+    at.head_dim = cfg->hidden / at.num_attention_heads; /* Lfm2MoeAttention: getattr(config, "head_dim", D / H) */
+    if (get_int(r, "head_dim", 0, at.head_dim, &hd))
+        return -1;
+    if (hd != at.head_dim) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: head_dim %lld: only hidden_size / num_attention_heads (%lld) "
+                     "is computed", r->where, (long long)hd, (long long)at.head_dim);
+        return -1;
+    }
+    if (at.partial_rotary_factor != 1.0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: partial_rotary_factor %g: Lfm2MoeAttention rotates the whole "
+                     "head", r->where, at.partial_rotary_factor);
+        return -1;
+    }
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_RMS;
+    const struct mc_family_config conv = {.family = MC_FAMILY_SHORTCONV, .u.shortconv = sc};
+    if (layer_types(r, cfg, "conv", &conv, &at))
+        return -1;
+    e->router = MC_ROUTER_SIGMOID_BIAS;
+    e->act = MC_FFN_SWIGLU;
+    cfg->ffn_size = n_dense > 0 ? inter : e->expert_size; /* (a feed-forward on every layer) */
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].dense = i < n_dense; /* Lfm2MoeDecoderLayer: layer_idx < num_dense_layers */
+        cfg->layers[i].moe = i >= n_dense;
+        cfg->layers[i].dense_size = i < n_dense ? inter : 0;
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1381,7 +1469,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (mc_model_type_from_name(model_type, &cfg->type) != 0)
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
-                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba)",
+                            "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba, "
+                            "lfm2_moe)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -1411,7 +1500,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         get_int(&r, "hidden_size", 1, 0, &cfg->hidden) ||
         get_int(&r, "vocab_size", 1, 0, &cfg->vocab) ||
         get_num(&r,
-                cfg->type == MC_MODEL_LFM2                                        ? "norm_eps"
+                cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_LFM2_MOE      ? "norm_eps"
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
                         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
                         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
@@ -1425,7 +1514,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                     : 1e-5,
                 &cfg->norm_eps) ||
         get_bool(&r, "tie_word_embeddings",
-                 cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_FALCON_MAMBA || zb,
+                 cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_FALCON_MAMBA || zb ||
+                     cfg->type == MC_MODEL_LFM2_MOE,
                  &cfg->tied) ||
         get_bool(&r, "residual_in_fp32",
                  cfg->type == MC_MODEL_MAMBA2 || cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA,
@@ -1439,13 +1529,15 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     }
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
-        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1)
+        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
+        cfg->type == MC_MODEL_LFM2_MOE)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
     cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_QWEN3_NEXT ||
                         cfg->type == MC_MODEL_QWEN3_5_MOE;
-    int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE; /* its layers' feed-forwards are set by its parser */
+    int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
+             cfg->type == MC_MODEL_LFM2_MOE; /* its layers' feed-forwards are set by its parser */
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
@@ -1455,6 +1547,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : nh                            ? parse_nemotron_h(&r, cfg)
          : zb && cfg->type == MC_MODEL_ZAMBA ? parse_zamba(&r, cfg)
          : zb                            ? parse_zamba2(&r, cfg)
+         : cfg->type == MC_MODEL_LFM2_MOE  ? parse_lfm2_moe(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
          : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
@@ -1479,7 +1572,7 @@ out:
 
 static int lfm2(const struct mc_stack_config *cfg)
 {
-    return cfg->type == MC_MODEL_LFM2;
+    return cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_LFM2_MOE; /* LFM2-MoE: LFM2's names */
 }
 
 /* The `model.` layouts of the hybrids (lfm2, bamba) as against the `backbone.` of the Mamba models. */
@@ -1488,7 +1581,7 @@ static int hybrid(const struct mc_stack_config *cfg)
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
            cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
-           cfg->type == MC_MODEL_ZAMBA;
+           cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1626,7 +1719,11 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
                                                  "mixer.gate.e_score_correction_bias"};
     static const char *const qwen3_next_parts[] = {"mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj",
                                                    "mlp.gate.weight", "mlp.shared_expert_gate.weight"};
-    if (cfg->type == MC_MODEL_NEMOTRON_H)
+    static const char *const lfm2_moe_parts[] = {"feed_forward.gate.weight", "feed_forward.experts.gate_up_proj",
+                                                 "feed_forward.experts.down_proj", "feed_forward.expert_bias"};
+    if (cfg->type == MC_MODEL_LFM2_MOE)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, lfm2_moe_parts[part & 3]);
+    else if (cfg->type == MC_MODEL_NEMOTRON_H)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, nemotron_parts[part & 3]);
     else if (cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,

@@ -55,6 +55,10 @@ enum mc_model_type {
     MC_MODEL_ZAMBA = 11,       /* ZambaForCausalLM: Zamba2's stack (MC_MODEL_ZAMBA2) with Mamba1 layers of one head
                                   and one shared block without adapters (attention on cat(hidden, embeddings) without
                                   positional embedding, a GELU MLP of separate gate and up projections) */
+    MC_MODEL_LFM2_MOE = 15,    /* Lfm2MoeForCausalLM: LFM2's ShortConv and attention layers by layer_types, the dense
+                                  SwiGLU MLP (intermediate_size as given) on the first num_dense_layers layers and on
+                                  the others a sigmoid-scored top-k MoE of SwiGLU experts (MC_ROUTER_SIGMOID_BIAS), no
+                                  dense MLP beside it */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -84,6 +88,12 @@ enum mc_stack_router {
                                       the weights the uncorrected scores of the k, divided by (their sum + 1e-20)
                                       with renormalise (norm_topk_prob), times routed_scaling; all float32, and the
                                       experts' weighted outputs summed in float32 before one rounding to T */
+    MC_ROUTER_SIGMOID_BIAS = 4, /* Lfm2MoeTopKRouter: logits F.linear in T, scores sigmoid in T; the choice the k
+                                   largest float32 scores + expert_bias (a float32 buffer; `expert_bias` 0: the k
+                                   largest scores), a tie: the lower index first; the weights the k scores in T,
+                                   divided by (their sum + 1e-6) in T with renormalise (norm_topk_prob), times
+                                   routed_scaling in T; the experts' weighted outputs added in T in increasing
+                                   expert index, from zero */
 };
 
 /* A mixture-of-experts feed-forward (docs/models.md §1): E experts of SwiGLU size F_e, k of them per token.
@@ -103,6 +113,7 @@ struct mc_stack_moe {
     int32_t shared_gate;   /* 1: the layer's dense MLP is a shared expert scaled by sigmoid(shared_expert_gate x)
                               ([1][D] in T, the sigmoid and the product in T) and added after the experts' sum,
                               which starts from zero in T (Qwen3NextSparseMoeBlock) */
+    int32_t expert_bias;   /* MC_ROUTER_SIGMOID_BIAS: 1 with the router's expert_bias [E] (use_expert_bias) */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -212,7 +223,8 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 /* The MoE of layer i (layers[i].moe): part 0 the router [E][D], 1 the experts' gate-and-up [E][2 F_e][D] (relu²:
  * their up projections [E][F_e][D]), 2 their down projections [E][D][F_e], 3 the router's e_score_correction_bias
- * [E] (MC_ROUTER_SIGMOID_GROUPED only), 4 the shared expert's gate [1][D] (moe.shared_gate only). */
+ * [E] (MC_ROUTER_SIGMOID_GROUPED only; LFM2-MoE's expert_bias with moe.expert_bias), 4 the shared expert's gate
+ * [1][D] (moe.shared_gate only). */
 void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
 /* Zamba2's shared-block application at entry `layer` (layers[layer].shared), reading the adapters of application
  * `app` (its own: layers[layer].app) from the copy of its block stored under its layer: part 0 the layer's linear

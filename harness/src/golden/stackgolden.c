@@ -168,7 +168,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
             ADD(buf, 3, e->n_experts, (e->act == MC_FFN_RELU2 ? 1 : 2) * e->expert_size, cfg->hidden);
             mc_stack_name_moe(cfg, l, 2, buf);
             ADD(buf, 3, e->n_experts, cfg->hidden, e->expert_size);
-            if (e->router == MC_ROUTER_SIGMOID_GROUPED) {
+            if (e->router == MC_ROUTER_SIGMOID_GROUPED || (e->router == MC_ROUTER_SIGMOID_BIAS && e->expert_bias)) {
                 mc_stack_name_moe(cfg, l, 3, buf);
                 ADD(buf, 1, e->n_experts, 0, 0);
             }

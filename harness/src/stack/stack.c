@@ -441,12 +441,13 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
         if (!g->config.layers[l].moe)
             continue;
         int sig = e->router == MC_ROUTER_SIGMOID_GROUPED; /* its router weight and bias stay float32 */
+        int lb = e->router == MC_ROUTER_SIGMOID_BIAS && e->expert_bias; /* LFM2-MoE: its float32 expert_bias buffer */
         double **dst[4] = {s->router, s->gate_up, s->down, s->bias};
         int64_t size[4] = {e->n_experts * s->D, e->n_experts * (e->act == MC_FFN_RELU2 ? 1 : 2) * e->expert_size * s->D,
                            e->n_experts * s->D * e->expert_size, e->n_experts};
-        for (int part = 0; part < (sig ? 4 : 3) && st == MC_BACKEND_OK; part++) {
+        for (int part = 0; part < (sig || lb ? 4 : 3) && st == MC_BACKEND_OK; part++) {
             mc_stack_name_moe(s->cfg, l, part, name);
-            if ((dst[part][l] = weight_copy_as(s, g, name, size[part], sig && (part == 0 || part == 3))) == NULL)
+            if ((dst[part][l] = weight_copy_as(s, g, name, size[part], (sig && part == 0) || ((sig || lb) && part == 3))) == NULL)
                 st = MC_BACKEND_NOMEM;
         }
     }
@@ -930,6 +931,80 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
     }
 }
 
+/* LFM2-MoE's MoE (MC_ROUTER_SIGMOID_BIAS, Lfm2MoeSparseMoeBlock) on normed rows x [rows][D] into y [rows][D] (the
+ * layer's feed-forward output: the block alone, from zero): the router's logits F.linear in T and their sigmoid in T;
+ * the choice the k largest of the float32 sums score + expert_bias (the float32 buffer; without use_expert_bias the
+ * k largest scores), a tie the lower index; the weights the k scores, divided by (their sum + 1e-6) with
+ * norm_topk_prob and times routed_scaling_factor, each step in T; y = Σ_j w_j · down_j(silu(gate_j x) · up_j x) in
+ * T, added in increasing expert index (index_add_ over expert_hit). `src` is the layer whose router and experts
+ * run (l itself, but under MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED). a is [Fe] scratch. */
+static void moe_sigmoid_bias(const struct mc_stack *s, int64_t src, int64_t rows, const double *x, double *y, double *a)
+{
+    const struct mc_stack_moe *e = &s->cfg->moe;
+    const int64_t D = s->D, E = e->n_experts, K = e->top_k, Fe = e->expert_size;
+    const double *router = s->router[src], *bias = s->bias[src], *gu = s->gate_up[src], *dn = s->down[src];
+    const int use_bias = e->expert_bias && bias != NULL && s->fault != MC_STACK_GLUE_LFM2MOE_EXPERT_BIAS_DROPPED;
+    double score[MC_STACK_MAX_EXPERTS], choice[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
+    int64_t pick[MC_STACK_MAX_TOP_K];
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D;
+        double *yr = y + r * D;
+        for (int64_t d = 0; d < D; d++)
+            yr[d] = 0.0; /* torch.zeros_like(hidden_states) */
+        for (int64_t k = 0; k < E; k++) {
+            double acc = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                acc += router[k * D + d] * xr[d];
+            score[k] = store(s, 1.0 / (1.0 + exp(-store(s, acc)))); /* router_logits.sigmoid(), in T */
+            choice[k] = use_bias ? compute(s, score[k] + bias[k]) : score[k]; /* T + float32 -> float32 */
+        }
+        uint8_t taken[MC_STACK_MAX_EXPERTS] = {0};
+        for (int64_t j = 0; j < K; j++)
+            pick[j] = take_largest(choice, E, taken);
+        double sum = 0.0;
+        for (int64_t j = 0; j < K; j++) { /* torch.gather(routing_weights, ...): the uncorrected scores, in T */
+            w[j] = s->fault == MC_STACK_GLUE_CORRECTION_BIAS_IN_WEIGHTS ? store(s, choice[pick[j]]) : score[pick[j]];
+            sum = compute(s, sum + w[j]);
+        }
+        int renorm = e->renormalise != (s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED);
+        double den = store(s, store(s, sum) + 1e-6); /* routing_weights.sum(-1) + 1e-6, in T */
+        for (int64_t j = 0; j < K; j++) {
+            double v = renorm ? store(s, w[j] / den) : w[j];
+            w[j] = store(s, v * e->routed_scaling); /* routing_weights * routed_scaling_factor, in T */
+        }
+        for (int64_t k = 0; k < E; k++) { /* index_add_ over expert_hit: increasing expert index */
+            int64_t j = 0;
+            while (j < K && pick[j] != k)
+                j++;
+            if (j == K)
+                continue;
+            const double *g0 = gu + k * 2 * Fe * D, *u0 = g0 + Fe * D, *d0 = dn + k * D * Fe;
+            for (int64_t f = 0; f < Fe; f++) {
+                double g = 0.0, u = 0.0;
+                for (int64_t d = 0; d < D; d++) {
+                    g += g0[f * D + d] * xr[d];
+                    u += u0[f * D + d] * xr[d];
+                }
+                g = store(s, g);
+                u = store(s, u);
+                a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+            }
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int64_t f = 0; f < Fe; f++)
+                    acc += d0[d * Fe + f] * a[f];
+                yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
+            }
+        }
+    }
+}
+
+/* LFM2-MoE: layer l is the last dense layer before a MoE one (the dense-first boundary num_dense_layers - 1). */
+static int lfm2moe_last_dense(const struct mc_stack_config *cfg, int64_t l)
+{
+    return cfg->type == MC_MODEL_LFM2_MOE && l + 1 < cfg->n_layers && cfg->layers[l].dense && cfg->layers[l + 1].moe;
+}
+
 /* The MoE of layer l on normed rows x [rows][D], added into y [rows][D] (the dense MLP's output, or zeros):
  * y = y + Σ_j w_j · expert_{e_j}(x), in the dtype (MC_ROUTER_TOPK_SOFTMAX, stackconfig.h). With moe.shared_gate
  * (Qwen3-Next) the experts are summed from zero in T and y, the shared expert's output, is first scaled by
@@ -938,6 +1013,10 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
 {
     if (s->cfg->moe.router == MC_ROUTER_SIGMOID_GROUPED) {
         moe_sigmoid_grouped(s, l, rows, x, y, a);
+        return;
+    }
+    if (s->cfg->moe.router == MC_ROUTER_SIGMOID_BIAS) {
+        moe_sigmoid_bias(s, l, rows, x, y, a);
         return;
     }
     const struct mc_stack_moe *e = &s->cfg->moe;
@@ -1038,6 +1117,12 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     if (a == NULL)
         return MC_BACKEND_NOMEM;
     block_norm(s, s->ffn_norm + l * D, h, rows, x);
+    if (s->fault == MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED && lfm2moe_last_dense(s->cfg, l)) {
+        moe_sigmoid_bias(s, l + 1, rows, x, y, a); /* the first MoE layer's router and experts, not this MLP */
+        residual_add(s, h, y, (size_t)(rows * D));
+        free(a);
+        return MC_BACKEND_OK;
+    }
     if (!s->cfg->layers[l].dense) /* the MoE alone (Jamba's JambaSparseMoeBlock) */
         memset(y, 0, (size_t)(rows * D) * sizeof *y);
     const int64_t R = s->cfg->layers[l].shared ? s->cfg->adapter_rank : 0;

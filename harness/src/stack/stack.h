@@ -80,6 +80,12 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_BRANCH_DROPPED,              /* the branch at slot `layer` added as zero */
     MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED,  /* each branch applies the other's in and out multipliers (the
                                                   attention branch the ssm_* ones, the Mamba2 branch attention_*) */
+    /* the glue of LFM2-MoE (dense-first layers, the sigmoid router with its expert_bias): */
+    MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED,       /* the dense-first boundary one layer early (layer_idx <
+                                                  num_dense_layers - 1): the last dense layer runs a MoE (the first MoE
+                                                  layer's router and experts) instead of its MLP */
+    MC_STACK_GLUE_LFM2MOE_EXPERT_BIAS_DROPPED, /* the experts chosen on the plain sigmoid scores: expert_bias not
+                                                  added (use_expert_bias read as false, or the buffer not loaded) */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
