@@ -1083,7 +1083,9 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     double *a = malloc((size_t)(F > Fe + D ? F : Fe + D) * sizeof *a); /* the MLP's [F], or the MoE's [Fe + D] */
     if (a == NULL)
         return MC_BACKEND_NOMEM;
-    const int post = s->cfg->layers[l].post_norm; /* OLMo-Hybrid's attention layer: the norm on the MLP's output */
+    /* OLMo-Hybrid's attention layer: the norm on the MLP's output (on its input with the planted pre-norm order,
+     * nowhere with the planted skip) */
+    const int post = s->cfg->layers[l].post_norm && s->fault != MC_STACK_GLUE_POST_NORM_AS_PRE;
     if (post)
         for (int64_t i = 0; i < rows * D; i++)
             x[i] = store(s, h[i]);
@@ -1152,7 +1154,7 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
         free(a);
         return MC_BACKEND_OK;
     }
-    if (post) { /* h + post_feedforward_layernorm(mlp(h)) */
+    if (post && s->fault != MC_STACK_GLUE_FFN_POST_NORM_SKIPPED) { /* h + post_feedforward_layernorm(mlp(h)) */
         block_norm(s, s->ffn_norm + l * D, y, rows, x);
         memcpy(y, x, (size_t)(rows * D) * sizeof *y);
     }
@@ -1235,12 +1237,16 @@ static enum mc_backend_status post_norm_step(struct mc_stack *s, int64_t l, stru
                                              const struct mc_stack_packed *pk, double *x, double *y, struct mc_msg *msg)
 {
     size_t n = (size_t)(B * L * s->D);
-    for (size_t i = 0; i < n; i++)
-        x[i] = store(s, hn[i]);
+    const int pre = s->fault == MC_STACK_GLUE_POST_NORM_AS_PRE; /* the planted fault: Llama's order */
+    if (pre)
+        block_norm(s, s->norm + l * s->D, hn, B * L, x);
+    else
+        for (size_t i = 0; i < n; i++)
+            x[i] = store(s, hn[i]);
     enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
     if (st != MC_BACKEND_OK)
         return st;
-    if (!(s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)) {
+    if (!pre && !(s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)) {
         block_norm(s, s->norm + l * s->D, y, B * L, x);
         memcpy(y, x, n * sizeof *y);
     }

@@ -80,6 +80,12 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_BRANCH_DROPPED,              /* the branch at slot `layer` added as zero */
     MC_STACK_GLUE_BRANCH_MULTIPLIERS_SWAPPED,  /* each branch applies the other's in and out multipliers (the
                                                   attention branch the ssm_* ones, the Mamba2 branch attention_*) */
+    /* the glue of OLMo-Hybrid (post-norm attention layers): */
+    MC_STACK_GLUE_POST_NORM_AS_PRE,            /* every post-norm layer run as a pre-norm one: the mixer reads
+                                                  post_attention_layernorm(h), the MLP post_feedforward_layernorm(h),
+                                                  their outputs added as they are (Llama's order, not Olmo3's) */
+    MC_STACK_GLUE_FFN_POST_NORM_SKIPPED,       /* a post-norm layer's MLP output added without
+                                                  post_feedforward_layernorm */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
