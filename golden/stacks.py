@@ -600,6 +600,10 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
 def names(cfg):
     """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
     mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if cfg["model_type"] == "olmo_hybrid":   # its layers are golden/olmo_hybrid.py's; the glue's outer names
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
     if nemotron(cfg):   # every block's module is `mixer`; its norm is the block's one norm
         return dict(embed="model.embeddings.weight", final="model.norm_f.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
