@@ -41,6 +41,7 @@ MODEL_SPECS["qwen3_5_moe_text"] = "qwen3_5_moe"
 MODEL_SPECS["falcon_h1"] = "falcon_h1"
 MODEL_SPECS["zamba"] = "zamba"
 MODEL_SPECS["lfm2_moe"] = "lfm2_moe"
+MODEL_SPECS["olmo_hybrid"] = "olmo_hybrid"
 
 
 def _config(model_type, rng):
@@ -152,6 +153,20 @@ def _config(model_type, rng):
                    use_expert_bias=bool(rng.uniform() < 0.8), norm_topk_prob=bool(rng.uniform() < 0.7),
                    routed_scaling_factor=1.0 if rng.uniform() < 0.5 else float(rng.uniform(1.0, 3.0)),
                    intermediate_size=int(rng.choice([48, 64])))
+    if model_type == "olmo_hybrid":
+        # 2 to 4 layers, one Gated DeltaNet and one attention layer at least; GQA or not; 2 key heads for 2 or 4 value
+        # heads of 8 or 16; beta doubled (linear_allow_neg_eigval, the released setting) in most draws; attention
+        # biases on or off; RoPE theta 10000 or 500000
+        kinds = ["linear_attention", "full_attention"] + [str(rng.choice(["linear_attention", "full_attention"]))
+                                                          for _ in range(n - 2)]
+        rng.shuffle(kinds)
+        dk = int(rng.choice([8, 16]))
+        cfg.update(layer_types=kinds, num_key_value_heads=int(rng.choice([2, 4])), linear_num_key_heads=2,
+                   linear_num_value_heads=int(rng.choice([2, 4])), linear_key_head_dim=dk,
+                   linear_value_head_dim=int(rng.choice([8, 16])),
+                   linear_allow_neg_eigval=bool(rng.uniform() < 0.8), attention_bias=bool(rng.uniform() < 0.3),
+                   rope_parameters={"rope_type": "default", "rope_theta": float(rng.choice([1e4, 5e5]))},
+                   max_position_embeddings=64)
     if model_type == "falcon_h1":
         # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
         # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,

@@ -137,6 +137,24 @@ MULTIMODAL_TEXT["qwen3_5_moe"] = ("qwen3_5_moe_text", "model.language_model.", "
 CHECKPOINT_RENAMES = {"granitemoehybrid": (("block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"),
                                            ("block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"),
                                            ("block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"))}
+# OLMo-Hybrid's conversion mapping ("olmo_hybrid", transformers 5.24): the checkpoint names its layers' norms
+# attention_layer_norm / feedforward_layer_norm (state_dict(): input_layernorm / post_attention_layernorm, on every
+# layer kind) and stores the GDN's conv as q_conv1d, k_conv1d, v_conv1d, concatenated along dim 0 into conv1d
+CHECKPOINT_RENAMES["olmo_hybrid"] = (("attention_layer_norm.weight", "input_layernorm.weight"),
+                                     ("feedforward_layer_norm.weight", "post_attention_layernorm.weight"))
+
+
+def merge_olmo_convs(folder, w):
+    """OLMo-Hybrid's q_conv1d / k_conv1d / v_conv1d of each GDN layer, concatenated (Concatenate(dim=0)) into its
+    conv1d.weight, as from_pretrained does."""
+    for k in [k for k in w if k.endswith("linear_attn.q_conv1d.weight")]:
+        pre = k[:-len("q_conv1d.weight")]
+        parts = [pre + p + "_conv1d.weight" for p in "qkv"]
+        if not all(p in w for p in parts):
+            raise ValueError(f"{folder}: {pre}: q_conv1d, k_conv1d and v_conv1d must all be given")
+        if pre + "conv1d.weight" in w:
+            raise ValueError(f"{folder}: both {pre}conv1d.weight and {pre}q/k/v_conv1d.weight")
+        w[pre + "conv1d.weight"] = np.concatenate([w.pop(p) for p in parts], axis=0)
 
 
 def merge_expert_lists(folder, w, n_experts, module="feed_forward"):
@@ -269,6 +287,8 @@ def load_checkpoint(folder, semantics=None):
             if k[:-len(old)] + new in w:
                 raise ValueError(f"{folder}: both {k} and {k[:-len(old)] + new}: one tensor under two names")
             w[k[:-len(old)] + new] = w.pop(k)
+    if mt == "olmo_hybrid":
+        merge_olmo_convs(folder, w)
     if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)
         w = S.zamba.fill_tied(cfg, w)
     if mt == "zamba":   # likewise Zamba's one shared block (golden/zamba.py v1_fill_tied)
@@ -327,6 +347,8 @@ def _write_layer_golden(kind, family, mcfg, fw, x, ids, mask, layer, out, name):
         config = {k: np.int64(mcfg[k]) for k in mixers.GDN_INT_ATTRS}
         config["rms_norm_eps"] = np.float64(mcfg["rms_norm_eps"])
         config["projection_layout"] = mcfg["projection_layout"]
+        if mcfg.get("allow_neg_eigval"):   # the option appended to the family (OLMo-Hybrid), stored when set
+            config["allow_neg_eigval"] = np.int64(1)
     else:
         config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
         config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
@@ -374,20 +396,25 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
     if cfg["model_type"] in ("zamba2", "zamba"):
         return zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
-    kind = S.layer_kind(cfg, layer)
+    olmo = cfg["model_type"] == "olmo_hybrid"
+    kind = S.olmo_hybrid.kind(cfg, layer) if olmo else S.layer_kind(cfg, layer)
     if kind in S.NO_MIXER:
         raise ValueError(f"layer {layer} is a {kind} block without a sequence mixer (Nemotron-H): no mixer golden")
     fam_of = {"mamba2": "mamba2", "mamba": "mamba1", "shortconv": "shortconv", "attention": "attention", "gdn": "gdn"}
     if fam_of[kind] != family:
         raise ValueError(f"layer {layer} is a {fam_of[kind]} layer, not {family}")
-    st = S.Stack(cfg, weights)
+    st = S.olmo_hybrid.OlmoHybridStack(cfg, weights) if olmo else S.Stack(cfg, weights)
     _, hidden, _, _, _ = st.forward(ids, mask)
-    if S.falcon(cfg):   # slot `layer` of decoder layer layer // 2: its norm times the branch's in multiplier
+    if olmo:   # a GDN layer reads input_layernorm(h), an attention layer (post-norm) h itself
+        x = (S.olmo_hybrid.rmsnorm(hidden[layer], st.w[f"model.layers.{layer}.input_layernorm.weight"], st.eps)
+             if kind == "gdn" else hidden[layer])
+    elif S.falcon(cfg):   # slot `layer` of decoder layer layer // 2: its norm times the branch's in multiplier
         x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer // 2) + st.nm["norm"]], st.eps, st.zc)
         x = x * cfg["ssm_in_multiplier" if kind == "mamba2" else "attention_in_multiplier"]
     else:
         x = S.rmsnorm(hidden[layer], st.w[st.nm["layer"].format(layer) + st.nm["norm"]], st.eps, st.zc)
-    fw = {k: v.astype(np.float32) for k, v in S.layer_weights(cfg, weights, layer).items()}
+    fam = st.mixers[layer] if olmo else S.layer_weights(cfg, weights, layer)   # OLMo: q/k/v_proj stacked
+    fw = {k: v.astype(np.float32) for k, v in fam.items()}
     _write_layer_golden(kind, family, st.mcfgs[layer], fw, x, ids, mask, layer, out, name)
 
 

@@ -422,6 +422,34 @@ INERT["qwen3_next"] = {**INERT_COMMON, "attention_dropout": "dropout is off at i
 
 INERT["qwen3_5_moe_text"] = dict(INERT["qwen3_next"])
 
+# OLMo-Hybrid (OlmoHybridConfig, transformers 5.24): Gated DeltaNet and attention layers by layer_types
+def _olmo_layer_types(v):
+    if v is None:
+        return None
+    if (not isinstance(v, list) or not all(x in ("linear_attention", "full_attention") for x in v)
+            or "linear_attention" not in v or "full_attention" not in v):
+        return ("must list the layers, each \"linear_attention\" or \"full_attention\", with at least one of each "
+                "(OlmoHybridConfig.validate_architecture)")
+    return None
+
+
+HONOURED["olmo_hybrid"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "intermediate_size": _any,
+    "num_attention_heads": _any, "num_key_value_heads": _any, "hidden_act": _one_of(*_SILU),
+    "max_position_embeddings": _any, "rms_norm_eps": _any, "tie_word_embeddings": _any, "attention_bias": _any,
+    "layer_types": _olmo_layer_types, "linear_num_key_heads": _any, "linear_num_value_heads": _any,
+    "linear_key_head_dim": _any, "linear_value_head_dim": _any, "linear_conv_kernel_dim": _any,
+    "linear_allow_neg_eigval": _any, "mixcheck_semantics": _mixcheck_semantics,
+    "rope_parameters": _rope_dict, "rope_scaling": _rope_dict, "rope_theta": _any,
+}
+INERT["olmo_hybrid"] = {
+    **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+    "linear_a_log_min": "A_log initialisation only", "linear_a_log_max": "A_log initialisation only",
+    "linear_dt_min": "dt_bias initialisation only", "linear_dt_max": "dt_bias initialisation only",
+    "linear_dt_init_floor": "dt_bias initialisation only",
+    "partial_rotary_factor": "OlmoHybridRotaryEmbedding rotates the whole head (it reads no partial_rotary_factor)",
+}
+
 # Values an inert key must still have for it to be inert.
 INERT_VALUES = {"is_encoder_decoder": _false, "attention_dropout": lambda v: None if v in (0, 0.0, None) else
                 "dropout at inference is not computed by mixcheck (only 0 is read)"}
@@ -523,6 +551,7 @@ ROPE_DEFAULTS["qwen3_next"] = (10000.0, 0.25)
 ROPE_DEFAULTS["qwen3_5_moe_text"] = (10000.0, 0.25)   # Qwen3NextConfig: partial_rotary_factor 0.25 unless given
 ROPE_DEFAULTS["falcon_h1"] = (10000.0, 1.0)
 ROPE_DEFAULTS["lfm2_moe"] = (1000000.0, 1.0)   # Lfm2MoeConfig.default_theta
+ROPE_DEFAULTS["olmo_hybrid"] = (10000.0, 1.0)   # the whole head whatever partial_rotary_factor says
 
 
 def rope_params(cfg):
@@ -649,6 +678,9 @@ def normalise(cfg):
             cfg["ssm_multipliers"] = [1.0] * 5
         cfg.pop("layers_block_type", None)   # every layer "hybrid" (checked)
         cfg.pop("layer_types", None)
+    if cfg["model_type"] == "olmo_hybrid":   # OlmoHybridConfig.__post_init__ (golden/olmo_hybrid.py normalise)
+        import olmo_hybrid
+        cfg = olmo_hybrid.normalise(cfg)
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

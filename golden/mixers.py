@@ -906,6 +906,8 @@ def gdn_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     state = np.zeros((Bsz, d.Hv, d.dk, d.dv)) if state is None else state.copy()
     mixed, z, b, a = gdn_front(cfg, w, u)
     beta, g = gdn_gates(w, b, a)                                              # [B, L, Hv]
+    if cfg.get("allow_neg_eigval"):   # OLMo-Hybrid linear_allow_neg_eigval: β = 2σ(b), in [0, 2]
+        beta = 2.0 * beta
     conv_w = w["conv1d.weight"][:, 0, :]
     windows, states = [window.copy()], [state.copy()]
     o = np.zeros((Bsz, L, d.Hv, d.dv))
@@ -972,6 +974,7 @@ def gdn_chunked_forward(cfg, w, u, window, state, Q):
     """Self-test formulation: conv over cat(window, segment), chunked core from the cached state."""
     mixed, z, b, a = gdn_front(cfg, w, u)
     beta, g = gdn_gates(w, b, a)
+    beta = 2.0 * beta if cfg.get("allow_neg_eigval") else beta
     conv, new_window = conv_over_cache(window, mixed, w["conv1d.weight"][:, 0, :])
     qh, kh, v = gdn_heads(cfg, silu(conv))
     o, S = gdn_chunked_core(qh, kh, v, beta, g, state, Q)

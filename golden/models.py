@@ -62,14 +62,15 @@ def attention_init(cfg, rng, bits):
             w[name + ".bias"] = mixers.uniform_init(rng, (rows,), fan_in)
     if cfg["qk_norm"] != "none":
         centre = 0.0 if cfg["qk_norm"] == "zero_centred" else 1.0
-        for name in ("q_norm.weight", "k_norm.weight"):
-            w[name] = mixers.quantize(centre + rng.uniform(-0.5, 0.5, hd), scale=1.0)
+        full = cfg["qk_norm"] == "rms_full"   # one weight per channel of the whole projection
+        for name, n in (("q_norm.weight", Hq * hd if full else hd), ("k_norm.weight", Hkv * hd if full else hd)):
+            w[name] = mixers.quantize(centre + rng.uniform(-0.5, 0.5, n), scale=1.0)
     return w
 
 
 def attention_qk_norm(cfg, w, v, name):
     """Per-head RMSNorm over the last axis (hd): v·rsqrt(mean v² + eps)·w, or ·(1 + w) when zero-centred."""
-    if cfg["qk_norm"] == "none":
+    if cfg["qk_norm"] in ("none", "rms_full"):   # rms_full: applied to the projection (attention_project)
         return v
     scale = w[name] + (1.0 if cfg["qk_norm"] == "zero_centred" else 0.0)
     return v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + cfg["rms_norm_eps"]) * scale
@@ -105,7 +106,16 @@ def attention_project(cfg, w, u):
         q, gate = q[..., :hd], q[..., hd:]
     else:
         q = q.reshape(B, L, Hq, hd)
-    return q, gate, lin("k_proj").reshape(B, L, Hkv, hd), lin("v_proj").reshape(B, L, Hkv, hd)
+    k = lin("k_proj")
+    if cfg["qk_norm"] == "rms_full":   # OLMo-Hybrid: q_norm / k_norm over the whole projection, before the heads
+        q = attention_full_norm(cfg, q.reshape(B, L, Hq * hd), w["q_norm.weight"]).reshape(B, L, Hq, hd)
+        k = attention_full_norm(cfg, k, w["k_norm.weight"])
+    return q, gate, k.reshape(B, L, Hkv, hd), lin("v_proj").reshape(B, L, Hkv, hd)
+
+
+def attention_full_norm(cfg, v, weight):
+    """qk_norm rms_full: RMSNorm over the whole projection row (Hq·hd or Hkv·hd), v·rsqrt(mean v² + eps)·w."""
+    return v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + cfg["rms_norm_eps"]) * weight
 
 
 def attention_scale(cfg):

@@ -38,6 +38,7 @@ import goldens   # the golden files: format, checksum, read / compare (golden/go
 import mixers    # the mixer families' float64 oracle (golden/mixers.py)
 import models as M   # the attention family's oracle (golden/models.py)
 import zamba     # Zamba2's shared blocks with per-application adapters (golden/zamba.py)
+import olmo_hybrid   # OLMo-Hybrid's pre-norm GDN and post-norm attention layers (golden/olmo_hybrid.py)
 
 MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
@@ -306,6 +307,22 @@ SPECS.update({s.key: s for s in [   # LFM2-MoE: LFM2's layers, dense-first then 
               batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=114, positions=(6, 12)),
 ]})
 
+MODEL_DEFAULTS["olmo_hybrid"] = dict(olmo_hybrid.DEFAULTS)
+ARCHITECTURES["olmo_hybrid"] = "OlmoHybridForCausalLM"
+
+SPECS.update({s.key: s for s in [   # OLMo-Hybrid (golden/olmo_hybrid.py)
+    ModelSpec("olmo_hybrid", "olmo_hybrid",
+              "4-layer OLMo-Hybrid (Gated DeltaNet at 0, 2: separate q/k/v/a/b/g projections, 2 key heads for 4 value "
+              "heads, beta doubled by linear_allow_neg_eigval, pre-norm; attention at 1, 3: GQA 4/2, q/k norms over the "
+              "whole projection, RoPE, post-norm), SwiGLU MLP, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=48, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                   linear_value_head_dim=8, max_position_embeddings=32,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                   pad_token_id=None, eos_token_id=None),   # the Config's 100277 / 100257 lie outside a vocab of 256
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=115, positions=(6, 12)),
+]})
+
 
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
@@ -318,6 +335,8 @@ def model_config(spec):
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
     cfg["model_type"] = spec.model_type
     cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
+    if spec.model_type == "olmo_hybrid":   # OlmoHybridConfig.__post_init__'s defaults
+        cfg = olmo_hybrid.normalise(cfg)
     return cfg
 
 
@@ -653,6 +672,10 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
 def names(cfg):
     """Checkpoint names of the glue: embedding, final norm, head, and per layer its prefix, block norm,
     mixer prefix, and (lfm2, bamba) feed-forward norm and prefix and its three matrices."""
+    if cfg["model_type"] == "olmo_hybrid":   # its layers are golden/olmo_hybrid.py's; the glue's outer names
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
     if nemotron(cfg):   # every block's module is `mixer`; its norm is the block's one norm
         return dict(embed="model.embeddings.weight", final="model.norm_f.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
@@ -722,6 +745,8 @@ def init_weights(cfg, rng):
         return zamba.init_weights(cfg, rng)
     if cfg["model_type"] == "zamba":   # one shared block, Mamba1 layers (golden/zamba.py)
         return zamba.v1_init_weights(cfg, rng)
+    if cfg["model_type"] == "olmo_hybrid":   # golden/olmo_hybrid.py
+        return olmo_hybrid.init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -1057,6 +1082,8 @@ def stack_of(cfg, weights):
     """The float64 model of cfg: Stack, or Zamba2's own (golden/zamba.py)."""
     if cfg["model_type"] == "zamba":
         return zamba.ZambaStack(cfg, weights)
+    if cfg["model_type"] == "olmo_hybrid":
+        return olmo_hybrid.OlmoHybridStack(cfg, weights)
     return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
 
 

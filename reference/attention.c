@@ -127,9 +127,13 @@ static enum mc_backend_status at_config_validate(const struct mc_attention_confi
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
         return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'rms_norm_eps' must be finite and > 0 (got %g)",
                            c->rms_norm_eps);
-    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_RMS_FULL)
         return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'qk_norm' %d is not an enum mc_qk_norm value",
                            (int)c->qk_norm);
+    if (c->qk_norm == MC_QK_NORM_RMS_FULL && c->attn_output_gate)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'qk_norm' rms_full (over the whole q projection) has no form with "
+                           "attn_output_gate");
     if ((c->attn_output_gate != 0 && c->attn_output_gate != 1) || (c->attention_bias != 0 && c->attention_bias != 1))
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
@@ -155,8 +159,9 @@ static void at_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
     AT_SPEC(AT_W_V_BIAS, bias, no_bias, 1, kvd, 0);
     AT_SPEC(AT_W_O, 1, NULL, 2, m->D, qd);
     AT_SPEC(AT_W_O_BIAS, bias, no_bias, 1, m->D, 0);
-    AT_SPEC(AT_W_Q_NORM, norm, no_norm, 1, m->hd, 0);
-    AT_SPEC(AT_W_K_NORM, norm, no_norm, 1, m->hd, 0);
+    const int full = m->cfg.qk_norm == MC_QK_NORM_RMS_FULL; /* over the whole projection */
+    AT_SPEC(AT_W_Q_NORM, norm, no_norm, 1, full ? qd : m->hd, 0);
+    AT_SPEC(AT_W_K_NORM, norm, no_norm, 1, full ? kvd : m->hd, 0);
 #undef AT_SPEC
 }
 

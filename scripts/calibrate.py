@@ -53,6 +53,8 @@ PROFILE_OF["qwen3_next"] = "models-qwen3_next.yaml"
 PROFILE_OF["qwen3_5_moe_text"] = "models-qwen3_5_moe.yaml"
 MODEL_TYPES.append("falcon_h1")
 PROFILE_OF["falcon_h1"] = "models-falcon_h1.yaml"
+MODEL_TYPES.append("olmo_hybrid")
+PROFILE_OF["olmo_hybrid"] = "models-olmo_hybrid.yaml"
 PROFILE_OF.update({"layer:" + f: f"checkpoint-{f}.yaml" for f in LAYER_FAMILIES})
 UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # The tensors stored in float32 when the model runs at a reduced dtype T, whose floor is 2u of float32: the

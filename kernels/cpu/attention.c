@@ -108,9 +108,11 @@ static enum mc_backend_status atc_config_check(const struct mc_attention_config 
                            "attention cpu config: 'rope_theta' must be finite and > 1 and 'rms_norm_eps' finite and "
                            "> 0 (got %g, %g)",
                            c->rope_theta, c->rms_norm_eps);
-    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_RMS_FULL ||
+        (c->qk_norm == MC_QK_NORM_RMS_FULL && c->attn_output_gate))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
-                           "attention cpu config: 'qk_norm' %d is not an enum mc_qk_norm value", (int)c->qk_norm);
+                           "attention cpu config: 'qk_norm' %d is not an enum mc_qk_norm value (or rms_full with attn_output_gate)",
+                           (int)c->qk_norm);
     if ((c->attn_output_gate != 0 && c->attn_output_gate != 1) || (c->attention_bias != 0 && c->attention_bias != 1))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
@@ -153,6 +155,7 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
                                            "[B][2*Hkv][Lmax][hd] (f32)");
     const int64_t D = m->D, qd = m->Hq * m->hd, kvd = m->Hkv * m->hd, hd = m->hd;
     const int bias = c->attention_bias, norm = c->qk_norm != MC_QK_NORM_NONE;
+    const int64_t qn = c->qk_norm == MC_QK_NORM_RMS_FULL ? qd : hd, kn = c->qk_norm == MC_QK_NORM_RMS_FULL ? kvd : hd;
     const struct mc_cpu_weight_spec spec[ATC_COUNT] = {
         [ATC_Q] = {"q_proj.weight", 1, 2, {m->qrows, D, 0}},
         [ATC_Q_BIAS] = {"q_proj.bias", bias, 1, {m->qrows, 0, 0}},
@@ -162,8 +165,8 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
         [ATC_V_BIAS] = {"v_proj.bias", bias, 1, {kvd, 0, 0}},
         [ATC_O] = {"o_proj.weight", 1, 2, {D, qd, 0}},
         [ATC_O_BIAS] = {"o_proj.bias", bias, 1, {D, 0, 0}},
-        [ATC_Q_NORM] = {"q_norm.weight", norm, 1, {hd, 0, 0}},
-        [ATC_K_NORM] = {"k_norm.weight", norm, 1, {hd, 0, 0}},
+        [ATC_Q_NORM] = {"q_norm.weight", norm, 1, {qn, 0, 0}},
+        [ATC_K_NORM] = {"k_norm.weight", norm, 1, {kn, 0, 0}},
     };
     if ((st = mc_cpu_weights_load(desc, spec, ATC_COUNT, m->w, ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
@@ -234,8 +237,8 @@ struct atc_run {
 /* The per-head q/k norm in place (§12.3). */
 static void atc_norm(const struct mc_model *m, float *restrict v, const float *restrict w)
 {
-    if (m->cfg.qk_norm == MC_QK_NORM_NONE)
-        return;
+    if (m->cfg.qk_norm == MC_QK_NORM_NONE || m->cfg.qk_norm == MC_QK_NORM_RMS_FULL)
+        return; /* rms_full: atc_norm_rows, on the projection */
     float ss = 0.0f;
     for (int64_t i = 0; i < m->hd; i++)
         ss += v[i] * v[i];
@@ -243,6 +246,22 @@ static void atc_norm(const struct mc_model *m, float *restrict v, const float *r
     const float one = m->cfg.qk_norm == MC_QK_NORM_ZERO_CENTRED ? 1.0f : 0.0f;
     for (int64_t i = 0; i < m->hd; i++)
         v[i] = v[i] * inv * (one + w[i]);
+}
+
+/* The q/k norm over the whole projection (qk_norm rms_full) of `tokens` rows of width n in place. */
+static void atc_norm_rows(const struct mc_model *m, float *restrict v, int64_t tokens, int64_t n,
+                          const float *restrict w)
+{
+    if (m->cfg.qk_norm != MC_QK_NORM_RMS_FULL)
+        return;
+    for (int64_t r = 0; r < tokens; r++) {
+        float *restrict row = v + r * n, ss = 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            ss += row[i] * row[i];
+        const float inv = 1.0f / sqrtf(ss / (float)n + (float)m->cfg.rms_norm_eps);
+        for (int64_t i = 0; i < n; i++)
+            row[i] = row[i] * inv * w[i];
+    }
 }
 
 /* RoPE at position pos from the tables (rotate_half on the first R dims). */
@@ -346,6 +365,8 @@ static enum mc_backend_status atc_run_rows(const struct mc_model *m, struct atc_
     mc_cpu_linear_tiled(tokens, m->qrows, D, x, D, m->w[ATC_Q], m->w[ATC_Q_BIAS], qg, m->qrows, m->threads);
     mc_cpu_linear_tiled(tokens, kvd, D, x, D, m->w[ATC_K], m->w[ATC_K_BIAS], k, kvd, m->threads);
     mc_cpu_linear_tiled(tokens, kvd, D, x, D, m->w[ATC_V], m->w[ATC_V_BIAS], v, kvd, m->threads);
+    atc_norm_rows(m, qg, tokens, m->qrows, m->w[ATC_Q_NORM]); /* rms_full: no gate, qrows = Hq hd */
+    atc_norm_rows(m, k, tokens, kvd, m->w[ATC_K_NORM]);
     run->qg = qg;
     run->k = k;
     run->v = v;

@@ -85,6 +85,9 @@ static enum mc_backend_status gdn_config_validate(const struct mc_gdn_config *c,
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                         "gdn cpu config: 'num_value_heads' (%lld) must be a multiple of 'num_key_heads' (%lld)",
                         (long long)c->num_value_heads, (long long)c->num_key_heads);
+    if (c->allow_neg_eigval != 0 && c->allow_neg_eigval != 1)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID, "gdn cpu config: 'allow_neg_eigval' must be 0 or 1 (got %d)",
+                        (int)c->allow_neg_eigval);
     if (c->layout != MC_GDN_LAYOUT_QWEN3_5 && c->layout != MC_GDN_LAYOUT_QWEN3_NEXT)
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                         "gdn cpu config: 'layout' must be qwen3_5 (%d) or qwen3_next (%d) (got %d)",

@@ -105,6 +105,8 @@ void mc_gdn_cpu_gates_rows(const struct mc_model *m, const float *pj, float *bet
     for (int64_t i = i0; i < i1; i++) {
         const float *braw = pj + i * m->proj + m->C + m->vd, *araw = braw + m->Hv;
         mc_cpu_vsigmoid_to(braw, beta + i * m->Hv, m->Hv);
+        for (int64_t h = 0; m->cfg.allow_neg_eigval && h < m->Hv; h++) /* OLMo-Hybrid: beta = 2 sigmoid(b) */
+            beta[i * m->Hv + h] *= 2.0f;
         for (int64_t h = 0; h < m->Hv; h++)
             g[i * m->Hv + h] = m->a_neg[h] * mc_cpu_softplus(araw[h] + m->dt_bias[h]);
     }

@@ -187,6 +187,25 @@ VARIANTS["lfm2_moe-one-dense-untied"] = ("lfm2_moe", {"num_dense_layers": 1, "us
                                          {})
 
 
+# OLMo-Hybrid: GDN (2 key heads for 4 value heads, beta doubled) and post-norm attention (GQA), RoPE; then the default
+# layer pattern (full attention at i % 4 == 3: layers 3 and 5 of 6 the last), the Config's linear_* defaults, beta not
+# doubled, a tied head, attention biases
+TINY["olmo_hybrid"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                           num_key_value_heads=2, intermediate_size=40, linear_num_key_heads=2, linear_num_value_heads=4,
+                           linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=64,
+                           layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                           pad_token_id=0, eos_token_id=1)
+CONFIGS["olmo_hybrid"] = "OlmoHybridConfig"
+MODELS["olmo_hybrid"] = "OlmoHybridForCausalLM"
+VARIANTS["olmo_hybrid-gqa"] = ("olmo_hybrid", {}, {})
+VARIANTS["olmo_hybrid-defaults-tied"] = ("olmo_hybrid", {"layer_types": None, "num_hidden_layers": 5,
+                                                         "linear_num_key_heads": None, "linear_num_value_heads": None,
+                                                         "linear_key_head_dim": None, "linear_value_head_dim": None,
+                                                         "linear_allow_neg_eigval": False, "tie_word_embeddings": True,
+                                                         "attention_bias": True, "rope_parameters":
+                                                         {"rope_type": "default", "rope_theta": 500.0}}, {})
+
+
 def promoted(on):
     """Upstream's float32 casts read as float64 inside a float64 model (golden/upstream.py)."""
     f32 = promoted.saved

@@ -88,7 +88,7 @@ static void test_models_pass(void **state)
                                         "cases/models/zamba2.yaml",
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                         "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
-                                        "cases/models/lfm2_moe.yaml"};
+                                        "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -292,6 +292,18 @@ static const struct glue GLUE[] = {
      * stack in bf16 catches it and names the layer */
     {"cases/models/lfm2_moe.yaml", "glue.lfm2moe-dense-shifted", MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED, 0, 1,
      MC_DTYPE_BF16, {"layer 1 of 4 (attention mixer on 'cpu')"}},
+    /* OLMo-Hybrid (GDN 0, 2 pre-norm; attention 1, 3 post-norm): the attention layers run in Llama's pre-norm order,
+     * an attention layer's post norm dropped, the MLP's post norm dropped, the layer kinds' pattern shifted */
+    {"cases/models/olmo_hybrid.yaml", "glue.post-norm-as-pre", MC_STACK_GLUE_POST_NORM_AS_PRE, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "the mixer alone is within tolerance"}},
+    {"cases/models/olmo_hybrid.yaml", "glue.block-norm-skipped@3", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 3, 1, MC_DTYPE_F32,
+     {"first diverging layer 3 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/olmo_hybrid.yaml", "glue.ffn-post-norm-skipped", MC_STACK_GLUE_FFN_POST_NORM_SKIPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "feed-forward"}},
+    {"cases/models/olmo_hybrid.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 4"}},
+    {"cases/models/olmo_hybrid.yaml", "glue.post-norm-as-pre", MC_STACK_GLUE_POST_NORM_AS_PRE, 0, 1, MC_DTYPE_BF16,
+     {"layer 1 of 4", "glue"}},
 };
 
 static void test_glue_mutants(void **state)

@@ -168,6 +168,8 @@ struct mc_gdn_config {
     int64_t chunk_size;        /* chunk length of the chunked form (a hint) */
     double rms_norm_eps;
     int32_t layout;            /* enum mc_gdn_layout */
+    /* appended options (0 = the behaviour before them): */
+    int32_t allow_neg_eigval;  /* 1: beta = 2 sigmoid(b), in [0, 2] (OLMo-Hybrid linear_allow_neg_eigval) */
 };
 
 /* LFM2 ShortConv (docs/semantics.md §5.1). C = D; no recurrent state. */
@@ -182,6 +184,8 @@ enum mc_qk_norm {
     MC_QK_NORM_NONE = 1,         /* no q/k norm (Bamba) */
     MC_QK_NORM_RMS = 2,          /* per-head RMSNorm, x·rsqrt(mean x² + eps)·w (LFM2 q_layernorm / k_layernorm) */
     MC_QK_NORM_ZERO_CENTRED = 3, /* per-head RMSNorm with (1 + w) (Qwen3-Next / Qwen3.5 q_norm / k_norm) */
+    MC_QK_NORM_RMS_FULL = 4,     /* RMSNorm over the whole projection before the split into heads, x·rsqrt(mean x² +
+                                    eps)·w with w [Hq*hd] for q and [Hkv*hd] for k (OLMo-Hybrid q_norm / k_norm) */
 };
 
 /* Softmax attention with a KV cache (docs/semantics.md §12). Rotary dims R = int(hd *

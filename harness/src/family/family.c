@@ -43,6 +43,7 @@ static const struct mc_config_field gdn_fields[] = {
     FIELD(mc_gdn_config, chunk_size, MC_FIELD_INT),
     FIELD(mc_gdn_config, rms_norm_eps, MC_FIELD_DOUBLE),
     {"projection_layout", MC_FIELD_GDN_LAYOUT, offsetof(struct mc_gdn_config, layout), 0},
+    {"allow_neg_eigval", MC_FIELD_BOOL, offsetof(struct mc_gdn_config, allow_neg_eigval), 1},
 };
 
 static const struct mc_config_field shortconv_fields[] = {
@@ -117,11 +118,12 @@ const char *mc_family_names_text(void)
 }
 
 static const char *const QK_NORM_NAMES[] = {[MC_QK_NORM_NONE] = "none", [MC_QK_NORM_RMS] = "rms",
-                                            [MC_QK_NORM_ZERO_CENTRED] = "zero_centred"};
+                                            [MC_QK_NORM_ZERO_CENTRED] = "zero_centred",
+                                            [MC_QK_NORM_RMS_FULL] = "rms_full"};
 
 int mc_qk_norm_from_name(const char *name)
 {
-    for (int i = MC_QK_NORM_NONE; i <= MC_QK_NORM_ZERO_CENTRED; i++)
+    for (int i = MC_QK_NORM_NONE; i <= MC_QK_NORM_RMS_FULL; i++)
         if (strcmp(name, QK_NORM_NAMES[i]) == 0)
             return i;
     return -1;
@@ -129,7 +131,7 @@ int mc_qk_norm_from_name(const char *name)
 
 const char *mc_qk_norm_name(int32_t qk_norm)
 {
-    return qk_norm >= MC_QK_NORM_NONE && qk_norm <= MC_QK_NORM_ZERO_CENTRED ? QK_NORM_NAMES[qk_norm] : "unknown";
+    return qk_norm >= MC_QK_NORM_NONE && qk_norm <= MC_QK_NORM_RMS_FULL ? QK_NORM_NAMES[qk_norm] : "unknown";
 }
 
 int mc_family_from_name(const char *name, enum mc_family *family)
@@ -289,8 +291,12 @@ rope_checked:
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
         return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rms_norm_eps' must be finite and > 0 (got %g)",
                             c->rms_norm_eps);
-    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_ZERO_CENTRED)
+    if (c->qk_norm < MC_QK_NORM_NONE || c->qk_norm > MC_QK_NORM_RMS_FULL)
         return mc_error_set(err, MC_ERR_INPUT, "config attribute 'qk_norm' is unknown");
+    if (c->qk_norm == MC_QK_NORM_RMS_FULL && c->attn_output_gate)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attribute 'qk_norm' rms_full (over the whole q projection) has no form with "
+                            "attn_output_gate (q and gate interleaved per head)");
     return MC_ERR_NONE;
 }
 
@@ -468,8 +474,9 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
         if (c->attention_bias)
             spec(out, &n, "o_proj.bias", 1, D, 0, 0);
         if (c->qk_norm != MC_QK_NORM_NONE) {
-            spec(out, &n, "q_norm.weight", 1, hd, 0, 0);
-            spec(out, &n, "k_norm.weight", 1, hd, 0, 0);
+            int full = c->qk_norm == MC_QK_NORM_RMS_FULL; /* over the whole projection */
+            spec(out, &n, "q_norm.weight", 1, full ? qd : hd, 0, 0);
+            spec(out, &n, "k_norm.weight", 1, full ? kvd : hd, 0, 0);
         }
         break;
     }

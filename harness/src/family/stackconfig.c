@@ -41,6 +41,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "zamba";
     case MC_MODEL_LFM2_MOE:
         return "lfm2_moe";
+    case MC_MODEL_OLMO_HYBRID:
+        return "olmo_hybrid";
     }
     return "unknown";
 }
@@ -77,6 +79,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_ZAMBA;
     else if (strcmp(name, "lfm2_moe") == 0)
         *t = MC_MODEL_LFM2_MOE;
+    else if (strcmp(name, "olmo_hybrid") == 0)
+        *t = MC_MODEL_OLMO_HYBRID;
     else
         return -1;
     return 0;
@@ -91,6 +95,7 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
            : t == MC_MODEL_QWEN3_5 ? MC_FAMILY_GDN
            : t == MC_MODEL_QWEN3_NEXT ? MC_FAMILY_GDN
            : t == MC_MODEL_QWEN3_5_MOE ? MC_FAMILY_GDN
+           : t == MC_MODEL_OLMO_HYBRID ? MC_FAMILY_GDN
                                    : MC_FAMILY_MAMBA2;
 }
 
@@ -100,7 +105,7 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
         t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
         t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1 &&
-        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE)
+        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE && t != MC_MODEL_OLMO_HYBRID)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -1462,6 +1467,74 @@ static int parse_lfm2_moe(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* ---- OLMo-Hybrid ----------------------------------------------------------------------------------- */
+
+/* OlmoHybridConfig (transformers 5.24): layer_types ("linear_attention" / "full_attention"; absent: full attention
+ * at i % 4 == 3, the last layer when that gives none; at least one of each kind); the Gated DeltaNet layers'
+ * linear_* keys with the Config's defaults (key and value heads num_attention_heads, key head dim
+ * int(0.75 hidden_size / heads), value head dim twice it), linear_allow_neg_eigval (beta = 2 sigmoid(b)), its gated
+ * norm's eps 1e-5 (OlmoHybridGatedDeltaNet's o_norm, whatever rms_norm_eps says); attention of head_dim
+ * hidden_size / num_attention_heads, q_norm / k_norm over the whole projection with rms_norm_eps, RoPE of the whole
+ * head (rope_parameters' rope_theta or the default 10000: the 5.24 config fills a null rope_parameters in, so NoPE is
+ * never reached; OlmoHybridRotaryEmbedding reads no partial_rotary_factor), attention_bias; the SwiGLU MLP
+ * (intermediate_size, hidden_act silu, also the conv's activation); max_position_embeddings the KV cache length. */
+static int parse_olmo_hybrid(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_gdn_config gd = {.hidden_size = cfg->hidden, .chunk_size = 64, .layout = MC_GDN_LAYOUT_QWEN3_5,
+                               .rms_norm_eps = 1e-5};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    if (get_int(r, "num_attention_heads", 0, 30, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "linear_num_key_heads", 0, at.num_attention_heads, &gd.num_key_heads) ||
+        get_int(r, "linear_num_value_heads", 0, at.num_attention_heads, &gd.num_value_heads) ||
+        positive(r, "linear_num_key_heads", gd.num_key_heads, 1 << 16) ||
+        get_int(r, "linear_key_head_dim", 0, (int64_t)(0.75 * (double)cfg->hidden / (double)gd.num_key_heads),
+                &gd.key_head_dim) ||
+        get_int(r, "linear_value_head_dim", 0, 2 * gd.key_head_dim, &gd.value_head_dim) ||
+        get_int(r, "linear_conv_kernel_dim", 0, 4, &gd.conv_kernel) ||
+        get_bool(r, "linear_allow_neg_eigval", 1, &gd.allow_neg_eigval) ||
+        get_int(r, "max_position_embeddings", 0, 65536, &at.cache_length) ||
+        rope_params(r, 10000.0, 1.0, 0, &at) || get_bool(r, "attention_bias", 0, &at.attention_bias) ||
+        get_int(r, "intermediate_size", 0, 11008, &cfg->ffn_size) || want_string(r, "hidden_act", "silu") ||
+        positive(r, "intermediate_size", cfg->ffn_size, 1 << 20) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    at.partial_rotary_factor = 1.0; /* OlmoHybridRotaryEmbedding rotates the whole head */
+    at.head_dim = cfg->hidden / at.num_attention_heads;
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_RMS_FULL;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type == MC_JSON_NULL) { /* OlmoHybridConfig.__post_init__ */
+        int any = 0;
+        for (int64_t i = 0; i < cfg->n_layers; i++) {
+            int attn = i % 4 == 3 || (i == cfg->n_layers - 1 && !any);
+            any |= attn;
+            cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN;
+            cfg->layers[i].mixer.family = cfg->layers[i].family;
+            if (attn)
+                cfg->layers[i].mixer.u.attention = at;
+            else
+                cfg->layers[i].mixer.u.gdn = gd;
+        }
+    } else {
+        const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
+        if (layer_types(r, cfg, "linear_attention", &linear, &at))
+            return -1;
+    }
+    int n_attn = 0;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].post_norm = cfg->layers[i].family == MC_FAMILY_ATTENTION; /* Olmo3DecoderLayer */
+        n_attn += cfg->layers[i].post_norm;
+    }
+    if (n_attn == 0 || n_attn == cfg->n_layers) { /* OlmoHybridConfig.validate_architecture */
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types': OLMo-Hybrid needs at least one "
+                     "\"linear_attention\" and one \"full_attention\" layer", r->where);
+        return -1;
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1470,7 +1543,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
                             "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba, "
-                            "lfm2_moe)",
+                            "lfm2_moe, olmo_hybrid)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -1504,12 +1577,13 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
                         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
                         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-                        cfg->type == MC_MODEL_FALCON_H1
+                        cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_OLMO_HYBRID
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
                 cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA ||
-                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE
+                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
+                        cfg->type == MC_MODEL_OLMO_HYBRID
                     ? 1e-6
                     : 1e-5,
                 &cfg->norm_eps) ||
@@ -1530,12 +1604,13 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
-        cfg->type == MC_MODEL_LFM2_MOE)
+        cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
     cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_QWEN3_NEXT ||
                         cfg->type == MC_MODEL_QWEN3_5_MOE;
+    cfg->norm_weight_fp32 |= cfg->type == MC_MODEL_OLMO_HYBRID; /* OlmoHybridRMSNorm: (w * x_normed).to(T) */
     int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
              cfg->type == MC_MODEL_LFM2_MOE; /* its layers' feed-forwards are set by its parser */
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
@@ -1550,6 +1625,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : cfg->type == MC_MODEL_LFM2_MOE  ? parse_lfm2_moe(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
          : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
+         : cfg->type == MC_MODEL_OLMO_HYBRID ? parse_olmo_hybrid(&r, cfg)
                                          : parse_granitemoehybrid(&r, cfg)) != 0)
         goto out;
     for (int64_t i = 0; cfg->type != MC_MODEL_JAMBA && cfg->type != MC_MODEL_FALCON_H1 && !nh && !zb && !qn &&
@@ -1581,7 +1657,7 @@ static int hybrid(const struct mc_stack_config *cfg)
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
            cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
-           cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE;
+           cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1606,6 +1682,9 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
              cfg->type == MC_MODEL_FALCON_H1) /* FalconH1: both slots read one norm */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight",
                  (long long)mc_stack_decoder_layer(cfg, layer));
+    else if (cfg->type == MC_MODEL_OLMO_HYBRID) /* an attention layer's norm is on its output */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 Z->post_norm ? "post_attention_layernorm.weight" : "input_layernorm.weight");
     else if (lfm2(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.operator_norm.weight", (long long)layer);
     else if (cfg->type == MC_MODEL_NEMOTRON_H)
@@ -1632,6 +1711,7 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
                  : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
                  : cfg->type == MC_MODEL_QWEN3_NEXT               ? "linear_attn."
                  : cfg->type == MC_MODEL_QWEN3_5_MOE              ? "linear_attn."
+                 : cfg->type == MC_MODEL_OLMO_HYBRID              ? "linear_attn."
                                                                   : "mamba.");
     else
         snprintf(out, MC_STACK_NAME_LEN, "backbone.layers.%lld.mixer.", (long long)layer);
@@ -1655,7 +1735,29 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
         for (size_t i = 0; i < sizeof zamba_mamba / sizeof zamba_mamba[0]; i++)
             if (strcmp(family_name, zamba_mamba[i][0]) == 0)
                 name = zamba_mamba[i][1];
+    /* OlmoHybridGatedDeltaNet's names for the family's Qwen3.5 layout; in_proj_qkv is its q_proj, k_proj and v_proj
+     * stacked (mc_stack_olmo_qkv_part) */
+    static const char *const olmo_gdn[][2] = {{"in_proj_z.weight", "g_proj.weight"}, {"in_proj_b.weight", "b_proj.weight"},
+                                              {"in_proj_a.weight", "a_proj.weight"}, {"norm.weight", "o_norm.weight"},
+                                              {"out_proj.weight", "o_proj.weight"}, {"in_proj_qkv.weight", "q_proj.weight"}};
+    if (cfg->type == MC_MODEL_OLMO_HYBRID && cfg->layers[layer].family == MC_FAMILY_GDN)
+        for (size_t i = 0; i < sizeof olmo_gdn / sizeof olmo_gdn[0]; i++)
+            if (strcmp(family_name, olmo_gdn[i][0]) == 0)
+                name = olmo_gdn[i][1];
     snprintf(out, MC_STACK_NAME_LEN + 32, "%s%s", prefix, name);
+}
+
+int mc_stack_olmo_qkv_part(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN + 32],
+                           int64_t *rows)
+{
+    if (cfg->type != MC_MODEL_OLMO_HYBRID || cfg->layers[layer].family != MC_FAMILY_GDN || part < 0 || part > 2)
+        return 0;
+    const struct mc_gdn_config *g = &cfg->layers[layer].mixer.u.gdn;
+    char prefix[MC_STACK_NAME_LEN];
+    mc_stack_name_mixer_prefix(cfg, layer, prefix);
+    snprintf(out, MC_STACK_NAME_LEN + 32, "%s%c_proj.weight", prefix, "qkv"[part]);
+    *rows = part < 2 ? g->num_key_heads * g->key_head_dim : g->num_value_heads * g->value_head_dim;
+    return 1;
 }
 
 void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
@@ -1689,6 +1791,15 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
         else
             snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)cfg->layers[layer].hf_layer,
                      zamba2_parts[part & 3]);
+        return;
+    }
+    static const char *const olmo_parts[] = {"post_attention_layernorm.weight", "mlp.gate_proj.weight",
+                                             "mlp.up_proj.weight", "mlp.down_proj.weight"};
+    static const char *const olmo_post_parts[] = {"post_feedforward_layernorm.weight", "mlp.gate_proj.weight",
+                                                  "mlp.up_proj.weight", "mlp.down_proj.weight"};
+    if (cfg->type == MC_MODEL_OLMO_HYBRID) { /* an attention layer's feed-forward norm is on the MLP's output */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 (cfg->layers[layer].post_norm ? olmo_post_parts : olmo_parts)[part & 3]);
         return;
     }
     static const char *const qwen3_next_moe_parts[] = {"post_attention_layernorm.weight", "mlp.shared_expert.gate_proj.weight",
@@ -1742,7 +1853,8 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
                  ? "model.final_layernorm.weight"
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
-                       cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE
+                       cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
+                       cfg->type == MC_MODEL_OLMO_HYBRID
                    ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }

@@ -59,6 +59,11 @@ enum mc_model_type {
                                   SwiGLU MLP (intermediate_size as given) on the first num_dense_layers layers and on
                                   the others a sigmoid-scored top-k MoE of SwiGLU experts (MC_ROUTER_SIGMOID_BIAS), no
                                   dense MLP beside it */
+    MC_MODEL_OLMO_HYBRID = 16, /* OlmoHybridForCausalLM: Gated DeltaNet layers (separate q/k/v/a/b/g projections, beta
+                                  2 sigmoid(b) with linear_allow_neg_eigval, the gated norm's eps 1e-5) as pre-norm
+                                  layers, and attention layers (q_norm / k_norm over the whole projection, RoPE or NoPE)
+                                  as post-norm layers (struct mc_stack_layer.post_norm); the SwiGLU MLP on every layer,
+                                  RMSNorms multiplying by their weight in float32 */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -142,6 +147,10 @@ struct mc_stack_layer {
     int32_t parallel;              /* 0: a layer of its own; 1: the first slot of a parallel pair; 2: the second */
     double in_multiplier;          /* the mixer reads its block norm times this (rounded to T); parallel slots only */
     double out_multiplier;         /* its output times this (rounded to T) before the sum; parallel slots only */
+    /* OLMo-Hybrid's attention layers (Olmo3DecoderLayer): the block norm normalises the mixer's output (h + norm(mixer
+     * (h)), post_attention_layernorm) and the feed-forward norm the MLP's output (h + norm(mlp(h)),
+     * post_feedforward_layernorm); the mixer and the MLP read the residual as it is */
+    int32_t post_norm;
 };
 
 struct mc_stack_config {
@@ -231,6 +240,10 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
  * [D][D], 1 and 2 the MLP adapter's [r][D] and [2F][r], 3..8 the q, k and v adapters' [r][2D] and [2D][r]. */
 void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int64_t app, int part,
                           char out[MC_STACK_NAME_LEN]);
+/* OLMo-Hybrid's Gated DeltaNet layer `layer`: the family's in_proj_qkv.weight [C][D] is its q_proj, k_proj and
+ * v_proj stacked; part 0, 1, 2 names them into out with their rows. 0 (nothing written) for any other layer. */
+int mc_stack_olmo_qkv_part(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN + 32],
+                           int64_t *rows);
 /* The width of entry `layer`'s mixer input: hidden, or 2 hidden for a Zamba2 application (cat(h, e)). */
 int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer);
 /* The Zamba types (zamba2, zamba): hybrid layers of a shared block's application and the layer's Mamba. */

@@ -139,6 +139,14 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
         int ns = mc_family_weight_specs(&cfg->layers[l].mixer, specs);
         for (int i = 0; i < ns; i++) {
             char full[MC_STACK_NAME_LEN + 32];
+            int64_t rows = 0;
+            if (strcmp(specs[i].name, "in_proj_qkv.weight") == 0 && mc_stack_olmo_qkv_part(cfg, l, 0, full, &rows)) {
+                for (int part = 0; part < 3; part++) { /* OLMo-Hybrid: q_proj, k_proj, v_proj */
+                    mc_stack_olmo_qkv_part(cfg, l, part, full, &rows);
+                    ADD(full, 2, rows, cfg->hidden, 0);
+                }
+                continue;
+            }
             mc_stack_name_mixer_param(cfg, l, specs[i].name, full);
             ADD(full, specs[i].ndim, specs[i].dims[0], specs[i].dims[1], specs[i].dims[2]);
         }
@@ -188,7 +196,7 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
 
 static enum mc_err_code read_weights(struct mc_h5_reader *r, struct mc_stack_golden *g)
 {
-    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 9)); /* norm, mixer, feed-forward, MoE */
+    int cap = (int)(4 + g->config.n_layers * (MC_FAMILY_MAX_WEIGHTS + 11)); /* norm, mixer, feed-forward, MoE */
     if (mc_stack_is_zamba(&g->config)) /* and the adapters of every application of a block under each copy */
         cap += (int)(g->config.n_layers * (g->config.n_apps + 1) * 8);
     char(*names)[MC_STACK_NAME_LEN + 32] = mc_calloc((size_t)cap, sizeof *names);

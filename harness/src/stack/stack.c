@@ -125,6 +125,34 @@ static double *fold_multipliers(const struct mc_stack_config *cfg, int64_t l, co
     return out;
 }
 
+/* ---- OLMo-Hybrid ---- */
+
+/* OLMo-Hybrid's Gated DeltaNet layer l: its q_proj, k_proj and v_proj stacked into the family's in_proj_qkv [C][D]
+ * (n = C D values; NULL when one is missing or out of memory). */
+static double *olmo_qkv_stack(const struct mc_stack_config *cfg, const struct mc_stack_golden *g, int64_t l, int64_t n)
+{
+    double *out = malloc((size_t)n * sizeof *out);
+    int64_t at = 0;
+    for (int part = 0; out != NULL && part < 3; part++) {
+        char name[MC_STACK_NAME_LEN + 32];
+        int64_t rows = 0;
+        mc_stack_olmo_qkv_part(cfg, l, part, name, &rows);
+        const struct mc_array *a = mc_stack_golden_weight(g, name);
+        int64_t k = rows * cfg->hidden;
+        if (a == NULL || mc_array_elems(a) != k || at + k > n) {
+            free(out);
+            return NULL;
+        }
+        memcpy(out + at, a->data, (size_t)k * sizeof *out);
+        at += k;
+    }
+    if (out != NULL && at != n) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_stack_golden *g, int64_t l,
                                            int32_t threads, struct mc_msg *msg)
 {
@@ -141,16 +169,28 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
     for (int i = 0; i < ns && st == MC_BACKEND_OK; i++) {
         mc_stack_name_mixer_param(s->cfg, l, specs[i].name, full);
         const struct mc_array *a = mc_stack_golden_weight(g, full);
-        int64_t n = a ? mc_array_elems(a) : 0;
-        bufs[i] = a ? malloc((size_t)n * esz + 1) : NULL;
+        double *stacked = NULL;
+        int64_t rows = 0;
+        if (strcmp(specs[i].name, "in_proj_qkv.weight") == 0 && mc_stack_olmo_qkv_part(s->cfg, l, 0, full, &rows)) {
+            /* OLMo-Hybrid: the family's in_proj_qkv is q_proj, k_proj and v_proj stacked */
+            stacked = olmo_qkv_stack(s->cfg, g, l, specs[i].dims[0] * specs[i].dims[1]);
+            if (stacked == NULL) {
+                st = MC_BACKEND_NOMEM;
+                break;
+            }
+            a = NULL;
+        }
+        int64_t n = a ? mc_array_elems(a) : stacked ? specs[i].dims[0] * specs[i].dims[1] : 0;
+        bufs[i] = a || stacked ? malloc((size_t)n * esz + 1) : NULL;
         if (bufs[i] == NULL) {
+            free(stacked);
             st = MC_BACKEND_NOMEM;
             break;
         }
         /* FalconH1: the multipliers on in_proj's / k_proj's output rows folded into those rows */
         int fold = s->cfg->type == MC_MODEL_FALCON_H1 && fold_rows(s->cfg, l, specs[i].name) > 0;
         double *folded = fold ? fold_multipliers(s->cfg, l, specs[i].name, a->data, n) : NULL;
-        const double *src = folded != NULL ? folded : a->data;
+        const double *src = stacked != NULL ? stacked : folded != NULL ? folded : a->data;
         if (fold && folded == NULL) {
             st = MC_BACKEND_NOMEM;
             break;
@@ -178,6 +218,7 @@ static enum mc_backend_status create_layer(struct mc_stack *s, const struct mc_s
         }
         free(folded);
         free(deint);
+        free(stacked);
         w[i] = (struct mc_weight){.name = specs[i].name, .ndim = specs[i].ndim, .data = bufs[i]};
         memcpy(w[i].dims, specs[i].dims, sizeof w[i].dims);
     }
@@ -740,6 +781,11 @@ void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *
         free(c);
         return;
     }
+    if (s->cfg->layers[layer].post_norm) { /* OLMo-Hybrid's attention layer: its mixer reads the residual in T */
+        for (int64_t i = 0; i < rows * s->D; i++)
+            x[i] = store(s, h[i]);
+        return;
+    }
     block_norm(s, s->norm + layer * s->D, h, rows, x);
 }
 
@@ -1116,7 +1162,14 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     double *a = malloc((size_t)(F > Fe + D ? F : Fe + D) * sizeof *a); /* the MLP's [F], or the MoE's [Fe + D] */
     if (a == NULL)
         return MC_BACKEND_NOMEM;
-    block_norm(s, s->ffn_norm + l * D, h, rows, x);
+    /* OLMo-Hybrid's attention layer: the norm on the MLP's output (on its input with the planted pre-norm order,
+     * nowhere with the planted skip) */
+    const int post = s->cfg->layers[l].post_norm && s->fault != MC_STACK_GLUE_POST_NORM_AS_PRE;
+    if (post)
+        for (int64_t i = 0; i < rows * D; i++)
+            x[i] = store(s, h[i]);
+    else
+        block_norm(s, s->ffn_norm + l * D, h, rows, x);
     if (s->fault == MC_STACK_GLUE_LFM2MOE_DENSE_SHIFTED && lfm2moe_last_dense(s->cfg, l)) {
         moe_sigmoid_bias(s, l + 1, rows, x, y, a); /* the first MoE layer's router and experts, not this MLP */
         residual_add(s, h, y, (size_t)(rows * D));
@@ -1185,6 +1238,10 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
         }
         free(a);
         return MC_BACKEND_OK;
+    }
+    if (post && s->fault != MC_STACK_GLUE_FFN_POST_NORM_SKIPPED) { /* h + post_feedforward_layernorm(mlp(h)) */
+        block_norm(s, s->ffn_norm + l * D, y, rows, x);
+        memcpy(y, x, (size_t)(rows * D) * sizeof *y);
     }
     residual_add(s, h, y, (size_t)(rows * D));
     free(a);
@@ -1257,6 +1314,33 @@ static enum mc_backend_status parallel_step(struct mc_stack *s, int64_t l, struc
     return st;
 }
 
+/* OLMo-Hybrid's attention layer l (struct mc_stack_layer.post_norm, Olmo3DecoderLayer): the mixer on the residual
+ * in T, h + post_attention_layernorm(mixer(h)) (the norm dropped with MC_STACK_GLUE_BLOCK_NORM_SKIPPED at l), then
+ * h + post_feedforward_layernorm(mlp(h)) (feed_forward). */
+static enum mc_backend_status post_norm_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B,
+                                             int64_t L, double *h, const double *hn, const uint8_t *mask,
+                                             const struct mc_stack_packed *pk, double *x, double *y, struct mc_msg *msg)
+{
+    size_t n = (size_t)(B * L * s->D);
+    const int pre = s->fault == MC_STACK_GLUE_POST_NORM_AS_PRE; /* the planted fault: Llama's order */
+    if (pre)
+        block_norm(s, s->norm + l * s->D, hn, B * L, x);
+    else
+        for (size_t i = 0; i < n; i++)
+            x[i] = store(s, hn[i]);
+    enum mc_backend_status st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
+    if (st != MC_BACKEND_OK)
+        return st;
+    if (!pre && !(s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)) {
+        block_norm(s, s->norm + l * s->D, y, B * L, x);
+        memcpy(y, x, n * sizeof *y);
+    }
+    residual_add(s, h, y, n);
+    if (has_ffn(s->cfg, l) && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)
+        snprintf(msg->text, sizeof msg->text, "out of memory in layer %lld's feed-forward", (long long)l);
+    return st;
+}
+
 static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct mc_cache *cache, int64_t B, int64_t L,
                                          double *h, const uint8_t *mask, const struct mc_stack_packed *pk, double *x,
                                          double *y, const double *hn, double *held, struct mc_msg *msg)
@@ -1266,6 +1350,8 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
         return parallel_step(s, l, cache, B, L, h, mask, pk, x, y, held, msg);
     if (hn == NULL)
         hn = h; /* the block norm's input: the residual, or (Zamba2's hybrid Mamba2) h + T */
+    if (s->cfg->layers[l].post_norm) /* OLMo-Hybrid's attention layer: h + norm(mixer(h)) */
+        return post_norm_step(s, l, cache, B, L, h, hn, mask, pk, x, y, msg);
     if (mc_stack_layer_has_mixer(s->cfg, l)) { /* else the layer is its feed-forward alone (Nemotron-H's - and E) */
         if (s->fault == MC_STACK_GLUE_BLOCK_NORM_SKIPPED && l == s->fault_layer)
             for (int64_t i = 0; i < B * L * s->D; i++)

@@ -86,6 +86,12 @@ enum mc_stack_glue_fault {
                                                   layer's router and experts) instead of its MLP */
     MC_STACK_GLUE_LFM2MOE_EXPERT_BIAS_DROPPED, /* the experts chosen on the plain sigmoid scores: expert_bias not
                                                   added (use_expert_bias read as false, or the buffer not loaded) */
+    /* the glue of OLMo-Hybrid (post-norm attention layers): */
+    MC_STACK_GLUE_POST_NORM_AS_PRE,            /* every post-norm layer run as a pre-norm one: the mixer reads
+                                                  post_attention_layernorm(h), the MLP post_feedforward_layernorm(h),
+                                                  their outputs added as they are (Llama's order, not Olmo3's) */
+    MC_STACK_GLUE_FFN_POST_NORM_SKIPPED,       /* a post-norm layer's MLP output added without
+                                                  post_feedforward_layernorm */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 

@@ -1171,6 +1171,10 @@ static void mixer_input_f64(const struct sess *s, int64_t l, const double *h, in
     char nm[MC_STACK_NAME_LEN];
     mc_stack_name_layer_norm(cfg, l, nm);
     const double *w = mc_stack_golden_weight(s->g, nm)->data;
+    if (cfg->layers[l].post_norm) { /* OLMo-Hybrid's attention layer: the mixer reads the residual itself */
+        memcpy(x, h, (size_t)(rows * s->D) * sizeof *x);
+        return;
+    }
     if (!cfg->layers[l].shared) {
         norm_f64(w, h, rows, s->D, cfg->norm_eps, cfg->zero_centred, x);
         return;
@@ -1474,9 +1478,17 @@ static void localise(struct sess *s)
     int64_t t_ffn = -1;
     const struct mc_stack_layer *Z = &cfg->layers[l];
     if (mixer_ok && other_ok && !layer_ok && cfg->ffn_size > 0 && !mc_stack_is_zamba(cfg)) {
-        for (int64_t i = 0; i < N; i++)
-            x[i] = other >= 0 ? h_in[i] + cfg->layers[l].out_multiplier * dm[i] + cfg->layers[other].out_multiplier * dm2[i]
-                              : h_in[i] + cfg->residual_multiplier * dm[i];
+        if (Z->post_norm) { /* OLMo-Hybrid's attention layer: hidden + post_attention_layernorm(mixer output) */
+            char nm[MC_STACK_NAME_LEN];
+            mc_stack_name_layer_norm(cfg, l, nm);
+            norm_f64(mc_stack_golden_weight(s->g, nm)->data, dm, s->B * s->L, s->D, cfg->norm_eps, 0, x);
+            for (int64_t i = 0; i < N; i++)
+                x[i] += h_in[i];
+        } else
+            for (int64_t i = 0; i < N; i++)
+                x[i] = other >= 0 ? h_in[i] + cfg->layers[l].out_multiplier * dm[i] +
+                                        cfg->layers[other].out_multiplier * dm2[i]
+                                  : h_in[i] + cfg->residual_multiplier * dm[i];
         if (mc_stack_ffn_forward(s->st, l, s->B * s->L, x, ym, &msg) == MC_BACKEND_OK)
             ffn_ok = within(s, ym, h_next, &t_ffn);
     }
