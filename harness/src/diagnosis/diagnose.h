@@ -176,6 +176,8 @@ struct mc_diagnosis {
     char facts[512];     /* what the facts establish, in words: paths, tensors, first token, error scale */
     char experiments[1400]; /* the experiments run and what they showed, "; "-separated ("" none) */
     char errors[720];    /* MC_DIAG_ERRORS: the errors, "; "-separated */
+    char rounding[400];  /* the failures fit a 16-bit intermediate of one path (decode, a continued forward): said
+                            beside the classes, never a verdict of its own ("" none) */
 };
 
 /* Three-valued result of one condition on the facts. */
