@@ -977,6 +977,40 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
     }
 }
 
+/* The chosen experts of one normed row xr [D] added into yr [D] in increasing expert index (index_add_ over
+ * expert_hit): yr += w_j · down_j(silu(gate_j xr) · up_j xr), every product and sum rounded to T as upstream's
+ * SwiGLU experts do; gu [E][2 Fe][D] (gate rows, then up rows), dn [E][D][Fe], the k picks and their weights w,
+ * a [Fe] scratch. */
+static void experts_add(const struct mc_stack *s, const double *gu, const double *dn, int64_t E, int64_t K,
+                        int64_t Fe, const int64_t *pick, const double *w, const double *xr, double *a, double *yr)
+{
+    const int64_t D = s->D;
+    for (int64_t k = 0; k < E; k++) {
+        int64_t j = 0;
+        while (j < K && pick[j] != k)
+            j++;
+        if (j == K)
+            continue;
+        const double *g0 = gu + k * 2 * Fe * D, *u0 = g0 + Fe * D, *d0 = dn + k * D * Fe;
+        for (int64_t f = 0; f < Fe; f++) {
+            double g = 0.0, u = 0.0;
+            for (int64_t d = 0; d < D; d++) {
+                g += g0[f * D + d] * xr[d];
+                u += u0[f * D + d] * xr[d];
+            }
+            g = store(s, g);
+            u = store(s, u);
+            a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+        }
+        for (int64_t d = 0; d < D; d++) {
+            double acc = 0.0;
+            for (int64_t f = 0; f < Fe; f++)
+                acc += d0[d * Fe + f] * a[f];
+            yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
+        }
+    }
+}
+
 /* LFM2-MoE's MoE (MC_ROUTER_SIGMOID_BIAS, Lfm2MoeSparseMoeBlock) on normed rows x [rows][D] into y [rows][D] (the
  * layer's feed-forward output: the block alone, from zero): the router's logits F.linear in T and their sigmoid in T;
  * the choice the k largest of the float32 sums score + expert_bias (the float32 buffer; without use_expert_bias the
@@ -1018,30 +1052,7 @@ static void moe_sigmoid_bias(const struct mc_stack *s, int64_t src, int64_t rows
             double v = renorm ? store(s, w[j] / den) : w[j];
             w[j] = store(s, v * e->routed_scaling); /* routing_weights * routed_scaling_factor, in T */
         }
-        for (int64_t k = 0; k < E; k++) { /* index_add_ over expert_hit: increasing expert index */
-            int64_t j = 0;
-            while (j < K && pick[j] != k)
-                j++;
-            if (j == K)
-                continue;
-            const double *g0 = gu + k * 2 * Fe * D, *u0 = g0 + Fe * D, *d0 = dn + k * D * Fe;
-            for (int64_t f = 0; f < Fe; f++) {
-                double g = 0.0, u = 0.0;
-                for (int64_t d = 0; d < D; d++) {
-                    g += g0[f * D + d] * xr[d];
-                    u += u0[f * D + d] * xr[d];
-                }
-                g = store(s, g);
-                u = store(s, u);
-                a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
-            }
-            for (int64_t d = 0; d < D; d++) {
-                double acc = 0.0;
-                for (int64_t f = 0; f < Fe; f++)
-                    acc += d0[d * Fe + f] * a[f];
-                yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
-            }
-        }
+        experts_add(s, gu, dn, E, K, Fe, pick, w, xr, a, yr); /* index_add_ over expert_hit */
     }
 }
 
@@ -1110,30 +1121,7 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
         for (int64_t j = 0; j < K; j++)
             w[j] = store(s, compute(s, renorm ? w[j] / sel : w[j]));
         /* index_add_ in increasing expert index: the experts of this row in that order */
-        for (int64_t k = 0; k < E; k++) {
-            int64_t j = 0;
-            while (j < K && pick[j] != k)
-                j++;
-            if (j == K)
-                continue;
-            const double *g0 = gu + k * 2 * Fe * D, *u0 = g0 + Fe * D, *d0 = dn + k * D * Fe;
-            for (int64_t f = 0; f < Fe; f++) {
-                double g = 0.0, u = 0.0;
-                for (int64_t d = 0; d < D; d++) {
-                    g += g0[f * D + d] * xr[d];
-                    u += u0[f * D + d] * xr[d];
-                }
-                g = store(s, g);
-                u = store(s, u);
-                a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
-            }
-            for (int64_t d = 0; d < D; d++) {
-                double acc = 0.0;
-                for (int64_t f = 0; f < Fe; f++)
-                    acc += d0[d * Fe + f] * a[f];
-                yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
-            }
-        }
+        experts_add(s, gu, dn, E, K, Fe, pick, w, xr, a, yr);
         if (gated) { /* expert_output + sigmoid(shared_expert_gate(x)) * shared_expert(x), each step in T */
             const double *gw = s->sgate[l];
             double gl = 0.0;
