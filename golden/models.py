@@ -286,3 +286,20 @@ def attention_specs():
 # ---------------------------------------------------------------------------------------------------
 
 ATTENTION_FAMILY = mixers.Family(make_golden=attention_make_golden, selftest=attention_selftest)
+
+
+def greedy(forward, ids, mask, steps):
+    """Greedy generation through a stack's cache: `forward(ids, mask, caches=None)` returns (logits [B, L, V], _,
+    caches, _, _); the prefill of ids, then `steps` tokens, each the argmax of the last logits fed alone (no
+    mask: no pads after the prefill). Returns (tokens [B, G], the logits each was taken of [B, G, V])."""
+    logits, _, caches, _, _ = forward(ids, mask)
+    step_logits = logits[:, -1]
+    tokens, all_logits = [], []
+    for g in range(steps):
+        tok = np.argmax(step_logits, axis=-1)
+        tokens.append(tok)
+        all_logits.append(step_logits)
+        if g + 1 < steps:
+            out, _, caches, _, _ = forward(tok[:, None], None, caches)
+            step_logits = out[:, 0]
+    return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)

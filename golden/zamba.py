@@ -261,17 +261,8 @@ class Zamba2Stack:
         return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
 
     def greedy(self, ids, mask, steps):
-        logits, _, caches, _, _ = self.forward(ids, mask)
-        step_logits = logits[:, -1]
-        tokens, all_logits = [], []
-        for g in range(steps):
-            tok = np.argmax(step_logits, axis=-1)
-            tokens.append(tok)
-            all_logits.append(step_logits)
-            if g + 1 < steps:
-                out, _, caches, _, _ = self.forward(tok[:, None], None, caches)
-                step_logits = out[:, 0]
-        return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
+        """Prefill, then `steps` greedy tokens through the cache: (tokens [B, G], logits [B, G, V])."""
+        return M.greedy(self.forward, ids, mask, steps)
 
 
 def fill_tied(cfg, w):
