@@ -479,4 +479,5 @@ M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "hea
                "attn_output_gate", "attention_bias")
 M_ATTR_FLOATS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
 # the appended options (models.py ATTENTION_OPTION_ATTRS): absent from a golden reads as 0
-M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64))
+M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64), ("kv_lora_rank", np.int64),
+                  ("q_lora_rank", np.int64), ("qk_rope_head_dim", np.int64), ("v_head_dim", np.int64))

@@ -504,6 +504,9 @@ class HFAttention(_HF):
 
     def build(self, c):
         gate, norm, bias = c["attn_output_gate"], c["qk_norm"], c["attention_bias"]
+        if c.get("kv_lora_rank"):   # MLA (KimiLinearAttention): not bridged yet
+            raise Unsupported("the MLA option (kv_lora_rank=%d) is not bridged to a transformers attention class"
+                              % c["kv_lora_rank"])
         if c.get("no_rope") or c.get("softmax_scale"):   # GraniteMoeHybridAttention's options: not bridged yet
             raise Unsupported("the attention options no_rope=%d / softmax_scale=%g are not bridged to a transformers "
                               "attention class" % (c.get("no_rope", 0), c.get("softmax_scale", 0.0)))
