@@ -582,6 +582,14 @@ def normalise(cfg):
         old = {"mamba": "linear_attention", "attention": "full_attention"}   # what the 5.24 config converts
         if cfg.get("layer_types") is not None:
             cfg["layer_types"] = [old.get(t, t) for t in cfg["layer_types"]]
+    if cfg["model_type"] == "kimi_linear":   # KimiLinearConfig.attribute_map: the names 5.24 writes, read as its fields
+        for old, new in (("model_max_length", "max_position_embeddings"), ("moe_renormalize", "norm_topk_prob"),
+                         ("num_expert_group", "n_group"), ("num_experts", "num_local_experts"),
+                         ("num_experts_per_token", "num_experts_per_tok"), ("num_shared_experts", "n_shared_experts")):
+            if old in cfg:
+                cfg[new] = cfg.pop(old)
+        if cfg.get("num_key_value_heads") is None:
+            cfg["num_key_value_heads"] = cfg["num_attention_heads"]
     if cfg["model_type"] == "nemotron_h":   # NemotronHConfig.__post_init__: the mamba_* aliases, the pattern
         for old, new in (("mamba_n_groups", "n_groups"), ("mamba_d_conv", "conv_kernel"), ("mamba_expand", "expand"),
                          ("mamba_dt_min", "time_step_min"), ("mamba_dt_max", "time_step_max"),
