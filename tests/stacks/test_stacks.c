@@ -42,6 +42,8 @@ static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     if (f == MC_FAMILY_MAMBA1)
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
+    if (f == MC_FAMILY_KDA) /* Kimi-Linear's linear attention layers */
+        return cpu ? mc_cpu_kda_ops() : mc_reference_kda_ops();
     return cpu ? mc_cpu_mamba2_ops() : mc_reference_mamba2_ops();
 }
 
@@ -87,7 +89,8 @@ static void test_models_pass(void **state)
                                         "cases/models/jamba.yaml", "cases/models/nemotron_h.yaml",
                                         "cases/models/zamba2.yaml",
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
-                                        "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml"};
+                                        "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
+                                        "cases/models/kimi_linear.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -274,6 +277,18 @@ static const struct glue GLUE[] = {
       "glue around the shared block (the concat with the original embeddings"}},
     {"cases/models/zamba.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
      {"first diverging layer 0 of 7 (layer 0's mamba1 mixer on 'cpu')", "glue around the mixer"}},
+    /* Kimi-Linear (KDA 0, 2, 4, MLA 1, 3; the dense MLP at 0, 1, the MoE + shared experts at 2, 3, 4): its MoE's
+     * shared experts, group ranking and routed scaling, the order its expert outputs are summed in, a block norm */
+    {"cases/models/kimi_linear.yaml", "glue.kimi-shared-dropped", MC_STACK_GLUE_KIMI_SHARED_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 5 (kda mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/kimi_linear.yaml", "glue.kimi-group-max-only", MC_STACK_GLUE_KIMI_GROUP_MAX_ONLY, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 5 (kda mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/kimi_linear.yaml", "glue.kimi-scaling-dropped", MC_STACK_GLUE_KIMI_SCALING_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 5 (kda mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/kimi_linear.yaml", "glue.kimi-experts-summed-fp32", MC_STACK_GLUE_KIMI_EXPERTS_SUMMED_FP32, 0, 1,
+     MC_DTYPE_BF16, {NULL}},
+    {"cases/models/kimi_linear.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 5 (attention mixer on 'cpu')", "glue around the mixer"}},
 };
 
 static void test_glue_mutants(void **state)

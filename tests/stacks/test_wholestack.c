@@ -105,6 +105,8 @@ static const struct mc_backend_ops *layer_ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     case MC_FAMILY_MAMBA1:
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
+    case MC_FAMILY_KDA: /* Kimi-Linear's linear attention layers */
+        return cpu ? mc_cpu_kda_ops() : mc_reference_kda_ops();
     case MC_STACK_NO_MIXER: /* a feed-forward block runs on no backend */
         return NULL;
     default:
@@ -404,7 +406,7 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/nemotron_h.yaml", "cases/models/zamba2.yaml",
                                           "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                           "cases/models/falcon_h1.yaml",
-                                          "cases/models/zamba.yaml"};
+                                          "cases/models/zamba.yaml", "cases/models/kimi_linear.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else
