@@ -32,6 +32,7 @@ LAYER["qwen3_next"] = (1, "gdn")
 LAYER["qwen3_5_moe_text"] = (1, "attention")
 LAYER["falcon_h1"] = (3, "attention")   # slot 3: decoder layer 1's attention branch
 LAYER["zamba"] = (3, "mamba1")   # zamba layer 3: a hybrid layer's Mamba1, on norm(h + T)
+LAYER["kimi_linear"] = (1, "attention")   # kimi_linear layer 1: MLA (the attention family's MLA option)
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -84,7 +85,8 @@ def main():
                                     "qwen3_next": "models-qwen3_next.yaml",
                                     "qwen3_5_moe_text": "models-qwen3_5_moe.yaml",
                                     "falcon_h1": "models-falcon_h1.yaml",
-                                    "zamba": "models-zamba.yaml"}.get(spec.model_type,
+                                    "zamba": "models-zamba.yaml",
+                                    "kimi_linear": "models-kimi_linear.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,
