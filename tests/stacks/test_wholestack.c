@@ -636,7 +636,7 @@ static void run_models(const char *backend, struct mc_run_report *rep)
     struct mc_error err = {0};
     const struct mc_backend_ops *const builtins[] = {
         mc_reference_mamba2_ops(), mc_reference_mamba1_ops(), mc_reference_gdn_ops(), mc_reference_shortconv_ops(),
-        mc_reference_attention_ops(), &PORT_EXACT, &PORT_FINAL_NORM};
+        mc_reference_attention_ops(), mc_reference_kda_ops(), &PORT_EXACT, &PORT_FINAL_NORM};
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (mc_registry_add(reg, builtins[i], "test", &err) != MC_ERR_NONE)
             fail_msg("%s", err.msg);
