@@ -42,6 +42,7 @@ MODEL_SPECS["falcon_h1"] = "falcon_h1"
 MODEL_SPECS["zamba"] = "zamba"
 MODEL_SPECS["lfm2_moe"] = "lfm2_moe"
 MODEL_SPECS["olmo_hybrid"] = "olmo_hybrid"
+MODEL_SPECS["kimi_linear"] = "kimi_linear"
 
 
 def _config(model_type, rng):
@@ -167,6 +168,24 @@ def _config(model_type, rng):
                    linear_allow_neg_eigval=bool(rng.uniform() < 0.8), attention_bias=bool(rng.uniform() < 0.3),
                    rope_parameters={"rope_type": "default", "rope_theta": float(rng.choice([1e4, 5e5]))},
                    max_position_embeddings=64)
+    elif model_type == "kimi_linear":
+        # KDA and MLA layers (one of each at least), 2 or 4 KDA heads of 8 or 16; the MLA latent of rank 8 or 16, a
+        # query latent (q_lora_rank 8) or q_proj; dense and sparse MLP layers (first_k_dense_replace 1 or 2 of them
+        # dense), 4 or 8 SwiGLU experts in 1 or 2 groups, top-1 or top-2, norm_topk_prob on or off,
+        # routed_scaling_factor 1 .. 3 (Kimi-Linear-48B: 2.446), 1 or 2 shared experts
+        kinds = ["linear_attention", "full_attention"] + [str(rng.choice(["linear_attention", "full_attention"]))
+                                                          for _ in range(n - 2)]
+        rng.shuffle(kinds)
+        G = int(rng.choice([1, 2]))
+        k_dense = int(rng.integers(1, min(2, len(kinds) - 1) + 1))
+        cfg.update(num_hidden_layers=len(kinds), layer_types=kinds, mlp_layer_types=None, first_k_dense_replace=k_dense,
+                   linear_num_heads=int(rng.choice([2, 4])), linear_head_dim=int(rng.choice([8, 16])),
+                   kv_lora_rank=int(rng.choice([8, 16])), q_lora_rank=None if rng.uniform() < 0.6 else 8,
+                   num_local_experts=int(rng.choice([4, 8])), n_group=G, topk_group=int(rng.integers(1, G + 1)),
+                   num_experts_per_tok=int(rng.integers(1, 3)), norm_topk_prob=bool(rng.uniform() < 0.7),
+                   routed_scaling_factor=float(rng.uniform(1.0, 3.0)), n_shared_experts=int(rng.choice([1, 2])))
+        if cfg["num_local_experts"] // G < 2:
+            cfg["n_group"] = cfg["topk_group"] = 1
     if model_type == "falcon_h1":
         # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
         # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,
@@ -181,7 +200,7 @@ def _config(model_type, rng):
                    ssm_multipliers=[u(0.15, 1.0) for _ in range(5)], ssm_in_multiplier=u(0.5, 1.5),
                    ssm_out_multiplier=u(0.2, 1.2), max_position_embeddings=64)
     if model_type in ("lfm2", "bamba", "qwen3_5_text", "granitemoehybrid", "jamba", "nemotron_h", "zamba2", "qwen3_next",
-                      "qwen3_5_moe_text", "zamba", "lfm2_moe"):
+                      "qwen3_5_moe_text", "zamba", "lfm2_moe", "kimi_linear"):
         cfg["max_position_embeddings"] = 64   # the KV cache: prompt and greedy steps fit
     return cfg
 

@@ -179,6 +179,43 @@ def merge_expert_lists(folder, w, n_experts, module="feed_forward"):
         w[pre + ".experts.down_proj"] = parts["down_proj"]
 
 
+def kimi_released_layout(folder, w, n_experts):
+    """Kimi-Linear's released layout, the one save_pretrained writes back (the "kimi_linear" conversion mapping of
+    transformers 5.24): the forget gate's f_a_proj / f_b_proj / dt_bias / A_log directly under self_attn., three
+    convolutions q_conv1d / k_conv1d / v_conv1d [C/3, 1, K] (stacked in that order into conv1d), the feed-forward
+    module block_sparse_moe. (mlp. in the state_dict), its experts one module each as experts.<e>.w1 (gate) /
+    w3 (up) / w2 (down) (merged into experts.gate_up_proj [E, 2F, D], gate rows first, and experts.down_proj
+    [E, D, F]). The same, in place; a tensor present in both layouts, or a layer missing an expert, is refused."""
+    def put(k, v):
+        if k in w:
+            raise ValueError(f"{folder}: {k} given in both layouts")
+        w[k] = v
+    for k in [k for k in w if ".block_sparse_moe." in k]:
+        put(k.replace(".block_sparse_moe.", ".mlp."), w.pop(k))
+    for part in ("f_a_proj.weight", "f_b_proj.weight", "dt_bias", "A_log"):
+        for k in [k for k in w if k.endswith(".self_attn." + part)]:
+            put(k[:-len(part)] + "forget_gate." + part, w.pop(k))
+    for k in [k for k in w if k.endswith(".self_attn.q_conv1d.weight")]:
+        pre = k[:-len("q_conv1d.weight")]
+        names = [pre + c + "_conv1d.weight" for c in "qkv"]
+        if any(n not in w for n in names):
+            raise ValueError(f"{folder}: {pre}: q_conv1d, k_conv1d and v_conv1d must all be given")
+        put(pre + "conv1d.weight", np.concatenate([w.pop(n) for n in names], axis=0))
+    layers = sorted({k.split(".experts.")[0] for k in w if ".mlp.experts." in k and k.endswith(".weight")
+                     and k.split(".experts.")[1][0].isdigit()})
+    for pre in layers:
+        parts = {}
+        for part in ("w1", "w3", "w2"):
+            names = [f"{pre}.experts.{e}.{part}.weight" for e in range(n_experts)]
+            gone = [n for n in names if n not in w]
+            if gone:
+                raise ValueError(f"{folder}: {pre}: {len(gone)} of {n_experts} experts' {part}.weight missing "
+                                 f"(first {gone[0]})")
+            parts[part] = np.stack([w.pop(n) for n in names])
+        put(pre + ".experts.gate_up_proj", np.concatenate([parts["w1"], parts["w3"]], axis=1))
+        put(pre + ".experts.down_proj", parts["w2"])
+
+
 def merge_nemotron_experts(folder, w, n_experts):
     """Nemotron-H's released checkpoints store each expert as its own module (mixer.experts.<e>.up_proj.weight
     [Fe, D], mixer.experts.<e>.down_proj.weight [D, Fe]) under `backbone.`; its conversion mapping ("nemotron_h":
@@ -277,6 +314,8 @@ def load_checkpoint(folder, semantics=None):
         merge_nemotron_experts(folder, w, cfg["n_routed_experts"])
     if mt == "lfm2_moe":   # one Lfm2MoeMLP per expert in the released layout
         merge_lfm2_moe_experts(folder, w, cfg["num_experts"])
+    if mt == "kimi_linear":   # the released layout save_pretrained writes (transformers' "kimi_linear" mapping)
+        kimi_released_layout(folder, w, cfg["num_local_experts"])
     if mt in ("qwen3_next", "qwen3_5_moe_text"):   # one module per expert, as Jamba's; the multi-token prediction weights (mtp.*), which
         # Qwen3NextForCausalLM ignores on load (_keys_to_ignore_on_load_unexpected), dropped
         for k in [k for k in w if k.startswith("mtp.")]:
@@ -355,6 +394,12 @@ def _write_layer_golden(kind, family, mcfg, fw, x, ids, mask, layer, out, name):
         config["qk_norm"] = mcfg["qk_norm"]
         # the options appended to the family (GraniteMoeHybrid's NoPE and score scale), stored when set
         config.update({k: t(mcfg[k]) for k, t in M_ATTR_OPTIONS if mcfg.get(k)})
+    _write_golden_file(family, config, fw, x32, mask, y, windows, states, ids, layer, out, name)
+
+
+def _write_golden_file(family, config, fw, x32, mask, y, windows, states, ids, layer, out, name):
+    """A layer golden of `family` on disk: its weights fw and input x32 as stored, the oracle's output y and the
+    caches after every position (windows, states; states None for a family without one), its configuration."""
     tensors = {"weights/" + k: v for k, v in fw.items()}
     tensors["inputs/hidden_states"] = x32
     tensors["inputs/attention_mask"] = mask
@@ -365,10 +410,39 @@ def _write_layer_golden(kind, family, mcfg, fw, x, ids, mask, layer, out, name):
         tensors["expected/recurrent_state"] = states
     spec = mixers.GoldenSpec(name=name, family=family, description=f"layer {layer} of the checkpoint {name}",
                              config={}, batch=ids.shape[0], length=ids.shape[1], seed=0)
-    g = mixers.Golden(config, tensors, [])
     tmp = out + ".tmp"
-    goldens.write(spec, g, tmp)
+    goldens.write(spec, mixers.Golden(config, tensors, []), tmp)
     os.replace(tmp, out)
+
+
+def kimi_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """Kimi-Linear's layer golden: layer `layer`'s KDA or MLA (the attention family's MLA option) on its input norm
+    of the oracle's residual stream (golden/kimi.py)."""
+    import linear
+    kind = S.kimi.kinds(cfg)[layer]
+    fam = "kda" if kind == "kda" else "attention"
+    if fam != family:
+        raise ValueError(f"layer {layer} is a {fam} layer, not {family}")
+    st = S.kimi.KimiStack(cfg, weights)
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    x = S.kimi.rmsnorm(hidden[layer], st.w[f"model.layers.{layer}.input_layernorm.weight"], st.eps)
+    pre = f"model.layers.{layer}.self_attn."
+    fw = {k[len(pre):]: v.astype(np.float32) for k, v in weights.items() if k.startswith(pre)}
+    w64 = {k: v.astype(np.float64) for k, v in fw.items()}
+    x32 = x.astype(np.float32)
+    if fam == "kda":
+        mcfg = st.kcfg
+        y, windows, states = linear.kda_forward(mcfg, w64, x32.astype(np.float64), mask)
+        config = {k: np.int64(mcfg[k]) for k in linear.KDA_INT_ATTRS}
+        config["rms_norm_eps"] = np.float64(mcfg["rms_norm_eps"])
+    else:
+        mcfg = dict(st.acfg, cache_length=ids.shape[1])   # the golden's KV cache: its prompt
+        y, windows, states = S.M.mla_forward(mcfg, w64, x32.astype(np.float64), mask)
+        config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
+        config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
+        config["qk_norm"] = mcfg["qk_norm"]
+        config.update({k: t(mcfg[k]) for k, t in M_ATTR_OPTIONS if mcfg.get(k)})
+    _write_golden_file(family, config, fw, x32, mask, y, windows, states, ids, layer, out, name)
 
 
 def zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
@@ -394,6 +468,8 @@ def zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
 
 def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
+    if cfg["model_type"] == "kimi_linear":
+        return kimi_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     if cfg["model_type"] in ("zamba2", "zamba"):
         return zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     olmo = cfg["model_type"] == "olmo_hybrid"
@@ -463,6 +539,10 @@ def main(argv):
             # the attention layers' KV cache holds max_position_embeddings positions (mixcheck's cache_length):
             # only the prompt and its continuation are needed, and RoPE does not depend on it
             cfg["max_position_embeddings"] = min(cfg["max_position_embeddings"], L + args.greedy)
+        for key in ("max_position_embeddings", "model_max_length"):
+            if cfg["model_type"] == "kimi_linear" and key in cfg:
+                # Kimi-Linear's MLA cache likewise (its default 1048576 positions); its attention has no RoPE
+                cfg[key] = min(cfg[key], L + args.greedy)
         spec = S.ModelSpec(name=name, model_type=cfg["model_type"], description=f"checkpoint {name}", config=cfg,
                            batch=ids.shape[0], length=L, left_pad=tuple(int(L - m.sum()) for m in mask),
                            greedy=args.greedy, seed=0, positions=(L,))
@@ -486,4 +566,5 @@ M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "hea
                "attn_output_gate", "attention_bias")
 M_ATTR_FLOATS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
 # the appended options (models.py ATTENTION_OPTION_ATTRS): absent from a golden reads as 0
-M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64))
+M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64), ("kv_lora_rank", np.int64),
+                  ("q_lora_rank", np.int64), ("qk_rope_head_dim", np.int64), ("v_head_dim", np.int64))

@@ -450,6 +450,38 @@ INERT["olmo_hybrid"] = {
     "partial_rotary_factor": "OlmoHybridRotaryEmbedding rotates the whole head (it reads no partial_rotary_factor)",
 }
 
+# Kimi-Linear (KimiLinearConfig, transformers 5.24): the keys it writes are its attribute_map's names
+# (model_max_length, moe_renormalize, num_expert_group, num_experts, num_experts_per_token, num_shared_experts);
+# the field names are read as well (normalise)
+KIMI_LAYERS = ("linear_attention", "full_attention")
+HONOURED["kimi_linear"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "rms_norm_eps": _any,
+    "tie_word_embeddings": _any, "intermediate_size": _any, "moe_intermediate_size": _any,
+    "layer_types": lambda v: None if v is None or (isinstance(v, list) and v and all(x in KIMI_LAYERS for x in v))
+    else "must list the layers, each \"linear_attention\" or \"full_attention\"",
+    "mlp_layer_types": lambda v: None if v is None or (isinstance(v, list) and v and all(x in ("dense", "sparse")
+                                                                                       for x in v))
+    else "must list the layers, each \"dense\" or \"sparse\"",
+    "first_k_dense_replace": _any, "linear_attn_config": _any,
+    # KimiLinearDeltaAttention
+    "linear_num_heads": _any, "linear_head_dim": _any, "linear_conv_kernel_dim": _any, "hidden_act": _one_of("silu"),
+    # KimiLinearAttention (MLA without positional embedding)
+    "num_attention_heads": _any, "num_key_value_heads": _any, "kv_lora_rank": _any, "q_lora_rank": _any,
+    "qk_rope_head_dim": _any, "qk_nope_head_dim": _any, "v_head_dim": _any, "attention_bias": _any,
+    "model_max_length": _any, "max_position_embeddings": _any,
+    # KimiLinearMoE and KimiLinearTopkRouter
+    "num_experts": _any, "num_local_experts": _any, "num_experts_per_token": _any, "num_experts_per_tok": _any,
+    "num_expert_group": _any, "n_group": _any, "topk_group": _any, "moe_renormalize": _any, "norm_topk_prob": _any,
+    "routed_scaling_factor": _any, "num_shared_experts": _any, "n_shared_experts": _any,
+}
+INERT["kimi_linear"] = {
+    **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+    "output_router_logits": "the router logits as an extra output; the logits do not change",
+    "pretraining_tp": "tensor-parallel degree of pretraining; KimiLinearForCausalLM reads it nowhere",
+    "head_dim": "KimiLinearConfig sets it to qk_rope_head_dim; no layer reads it",
+    "qk_head_dim": "KimiLinearConfig derives it (qk_nope_head_dim + qk_rope_head_dim)",
+}
+
 # Values an inert key must still have for it to be inert.
 INERT_VALUES = {"is_encoder_decoder": _false, "attention_dropout": lambda v: None if v in (0, 0.0, None) else
                 "dropout at inference is not computed by mixcheck (only 0 is read)"}
@@ -586,6 +618,9 @@ def check(cfg, where):
             shown = json.dumps(_encode_nonfinite(v), allow_nan=False)
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
             raise ConfigError(f"{where}: '{key}' = {shown}: {why}")
+    if mt == "kimi_linear" and cfg.get("num_key_value_heads") not in (None, cfg.get("num_attention_heads", 32)):
+        raise ConfigError(f"{where}: 'num_key_value_heads' = {cfg['num_key_value_heads']}: KimiLinearAttention expands "
+                          "the latent into every head (only num_attention_heads is read)")
     if "rope_scaling" in cfg and "rope_parameters" in cfg and cfg["rope_scaling"] != cfg["rope_parameters"]:
         raise ConfigError(f"{where}: 'rope_scaling' and 'rope_parameters' both given and different")
     if mt == "lfm2_moe" and rope_params(cfg)[1] != 1.0:
@@ -638,6 +673,14 @@ def normalise(cfg):
         old = {"mamba": "linear_attention", "attention": "full_attention"}   # what the 5.24 config converts
         if cfg.get("layer_types") is not None:
             cfg["layer_types"] = [old.get(t, t) for t in cfg["layer_types"]]
+    if cfg["model_type"] == "kimi_linear":   # KimiLinearConfig.attribute_map: the names 5.24 writes, read as its fields
+        for old, new in (("model_max_length", "max_position_embeddings"), ("moe_renormalize", "norm_topk_prob"),
+                         ("num_expert_group", "n_group"), ("num_experts", "num_local_experts"),
+                         ("num_experts_per_token", "num_experts_per_tok"), ("num_shared_experts", "n_shared_experts")):
+            if old in cfg:
+                cfg[new] = cfg.pop(old)
+        if cfg.get("num_key_value_heads") is None:
+            cfg["num_key_value_heads"] = cfg["num_attention_heads"]
     if cfg["model_type"] == "nemotron_h":   # NemotronHConfig.__post_init__: the mamba_* aliases, the pattern
         for old, new in (("mamba_n_groups", "n_groups"), ("mamba_d_conv", "conv_kernel"), ("mamba_expand", "expand"),
                          ("mamba_dt_min", "time_step_min"), ("mamba_dt_max", "time_step_max"),

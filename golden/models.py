@@ -25,9 +25,11 @@ import mixers
 # ---------------------------------------------------------------------------------------------------
 
 ATTENTION_DEFAULTS = dict(partial_rotary_factor=1.0, rope_theta=10000.0, rms_norm_eps=1e-6, qk_norm="none",
-                          attn_output_gate=0, attention_bias=0, no_rope=0, softmax_scale=0.0)
+                          attn_output_gate=0, attention_bias=0, no_rope=0, softmax_scale=0.0,
+                          kv_lora_rank=0, q_lora_rank=0, qk_rope_head_dim=0, v_head_dim=0)
 # the options appended after the first goldens: stored only by a golden that sets them (absent reads as 0)
-ATTENTION_OPTION_ATTRS = (("no_rope", np.int64), ("softmax_scale", np.float64))
+ATTENTION_OPTION_ATTRS = (("no_rope", np.int64), ("softmax_scale", np.float64), ("kv_lora_rank", np.int64),
+                          ("q_lora_rank", np.int64), ("qk_rope_head_dim", np.int64), ("v_head_dim", np.int64))
 ATTENTION_INT_ATTRS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
                        "attn_output_gate", "attention_bias")
 ATTENTION_FLOAT_ATTRS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
@@ -41,16 +43,157 @@ def attention_config(spec):
 
 
 def attention_dims(cfg):
-    """(D, Hq, Hkv, hd, Lmax, R) with R = int(hd * partial_rotary_factor), as upstream truncates."""
+    """(D, Hq, Hkv, hd, Lmax, R) with R = int(hd * partial_rotary_factor), as upstream truncates (MLA: R is
+    qk_rope_head_dim, rotated whole)."""
     hd = cfg["head_dim"]
+    if cfg.get("kv_lora_rank"):
+        R = 0 if cfg.get("no_rope") else cfg["qk_rope_head_dim"]
+        assert cfg["num_attention_heads"] == cfg["num_key_value_heads"] and 0 < cfg["qk_rope_head_dim"] < hd
+        return (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], hd, cfg["cache_length"], R)
     R = 0 if cfg.get("no_rope") else int(hd * cfg["partial_rotary_factor"])
     assert (cfg.get("no_rope") or (R >= 2 and R % 2 == 0)) and cfg["num_attention_heads"] % cfg["num_key_value_heads"] == 0
     return (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], hd, cfg["cache_length"], R)
 
 
+def mla_init(cfg, rng, bits):
+    """MLA's weights (§12.8), nn.Linear default init, the latent norms' weights around 1; draw order fixed:
+    q_proj or q_a_proj (+ bias), q_a_layernorm, q_b_proj; kv_a_proj_with_mqa (+ bias), kv_a_layernorm,
+    kv_b_proj; o_proj (+ bias). Biases with attention_bias where KimiLinearAttention has them."""
+    D, H, _, hd, _, _ = attention_dims(cfg)
+    c, dr, dv, qr, bias = (cfg["kv_lora_rank"], cfg["qk_rope_head_dim"], cfg["v_head_dim"], cfg["q_lora_rank"],
+                           cfg["attention_bias"])
+    w = {}
+
+    def lin(name, rows, fan_in, with_bias):
+        w[name + ".weight"] = mixers.uniform_init(rng, (rows, fan_in), fan_in, bits)
+        if with_bias:
+            w[name + ".bias"] = mixers.uniform_init(rng, (rows,), fan_in)
+
+    def norm(name, n):
+        w[name + ".weight"] = mixers.quantize(1.0 + rng.uniform(-0.5, 0.5, n), scale=1.0)
+    if qr:
+        lin("q_a_proj", qr, D, bias)
+        norm("q_a_layernorm", qr)
+        lin("q_b_proj", H * hd, qr, False)
+    else:
+        lin("q_proj", H * hd, D, False)
+    lin("kv_a_proj_with_mqa", c + dr, D, bias)
+    norm("kv_a_layernorm", c)
+    lin("kv_b_proj", H * (hd - dr + dv), c, False)
+    lin("o_proj", D, H * dv, bias)
+    return w
+
+
+def mla_rms(v, weight, eps):
+    """The latent norms (kv_a_layernorm, q_a_layernorm): v·rsqrt(mean v² + eps)·w over the last axis."""
+    return v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + eps) * weight
+
+
+def mla_project(cfg, w, u):
+    """q [B, L, H, hd] (before RoPE), the normed latent [B, L, c] and the rope key [B, L, dr] (before RoPE)."""
+    D, H, _, hd, _, _ = attention_dims(cfg)
+    B, L, _ = u.shape
+    c = cfg["kv_lora_rank"]
+
+    def lin(name, x):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+    if cfg["q_lora_rank"]:
+        q = lin("q_b_proj", mla_rms(lin("q_a_proj", u), w["q_a_layernorm.weight"], cfg["rms_norm_eps"]))
+    else:
+        q = lin("q_proj", u)
+    kva = lin("kv_a_proj_with_mqa", u)
+    return q.reshape(B, L, H, hd), mla_rms(kva[..., :c], w["kv_a_layernorm.weight"], cfg["rms_norm_eps"]), kva[..., c:]
+
+
+def mla_expand(cfg, w, latent):
+    """kv_b_proj of latents [..., c] -> (k_nope [..., H, dn], v [..., H, dv]): per head dn key rows then dv
+    value rows (KimiLinearAttention.expand_kv's view and split)."""
+    _, H, _, hd, _, _ = attention_dims(cfg)
+    dn = hd - cfg["qk_rope_head_dim"]
+    e = (latent @ w["kv_b_proj.weight"].T).reshape(latent.shape[:-1] + (H, dn + cfg["v_head_dim"]))
+    return e[..., :dn], e[..., dn:]
+
+
+def mla_rotate(cfg, v, pos):
+    """RoPE of a rope part v [dr] at position pos (rotate_half over all dr dims); identity with no_rope."""
+    if cfg.get("no_rope"):
+        return v.copy()
+    return attention_rotate(dict(cfg, kv_lora_rank=0, head_dim=len(v), partial_rotary_factor=1.0), v, pos)
+
+
+def mla_forward(cfg, w, u, mask=None, window=None, state=None):
+    """THE ORACLE for MLA (§12.8): per row and real token, slot n of the row's cache ← [latent | RoPE(k_rope, n)],
+    q_h's rope part rotated at n; per head the keys [k_nope_h(latent_s) | k_rope_s], values v_h(latent_s)
+    expanded from the cached latents, softmax(q_h·k_h[s] · scale) over s ≤ n; n ← n + 1. Pads skipped.
+    window [B, 1, 1] is the count, state [B, 1, Lmax, c + dr]."""
+    D, H, _, hd, Lmax, _ = attention_dims(cfg)
+    B, L, _ = u.shape
+    c, dr, dv = cfg["kv_lora_rank"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    dn = hd - dr
+    live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
+    window = np.zeros((B, 1, 1)) if window is None else window.copy()
+    state = np.zeros((B, 1, Lmax, c + dr)) if state is None else state.copy()
+    q, latent, krope = mla_project(cfg, w, u)
+    att = np.zeros((B, L, H * dv))
+    windows, states = [window.copy()], [state.copy()]
+    for t in range(L):
+        for b in range(B):
+            if not live[b, t]:
+                continue
+            n = int(window[b, 0, 0])
+            assert n < Lmax, "cache_length too small for the golden"
+            state[b, 0, n, :c] = latent[b, t]
+            state[b, 0, n, c:] = mla_rotate(cfg, krope[b, t], n)
+            kn, vv = mla_expand(cfg, w, state[b, 0, :n + 1, :c])       # [n+1, H, dn], [n+1, H, dv]
+            kr = state[b, 0, :n + 1, c:]                               # [n+1, dr]
+            for h in range(H):
+                qn, qr = q[b, t, h, :dn], mla_rotate(cfg, q[b, t, h, dn:], n)
+                s = (kn[:, h] @ qn + kr @ qr) * attention_scale(cfg)
+                p = np.exp(s - s.max())
+                att[b, t, h * dv:(h + 1) * dv] = (p / p.sum()) @ vv[:, h]
+            window[b, 0, 0] = n + 1
+        windows.append(window.copy())
+        states.append(state.copy())
+    return attention_out(cfg, w, att, live), np.stack(windows), np.stack(states)
+
+
+def mla_upstream_form(cfg, w, u, mask):
+    """KimiLinearAttention's whole-sequence form (no cache): the latent expanded into every position's keys
+    k = cat(k_nope, k_rope broadcast over heads) and values, RoPE on the rope parts at position_ids =
+    cumsum(mask) - 1 (none with no_rope), eager attention over a causal + padding mask at qk_head_dim^-1/2."""
+    D, H, _, hd, _, R = attention_dims(cfg)
+    B, L, _ = u.shape
+    dr = cfg["qk_rope_head_dim"]
+    live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
+    pos = np.cumsum(live, axis=1) - 1
+    q, latent, krope = mla_project(cfg, w, u)
+    kn, v = mla_expand(cfg, w, latent)                                      # [B, L, H, dn], [B, L, H, dv]
+    if R:
+        inv = 1.0 / cfg["rope_theta"] ** (np.arange(0, R, 2) / R)
+        emb = np.concatenate([pos[..., None] * inv] * 2, axis=-1)           # [B, L, R]
+        cos, sin = np.cos(emb), np.sin(emb)
+
+        def rope(x, cs, sn):
+            return x * cs + np.concatenate([-x[..., R // 2:], x[..., :R // 2]], axis=-1) * sn
+        q = np.concatenate([q[..., :hd - dr], rope(q[..., hd - dr:], cos[:, :, None], sin[:, :, None])], axis=-1)
+        krope = rope(krope, cos, sin)
+    k = np.concatenate([kn, np.broadcast_to(krope[:, :, None], (B, L, H, dr))], axis=-1)
+    scores = np.einsum("bthd,bshd->bhts", q, k) * attention_scale(cfg)
+    allowed = np.tril(np.ones((L, L), bool))[None] & live[:, None, :]
+    scores = np.where(allowed[:, None], scores, -np.inf)
+    scores = scores - np.max(np.where(np.isfinite(scores), scores, -1e300), axis=-1, keepdims=True)
+    p = np.where(allowed[:, None], np.exp(scores), 0.0)
+    p = p / np.maximum(p.sum(-1, keepdims=True), 1e-300)
+    o = np.einsum("bhts,bshd->bthd", p, v)
+    return attention_out(cfg, w, o.reshape(B, L, H * cfg["v_head_dim"]), live)
+
+
 def attention_init(cfg, rng, bits):
     """nn.Linear default init for the projections (biases with attention_bias); q/k norm weights around their
     neutral value (0 for zero-centred, 1 for plain RMSNorm) so the norm's weight matters. Draw order fixed."""
+    if cfg.get("kv_lora_rank"):
+        return mla_init(cfg, rng, bits)
     D, Hq, Hkv, hd, _, _ = attention_dims(cfg)
     qrows = Hq * hd * (2 if cfg["attn_output_gate"] else 1)
     bias = cfg["attention_bias"]
@@ -135,7 +278,9 @@ def attention_forward(cfg, w, u, mask=None, window=None, state=None):
     cache, q ← RoPE(q_norm(q), n), softmax(q·K[0..n]ᵀ / sqrt(hd)) · V[0..n] per query head (kv head
     h // (Hq/Hkv)), times sigmoid(gate) when gated; n ← n + 1. Padding tokens are skipped (no position,
     never cached). window [B, 1, 1] is the count n, state [B, 2·Hkv, Lmax, hd] keys then values.
-    Returns (out [B, L, D], windows [L+1, B, 1, 1], states [L+1, B, 2·Hkv, Lmax, hd])."""
+    Returns (out [B, L, D], windows [L+1, B, 1, 1], states [L+1, B, 2·Hkv, Lmax, hd]). MLA: mla_forward."""
+    if cfg.get("kv_lora_rank"):
+        return mla_forward(cfg, w, u, mask, window, state)
     D, Hq, Hkv, hd, Lmax, _ = attention_dims(cfg)
     B, L, _ = u.shape
     live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
@@ -172,7 +317,9 @@ def attention_forward(cfg, w, u, mask=None, window=None, state=None):
 def attention_upstream_form(cfg, w, u, mask):
     """The whole-sequence form upstream runs (eager attention, no cache): position_ids = cumsum(mask) - 1,
     cos/sin = cat(freqs, freqs) on the first R dims and rotate_half, causal + padding additive mask,
-    repeat_kv for GQA. Real tokens' outputs only (pads get the bias, as in the oracle)."""
+    repeat_kv for GQA. Real tokens' outputs only (pads get the bias, as in the oracle). MLA: mla_upstream_form."""
+    if cfg.get("kv_lora_rank"):
+        return mla_upstream_form(cfg, w, u, mask)
     D, Hq, Hkv, hd, _, R = attention_dims(cfg)
     B, L, _ = u.shape
     live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
@@ -274,6 +421,20 @@ ATTENTION_SPEC_ARGS = [
      "rotation or the default scale moves every output (unpadded, for the serving scenarios; padding at the model level)",
      dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, no_rope=1, softmax_scale=0.5),
      dict(batch=3, length=14, seed=56)),
+    ("mla", "multi-head latent attention (DeepSeek-V2 form, §12.8) in odd shapes: a query latent (q_lora_rank 6, "
+     "q_a_layernorm), the key / value latent of rank 7 (kv_a_layernorm) expanded by kv_b_proj into 3 heads of nope "
+     "dim 5 and value dim 3, a shared rope key of 4 dims rotated at its position, biases on q_a / kv_a / o_proj, "
+     "scale (5 + 4)^-1/2: the cache holds the latent and the rotated rope key (11 per position), every serving call",
+     dict(hidden_size=24, num_attention_heads=3, num_key_value_heads=3, head_dim=9, kv_lora_rank=7, q_lora_rank=6,
+          qk_rope_head_dim=4, v_head_dim=3, attention_bias=1, rope_theta=500.0),
+     dict(batch=3, length=14, seed=57)),
+    ("mla_kimi", "Kimi-Linear's KimiLinearAttention: MLA without any positional embedding (no_rope: the rope key "
+     "is shared across heads but never rotated), q_proj straight from the input, latent rank 12, 4 heads of nope "
+     "dim 8 and rope dim 4, value dim 6, no biases; left padding (pads 0, 3, 7 carrying garbage) never reaches "
+     "the latent cache",
+     dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=4, head_dim=12, kv_lora_rank=12,
+          qk_rope_head_dim=4, v_head_dim=6, no_rope=1),
+     dict(batch=3, length=14, seed=58, left_pad=(0, 3, 7))),
 ]
 
 

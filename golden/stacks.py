@@ -39,6 +39,7 @@ import mixers    # the mixer families' float64 oracle (golden/mixers.py)
 import models as M   # the attention family's oracle (golden/models.py)
 import zamba     # Zamba2's shared blocks with per-application adapters (golden/zamba.py)
 import olmo_hybrid   # OLMo-Hybrid's pre-norm GDN and post-norm attention layers (golden/olmo_hybrid.py)
+import kimi      # Kimi-Linear: KDA and MLA layers, its MoE (golden/kimi.py)
 
 MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
@@ -321,6 +322,29 @@ SPECS.update({s.key: s for s in [   # OLMo-Hybrid (golden/olmo_hybrid.py)
                    layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
                    pad_token_id=None, eos_token_id=None),   # the Config's 100277 / 100257 lie outside a vocab of 256
               batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=115, positions=(6, 12)),
+]})
+
+MODEL_DEFAULTS["kimi_linear"] = dict(kimi.DEFAULTS)
+ARCHITECTURES["kimi_linear"] = kimi.ARCHITECTURE
+
+SPECS.update({s.key: s for s in [   # Kimi-Linear: KDA + NoPE MLA, dense-first MLP then its MoE (golden/kimi.py)
+    ModelSpec("kimi_linear", "kimi_linear",
+              "5-layer Kimi-Linear (Kimi Delta Attention (2 heads of 8, short convs of 4) at 0, 2, 4; multi-head "
+              "latent attention without positional embedding (4 heads, nope 8 + rope 4, value 8, kv_lora_rank 16) at "
+              "1, 3), the dense SwiGLU MLP at 0, 1 (mlp_layer_types), the MoE at 2, 3, 4 (8 SwiGLU experts in 2 "
+              "groups, top-1 group, top-2 experts by sigmoid score plus correction bias, renormalised, times "
+              "routed_scaling_factor 2.446, plus a shared expert), untied head, left-padded batch of 3, 16 greedy "
+              "tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=5, intermediate_size=48, moe_intermediate_size=16,
+                   num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=None,
+                   qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, max_position_embeddings=32,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention",
+                                "linear_attention"],
+                   mlp_layer_types=["dense", "dense", "sparse", "sparse", "sparse"],
+                   num_local_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                   linear_num_heads=2, linear_head_dim=8, linear_conv_kernel_dim=4,
+                   pad_token_id=0, bos_token_id=1, eos_token_id=2),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=114, positions=(6, 12)),
 ]})
 
 
@@ -747,6 +771,8 @@ def init_weights(cfg, rng):
         return zamba.v1_init_weights(cfg, rng)
     if cfg["model_type"] == "olmo_hybrid":   # golden/olmo_hybrid.py
         return olmo_hybrid.init_weights(cfg, rng)
+    if cfg["model_type"] == "kimi_linear":   # KDA and MLA layers, its MoE (golden/kimi.py)
+        return kimi.init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -1074,6 +1100,8 @@ def stack_of(cfg, weights):
         return zamba.ZambaStack(cfg, weights)
     if cfg["model_type"] == "olmo_hybrid":
         return olmo_hybrid.OlmoHybridStack(cfg, weights)
+    if cfg["model_type"] == "kimi_linear":
+        return kimi.KimiStack(cfg, weights)
     return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
 
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""The lightning attention and KDA mixer goldens against upstream transformers' own modules, through their
-caches (docs/semantics.md §13.6, §14.6; docs/python.md "The goldens against upstream").
+"""The lightning attention and KDA mixer goldens, and the MLA golden of Kimi-Linear (attention/mla_kimi), against
+upstream transformers' own modules, through their caches (docs/semantics.md §12.8, §13.6, §14.6; docs/python.md
+"The goldens against upstream").
 
 Runs under a Python with torch and transformers (not the oracle's /usr/bin/python3, which has neither); it
 reads each golden as an .npz that tests/golden/test_upstream_linear.py exports from the .h5 (no h5py here).
 For each golden the upstream module is built from the golden's configuration — `MiniMaxLightningAttention`
 (modeling_minimax.py) with a `MiniMaxConfig` whose layer `layer_idx` of `num_hidden_layers` is a linear
-attention layer, or `KimiLinearDeltaAttention` (modeling_kimi_linear.py) with a `KimiLinearConfig` — and the
+attention layer, or `KimiLinearDeltaAttention` / `KimiLinearAttention` (modeling_kimi_linear.py; MLA without
+RoPE, eager attention under an explicit causal mask) with a `KimiLinearConfig` — and the
 golden's weights are loaded by name with load_state_dict(strict=True) (lightning's slope and decay tables are
 buffers the module computes from its configuration: they are left as the module made them). Each batch row's
 real tokens run alone (upstream lets padding decay the state, mixcheck skips it, §13.5 / §14.5; a padded
@@ -17,7 +19,8 @@ row's real-token outputs and caches in the golden equal the row run alone), in f
   decode    a first forward of all but the last 8 tokens (at least one), then one token at a time
 
 and each path's outputs at every real token and its final cache (lightning: the module's linear cache
-[H][hd][hd]; KDA: the conv window [C][K] and the recurrent state [H][d][d]) are compared with the golden
+[H][hd][hd]; KDA: the conv window [C][K] and the recurrent state [H][d][d]; MLA: DynamicCache's keys (the
+normed latent) and values (the rope key) side by side, [1][n][c + dr]) are compared with the golden
 at the row's last position. The error is max|upstream - golden| over max|golden| of the tensor.
 Usage: upstream_linear.py LIMIT NPZ...   (exit 0: every golden within LIMIT; 1: one is not; 77: no torch)
        upstream_linear.py --padded NPZ...  (the padded goldens' batches as upstream runs them, with the mask:
@@ -32,7 +35,7 @@ try:
     import transformers  # noqa: F401
     from transformers.cache_utils import DynamicCache
     from transformers.models.kimi_linear.configuration_kimi_linear import KimiLinearConfig
-    from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearDeltaAttention
+    from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearAttention, KimiLinearDeltaAttention
     from transformers.models.minimax.configuration_minimax import MiniMaxConfig
     from transformers.models.minimax.modeling_minimax import MiniMaxCache, MiniMaxLightningAttention
 except ImportError as e:  # the CTest skip code
@@ -69,6 +72,23 @@ def kda_module(cfg):
                               rms_norm_eps=float(cfg["rms_norm_eps"]), hidden_act="silu", vocab_size=8,
                               num_attention_heads=2, num_key_value_heads=2)
     return KimiLinearDeltaAttention(config, 0).to(torch.float64).eval(), config
+
+
+def mla_module(cfg):
+    if int(cfg.get("no_rope", 0)) != 1 or float(cfg["rms_norm_eps"]) != 1e-6:
+        raise SystemExit("KimiLinearAttention has no RoPE and latent norms of eps 1e-6: the golden must be no_rope "
+                         "with rms_norm_eps 1e-6")
+    hd, dr = int(cfg["head_dim"]), int(cfg["qk_rope_head_dim"])
+    qr = int(cfg.get("q_lora_rank", 0))
+    config = KimiLinearConfig(hidden_size=int(cfg["hidden_size"]), num_hidden_layers=1,
+                              layer_types=["full_attention"], mlp_layer_types=["dense"],
+                              num_attention_heads=int(cfg["num_attention_heads"]),
+                              num_key_value_heads=int(cfg["num_key_value_heads"]),
+                              kv_lora_rank=int(cfg["kv_lora_rank"]), q_lora_rank=qr or None,
+                              qk_rope_head_dim=dr, qk_nope_head_dim=hd - dr, v_head_dim=int(cfg["v_head_dim"]),
+                              attention_bias=bool(cfg["attention_bias"]), vocab_size=8, hidden_act="silu")
+    config._attn_implementation = "eager"
+    return KimiLinearAttention(config, 0).to(torch.float64).eval(), config
 
 
 def load(module, z):
@@ -119,11 +139,38 @@ class Kda:
                 "recurrent_state": cache.get_recurrent_state(0)[0].numpy()}
 
 
+class Mla:
+    def __init__(self, z):
+        self.cfg = json.loads(str(z["config_json"]))
+        self.m, self.config = mla_module(self.cfg)
+        load(self.m, z)
+
+    def new_cache(self):
+        return DynamicCache(config=self.config)
+
+    def forward(self, u, cache):
+        past = cache.get_seq_length()
+        L = u.shape[1]
+        allowed = torch.arange(past + L)[None, :] <= (past + torch.arange(L))[:, None]
+        mask = torch.zeros(1, 1, L, past + L, dtype=torch.float64).masked_fill(~allowed, float("-inf"))
+        out, _ = self.m(hidden_states=u, attention_mask=mask, cache=cache)
+        return out
+
+    def caches(self, cache):
+        layer = cache.layers[0]
+        return {"recurrent_state": torch.cat([layer.keys, layer.values], dim=-1)[0].numpy()}
+
+
+def make(z):
+    family = str(z["family"])
+    return Lightning(z) if family == "lightning" else Mla(z) if family == "attention" else Kda(z)
+
+
 def compare(path):
     """The worst relative error of the three paths over the golden's rows, per tensor."""
     z = np.load(path)
     family = str(z["family"])
-    impl = Lightning(z) if family == "lightning" else Kda(z)
+    impl = make(z)
     u = z["inputs/hidden_states"].astype(np.float64)
     B, L, _ = u.shape
     live = z["inputs/attention_mask"].astype(bool) if "inputs/attention_mask" in z.files else np.ones((B, L), bool)
@@ -152,9 +199,11 @@ def compare(path):
                 if family == "lightning" and key == "conv_state":
                     continue
                 want = z["expected/" + key][last, b]
+                if family == "attention":   # the golden's [1][Lmax][c + dr]: its first n slots
+                    want = want[:, :got.shape[1]]
                 worst[key] = max(worst[key], float(np.max(np.abs(got - want))) / scale[key])
-    if family == "lightning":
-        del worst["conv_state"]   # the count of real tokens: upstream keeps none
+    if family in ("lightning", "attention"):
+        del worst["conv_state"]   # the count of real tokens / cached positions: upstream keeps none
     return f"{family}/{str(z['name'])}", worst
 
 

@@ -45,6 +45,14 @@ enum at_weight_slot {
     AT_W_O_BIAS,
     AT_W_Q_NORM,
     AT_W_K_NORM,
+    AT_W_Q_A, /* MLA (§12.8) */
+    AT_W_Q_A_BIAS,
+    AT_W_Q_A_NORM,
+    AT_W_Q_B,
+    AT_W_KV_A,
+    AT_W_KV_A_BIAS,
+    AT_W_KV_A_NORM,
+    AT_W_KV_B,
     AT_W_COUNT,
 };
 
@@ -53,6 +61,14 @@ static const char *const at_weight_names[AT_W_COUNT] = {
     [AT_W_K_BIAS] = "k_proj.bias",   [AT_W_V] = "v_proj.weight",    [AT_W_V_BIAS] = "v_proj.bias",
     [AT_W_O] = "o_proj.weight",      [AT_W_O_BIAS] = "o_proj.bias", [AT_W_Q_NORM] = "q_norm.weight",
     [AT_W_K_NORM] = "k_norm.weight",
+    [AT_W_Q_A] = "q_a_proj.weight",
+    [AT_W_Q_A_BIAS] = "q_a_proj.bias",
+    [AT_W_Q_A_NORM] = "q_a_layernorm.weight",
+    [AT_W_Q_B] = "q_b_proj.weight",
+    [AT_W_KV_A] = "kv_a_proj_with_mqa.weight",
+    [AT_W_KV_A_BIAS] = "kv_a_proj_with_mqa.bias",
+    [AT_W_KV_A_NORM] = "kv_a_layernorm.weight",
+    [AT_W_KV_B] = "kv_b_proj.weight",
 };
 
 struct mc_model {
@@ -86,7 +102,7 @@ static const struct mc_ref_family at_family = {
     .weight_names = at_weight_names,
     .unknown_note = "",
     .window_shape = "[B][1][1] (the cached-position count)",
-    .state_shape = "[B][2*Hkv][Lmax][hd]",
+    .state_shape = "[B][2*Hkv][Lmax][hd] ([B][1][Lmax][kv_lora_rank + qk_rope_head_dim] with MLA)",
     .forward_f32 = at_forward_f32,
     .forward_f64 = at_forward_f64,
 };
@@ -111,17 +127,38 @@ static enum mc_backend_status at_config_validate(const struct mc_attention_confi
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: 'no_rope' must be 0 or 1 and 'softmax_scale' finite and >= 0 (got %d, %g)",
                            (int)c->no_rope, c->softmax_scale);
-    if (!c->no_rope && !(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+    if (c->kv_lora_rank < 0 || c->q_lora_rank < 0 || c->qk_rope_head_dim < 0 || c->v_head_dim < 0 ||
+        (c->kv_lora_rank == 0 && (c->q_lora_rank || c->qk_rope_head_dim || c->v_head_dim)))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'kv_lora_rank', 'q_lora_rank', 'qk_rope_head_dim', 'v_head_dim' must be "
+                           ">= 0, the last three 0 without kv_lora_rank (got %lld, %lld, %lld, %lld)",
+                           (long long)c->kv_lora_rank, (long long)c->q_lora_rank, (long long)c->qk_rope_head_dim,
+                           (long long)c->v_head_dim);
+    if (c->kv_lora_rank > 0) { /* MLA (§12.8) */
+        if ((st = mc_ref_check_dim("attention", "kv_lora_rank", c->kv_lora_rank, msg)) ||
+            (st = mc_ref_check_dim("attention", "qk_rope_head_dim", c->qk_rope_head_dim, msg)) ||
+            (st = mc_ref_check_dim("attention", "v_head_dim", c->v_head_dim, msg)))
+            return st;
+        if (c->qk_rope_head_dim >= c->head_dim || c->num_key_value_heads != c->num_attention_heads ||
+            c->qk_norm != MC_QK_NORM_NONE || c->attn_output_gate || (!c->no_rope && c->qk_rope_head_dim % 2 != 0) ||
+            (!c->no_rope && (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))))
+            return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                               "attention config (MLA): needs head_dim > qk_rope_head_dim (%lld, %lld), "
+                               "num_key_value_heads = num_attention_heads, no q/k norm or output gate, an even "
+                               "qk_rope_head_dim and rope_theta > 1 unless no_rope",
+                               (long long)c->head_dim, (long long)c->qk_rope_head_dim);
+    }
+    if (!c->kv_lora_rank && !c->no_rope && !(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
                            c->partial_rotary_factor);
     const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
-    if (!c->no_rope && (R < 2 || R % 2 != 0))
+    if (!c->kv_lora_rank && !c->no_rope && (R < 2 || R % 2 != 0))
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be even "
                            "and >= 2",
                            (long long)R);
-    if (!c->no_rope && (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta)))
+    if (!c->kv_lora_rank && !c->no_rope && (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta)))
         return mc_ref_fail(msg, MC_BACKEND_INVALID, "attention config: 'rope_theta' must be finite and > 1 (got %g)",
                            c->rope_theta);
     if (!(c->rms_norm_eps > 0.0) || !isfinite(c->rms_norm_eps))
@@ -151,6 +188,36 @@ static void at_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
 #define AT_SPEC(slot, on, why, nd, d0, d1)                                                                             \
     (spec[slot] =                                                                                                      \
          (struct mc_ref_weight_spec){.present = (on), .ndim = (nd), .dims = {(d0), (d1), 0}, .absent_why = (why)})
+    if (m->cfg.kv_lora_rank > 0) { /* MLA (§12.8) */
+        static const char plain[] = "given but the configuration is MLA (kv_lora_rank > 0)";
+        static const char no_qlora[] = "given but the configuration has q_lora_rank = 0 (q_proj)";
+        const int64_t H = m->Hq, c = m->cfg.kv_lora_rank, dr = m->cfg.qk_rope_head_dim, dv = m->cfg.v_head_dim;
+        const int64_t qr = m->cfg.q_lora_rank;
+        AT_SPEC(AT_W_Q, qr == 0, "given but the configuration has q_lora_rank > 0 (q_a_proj, q_b_proj)", 2, qd, m->D);
+        AT_SPEC(AT_W_Q_BIAS, 0, plain, 1, qd, 0);
+        AT_SPEC(AT_W_K, 0, plain, 2, 0, 0);
+        AT_SPEC(AT_W_K_BIAS, 0, plain, 1, 0, 0);
+        AT_SPEC(AT_W_V, 0, plain, 2, 0, 0);
+        AT_SPEC(AT_W_V_BIAS, 0, plain, 1, 0, 0);
+        AT_SPEC(AT_W_O, 1, NULL, 2, m->D, H * dv);
+        AT_SPEC(AT_W_O_BIAS, bias, no_bias, 1, m->D, 0);
+        AT_SPEC(AT_W_Q_NORM, 0, plain, 1, 0, 0);
+        AT_SPEC(AT_W_K_NORM, 0, plain, 1, 0, 0);
+        AT_SPEC(AT_W_Q_A, qr > 0, no_qlora, 2, qr, m->D);
+        AT_SPEC(AT_W_Q_A_BIAS, qr > 0 && bias, qr > 0 ? no_bias : no_qlora, 1, qr, 0);
+        AT_SPEC(AT_W_Q_A_NORM, qr > 0, no_qlora, 1, qr, 0);
+        AT_SPEC(AT_W_Q_B, qr > 0, no_qlora, 2, qd, qr);
+        AT_SPEC(AT_W_KV_A, 1, NULL, 2, c + dr, m->D);
+        AT_SPEC(AT_W_KV_A_BIAS, bias, no_bias, 1, c + dr, 0);
+        AT_SPEC(AT_W_KV_A_NORM, 1, NULL, 1, c, 0);
+        AT_SPEC(AT_W_KV_B, 1, NULL, 2, H * (m->hd - dr + dv), c);
+        return;
+    }
+    {
+        static const char no_mla[] = "given but the configuration has kv_lora_rank = 0 (no MLA)";
+        for (int slot = AT_W_Q_A; slot <= AT_W_KV_B; slot++)
+            AT_SPEC(slot, 0, no_mla, 1, 0, 0);
+    }
     AT_SPEC(AT_W_Q, 1, NULL, 2, m->qrows, m->D);
     AT_SPEC(AT_W_Q_BIAS, bias, no_bias, 1, m->qrows, 0);
     AT_SPEC(AT_W_K, 1, NULL, 2, kvd, m->D);
@@ -196,6 +263,10 @@ static enum mc_backend_status at_model_create(const struct mc_model_desc *desc, 
     m->qrows = (m->cfg.attn_output_gate ? 2 : 1) * m->Hq * m->hd;
     m->ref.window_elems = 1;
     m->ref.state_elems = 2 * m->Hkv * m->Lmax * m->hd;
+    if (m->cfg.kv_lora_rank > 0) { /* MLA: the rope part rotated whole; the cache holds latent | rope key */
+        m->R = m->cfg.no_rope ? 0 : m->cfg.qk_rope_head_dim;
+        m->ref.state_elems = m->Lmax * (m->cfg.kv_lora_rank + m->cfg.qk_rope_head_dim);
+    }
     m->ref.hidden = m->D;
     m->inv_freq = malloc((size_t)(m->R / 2 + 1) * sizeof *m->inv_freq);
     if (!m->inv_freq) {

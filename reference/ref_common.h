@@ -24,7 +24,7 @@
 #define MC_REF_MAX_DIM 65536
 
 /* Most owned weight buffers a model holds (Mamba1 with inner norms and KDA need the most). */
-#define MC_REF_MAX_WEIGHTS 16
+#define MC_REF_MAX_WEIGHTS 24
 
 /* What one weight slot should hold for a configuration. */
 struct mc_ref_weight_spec {

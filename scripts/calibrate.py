@@ -55,6 +55,8 @@ MODEL_TYPES.append("falcon_h1")
 PROFILE_OF["falcon_h1"] = "models-falcon_h1.yaml"
 MODEL_TYPES.append("olmo_hybrid")
 PROFILE_OF["olmo_hybrid"] = "models-olmo_hybrid.yaml"
+MODEL_TYPES.append("kimi_linear")
+PROFILE_OF["kimi_linear"] = "models-kimi_linear.yaml"
 PROFILE_OF.update({"layer:" + f: f"checkpoint-{f}.yaml" for f in LAYER_FAMILIES})
 UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 # The tensors stored in float32 when the model runs at a reduced dtype T, whose floor is 2u of float32: the
@@ -69,7 +71,7 @@ MODEL_TYPES.append("zamba")
 PROFILE_OF["zamba"] = "models-zamba.yaml"
 MODEL_TYPES.append("lfm2_moe")
 PROFILE_OF["lfm2_moe"] = "models-lfm2_moe.yaml"
-MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h", "qwen3_next", "qwen3_5_moe_text", "lfm2_moe"}   # model types with a mixture-of-experts feed-forward (measure())
+MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h", "qwen3_5_moe_text", "qwen3_next", "lfm2_moe", "kimi_linear"}   # model types with a mixture-of-experts feed-forward (measure())
 GOLDEN_TENSORS = ("logits", "hidden_states", "conv_state", "recurrent_state")
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says
 TENSOR_ORDER = ["default", "logits", "hidden_states", "conv_state", "recurrent_state", "consistency",

@@ -50,6 +50,14 @@ enum atc_slot {
     ATC_O_BIAS,
     ATC_Q_NORM,
     ATC_K_NORM,
+    ATC_Q_A, /* MLA (§12.8) */
+    ATC_Q_A_BIAS,
+    ATC_Q_A_NORM,
+    ATC_Q_B,
+    ATC_KV_A,
+    ATC_KV_A_BIAS,
+    ATC_KV_A_NORM,
+    ATC_KV_B,
     ATC_COUNT,
 };
 
@@ -92,12 +100,28 @@ static enum mc_backend_status atc_config_check(const struct mc_attention_config 
                            "attention cpu config: 'no_rope' must be 0 or 1 and 'softmax_scale' finite and >= 0 "
                            "(got %d, %g)",
                            (int)c->no_rope, c->softmax_scale);
-    if (!c->no_rope && !(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
+    if (c->kv_lora_rank < 0 || c->q_lora_rank < 0 || c->qk_rope_head_dim < 0 || c->v_head_dim < 0 ||
+        (c->kv_lora_rank == 0 && (c->q_lora_rank || c->qk_rope_head_dim || c->v_head_dim)))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'kv_lora_rank', 'q_lora_rank', 'qk_rope_head_dim', 'v_head_dim' "
+                           "must be >= 0, the last three 0 without kv_lora_rank");
+    const int mla = c->kv_lora_rank > 0;
+    if (mla && ((st = mc_cpu_check_dim(ATC_WHO, "kv_lora_rank", c->kv_lora_rank, ATC_MAX_DIM, msg)) ||
+                (st = mc_cpu_check_dim(ATC_WHO, "qk_rope_head_dim", c->qk_rope_head_dim, ATC_MAX_DIM, msg)) ||
+                (st = mc_cpu_check_dim(ATC_WHO, "v_head_dim", c->v_head_dim, ATC_MAX_DIM, msg))))
+        return st;
+    if (mla && (c->qk_rope_head_dim >= c->head_dim || c->num_key_value_heads != c->num_attention_heads ||
+                c->qk_norm != MC_QK_NORM_NONE || c->attn_output_gate || (!c->no_rope && c->qk_rope_head_dim % 2)))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config (MLA): needs head_dim > qk_rope_head_dim, num_key_value_heads = "
+                           "num_attention_heads, no q/k norm or output gate and an even qk_rope_head_dim unless "
+                           "no_rope");
+    if (!mla && !c->no_rope && !(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: 'partial_rotary_factor' must be in (0, 1] (got %g)",
                            c->partial_rotary_factor);
     const int64_t R = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
-    if (!c->no_rope && (R < 2 || R % 2 != 0))
+    if (!mla && !c->no_rope && (R < 2 || R % 2 != 0))
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: rotary dims int(head_dim * partial_rotary_factor) = %lld must be "
                            "even and >= 2",
@@ -150,23 +174,39 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
     m->R = c->no_rope ? 0 : (int64_t)((double)m->hd * c->partial_rotary_factor); /* no_rope: nothing rotated */
     m->qrows = (c->attn_output_gate ? 2 : 1) * m->Hq * m->hd;
     m->threads = mc_cpu_threads_resolve(desc->threads);
-    m->cache_shape = mc_cpu_cache_shape_kc(1, 1, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
-                                           "conv_state [B][1][1] (the cached-position count) and recurrent_state "
-                                           "[B][2*Hkv][Lmax][hd] (f32)");
+    const int mla = c->kv_lora_rank > 0;
+    const int64_t lat = c->kv_lora_rank + c->qk_rope_head_dim; /* MLA: a cached position's latent | rope key */
+    if (mla)
+        m->R = c->no_rope ? 0 : c->qk_rope_head_dim;
+    m->cache_shape = mla ? mc_cpu_cache_shape_kc(1, 1, (size_t)(m->Lmax * lat),
+                                                 "conv_state [B][1][1] (the cached-position count) and "
+                                                 "recurrent_state [B][1][Lmax][kv_lora_rank + qk_rope_head_dim] (f32)")
+                         : mc_cpu_cache_shape_kc(1, 1, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
+                                                 "conv_state [B][1][1] (the cached-position count) and "
+                                                 "recurrent_state [B][2*Hkv][Lmax][hd] (f32)");
     const int64_t D = m->D, qd = m->Hq * m->hd, kvd = m->Hkv * m->hd, hd = m->hd;
     const int bias = c->attention_bias, norm = c->qk_norm != MC_QK_NORM_NONE;
     const int64_t qn = c->qk_norm == MC_QK_NORM_RMS_FULL ? qd : hd, kn = c->qk_norm == MC_QK_NORM_RMS_FULL ? kvd : hd;
+    const int64_t qr = c->q_lora_rank, kvr = c->kv_lora_rank, dv = c->v_head_dim, dr = c->qk_rope_head_dim;
     const struct mc_cpu_weight_spec spec[ATC_COUNT] = {
-        [ATC_Q] = {"q_proj.weight", 1, 2, {m->qrows, D, 0}},
-        [ATC_Q_BIAS] = {"q_proj.bias", bias, 1, {m->qrows, 0, 0}},
-        [ATC_K] = {"k_proj.weight", 1, 2, {kvd, D, 0}},
-        [ATC_K_BIAS] = {"k_proj.bias", bias, 1, {kvd, 0, 0}},
-        [ATC_V] = {"v_proj.weight", 1, 2, {kvd, D, 0}},
-        [ATC_V_BIAS] = {"v_proj.bias", bias, 1, {kvd, 0, 0}},
-        [ATC_O] = {"o_proj.weight", 1, 2, {D, qd, 0}},
+        [ATC_Q] = {"q_proj.weight", !mla || qr == 0, 2, {mla ? qd : m->qrows, D, 0}},
+        [ATC_Q_BIAS] = {"q_proj.bias", !mla && bias, 1, {m->qrows, 0, 0}},
+        [ATC_K] = {"k_proj.weight", !mla, 2, {kvd, D, 0}},
+        [ATC_K_BIAS] = {"k_proj.bias", !mla && bias, 1, {kvd, 0, 0}},
+        [ATC_V] = {"v_proj.weight", !mla, 2, {kvd, D, 0}},
+        [ATC_V_BIAS] = {"v_proj.bias", !mla && bias, 1, {kvd, 0, 0}},
+        [ATC_O] = {"o_proj.weight", 1, 2, {D, mla ? m->Hq * dv : qd, 0}},
         [ATC_O_BIAS] = {"o_proj.bias", bias, 1, {D, 0, 0}},
         [ATC_Q_NORM] = {"q_norm.weight", norm, 1, {qn, 0, 0}},
         [ATC_K_NORM] = {"k_norm.weight", norm, 1, {kn, 0, 0}},
+        [ATC_Q_A] = {"q_a_proj.weight", mla && qr > 0, 2, {qr, D, 0}},
+        [ATC_Q_A_BIAS] = {"q_a_proj.bias", mla && qr > 0 && bias, 1, {qr, 0, 0}},
+        [ATC_Q_A_NORM] = {"q_a_layernorm.weight", mla && qr > 0, 1, {qr, 0, 0}},
+        [ATC_Q_B] = {"q_b_proj.weight", mla && qr > 0, 2, {qd, qr, 0}},
+        [ATC_KV_A] = {"kv_a_proj_with_mqa.weight", mla, 2, {lat, D, 0}},
+        [ATC_KV_A_BIAS] = {"kv_a_proj_with_mqa.bias", mla && bias, 1, {lat, 0, 0}},
+        [ATC_KV_A_NORM] = {"kv_a_layernorm.weight", mla, 1, {kvr, 0, 0}},
+        [ATC_KV_B] = {"kv_b_proj.weight", mla, 2, {m->Hq * (hd - dr + dv), kvr, 0}},
     };
     if ((st = mc_cpu_weights_load(desc, spec, ATC_COUNT, m->w, ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
@@ -230,7 +270,7 @@ struct atc_run {
     const float *qg, *k, *v;   /* [tokens][qrows], [tokens][Hkv*hd] x2 */
     float *att;                /* [tokens][Hq*hd], zero on entry */
     float *window, *state;     /* the cache (or pool) rows */
-    float *scratch;            /* per worker: [Lmax] scores + [hd] q */
+    float *scratch;            /* per worker: [Lmax] scores + [hd] q (MLA: + [2 kv_lora_rank]) */
     const struct mc_packed_args *pk; /* the packed call, or NULL */
 };
 
@@ -347,10 +387,148 @@ static void atc_row(void *ctx, int64_t b, int worker)
     r->window[slot] = (float)n;
 }
 
+/* RMSNorm of one latent in place (kv_a_layernorm, q_a_layernorm). */
+static void atc_latent_norm(float *restrict v, int64_t n, const float *restrict w, double eps)
+{
+    float ss = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        ss += v[i] * v[i];
+    const float inv = 1.0f / sqrtf(ss / (float)n + (float)eps);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = v[i] * inv * w[i];
+}
+
+/*
+ * Row b of an MLA forward (§12.8) in the absorbed form (as vLLM's and FlashMLA's MLA decode, not the
+ * expansion upstream runs): per head the query's nope part is taken into the latent space through the
+ * head's key rows of kv_b_proj (qa = W_uk,hᵀ q_nope), scores are qa·latent_s + q_rope·k_rope_s over the cached
+ * latents, the softmax-weighted latent sum goes out through the head's value rows (o_h = W_uv,h ctx). The
+ * cache row holds per position the normed latent and the (rotated) rope key; r->k holds kv_a_proj_with_mqa.
+ */
+static void atc_mla_row(void *ctx, int64_t b, int worker)
+{
+    const struct atc_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t H = m->Hq, hd = m->hd, Lmax = m->Lmax, c = m->cfg.kv_lora_rank, dr = m->cfg.qk_rope_head_dim;
+    const int64_t dn = hd - dr, dv = m->cfg.v_head_dim, lat = c + dr, qd = H * hd;
+    const int64_t t0 = r->pk ? r->pk->cu_seqlens[b] : b * r->len;
+    const int64_t L = r->pk ? r->pk->cu_seqlens[b + 1] - t0 : r->len;
+    const int64_t slot = r->pk ? r->pk->slots[b] : b;
+    const uint8_t *mask = r->mask ? r->mask + t0 : NULL;
+    const float scale = m->cfg.softmax_scale > 0.0 ? (float)m->cfg.softmax_scale : 1.0f / sqrtf((float)hd);
+    float *p = r->scratch + (size_t)worker * (size_t)(Lmax + hd + 2 * c), *q = p + Lmax, *qa = q + hd, *cx = qa + c;
+    float *cache = r->state + (size_t)slot * m->cache_shape.state_elems;
+    const float *wkb = m->w[ATC_KV_B];
+    int64_t n = (int64_t)r->window[slot];
+    if (L == 0)
+        return;
+    memset(cache + n * lat, 0, (size_t)((Lmax - n) * lat) * sizeof *cache);
+    for (int64_t t = 0; t < L; t++) {
+        const int64_t row = t0 + t;
+        if (mask && !mask[t])
+            continue;
+        float *cs = cache + n * lat;
+        memcpy(cs, r->k + row * lat, (size_t)lat * sizeof *cs);
+        atc_latent_norm(cs, c, m->w[ATC_KV_A_NORM], m->cfg.rms_norm_eps);
+        atc_rope(m, cs + c, n);
+        for (int64_t h = 0; h < H; h++) {
+            const float *wk = wkb + h * (dn + dv) * c, *wv = wk + dn * c; /* the head's [dn][c] and [dv][c] rows */
+            memcpy(q, r->qg + row * qd + h * hd, (size_t)hd * sizeof *q);
+            atc_rope(m, q + dn, n);
+            for (int64_t j = 0; j < c; j++)
+                qa[j] = 0.0f;
+            for (int64_t i = 0; i < dn; i++)
+                for (int64_t j = 0; j < c; j++)
+                    qa[j] += q[i] * wk[i * c + j];
+            float pmax = -INFINITY;
+            for (int64_t s = 0; s <= n; s++) {
+                const float *restrict ls = cache + s * lat;
+                float dot = 0.0f;
+                for (int64_t j = 0; j < c; j++)
+                    dot += qa[j] * ls[j];
+                for (int64_t i = 0; i < dr; i++)
+                    dot += q[dn + i] * ls[c + i];
+                p[s] = dot * scale;
+                pmax = p[s] > pmax ? p[s] : pmax;
+            }
+            for (int64_t s = 0; s <= n; s++)
+                p[s] -= pmax;
+            mc_cpu_vexp(p, n + 1);
+            float psum = 0.0f;
+            for (int64_t s = 0; s <= n; s++)
+                psum += p[s];
+            const float inv = 1.0f / psum;
+            for (int64_t j = 0; j < c; j++)
+                cx[j] = 0.0f;
+            for (int64_t s = 0; s <= n; s++) {
+                const float wgt = p[s] * inv;
+                const float *restrict ls = cache + s * lat;
+                for (int64_t j = 0; j < c; j++)
+                    cx[j] += wgt * ls[j];
+            }
+            float *restrict o = r->att + row * (H * dv) + h * dv;
+            for (int64_t i = 0; i < dv; i++) {
+                float acc = 0.0f;
+                for (int64_t j = 0; j < c; j++)
+                    acc += wv[i * c + j] * cx[j];
+                o[i] = acc;
+            }
+        }
+        n++;
+    }
+    r->window[slot] = (float)n;
+}
+
+/* The MLA projections, rows and o_proj (atc_run_rows with kv_lora_rank > 0). */
+static enum mc_backend_status atc_mla_run_rows(const struct mc_model *m, struct atc_run *run, int64_t tokens,
+                                               int64_t rows, const float *x, float *y, const char *what,
+                                               struct mc_msg *msg)
+{
+    const int64_t D = m->D, qd = m->Hq * m->hd, qr = m->cfg.q_lora_rank, c = m->cfg.kv_lora_rank;
+    const int64_t lat = c + m->cfg.qk_rope_head_dim, od = m->Hq * m->cfg.v_head_dim;
+    const int workers = (int)(rows < m->threads ? rows : m->threads);
+    float *qa = qr > 0 ? malloc((size_t)(tokens * qr) * sizeof *qa) : NULL;
+    float *q = malloc((size_t)(tokens * qd) * sizeof *q), *kva = malloc((size_t)(tokens * lat) * sizeof *kva);
+    float *att = calloc((size_t)(tokens * od), sizeof *att);
+    float *scratch = malloc((size_t)(workers > 0 ? workers : 1) * (size_t)(m->Lmax + m->hd + 2 * c) * sizeof *scratch);
+    enum mc_backend_status st = MC_BACKEND_OK;
+    if ((qr > 0 && !qa) || !q || !kva || !att || !scratch) {
+        st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu %s: out of memory for %lld tokens of scratch", what,
+                         (long long)tokens);
+        goto cleanup;
+    }
+    if (qr > 0) {
+        mc_cpu_linear_tiled(tokens, qr, D, x, D, m->w[ATC_Q_A], m->w[ATC_Q_A_BIAS], qa, qr, m->threads);
+        for (int64_t t = 0; t < tokens; t++)
+            atc_latent_norm(qa + t * qr, qr, m->w[ATC_Q_A_NORM], m->cfg.rms_norm_eps);
+        mc_cpu_linear_tiled(tokens, qd, qr, qa, qr, m->w[ATC_Q_B], NULL, q, qd, m->threads);
+    } else {
+        mc_cpu_linear_tiled(tokens, qd, D, x, D, m->w[ATC_Q], NULL, q, qd, m->threads);
+    }
+    mc_cpu_linear_tiled(tokens, lat, D, x, D, m->w[ATC_KV_A], m->w[ATC_KV_A_BIAS], kva, lat, m->threads);
+    run->qg = q;
+    run->k = kva;
+    run->att = att;
+    run->scratch = scratch;
+    mc_cpu_parallel_for(rows, atc_mla_row, run, m->threads);
+    mc_cpu_linear_tiled(tokens, D, od, att, od, m->w[ATC_O], NULL, y, D, m->threads);
+    mc_cpu_out_bias(tokens, D, run->mask, m->w[ATC_O_BIAS], y);
+
+cleanup:
+    free(scratch);
+    free(att);
+    free(kva);
+    free(q);
+    free(qa);
+    return st;
+}
+
 /* Projections, the rows and o_proj over `tokens` token rows of x (f32); y (f32) written, pads = bias. */
 static enum mc_backend_status atc_run_rows(const struct mc_model *m, struct atc_run *run, int64_t tokens, int64_t rows,
                                            const float *x, float *y, const char *what, struct mc_msg *msg)
 {
+    if (m->cfg.kv_lora_rank > 0)
+        return atc_mla_run_rows(m, run, tokens, rows, x, y, what, msg);
     const int64_t D = m->D, kvd = m->Hkv * m->hd, qd = m->Hq * m->hd;
     const int workers = (int)(rows < m->threads ? rows : m->threads);
     float *qg = malloc((size_t)(tokens * m->qrows) * sizeof *qg), *k = malloc((size_t)(tokens * kvd) * sizeof *k);

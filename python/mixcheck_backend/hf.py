@@ -504,6 +504,9 @@ class HFAttention(_HF):
 
     def build(self, c):
         gate, norm, bias = c["attn_output_gate"], c["qk_norm"], c["attention_bias"]
+        if c.get("kv_lora_rank"):   # MLA (KimiLinearAttention): not bridged yet
+            raise Unsupported("the MLA option (kv_lora_rank=%d) is not bridged to a transformers attention class"
+                              % c["kv_lora_rank"])
         if c.get("no_rope") or c.get("softmax_scale"):   # GraniteMoeHybridAttention's options: not bridged yet
             raise Unsupported("the attention options no_rope=%d / softmax_scale=%g are not bridged to a transformers "
                               "attention class" % (c.get("no_rope", 0), c.get("softmax_scale", 0.0)))
@@ -905,11 +908,17 @@ class HFModel(StackBackend):
             k = st["keys"].detach().to("cpu", torch.float64).numpy()  # [B][Hkv][T][hd], pads' slots included
             v = st["values"].detach().to("cpu", torch.float64).numpy()
             seen = cache.seen.cpu().numpy()[:, -k.shape[2]:]
+            # MLA (KimiLinearAttention): one "head", keys the normed latent [B][1][T][c], values the rope key
+            # [B][1][T][dr]; mixcheck's state [B][1][Lmax][c + dr] holds them side by side
+            mla = hkv2 == 1 and k.shape[1] == 1 and k.shape[3] + v.shape[3] == hd
             for b in range(B):
                 real = np.nonzero(seen[b])[0]
                 if len(real) > lmax:
                     raise Invalid("layer %d row %d holds %d positions, the cache %d" % (layer, b, len(real), lmax))
                 conv[b, 0, 0] = len(real)
+                if mla:
+                    rec[b, 0, :len(real)] = np.concatenate([k[b, 0][real], v[b, 0][real]], axis=-1)
+                    continue
                 rec[b, :hkv2 // 2, :len(real)] = k[b][:, real]
                 rec[b, hkv2 // 2:, :len(real)] = v[b][:, real]
             return conv, rec

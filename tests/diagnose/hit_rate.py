@@ -42,6 +42,11 @@ PATHS = {
 # them. Empty: lightning attention and KDA have theirs (lightning-block-boundary-decay, lightning-slope-order,
 # kda-gate-per-head, and the continued-forward classes through the stateful and conv masks).
 PENDING_FAMILIES = set()
+# Classes without a signature yet: the attention family's MLA option (docs/semantics.md §12.8). Its faults show as
+# an output failing from the first token with the cache right (rope on the nope part, the key / value split, the
+# scale) or as both failing (the latent norm) on the MLA goldens only, which the facts of one case cannot tell from
+# 8.13 or rotary-all-dims without a fact about the golden's configuration; shown in the table, not counted.
+PENDING_CLASSES = {"mla-rope-on-nope", "mla-latent-norm-skipped", "mla-kv-split-swapped", "mla-scale-nope-dim"}
 # controls (must get no diagnosis) and the dtype they run at
 CONTROL_DTYPE = {"nonbug.unfused-conv-act": "bf16"}
 
@@ -132,10 +137,10 @@ def main():
             if not ok:
                 bad_controls.append(backend)
             continue
-        pending = label in PENDING_FAMILIES
+        cls = own_class(backend)
+        pending = label in PENDING_FAMILIES or cls in PENDING_CLASSES
         n_mutants += not pending
         summ = [x for x in rep.get("diagnosis_summary", []) if x["backend"] == backend]
-        cls = own_class(backend)
         first = summ[0]["likely"][0]["class"] if summ and summ[0]["likely"] else "-"
         others = ", ".join(x["class"] for x in summ[0]["likely"][1:]) if summ else ""
         per_case = sum(1 for d in diags if d["likely"] and names(d["likely"][0]["class"], cls))
@@ -169,8 +174,8 @@ def main():
     n_pending = sum(1 for r in rows if r[6] == "pending")
     print("\nhit rate: %d of %d mutants named first by their own class (%.0f %%); controls diagnosed: %s%s"
           % (hits, n_mutants, 100 * rate, ", ".join(bad_controls) or "none",
-             "; %d mutant(s) of families without signatures yet (%s) not counted" %
-             (n_pending, ", ".join(sorted(PENDING_FAMILIES))) if n_pending else ""))
+             "; %d mutant(s) of families or classes without signatures yet (%s) not counted" %
+             (n_pending, ", ".join(sorted(PENDING_FAMILIES | PENDING_CLASSES))) if n_pending else ""))
     print("per-case lines by verdict (right = the first class named is the mutant's own): " +
           "; ".join("%s %d of %d right" % (k, v[0], v[1]) for k, v in sorted(verdicts.items())))
     lk = verdicts.get("likely", [0, 0])

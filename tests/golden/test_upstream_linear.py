@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The lightning attention and KDA mixer goldens against upstream transformers' own modules, through their
-caches (golden/upstream_linear.py does the comparing).
+"""The lightning attention and KDA mixer goldens and the MLA golden attention/mla_kimi (KimiLinearAttention)
+against upstream transformers' own modules, through their caches (golden/upstream_linear.py does the comparing).
 
 Exports every golden/lightning/*.h5 and golden/kda/*.h5 to an .npz (configuration, weights by name, inputs,
 expected tensors) with the oracle's Python (h5py), then runs golden/upstream_linear.py under
@@ -50,7 +50,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         files = []
         for h5 in sorted(glob.glob(os.path.join(ROOT, "golden", "lightning", "*.h5")) +
-                         glob.glob(os.path.join(ROOT, "golden", "kda", "*.h5"))):
+                         glob.glob(os.path.join(ROOT, "golden", "kda", "*.h5")) +
+                         [os.path.join(ROOT, "golden", "attention", "mla_kimi.h5")]):
             family = os.path.basename(os.path.dirname(h5))
             files.append(os.path.join(tmp, family + "-" + os.path.basename(h5)[:-3] + ".npz"))
             export(h5, files[-1])
@@ -58,15 +59,17 @@ def main():
         p = subprocess.run(script + files)
         if p.returncode != 0:
             sys.exit(p.returncode)
-        for family, weight in (("lightning", "weights/out_proj.weight"), ("kda", "weights/forget_gate.f_b_proj.weight")):
+        for family, name, weight in (("lightning", "tiny", "weights/out_proj.weight"),
+                                     ("kda", "tiny", "weights/forget_gate.f_b_proj.weight"),
+                                     ("attention", "mla_kimi", "weights/kv_a_layernorm.weight")):
             control = os.path.join(tmp, f"control-{family}.npz")
-            export(os.path.join(ROOT, "golden", family, "tiny.h5"), control, perturb=weight)
-            print(f"control ({family}/tiny, {weight[len('weights/'):]} + 1e-6), must FAIL:", flush=True)
+            export(os.path.join(ROOT, "golden", family, name + ".h5"), control, perturb=weight)
+            print(f"control ({family}/{name}, {weight[len('weights/'):]} + 1e-6), must FAIL:", flush=True)
             c = subprocess.run(script + [control])
             if c.returncode != 1:
                 sys.exit(f"FAIL: the perturbed golden was not reported (exit {c.returncode})")
         # upstream's own padding (docs/findings.md): reported, not asserted
-        pads = [f for f in files if "pad" in os.path.basename(f)]
+        pads = [f for f in files if "pad" in os.path.basename(f) and "attention" not in os.path.basename(f)]
         subprocess.run([py, os.path.join(ROOT, "golden", "upstream_linear.py"), "--padded"] + pads)
         print("PASS")
 

@@ -37,6 +37,10 @@
  * | mutant.scale-default                | attention | attention_multiplier dropped (Granite)   | softmax_scale ignored: scores scaled by 1/sqrt(hd)                                         | nope: prefill -> output (recurrent_state passes); tiny (default scale): prefill passes |
  * | mutant.8.13-kv-head-mod             | attention | harness-derived (8.13)                   | query head h reads kv head h mod Hkv instead of h / (Hq/Hkv)                               | qwen3next: prefill -> output (recurrent_state passes); tiny (Hq = Hkv) passes |
  * | mutant.8.4-pad-unmasked-continued   | attention | #47086 (the Mamba2 bug, in attention)    | on a continued multi-token forward the mask is dropped: pads cached, counted and attended  | leftpad: left_padded_batch -> conv_state (the count), recurrent_state |
+ * | mutant.mla-rope-on-nope             | attention | a port rotating "the first R dims" of an MLA query | the query's rotation applied to its nope dims: the rope part unrotated, the nope part rotated | mla: prefill -> output (recurrent_state passes); mla_kimi (no rope) passes |
+ * | mutant.mla-latent-norm-skipped      | attention | kv_a_layernorm dropped                   | the raw latent cached and expanded                                                         | mla, mla_kimi: prefill -> output, recurrent_state                     |
+ * | mutant.mla-kv-split-swapped         | attention | kv_b_proj's per-head split order         | each head's rows read as value | key instead of key | value                                | mla_kimi: prefill -> output (recurrent_state passes)                  |
+ * | mutant.mla-scale-nope-dim           | attention | softmax_scale from qk_nope_head_dim      | scores scaled by 1/sqrt(qk_nope_head_dim) instead of 1/sqrt(nope + rope)                   | mla_kimi: prefill -> output (recurrent_state passes)                  |
  * | mutant.8.15-decode-no-d             | mamba2    | decode-only parameter mistakes (ports)   | the single-token step on a primed cache drops D·x; prefill and continued forwards keep it  | tiny: decode -> output (prefill, first_token_causality pass)          |
  * | mutant.8.19-export-rows-reversed    | mamba2    | export loops of ports                    | cache_export writes the batch rows in reverse order; the cache itself is right             | tiny: prefill -> conv_state, recurrent_state (output passes)          |
  * | mutant.8.20-import-no-window        | shortconv | import paths of ports                    | cache_import takes nothing of the window (left zero)                                       | tiny: cache_roundtrip -> output                                       |
@@ -398,6 +402,10 @@ static enum mc_backend_status mut_probe_read(struct mc_model *m, const struct mc
     X(anr, "mutant.nope-rotated", mut_attention_family, MC_FAMILY_ATTENTION, MUT_NOPE_ROTATED, DT_F32)                 \
     X(asd, "mutant.scale-default", mut_attention_family, MC_FAMILY_ATTENTION, MUT_SCALE_DEFAULT, DT_F32)               \
     X(a813, "mutant.8.13-kv-head-mod", mut_attention_family, MC_FAMILY_ATTENTION, MUT_HEAD_MOD, DT_F32)                \
+    X(mrn, "mutant.mla-rope-on-nope", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MLA_ROPE_ON_NOPE, DT_F32)          \
+    X(mns, "mutant.mla-latent-norm-skipped", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MLA_NORM_SKIPPED, DT_F32)   \
+    X(mkv, "mutant.mla-kv-split-swapped", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MLA_KV_SWAPPED, DT_F32)        \
+    X(msn, "mutant.mla-scale-nope-dim", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MLA_SCALE_NOPE, DT_F32)          \
     X(a84, "mutant.8.4-pad-unmasked-continued", mut_attention_family, MC_FAMILY_ATTENTION, MUT_MASK_CONTINUED, DT_F32) \
     X(m815, "mutant.8.15-decode-no-d", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_DECODE_NO_D, DT_F32)                 \
     X(m819, "mutant.8.19-export-rows-reversed", mut_mamba2_family, MC_FAMILY_MAMBA2, MUT_EXPORT_ROWS_REVERSED, DT_F32) \

@@ -53,6 +53,10 @@ enum mut_fault {
     MUT_GATE_PER_HEAD,      /* kda: every key channel of a head decays with the head's first channel's g */
     MUT_NOPE_ROTATED,       /* attention: no_rope ignored, RoPE applied (the default theta and factor) */
     MUT_SCALE_DEFAULT,      /* attention: softmax_scale ignored, scores scaled by 1/sqrt(hd) */
+    MUT_MLA_ROPE_ON_NOPE,   /* attention MLA: the query's rotation applied to its first dr (nope) dims */
+    MUT_MLA_NORM_SKIPPED,   /* attention MLA: kv_a_layernorm skipped, the raw latent cached and expanded */
+    MUT_MLA_KV_SWAPPED,     /* attention MLA: kv_b_proj's per-head rows read as value | key instead of key | value */
+    MUT_MLA_SCALE_NOPE,     /* attention MLA: scores scaled by 1/sqrt(qk_nope_head_dim), not 1/sqrt(head_dim) */
 };
 
 struct mut_family;

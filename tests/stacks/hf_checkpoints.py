@@ -204,6 +204,27 @@ VARIANTS["olmo_hybrid-defaults-tied"] = ("olmo_hybrid", {"layer_types": None, "n
                                                          "linear_allow_neg_eigval": False, "tie_word_embeddings": True,
                                                          "attention_bias": True, "rope_parameters":
                                                          {"rope_type": "default", "rope_theta": 500.0}}, {})
+# Kimi-Linear: KDA and NoPE MLA layers, the dense-first MLP, the sigmoid-grouped MoE with its shared experts. One with a
+# query latent (q_lora_rank), the attention's biases, 2 groups of 4 experts and 2 shared experts; one as a released
+# config writes its layers (linear_attn_config's 1-indexed lists, first_k_dense_replace 2), one group, top-1 expert,
+# norm_topk_prob off
+TINY["kimi_linear"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, intermediate_size=40,
+                           moe_intermediate_size=16, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=16,
+                           qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, max_position_embeddings=64,
+                           layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                           mlp_layer_types=["dense", "sparse", "sparse", "sparse"], num_local_experts=8,
+                           num_experts_per_tok=2, n_group=2, topk_group=1, linear_num_heads=2, linear_head_dim=8,
+                           linear_conv_kernel_dim=4, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+CONFIGS["kimi_linear"] = "KimiLinearConfig"
+MODELS["kimi_linear"] = "KimiLinearForCausalLM"
+VARIANTS["kimi_linear-qlora"] = ("kimi_linear", {"q_lora_rank": 8, "attention_bias": True, "n_shared_experts": 2}, {})
+VARIANTS["kimi_linear-released"] = ("kimi_linear", {"layer_types": None, "mlp_layer_types": None,
+                                                    "linear_attn_config": {"full_attn_layers": [2, 4],
+                                                                           "kda_layers": [1, 3], "head_dim": 8,
+                                                                           "num_heads": 2,
+                                                                           "short_conv_kernel_size": 4},
+                                                    "first_k_dense_replace": 2, "n_group": 1, "topk_group": 1,
+                                                    "num_experts_per_tok": 1, "norm_topk_prob": False}, {})
 
 
 def promoted(on):

@@ -130,7 +130,8 @@ def enumeration():
                 "('jamba', T.JambaConfig), ('nemotron_h', T.NemotronHConfig), "
                 "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig), "
                 "('falcon_h1', T.FalconH1Config), ('zamba2', T.Zamba2Config), ('zamba', T.ZambaConfig), "
-                "('lfm2_moe', T.Lfm2MoeConfig), ('olmo_hybrid', T.OlmoHybridConfig)]}))")
+                "('lfm2_moe', T.Lfm2MoeConfig), ('olmo_hybrid', T.OlmoHybridConfig), "
+                "('kimi_linear', T.KimiLinearConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -332,6 +333,44 @@ def main():
                                    ("mlp_only_layers", [1], "the weights do not match the config")):
             write(path("bad-qn-" + key), dict(qcfg, **{key: value}), qw)
             refused(path("bad-qn-" + key), needle, f"qwen3_next key {key}")
+        # Kimi-Linear: the names 5.24 writes (KimiLinearConfig.attribute_map) and the field names read alike; a released
+        # checkpoint's linear_attn_config (1-indexed full_attn_layers / kda_layers, head_dim, num_heads,
+        # short_conv_kernel_size) reads as layer_types and linear_*; first_k_dense_replace as mlp_layer_types;
+        # norm_topk_prob and routed_scaling_factor are honoured (the golden moves); hidden_act gelu and
+        # num_key_value_heads other than the heads refused
+        kcfg, kw = base("kimi_linear")
+        attr = {k: v for k, v in kcfg.items()}
+        for old_k, new_k in (("max_position_embeddings", "model_max_length"), ("norm_topk_prob", "moe_renormalize"),
+                             ("n_group", "num_expert_group"), ("num_local_experts", "num_experts"),
+                             ("num_experts_per_tok", "num_experts_per_token"), ("n_shared_experts", "num_shared_experts")):
+            attr[new_k] = attr.pop(old_k, K.normalise(kcfg).get(old_k, S.MODEL_DEFAULTS["kimi_linear"].get(old_k)))
+        released = {k: v for k, v in kcfg.items() if k not in ("layer_types", "linear_num_heads", "linear_head_dim",
+                                                               "linear_conv_kernel_dim", "mlp_layer_types")}
+        lt = kcfg["layer_types"]
+        released["linear_attn_config"] = {
+            "full_attn_layers": [i + 1 for i, t in enumerate(lt) if t == "full_attention"],
+            "kda_layers": [i + 1 for i, t in enumerate(lt) if t == "linear_attention"],
+            "head_dim": kcfg["linear_head_dim"], "num_heads": kcfg["linear_num_heads"],
+            "short_conv_kernel_size": kcfg["linear_conv_kernel_dim"]}
+        released["first_k_dense_replace"] = kcfg["mlp_layer_types"].count("dense")
+        for tag, c in (("fields", kcfg), ("attr", attr), ("released", released)):
+            write(path("kl-" + tag), c, kw)
+            golden(path("kl-" + tag), path(f"kl-{tag}.h5"))
+        same(path("kl-fields.h5"), path("kl-attr.h5"), "kimi_linear: the attribute_map names 5.24 writes")
+        same(path("kl-fields.h5"), path("kl-released.h5"), "kimi_linear: linear_attn_config and first_k_dense_replace")
+        passes(path("kl-fields.h5"), tmp, "kimi_linear")
+        passes(path("kl-released.h5"), tmp, "kimi_linear")
+        for tag, over in (("norm", dict(norm_topk_prob=False)), ("scale", dict(routed_scaling_factor=1.0))):
+            write(path("kl-" + tag), dict(kcfg, **over), kw)
+            golden(path("kl-" + tag), path(f"kl-{tag}.h5"))
+            d = differ(path("kl-fields.h5"), path(f"kl-{tag}.h5"), f"kimi_linear {tag}")
+            passes(path(f"kl-{tag}.h5"), tmp, "kimi_linear")
+            print(f"kimi_linear: {over} moves the logits (max |d logits| {d:.3g})")
+        print("kimi_linear: the attribute_map names, linear_attn_config and first_k_dense_replace read alike")
+        for key, value, needle in (("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
+                                   ("num_key_value_heads", 2, "'num_key_value_heads' = 2")):
+            write(path("bad-kl-" + key), dict(kcfg, **{key: value}), kw)
+            refused(path("bad-kl-" + key), needle, f"kimi_linear key {key}")
         # Qwen3.5-MoE: the text part of a multimodal checkpoint (model.language_model., visual and mtp weights) with its
         # experts one module each reads as the text model's state_dict; a dense MLP key refused
         mcfg, mw0 = base("qwen3_5_moe")

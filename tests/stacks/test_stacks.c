@@ -42,6 +42,8 @@ static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     if (f == MC_FAMILY_MAMBA1)
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
+    if (f == MC_FAMILY_KDA) /* Kimi-Linear's linear attention layers */
+        return cpu ? mc_cpu_kda_ops() : mc_reference_kda_ops();
     return cpu ? mc_cpu_mamba2_ops() : mc_reference_mamba2_ops();
 }
 
@@ -88,7 +90,8 @@ static void test_models_pass(void **state)
                                         "cases/models/zamba2.yaml",
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                         "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
-                                        "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml"};
+                                        "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml",
+                                        "cases/models/kimi_linear.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -304,6 +307,18 @@ static const struct glue GLUE[] = {
      {"first diverging layer 0 of 4"}},
     {"cases/models/olmo_hybrid.yaml", "glue.post-norm-as-pre", MC_STACK_GLUE_POST_NORM_AS_PRE, 0, 1, MC_DTYPE_BF16,
      {"layer 1 of 4", "glue"}},
+    /* Kimi-Linear (KDA 0, 2, 4, MLA 1, 3; the dense MLP at 0, 1, the MoE + shared experts at 2, 3, 4): its MoE's
+     * shared experts, group ranking and routed scaling, the order its expert outputs are summed in, a block norm */
+    {"cases/models/kimi_linear.yaml", "glue.kimi-shared-dropped", MC_STACK_GLUE_KIMI_SHARED_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 5 (kda mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/kimi_linear.yaml", "glue.kimi-group-max-only", MC_STACK_GLUE_KIMI_GROUP_MAX_ONLY, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 5 (kda mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/kimi_linear.yaml", "glue.kimi-scaling-dropped", MC_STACK_GLUE_KIMI_SCALING_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 2 of 5 (kda mixer on 'cpu')", "glue: the feed-forward (MoE + shared MLP)"}},
+    {"cases/models/kimi_linear.yaml", "glue.kimi-experts-summed-fp32", MC_STACK_GLUE_KIMI_EXPERTS_SUMMED_FP32, 0, 1,
+     MC_DTYPE_BF16, {NULL}},
+    {"cases/models/kimi_linear.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 5 (attention mixer on 'cpu')", "glue around the mixer"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -479,6 +494,93 @@ static void test_nemotron_config(void **state)
         struct mc_error err = {0};
         snprintf(json, sizeof json, "{%s, \"n_groups\": 2, %s}", base, bad[i].extra);
         assert_int_equal(mc_stack_config_parse("nemotron_h", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+}
+
+/* Kimi-Linear's config.json as the C reader takes it: the names KimiLinearConfig 5.24 writes (its attribute_map's)
+ * and the field names read alike; linear_attn_config's 1-indexed full_attn_layers / kda_layers and its KDA sizes as
+ * layer_types and linear_*; first_k_dense_replace as mlp_layer_types; without either, KimiLinearConfig's defaults
+ * (full attention where i > 0 and i % 4 == 0, one dense layer); MLA's latent norms at 1e-6 whatever rms_norm_eps
+ * says; every key the engine does not compute refused with its name. */
+static void test_kimi_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 5, "
+                                    "\"intermediate_size\": 48, \"moe_intermediate_size\": 16, "
+                                    "\"num_attention_heads\": 4, \"kv_lora_rank\": 16, \"q_lora_rank\": null, "
+                                    "\"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 4, \"v_head_dim\": 8, "
+                                    "\"topk_group\": 1, \"routed_scaling_factor\": 2.0";
+    static const char *const spellings[2] = {
+        "\"max_position_embeddings\": 32, \"num_local_experts\": 8, \"num_experts_per_tok\": 2, \"n_group\": 2, "
+        "\"n_shared_experts\": 2, \"norm_topk_prob\": false, \"linear_num_heads\": 2, \"linear_head_dim\": 8, "
+        "\"linear_conv_kernel_dim\": 3, \"layer_types\": [\"linear_attention\", \"full_attention\", "
+        "\"linear_attention\", \"full_attention\", \"linear_attention\"], "
+        "\"mlp_layer_types\": [\"dense\", \"dense\", \"sparse\", \"sparse\", \"sparse\"]",
+        "\"model_max_length\": 32, \"num_experts\": 8, \"num_experts_per_token\": 2, \"num_expert_group\": 2, "
+        "\"num_shared_experts\": 2, \"moe_renormalize\": false, \"linear_attn_config\": {\"full_attn_layers\": [2, 4], "
+        "\"kda_layers\": [1, 3, 5], \"head_dim\": 8, \"num_heads\": 2, \"short_conv_kernel_size\": 3}, "
+        "\"first_k_dense_replace\": 2"};
+    char json[2048];
+    for (int sp = 0; sp < 2; sp++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, %s}", base, spellings[sp]);
+        if (mc_stack_config_parse("kimi_linear", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("spelling %d: %s", sp, err.msg);
+        for (int i = 0; i < 5; i++) {
+            assert_int_equal(cfg.layers[i].family, i % 2 ? MC_FAMILY_ATTENTION : MC_FAMILY_KDA);
+            assert_int_equal(cfg.layers[i].moe, i >= 2);
+            assert_true(cfg.layers[i].dense && cfg.layers[i].dense_size == (i >= 2 ? 32 : 48));
+        }
+        const struct mc_kda_config *kd = &cfg.layers[0].mixer.u.kda;
+        assert_true(kd->num_heads == 2 && kd->head_dim == 8 && kd->conv_kernel == 3 && kd->rms_norm_eps == 1e-5);
+        const struct mc_attention_config *at = &cfg.layers[1].mixer.u.attention;
+        assert_true(at->kv_lora_rank == 16 && at->q_lora_rank == 0 && at->head_dim == 12 && at->qk_rope_head_dim == 4 &&
+                    at->v_head_dim == 8 && at->no_rope == 1 && at->rms_norm_eps == 1e-6 && at->cache_length == 32 &&
+                    at->num_key_value_heads == 4);
+        assert_true(cfg.moe.router == MC_ROUTER_SIGMOID_GROUPED && cfg.moe.act == MC_FFN_SWIGLU &&
+                    cfg.moe.sum_in_dtype && !cfg.moe.renormalise && cfg.moe.n_experts == 8 && cfg.moe.top_k == 2 &&
+                    cfg.moe.n_group == 2 && cfg.moe.topk_group == 1 && cfg.moe.routed_scaling == 2.0);
+        assert_true(!cfg.tied && !cfg.residual_in_fp32 && !cfg.zero_centred && cfg.norm_eps == 1e-5);
+    }
+    { /* neither layer list: KimiLinearConfig's defaults (MLA where i > 0 and i % 4 == 0; one dense layer) */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"max_position_embeddings\": 32, \"num_local_experts\": 8, "
+                                    "\"num_experts_per_tok\": 2, \"linear_num_heads\": 2, \"linear_head_dim\": 8}", base);
+        if (mc_stack_config_parse("kimi_linear", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 5; i++) {
+            assert_int_equal(cfg.layers[i].family, i == 4 ? MC_FAMILY_ATTENTION : MC_FAMILY_KDA);
+            assert_int_equal(cfg.layers[i].moe, i >= 1);
+        }
+        assert_true(cfg.moe.renormalise && cfg.moe.n_group == 1);
+    }
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"hidden_act\": \"gelu\"", "'hidden_act' gelu"},
+        {"\"num_key_value_heads\": 2", "'num_key_value_heads' (2)"},
+        {"\"layer_types\": [\"linear_attention\", \"conv\", \"linear_attention\", \"full_attention\", "
+         "\"linear_attention\"]", "'layer_types[1]'"},
+        {"\"mlp_layer_types\": [\"dense\", \"moe\", \"sparse\", \"sparse\", \"sparse\"]", "'mlp_layer_types[1]'"},
+        {"\"linear_attn_config\": {\"full_attn_layers\": [2], \"kda_layers\": [1, 3, 4]}", "layer 5 is in neither"},
+        {"\"linear_attn_config\": {\"full_attn_layers\": [0], \"kda_layers\": [1, 2, 3, 4, 5]}",
+         "'linear_attn_config.full_attn_layers[0]'"},
+        {"\"num_local_experts\": 7, \"n_group\": 2", "multiple of n_group"},
+        {"\"num_experts_per_tok\": 9", "num_experts_per_tok (9)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"max_position_embeddings\": 32, \"linear_num_heads\": 2, "
+                                    "\"linear_head_dim\": 8, %s%s%s}", base, bad[i].extra,
+                 strstr(bad[i].extra, "num_local_experts") ? "" : ", \"num_local_experts\": 8",
+                 strstr(bad[i].extra, "num_experts_per_tok") ? "" : ", \"num_experts_per_tok\": 2");
+        assert_int_equal(mc_stack_config_parse("kimi_linear", json, "cfg", &cfg, &err), MC_ERR_INPUT);
         if (strstr(err.msg, bad[i].needle) == NULL)
             fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
         printf("  refused: %s\n", err.msg);
@@ -777,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_glue_mutants),
         cmocka_unit_test(test_mixer_layer_mutants),
         cmocka_unit_test(test_qwen3_next_config),
+        cmocka_unit_test(test_kimi_config),
         cmocka_unit_test(test_qwen3_5_moe_config),
         cmocka_unit_test(test_lfm2_moe_config),
     };

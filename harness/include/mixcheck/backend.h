@@ -212,6 +212,17 @@ struct mc_attention_config {
     int32_t no_rope;              /* 1: no rotary embedding at all (GraniteMoeHybrid position_embedding_type "nope",
                                      Jamba, Nemotron-H); partial_rotary_factor and rope_theta are then unused */
     double softmax_scale;         /* the score scale; 0 = 1/sqrt(hd) (GraniteMoeHybrid attention_multiplier) */
+    /* multi-head latent attention (MLA, DeepSeek-V2 / Kimi-Linear KimiLinearAttention; docs/semantics.md §12.8),
+     * on when kv_lora_rank > 0. head_dim is then the query / key head dim qk_nope_head_dim + qk_rope_head_dim,
+     * num_key_value_heads equals num_attention_heads, qk_norm is none and there is no output gate; the weights
+     * are q_proj (q_lora_rank 0) or q_a_proj, q_a_layernorm, q_b_proj, then kv_a_proj_with_mqa,
+     * kv_a_layernorm, kv_b_proj and o_proj [D][Hq*v_head_dim]; rms_norm_eps is the two latent norms' epsilon.
+     * The cache holds the latent: state [B][1][Lmax][kv_lora_rank + qk_rope_head_dim], per position the
+     * normed latent then the shared rope key (rotated unless no_rope). */
+    int64_t kv_lora_rank;         /* c: the key / value latent's rank; 0 = plain attention */
+    int64_t q_lora_rank;          /* the query latent's rank; 0 = q_proj straight from the input */
+    int64_t qk_rope_head_dim;     /* dr: the shared rope part of each key (all of it rotated unless no_rope) */
+    int64_t v_head_dim;           /* dv: each head's value dim */
 };
 
 /* MiniMax lightning attention (docs/semantics.md §13, HF MiniMaxLightningAttention). hd = head_dim;

@@ -66,6 +66,10 @@ static const struct mc_config_field attention_fields[] = {
     FIELD(mc_attention_config, attention_bias, MC_FIELD_BOOL),
     {"no_rope", MC_FIELD_BOOL, offsetof(struct mc_attention_config, no_rope), 1},
     {"softmax_scale", MC_FIELD_DOUBLE, offsetof(struct mc_attention_config, softmax_scale), 1},
+    {"kv_lora_rank", MC_FIELD_INT, offsetof(struct mc_attention_config, kv_lora_rank), 1},
+    {"q_lora_rank", MC_FIELD_INT, offsetof(struct mc_attention_config, q_lora_rank), 1},
+    {"qk_rope_head_dim", MC_FIELD_INT, offsetof(struct mc_attention_config, qk_rope_head_dim), 1},
+    {"v_head_dim", MC_FIELD_INT, offsetof(struct mc_attention_config, v_head_dim), 1},
 };
 
 static const struct mc_config_field lightning_fields[] = {
@@ -274,6 +278,40 @@ static enum mc_err_code validate_attention(const struct mc_attention_config *c, 
         return mc_error_set(err, MC_ERR_INPUT,
                             "config attribute 'softmax_scale' must be finite and >= 0 (0: 1/sqrt(head_dim); got %g)",
                             c->softmax_scale);
+    if (c->kv_lora_rank < 0 || c->q_lora_rank < 0 || c->qk_rope_head_dim < 0 || c->v_head_dim < 0)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attributes 'kv_lora_rank', 'q_lora_rank', 'qk_rope_head_dim' and 'v_head_dim' "
+                            "must be >= 0 (got %lld, %lld, %lld, %lld)",
+                            (long long)c->kv_lora_rank, (long long)c->q_lora_rank, (long long)c->qk_rope_head_dim,
+                            (long long)c->v_head_dim);
+    if (c->kv_lora_rank > 0) { /* MLA (§12.8) */
+        if (check_dim("qk_rope_head_dim", c->qk_rope_head_dim, err) || check_dim("v_head_dim", c->v_head_dim, err))
+            return err->code;
+        if (c->qk_rope_head_dim >= c->head_dim)
+            return mc_error_set(err, MC_ERR_INPUT,
+                                "config: with kv_lora_rank (MLA) 'head_dim' (%lld) is qk_nope_head_dim + "
+                                "qk_rope_head_dim and must exceed 'qk_rope_head_dim' (%lld)",
+                                (long long)c->head_dim, (long long)c->qk_rope_head_dim);
+        if (c->num_key_value_heads != c->num_attention_heads)
+            return mc_error_set(err, MC_ERR_INPUT,
+                                "config: with kv_lora_rank (MLA) 'num_key_value_heads' (%lld) must equal "
+                                "'num_attention_heads' (%lld): kv_b_proj expands the latent into every head",
+                                (long long)c->num_key_value_heads, (long long)c->num_attention_heads);
+        if (c->qk_norm != MC_QK_NORM_NONE || c->attn_output_gate)
+            return mc_error_set(err, MC_ERR_INPUT,
+                                "config: with kv_lora_rank (MLA) 'qk_norm' must be none and 'attn_output_gate' 0");
+        if (!c->no_rope && c->qk_rope_head_dim % 2 != 0)
+            return mc_error_set(err, MC_ERR_INPUT, "config: the rotary dims 'qk_rope_head_dim' = %lld must be even",
+                                (long long)c->qk_rope_head_dim);
+        if (!c->no_rope && (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta)))
+            return mc_error_set(err, MC_ERR_INPUT, "config attribute 'rope_theta' must be finite and > 1 (got %g)",
+                                c->rope_theta);
+        goto rope_checked; /* MLA rotates the rope part whole: partial_rotary_factor unused */
+    }
+    if (c->q_lora_rank || c->qk_rope_head_dim || c->v_head_dim)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config: 'q_lora_rank', 'qk_rope_head_dim' and 'v_head_dim' are MLA attributes and need "
+                            "kv_lora_rank > 0");
     if (c->no_rope) /* partial_rotary_factor and rope_theta unused */
         goto rope_checked;
     if (!(c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0))
@@ -461,6 +499,27 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
         const struct mc_attention_config *c = &cfg->u.attention;
         int64_t hd = c->head_dim, qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
         int64_t qrows = c->attn_output_gate ? 2 * qd : qd;
+        if (c->kv_lora_rank > 0) { /* MLA: KimiLinearAttention's / DeepseekV2Attention's names */
+            int64_t H = c->num_attention_heads, dr = c->qk_rope_head_dim, dv = c->v_head_dim, r = c->kv_lora_rank;
+            if (c->q_lora_rank > 0) {
+                spec(out, &n, "q_a_proj.weight", 2, c->q_lora_rank, D, 0);
+                if (c->attention_bias)
+                    spec(out, &n, "q_a_proj.bias", 1, c->q_lora_rank, 0, 0);
+                spec(out, &n, "q_a_layernorm.weight", 1, c->q_lora_rank, 0, 0);
+                spec(out, &n, "q_b_proj.weight", 2, qd, c->q_lora_rank, 0);
+            } else {
+                spec(out, &n, "q_proj.weight", 2, qd, D, 0);
+            }
+            spec(out, &n, "kv_a_proj_with_mqa.weight", 2, r + dr, D, 0);
+            if (c->attention_bias)
+                spec(out, &n, "kv_a_proj_with_mqa.bias", 1, r + dr, 0, 0);
+            spec(out, &n, "kv_a_layernorm.weight", 1, r, 0, 0);
+            spec(out, &n, "kv_b_proj.weight", 2, H * (hd - dr + dv), r, 0);
+            spec(out, &n, "o_proj.weight", 2, D, H * dv, 0);
+            if (c->attention_bias)
+                spec(out, &n, "o_proj.bias", 1, D, 0, 0);
+            break;
+        }
         spec(out, &n, "q_proj.weight", 2, qrows, D, 0);
         if (c->attention_bias)
             spec(out, &n, "q_proj.bias", 1, qrows, 0, 0);
@@ -570,9 +629,9 @@ void mc_family_shape(const struct mc_family_config *cfg, struct mc_family_shape 
         s->conv_channels = 1; /* conv_state [B][1][1]: the number of cached positions */
         s->conv_kernel = 1;
         s->state_ndim = 3;
-        s->state_dims[0] = 2 * c->num_key_value_heads;
+        s->state_dims[0] = c->kv_lora_rank > 0 ? 1 : 2 * c->num_key_value_heads; /* MLA: the latent, one "head" */
         s->state_dims[1] = c->cache_length;
-        s->state_dims[2] = c->head_dim;
+        s->state_dims[2] = c->kv_lora_rank > 0 ? c->kv_lora_rank + c->qk_rope_head_dim : c->head_dim;
         s->state_dim_names[0] = "kv_head";
         s->state_dim_names[1] = "position";
         s->state_dim_names[2] = "dim";

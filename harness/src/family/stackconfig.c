@@ -43,6 +43,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "lfm2_moe";
     case MC_MODEL_OLMO_HYBRID:
         return "olmo_hybrid";
+    case MC_MODEL_KIMI_LINEAR:
+        return "kimi_linear";
     }
     return "unknown";
 }
@@ -81,6 +83,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_LFM2_MOE;
     else if (strcmp(name, "olmo_hybrid") == 0)
         *t = MC_MODEL_OLMO_HYBRID;
+    else if (strcmp(name, "kimi_linear") == 0)
+        *t = MC_MODEL_KIMI_LINEAR;
     else
         return -1;
     return 0;
@@ -96,6 +100,7 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
            : t == MC_MODEL_QWEN3_NEXT ? MC_FAMILY_GDN
            : t == MC_MODEL_QWEN3_5_MOE ? MC_FAMILY_GDN
            : t == MC_MODEL_OLMO_HYBRID ? MC_FAMILY_GDN
+           : t == MC_MODEL_KIMI_LINEAR ? MC_FAMILY_KDA
                                    : MC_FAMILY_MAMBA2;
 }
 
@@ -105,7 +110,7 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
         t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
         t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1 &&
-        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE && t != MC_MODEL_OLMO_HYBRID)
+        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE && t != MC_MODEL_OLMO_HYBRID && t != MC_MODEL_KIMI_LINEAR)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -1535,6 +1540,188 @@ static int parse_olmo_hybrid(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* Kimi-Linear's layer kinds: layer_types ("linear_attention" KDA / "full_attention" MLA), or linear_attn_config's
+ * 1-indexed full_attn_layers and kda_layers (a released checkpoint's spelling), or KimiLinearConfig's default (full
+ * attention where i > 0 and i % 4 == 0); kda and mla become each layer's mixer. */
+static int kimi_layer_types(struct reader *r, struct mc_stack_config *cfg, const struct mc_kda_config *kda,
+                            const struct mc_attention_config *mla)
+{
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    const struct mc_json_value *lac = mc_json_get(r->root, "linear_attn_config");
+    int full[MC_STACK_MAX_LAYERS] = {0};
+    if (lt != NULL && lt->type != MC_JSON_NULL) {
+        const struct mc_family_config linear = {.family = MC_FAMILY_KDA, .u.kda = *kda};
+        return layer_types(r, cfg, "linear_attention", &linear, mla);
+    }
+    const struct mc_json_value *fl = lac != NULL && lac->type == MC_JSON_OBJECT ? mc_json_get(lac, "full_attn_layers")
+                                                                                : NULL;
+    const struct mc_json_value *kl = lac != NULL && lac->type == MC_JSON_OBJECT ? mc_json_get(lac, "kda_layers") : NULL;
+    if (fl != NULL && kl != NULL) { /* KimiLinearConfig: both lists, 1-indexed; a layer in neither is refused */
+        int seen[MC_STACK_MAX_LAYERS] = {0};
+        const struct mc_json_value *lists[2] = {fl, kl};
+        for (int li = 0; li < 2; li++) {
+            if (lists[li]->type != MC_JSON_ARRAY) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'linear_attn_config.%s' must be a list", r->where,
+                             li ? "kda_layers" : "full_attn_layers");
+                return -1;
+            }
+            for (size_t k = 0; k < lists[li]->len; k++) {
+                const struct mc_json_value *v = &lists[li]->items[k];
+                if (v->type != MC_JSON_NUMBER || v->number != floor(v->number) || v->number < 1 ||
+                    v->number > (double)cfg->n_layers) {
+                    mc_error_set(r->err, MC_ERR_INPUT,
+                                 "%s: config_json: 'linear_attn_config.%s[%zu]' must be a layer number in [1, %lld]",
+                                 r->where, li ? "kda_layers" : "full_attn_layers", k, (long long)cfg->n_layers);
+                    return -1;
+                }
+                int64_t i = (int64_t)v->number - 1;
+                seen[i] = 1;
+                full[i] = li == 0;
+            }
+        }
+        for (int64_t i = 0; i < cfg->n_layers; i++)
+            if (!seen[i]) {
+                mc_error_set(r->err, MC_ERR_INPUT,
+                             "%s: config_json: layer %lld is in neither linear_attn_config.full_attn_layers nor "
+                             "kda_layers (upstream leaves its type None)", r->where, (long long)i + 1);
+                return -1;
+            }
+    } else {
+        for (int64_t i = 0; i < cfg->n_layers; i++)
+            full[i] = i > 0 && i % 4 == 0;
+    }
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].family = cfg->layers[i].mixer.family = full[i] ? MC_FAMILY_ATTENTION : MC_FAMILY_KDA;
+        if (full[i])
+            cfg->layers[i].mixer.u.attention = *mla;
+        else
+            cfg->layers[i].mixer.u.kda = *kda;
+    }
+    return 0;
+}
+
+/* KimiLinearConfig (transformers 5.24; the keys it writes are its attribute_map's: model_max_length, moe_renormalize,
+ * num_expert_group, num_experts, num_experts_per_token, num_shared_experts, read beside the field names
+ * max_position_embeddings, norm_topk_prob, n_group, num_local_experts, num_experts_per_tok, n_shared_experts):
+ * KDA (linear_num_heads, linear_head_dim, linear_conv_kernel_dim, or linear_attn_config's num_heads, head_dim,
+ * short_conv_kernel_size; rms_norm_eps its gated norm's), MLA without positional embedding (num_attention_heads,
+ * num_key_value_heads (null: the heads; other than the heads refused), kv_lora_rank, q_lora_rank (null: q_proj),
+ * qk_nope_head_dim + qk_rope_head_dim the head dim, v_head_dim, attention_bias, its latent norms at eps 1e-6 whatever
+ * rms_norm_eps says, the cache of max_position_embeddings positions), the dense SwiGLU MLP (intermediate_size) by
+ * mlp_layer_types or first_k_dense_replace (default 1), the MoE elsewhere (num_local_experts, num_experts_per_tok,
+ * moe_intermediate_size, n_group, topk_group, norm_topk_prob, routed_scaling_factor, n_shared_experts shared experts
+ * of moe_intermediate_size each as one SwiGLU MLP). Refused: hidden_act other than silu. */
+static int parse_kimi_linear(struct reader *r, struct mc_stack_config *cfg)
+{
+    static const char *const k_ctx[] = {"model_max_length", "max_position_embeddings"},
+                             *const k_renorm[] = {"moe_renormalize", "norm_topk_prob"},
+                             *const k_group[] = {"num_expert_group", "n_group"},
+                             *const k_experts[] = {"num_experts", "num_local_experts"},
+                             *const k_topk[] = {"num_experts_per_token", "num_experts_per_tok"},
+                             *const k_shared[] = {"num_shared_experts", "n_shared_experts"};
+    struct mc_kda_config kd = {.hidden_size = cfg->hidden, .chunk_size = 64, .rms_norm_eps = cfg->norm_eps};
+    struct mc_attention_config at = {.hidden_size = cfg->hidden, .partial_rotary_factor = 1.0, .rope_theta = 10000.0,
+                                     .rms_norm_eps = 1e-6, .qk_norm = MC_QK_NORM_NONE, .no_rope = 1};
+    struct mc_stack_moe *e = &cfg->moe;
+    int64_t inter = 9216, nope = 128, n_shared = 1, first_dense = 1;
+    if (get_int(r, "linear_num_heads", 0, 32, &kd.num_heads) || get_int(r, "linear_head_dim", 0, 128, &kd.head_dim) ||
+        get_int(r, "linear_conv_kernel_dim", 0, 4, &kd.conv_kernel) ||
+        get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        get_int(r, "num_key_value_heads", 0, at.num_attention_heads, &at.num_key_value_heads) ||
+        get_int(r, "kv_lora_rank", 0, 512, &at.kv_lora_rank) || get_int(r, "q_lora_rank", 0, 0, &at.q_lora_rank) ||
+        get_int(r, "qk_rope_head_dim", 0, 64, &at.qk_rope_head_dim) ||
+        get_int(r, "qk_nope_head_dim", 0, 128, &nope) || get_int(r, "v_head_dim", 0, 128, &at.v_head_dim) ||
+        get_bool(r, "attention_bias", 0, &at.attention_bias) ||
+        get_int(r, alias(r, k_ctx, 2), 0, 1048576, &at.cache_length) ||
+        get_int(r, "intermediate_size", 0, 9216, &inter) ||
+        get_int(r, "moe_intermediate_size", 0, 1024, &e->expert_size) ||
+        get_int(r, alias(r, k_experts, 2), 0, 256, &e->n_experts) || get_int(r, alias(r, k_topk, 2), 0, 8, &e->top_k) ||
+        get_int(r, alias(r, k_group, 2), 0, 1, &e->n_group) || get_int(r, "topk_group", 0, 1, &e->topk_group) ||
+        get_bool(r, alias(r, k_renorm, 2), 1, &e->renormalise) ||
+        get_num(r, "routed_scaling_factor", 0, 0, 2.446, &e->routed_scaling) ||
+        get_int(r, alias(r, k_shared, 2), 0, 1, &n_shared) || get_int(r, "first_k_dense_replace", 0, 1, &first_dense) ||
+        want_string(r, "hidden_act", "silu") || positive(r, "intermediate_size", inter, 1 << 20) ||
+        positive(r, "qk_nope_head_dim", nope, 1 << 16) || positive(r, "max_position_embeddings", at.cache_length, 1 << 20))
+        return -1;
+    const struct mc_json_value *lac = mc_json_get(r->root, "linear_attn_config");
+    if (lac != NULL && lac->type == MC_JSON_OBJECT) { /* a released checkpoint's linear attention keys win */
+        static const char *const sub[3] = {"num_heads", "head_dim", "short_conv_kernel_size"};
+        int64_t *dst[3] = {&kd.num_heads, &kd.head_dim, &kd.conv_kernel};
+        for (int k = 0; k < 3; k++) {
+            const struct mc_json_value *v = mc_json_get(lac, sub[k]);
+            if (v == NULL || v->type == MC_JSON_NULL)
+                continue;
+            if (v->type != MC_JSON_NUMBER || v->number != floor(v->number)) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'linear_attn_config.%s' must be an integer",
+                             r->where, sub[k]);
+                return -1;
+            }
+            *dst[k] = (int64_t)v->number;
+        }
+    } else if (lac != NULL && lac->type != MC_JSON_NULL) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'linear_attn_config' must be an object", r->where);
+        return -1;
+    }
+    if (at.num_key_value_heads != at.num_attention_heads) {
+        mc_error_set(r->err, MC_ERR_INPUT,
+                     "%s: config_json: 'num_key_value_heads' (%lld) must equal num_attention_heads (%lld): "
+                     "KimiLinearAttention expands the latent into every head and would repeat_kv them again",
+                     r->where, (long long)at.num_key_value_heads, (long long)at.num_attention_heads);
+        return -1;
+    }
+    at.head_dim = nope + at.qk_rope_head_dim; /* qk_head_dim; the scale qk_head_dim^-1/2 is the family's default */
+    if (kimi_layer_types(r, cfg, &kd, &at))
+        return -1;
+    const struct mc_json_value *mt = mc_json_get(r->root, "mlp_layer_types");
+    if (mt != NULL && mt->type != MC_JSON_NULL && (mt->type != MC_JSON_ARRAY || (int64_t)mt->len != cfg->n_layers)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_layer_types' must list num_hidden_layers (%lld) "
+                     "layers", r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    int any_moe = 0;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        int sparse = i >= first_dense; /* KimiLinearConfig: first_k_dense_replace dense layers, then sparse */
+        if (mt != NULL && mt->type == MC_JSON_ARRAY) {
+            const struct mc_json_value *v = &mt->items[i];
+            int dense = v->type == MC_JSON_STRING && strcmp(v->string, "dense") == 0;
+            sparse = v->type == MC_JSON_STRING && strcmp(v->string, "sparse") == 0;
+            if (!dense && !sparse) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_layer_types[%lld]' must be \"dense\" or "
+                             "\"sparse\"", r->where, (long long)i);
+                return -1;
+            }
+        }
+        cfg->layers[i].moe = sparse;
+        cfg->layers[i].dense = 1; /* the dense MLP, or the MoE's shared experts */
+        any_moe |= sparse;
+    }
+    if (any_moe && (e->n_experts < 1 || e->n_experts > MC_STACK_MAX_EXPERTS || e->n_group < 1 ||
+                    e->n_experts % e->n_group != 0 || e->n_experts / e->n_group < 2 || e->topk_group < 1 ||
+                    e->topk_group > e->n_group || e->top_k < 1 || e->top_k > MC_STACK_MAX_TOP_K ||
+                    e->top_k > e->topk_group * (e->n_experts / e->n_group) ||
+                    positive(r, "moe_intermediate_size", e->expert_size, 1 << 20) ||
+                    positive(r, "n_shared_experts", n_shared, 1 << 10) || !isfinite(e->routed_scaling))) {
+        if (r->err->code == MC_ERR_NONE)
+            mc_error_set(r->err, MC_ERR_INPUT,
+                         "%s: config_json: num_local_experts (%lld) must be in [1, 512] and a multiple of n_group (%lld) "
+                         "with at least 2 experts per group, topk_group (%lld) in [1, n_group], num_experts_per_tok "
+                         "(%lld) in [1, min(64, the experts of topk_group groups)], routed_scaling_factor finite",
+                         r->where, (long long)e->n_experts, (long long)e->n_group, (long long)e->topk_group,
+                         (long long)e->top_k);
+        return -1;
+    }
+    e->router = MC_ROUTER_SIGMOID_GROUPED;
+    e->act = MC_FFN_SWIGLU;
+    e->sum_in_dtype = 1;
+    cfg->ffn_size = inter;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        cfg->layers[i].dense_size = cfg->layers[i].moe ? e->expert_size * n_shared : inter;
+        if (cfg->layers[i].dense_size > cfg->ffn_size)
+            cfg->ffn_size = cfg->layers[i].dense_size;
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1543,7 +1730,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
                             "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba, "
-                            "lfm2_moe, olmo_hybrid)",
+                            "lfm2_moe, olmo_hybrid, kimi_linear)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -1577,7 +1764,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                 : cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
                         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
                         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-                        cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_OLMO_HYBRID
+                        cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_OLMO_HYBRID ||
+                        cfg->type == MC_MODEL_KIMI_LINEAR
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
@@ -1604,15 +1792,15 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
-        cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID)
+        cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
     cfg->zero_centred = cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_QWEN3_NEXT ||
                         cfg->type == MC_MODEL_QWEN3_5_MOE;
     cfg->norm_weight_fp32 |= cfg->type == MC_MODEL_OLMO_HYBRID; /* OlmoHybridRMSNorm: (w * x_normed).to(T) */
-    int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-             cfg->type == MC_MODEL_LFM2_MOE; /* its layers' feed-forwards are set by its parser */
+    int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_LFM2_MOE ||
+             cfg->type == MC_MODEL_KIMI_LINEAR; /* its layers' feed-forwards are set by its parser */
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
@@ -1623,6 +1811,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : zb && cfg->type == MC_MODEL_ZAMBA ? parse_zamba(&r, cfg)
          : zb                            ? parse_zamba2(&r, cfg)
          : cfg->type == MC_MODEL_LFM2_MOE  ? parse_lfm2_moe(&r, cfg)
+         : cfg->type == MC_MODEL_KIMI_LINEAR ? parse_kimi_linear(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
          : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
          : cfg->type == MC_MODEL_OLMO_HYBRID ? parse_olmo_hybrid(&r, cfg)
@@ -1657,7 +1846,8 @@ static int hybrid(const struct mc_stack_config *cfg)
     return cfg->type == MC_MODEL_NEMOTRON_H || cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
            cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
-           cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID;
+           cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID ||
+           cfg->type == MC_MODEL_KIMI_LINEAR;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1679,7 +1869,7 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
                  Z->shared ? "shared_transf." : Z->hybrid ? "mamba_decoder." : "");
     else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
              cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-             cfg->type == MC_MODEL_FALCON_H1) /* FalconH1: both slots read one norm */
+             cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_KIMI_LINEAR) /* FalconH1: both slots read one norm */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight",
                  (long long)mc_stack_decoder_layer(cfg, layer));
     else if (cfg->type == MC_MODEL_OLMO_HYBRID) /* an attention layer's norm is on its output */
@@ -1707,6 +1897,7 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
     else if (hybrid(cfg))
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)mc_stack_decoder_layer(cfg, layer),
                  cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
+                 : cfg->type == MC_MODEL_KIMI_LINEAR              ? "self_attn." /* KDA too */
                  : lfm2(cfg)                                      ? "conv."
                  : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
                  : cfg->type == MC_MODEL_QWEN3_NEXT               ? "linear_attn."
@@ -1805,6 +1996,14 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
     static const char *const qwen3_next_moe_parts[] = {"post_attention_layernorm.weight", "mlp.shared_expert.gate_proj.weight",
                                                        "mlp.shared_expert.up_proj.weight",
                                                        "mlp.shared_expert.down_proj.weight"};
+    static const char *const kimi_moe_parts[] = {"post_attention_layernorm.weight", "mlp.shared_experts.gate_proj.weight",
+                                                 "mlp.shared_experts.up_proj.weight",
+                                                 "mlp.shared_experts.down_proj.weight"};
+    if (cfg->type == MC_MODEL_KIMI_LINEAR) { /* KimiLinearMLP, or KimiLinearMoE's shared_experts */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
+                 (cfg->layers[layer].moe ? kimi_moe_parts : qwen_parts)[part & 3]);
+        return;
+    }
     const char *const *parts = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ? (cfg->layers[layer].moe ? qwen3_next_moe_parts
                                                                                                   : qwen_parts)
                                : cfg->type == MC_MODEL_NEMOTRON_H         ? (cfg->layers[layer].moe ? nemotron_moe_parts
@@ -1832,10 +2031,14 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
                                                    "mlp.gate.weight", "mlp.shared_expert_gate.weight"};
     static const char *const lfm2_moe_parts[] = {"feed_forward.gate.weight", "feed_forward.experts.gate_up_proj",
                                                  "feed_forward.experts.down_proj", "feed_forward.expert_bias"};
+    static const char *const kimi_parts[] = {"mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj",
+                                             "mlp.gate.e_score_correction_bias"};
     if (cfg->type == MC_MODEL_LFM2_MOE)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, lfm2_moe_parts[part & 3]);
     else if (cfg->type == MC_MODEL_NEMOTRON_H)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, nemotron_parts[part & 3]);
+    else if (cfg->type == MC_MODEL_KIMI_LINEAR)
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, kimi_parts[part & 3]);
     else if (cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
                  qwen3_next_parts[part < 0 || part > 4 ? 0 : part]);
@@ -1854,7 +2057,7 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-                       cfg->type == MC_MODEL_OLMO_HYBRID
+                       cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR
                    ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }

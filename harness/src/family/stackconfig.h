@@ -64,6 +64,11 @@ enum mc_model_type {
                                   layers, and attention layers (q_norm / k_norm over the whole projection, RoPE or NoPE)
                                   as post-norm layers (struct mc_stack_layer.post_norm); the SwiGLU MLP on every layer,
                                   RMSNorms multiplying by their weight in float32 */
+    MC_MODEL_KIMI_LINEAR = 17, /* KimiLinearForCausalLM: Kimi Delta Attention and multi-head latent attention without
+                                  positional embedding (the attention family's MLA option) by layer_types, the dense
+                                  SwiGLU MLP on the first_k_dense_replace / mlp_layer_types "dense" layers, elsewhere a
+                                  sigmoid-routed grouped MoE of SwiGLU experts (summed in T) plus a shared SwiGLU
+                                  expert */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -115,6 +120,8 @@ struct mc_stack_moe {
     int64_t n_group;     /* MC_ROUTER_SIGMOID_GROUPED: groups of E / n_group experts (n_group) */
     int64_t topk_group;  /* the groups kept (topk_group) */
     double routed_scaling; /* routed_scaling_factor */
+    int32_t sum_in_dtype;  /* MC_ROUTER_SIGMOID_GROUPED: each expert's weighted output rounded to T and summed in T
+                              (KimiLinearExperts' index_add_ into a T tensor), not summed in float32 */
     int32_t shared_gate;   /* 1: the layer's dense MLP is a shared expert scaled by sigmoid(shared_expert_gate x)
                               ([1][D] in T, the sigmoid and the product in T) and added after the experts' sum,
                               which starts from zero in T (Qwen3NextSparseMoeBlock) */

@@ -149,6 +149,8 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
             }
             mc_stack_name_mixer_param(cfg, l, specs[i].name, full);
             ADD(full, specs[i].ndim, specs[i].dims[0], specs[i].dims[1], specs[i].dims[2]);
+            if (specs[i].ndim == 4 && n <= cap) /* KDA's forget_gate.A_log [1][1][H][1] */
+                rules[n - 1].dims[3] = specs[i].dims[3];
         }
         int64_t F = cfg->layers[l].dense_size;
         char norm[MC_STACK_NAME_LEN];

@@ -904,6 +904,24 @@ static int64_t take_largest(const double *v, int64_t n, uint8_t *taken)
     return best < 0 ? 0 : best;
 }
 
+/* One SwiGLU expert of a fused gate_up [2 Fe][D] (gate rows first) on x [D] into a [Fe]: silu(g) * u, each step
+ * stored in T (KimiLinearExperts, as the dense MLP). */
+static void moe_swiglu_expert(const struct mc_stack *s, const double *g0, const double *xr, int64_t Fe, double *a)
+{
+    const int64_t D = s->D;
+    const double *u0 = g0 + Fe * D;
+    for (int64_t f = 0; f < Fe; f++) {
+        double g = 0.0, u = 0.0;
+        for (int64_t d = 0; d < D; d++) {
+            g += g0[f * D + d] * xr[d];
+            u += u0[f * D + d] * xr[d];
+        }
+        g = store(s, g);
+        u = store(s, u);
+        a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
+    }
+}
+
 /* The MoE of MC_ROUTER_SIGMOID_GROUPED (NemotronHMoE's experts, stackconfig.h) on normed rows x [rows][D], added
  * into y [rows][D] (the shared expert's output): the router in float32 on float32 weights, the group-limited
  * choice on the corrected scores, the weights of the uncorrected ones; each chosen expert down_e(relu(up_e x)²) in
@@ -932,7 +950,8 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
         for (int64_t gi = 0; gi < G; gi++) {
             uint8_t t2[MC_STACK_MAX_EXPERTS] = {0};
             int64_t a0 = take_largest(choice + gi * per, per, t2), a1 = take_largest(choice + gi * per, per, t2);
-            gscore[gi] = compute(s, choice[gi * per + a0] + choice[gi * per + a1]);
+            gscore[gi] = s->fault == MC_STACK_GLUE_KIMI_GROUP_MAX_ONLY ? choice[gi * per + a0]
+                                                                       : compute(s, choice[gi * per + a0] + choice[gi * per + a1]);
         }
         uint8_t gtaken[MC_STACK_MAX_EXPERTS] = {0}, taken[MC_STACK_MAX_EXPERTS];
         for (int64_t j = 0; j < e->topk_group; j++)
@@ -949,7 +968,8 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
         int renorm = e->renormalise != (s->fault == MC_STACK_GLUE_MOE_NOT_RENORMALISED);
         double den = compute(s, sum + 1e-20);
         for (int64_t j = 0; j < K; j++)
-            w[j] = compute(s, compute(s, renorm ? w[j] / den : w[j]) * e->routed_scaling);
+            w[j] = compute(s, compute(s, renorm ? w[j] / den : w[j]) *
+                                         (s->fault == MC_STACK_GLUE_KIMI_SCALING_DROPPED ? 1.0 : e->routed_scaling));
         for (int64_t d = 0; d < D; d++)
             acc32[d] = 0.0;
         for (int64_t k = 0; k < E; k++) { /* index_add_ over expert_hit: increasing expert index */
@@ -958,22 +978,29 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
                 j++;
             if (j == K)
                 continue;
-            const double *u0 = up + k * Fe * D, *d0 = dn + k * D * Fe;
-            for (int64_t f = 0; f < Fe; f++) {
-                double u = 0.0;
-                for (int64_t d = 0; d < D; d++)
-                    u += u0[f * D + d] * xr[d];
-                a[f] = relu2(s, store(s, u));
-            }
+            if (e->act == MC_FFN_SWIGLU) /* KimiLinearExperts: gate_up [2 Fe][D] (gate rows first), silu(g) * u */
+                moe_swiglu_expert(s, up + k * 2 * Fe * D, xr, Fe, a);
+            else
+                for (int64_t f = 0; f < Fe; f++) {
+                    const double *u0 = up + k * Fe * D;
+                    double u = 0.0;
+                    for (int64_t d = 0; d < D; d++)
+                        u += u0[f * D + d] * xr[d];
+                    a[f] = relu2(s, store(s, u));
+                }
+            const double *d0 = dn + k * D * Fe;
             for (int64_t d = 0; d < D; d++) {
                 double acc = 0.0;
                 for (int64_t f = 0; f < Fe; f++)
                     acc += d0[d * Fe + f] * a[f];
-                acc32[d] = compute(s, acc32[d] + compute(s, store(s, acc) * w[j])); /* T x float32 -> float32 */
+                if (e->sum_in_dtype && s->fault != MC_STACK_GLUE_KIMI_EXPERTS_SUMMED_FP32) /* index_add_ into T */
+                    acc32[d] = store(s, acc32[d] + store(s, compute(s, store(s, acc) * w[j])));
+                else
+                    acc32[d] = compute(s, acc32[d] + compute(s, store(s, acc) * w[j])); /* T x float32 -> float32 */
             }
         }
         for (int64_t d = 0; d < D; d++) /* .to(T), then + shared_experts(x) in T */
-            yr[d] = store(s, yr[d] + store(s, acc32[d]));
+            yr[d] = store(s, (s->fault == MC_STACK_GLUE_KIMI_SHARED_DROPPED ? 0.0 : yr[d]) + store(s, acc32[d]));
     }
 }
 

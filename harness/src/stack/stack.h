@@ -92,6 +92,13 @@ enum mc_stack_glue_fault {
                                                   their outputs added as they are (Llama's order, not Olmo3's) */
     MC_STACK_GLUE_FFN_POST_NORM_SKIPPED,       /* a post-norm layer's MLP output added without
                                                   post_feedforward_layernorm */
+    /* Kimi-Linear's MoE (MC_ROUTER_SIGMOID_GROUPED with SwiGLU experts summed in T) */
+    MC_STACK_GLUE_KIMI_SHARED_DROPPED,         /* the shared experts' output not added to the routed experts' */
+    MC_STACK_GLUE_KIMI_GROUP_MAX_ONLY,         /* a group ranked by its largest corrected score, not the sum of its
+                                                  two largest (DeepSeek-V2's group_limited_greedy) */
+    MC_STACK_GLUE_KIMI_SCALING_DROPPED,        /* the expert weights not multiplied by routed_scaling_factor */
+    MC_STACK_GLUE_KIMI_EXPERTS_SUMMED_FP32,    /* the weighted expert outputs summed in float32 and rounded once
+                                                  (NemotronHMoE's order), not rounded and summed in T */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
