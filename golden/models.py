@@ -464,3 +464,20 @@ def greedy(forward, ids, mask, steps):
             out, _, caches, _, _ = forward(tok[:, None], None, caches)
             step_logits = out[:, 0]
     return np.stack(tokens, axis=1).astype(np.int64), np.stack(all_logits, axis=1)
+
+
+def mixer_forward(kind, mcfg, w, u, mask, cache):
+    """One segment through one mixer from cache (window, state) or zeros; returns out, (window, state)
+    after the segment and the per-position caches (windows [L+1], states [L+1] or None)."""
+    window, state = cache if cache is not None else (None, None)
+    if kind == "mamba2":
+        out, windows, states, _ = mixers.mamba2_forward(mcfg, w, u, mask, window, state)
+    elif kind == "mamba":
+        out, windows, states = mixers.mamba1_forward(mcfg, w, u, mask, window, state)
+    elif kind == "shortconv":
+        out, windows, states = mixers.shortconv_forward(mcfg, w, u, mask, window, state)
+    elif kind == "gdn":
+        out, windows, states = mixers.gdn_forward(mcfg, w, u, mask, window, state)
+    else:
+        out, windows, states = attention_forward(mcfg, w, u, mask, window, state)
+    return out, (windows[-1], None if states is None else states[-1]), windows, states

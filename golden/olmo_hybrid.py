@@ -157,7 +157,6 @@ class OlmoHybridStack:
 
     def forward(self, ids, mask, caches=None):
         """As stacks.Stack.forward: (logits, hidden [n + 1], new caches, per-position caches, mixer outputs)."""
-        import stacks   # the mixer dispatch (stacks.mixer_forward); imported here, stacks imports this module
         h = self.w["model.embed_tokens.weight"][ids]
         hidden, mixed, new_caches, per_pos = [h], [], [], []
         for i in range(self.n):
@@ -166,7 +165,7 @@ class OlmoHybridStack:
                 x = rmsnorm(h, self.w[lay + "input_layernorm.weight"], self.eps)
             else:
                 x = h   # the attention reads the residual itself
-            out, cache, windows, states = stacks.mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
+            out, cache, windows, states = M.mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
                                                                None if caches is None else caches[i])
             if self.kinds[i] == "gdn":
                 h = h + out

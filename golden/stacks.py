@@ -676,21 +676,7 @@ def mixer_init(kind, mcfg, rng):
     return M.attention_init(mcfg, rng, mixers.GRID_BITS)
 
 
-def mixer_forward(kind, mcfg, w, u, mask, cache):
-    """One segment through one mixer from cache (window, state) or zeros; returns out, (window, state)
-    after the segment and the per-position caches (windows [L+1], states [L+1] or None)."""
-    window, state = cache if cache is not None else (None, None)
-    if kind == "mamba2":
-        out, windows, states, _ = mixers.mamba2_forward(mcfg, w, u, mask, window, state)
-    elif kind == "mamba":
-        out, windows, states = mixers.mamba1_forward(mcfg, w, u, mask, window, state)
-    elif kind == "shortconv":
-        out, windows, states = mixers.shortconv_forward(mcfg, w, u, mask, window, state)
-    elif kind == "gdn":
-        out, windows, states = mixers.gdn_forward(mcfg, w, u, mask, window, state)
-    else:
-        out, windows, states = M.attention_forward(mcfg, w, u, mask, window, state)
-    return out, (windows[-1], None if states is None else states[-1]), windows, states
+mixer_forward = M.mixer_forward   # one segment through one layer's mixer (golden/models.py)
 
 
 def names(cfg):
