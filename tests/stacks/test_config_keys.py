@@ -395,6 +395,27 @@ def main():
             d = differ(path("fh-base.h5"), path(f"fh-{tag}.h5"), f"falcon_h1 {change}")
             passes(path(f"fh-{tag}.h5"), tmp, "falcon_h1")
             print(f"falcon_h1: {change} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+            # the Mamba2 branch of decoder layer 0 as a mixer golden (from-checkpoint --layer 0): the option stored
+            # with it, and mixcheck passes it
+            layer_h5 = path(f"fh-{tag}-layer0.h5")
+            golden(path("fh-" + tag), layer_h5, extra=["--layer", "0", "--family", "mamba2"])
+            with h5py.File(layer_h5, "r") as f:
+                attrs = {k: int(f["config"].attrs.get(k, 0)) for k in ("no_gated_norm", "norm_before_gate")}
+                has_norm = "norm.weight" in f["weights"]
+            want = {"no_gated_norm": int(not change.get("mamba_rms_norm", True)),
+                    "norm_before_gate": int(change.get("mamba_rms_norm", True) and
+                                            change.get("mamba_norm_before_gate", False))}
+            if attrs != want or has_norm != (not want["no_gated_norm"]):
+                fail(f"falcon_h1 {change}: the layer golden has {attrs}, norm.weight {has_norm}; want {want}")
+            yml = layer_h5[:-3] + ".yaml"
+            with open(yml, "w") as f:
+                f.write(f"id: keys-fh-{tag}-layer0\nwhy: \"a FalconH1 Mamba2 branch\"\nfamily: mamba2\n"
+                        f"golden: {layer_h5}\ntolerance: {os.path.join(TOL, 'checkpoint-mamba2.yaml')}\n"
+                        "backends: [reference, cpu]\ndtypes: [f32]\nscenarios:\n  prefill: {}\n  decode: {prefill: 3}\n")
+            p = subprocess.run([MIXCHECK, "run", yml, "-q"], capture_output=True, text=True)
+            if p.returncode != 0:
+                fail(f"falcon_h1 {change}: mixcheck exit {p.returncode} on the layer golden:\n{p.stdout[-2000:]}")
+            print(f"falcon_h1: {change}: the Mamba2 layer golden carries {attrs}, mixcheck passes it")
         auto = {k: v for k, v in fcfg.items() if k not in ("mamba_d_head",)}
         auto.update(mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=4)
         aw = S.init_weights(K.normalise(auto), np.random.default_rng(1))
