@@ -1159,13 +1159,13 @@ MIXER_SPECS = {s.key: s for s in [
     GoldenSpec("nonorm", "mamba2",
                "FalconH1's default mamba_rms_norm false (no_gated_norm 1): out_proj(y·silu(z)), no norm.weight, "
                "n_groups 2; the gated norm applied anyway (with a unit weight) moves every output",
-               dict(hidden_size=16, num_heads=4, head_dim=8, state_size=8, n_groups=2, chunk_size=8,
+               dict(hidden_size=16, num_heads=4, head_dim=4, state_size=8, n_groups=2, chunk_size=8,
                     no_gated_norm=1),
                batch=2, length=20, seed=31),
     GoldenSpec("normfirst", "mamba2",
                "FalconH1's mamba_norm_before_gate with mamba_rms_norm (norm_before_gate 1): norm(y)·w·silu(z) per "
                "group (I/G, n_groups 2); the gate before the norm moves every output",
-               dict(hidden_size=16, num_heads=4, head_dim=8, state_size=8, n_groups=2, norm_group_size=16,
+               dict(hidden_size=16, num_heads=4, head_dim=4, state_size=8, n_groups=2, norm_group_size=8,
                     chunk_size=8, norm_before_gate=1),
                batch=2, length=20, seed=32),
     GoldenSpec("ragged", "mamba2",
