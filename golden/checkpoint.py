@@ -377,6 +377,7 @@ def _write_layer_golden(kind, family, mcfg, fw, x, ids, mask, layer, out, name):
                                                  "use_conv_bias")}
         config["layer_norm_epsilon"] = np.float64(mcfg["layer_norm_epsilon"])
         config["time_step_limit"] = np.array(mcfg["time_step_limit"], dtype=np.float64)
+        config.update({k: np.int64(1) for k in mixers.MAMBA2_OPTION_ATTRS if mcfg.get(k)})   # FalconH1's norms
     elif family == "mamba1":
         config = {k: np.int64(mcfg[k]) for k in mixers.MAMBA1_INT_ATTRS}
         config.update({k: t(mcfg[k]) for k, t in mixers.MAMBA1_OPTION_ATTRS if mcfg.get(k)})   # the inner norms

@@ -519,10 +519,7 @@ HONOURED["falcon_h1"] = {
     "mamba_d_ssm": _any, "mamba_n_heads": _any, "mamba_d_head": _any, "mamba_n_groups": _any, "mamba_d_state": _any,
     "mamba_d_conv": _any, "mamba_expand": _any, "mamba_chunk_size": _any, "mamba_conv_bias": _any,
     "mamba_proj_bias": _any, "projectors_bias": _any,
-    "mamba_rms_norm": lambda v: None if v is True else
-    "the Mamba2 branch without its gated norm (y · silu(z)) is not a Mamba2-family option (only true is read)",
-    "mamba_norm_before_gate": lambda v: None if v is False else
-    "the gated norm before the gate (norm(y) · silu(z)) is not a Mamba2-family option (only false is read)",
+    "mamba_rms_norm": _any, "mamba_norm_before_gate": _any,   # the Mamba2 options no_gated_norm / norm_before_gate
     "time_step_limit": _time_step_limit, "layers_block_type": _hybrid_layers, "layer_types": _hybrid_layers,
     "embedding_multiplier": _finite, "lm_head_multiplier": _finite, "mlp_multipliers": _list_of(2),
     "key_multiplier": _finite, "attention_in_multiplier": _finite, "attention_out_multiplier": _finite,

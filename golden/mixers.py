@@ -141,7 +141,12 @@ class Family:
 # ---------------------------------------------------------------------------------------------------
 
 MAMBA2_DEFAULTS = dict(n_groups=1, conv_kernel=4, layer_norm_epsilon=1e-5,
-                       time_step_limit=(0.0, float("inf")), use_bias=0, use_conv_bias=1)
+                       time_step_limit=(0.0, float("inf")), use_bias=0, use_conv_bias=1,
+                       no_gated_norm=0, norm_before_gate=0)
+# The gated-norm options (§2.7) appended to the family: stored only by a golden that sets them (absent reads as
+# 0). no_gated_norm 1: FalconH1's mamba_rms_norm false, out_proj(y·silu(z)) without norm.weight;
+# norm_before_gate 1: FalconH1's mamba_norm_before_gate, norm(y)·w·silu(z).
+MAMBA2_OPTION_ATTRS = ("no_gated_norm", "norm_before_gate")
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,8 @@ def mamba2_init(cfg, rng, a_range=(1.0, 16.0), dt_range=(0.001, 0.1)):
     # D and norm.weight are perturbed from their all-ones init so per-head / per-channel indexing errors show.
     w["D"] = quantize(1.0 + 0.1 * rng.standard_normal(d.H))
     w["norm.weight"] = quantize(1.0 + 0.1 * rng.standard_normal(d.I))
+    if cfg.get("no_gated_norm"):   # drawn all the same, so the draws after it are the plain Mamba2's
+        del w["norm.weight"]
     w["out_proj.weight"] = uniform_init(rng, (d.D, d.I), d.I)
     if cfg["use_bias"]:
         w["out_proj.bias"] = uniform_init(rng, (d.D,), d.I)
@@ -218,12 +225,19 @@ def mamba2_split_heads(cfg, xbc):
 
 
 def mamba2_back(cfg, w, y, z):
-    """Gated RMSNorm, gate before norm, over groups of norm_group_size (§2.7), then out_proj."""
+    """Gated RMSNorm over groups of norm_group_size (§2.7), then out_proj: the gate first, norm(y·silu(z))·w;
+    norm_before_gate: norm(y)·w·silu(z); no_gated_norm: y·silu(z) alone."""
     d = Mamba2Dims.of(cfg)
-    hg = y * silu(z)
-    grouped = hg.reshape(hg.shape[:-1] + (d.I // d.gs, d.gs))
-    rstd = 1.0 / np.sqrt(np.mean(grouped * grouped, axis=-1, keepdims=True) + cfg["layer_norm_epsilon"])
-    out = (w["norm.weight"] * (grouped * rstd).reshape(hg.shape)) @ w["out_proj.weight"].T
+    if cfg.get("no_gated_norm"):
+        normed = y * silu(z)
+    else:
+        v = y if cfg.get("norm_before_gate") else y * silu(z)
+        grouped = v.reshape(v.shape[:-1] + (d.I // d.gs, d.gs))
+        rstd = 1.0 / np.sqrt(np.mean(grouped * grouped, axis=-1, keepdims=True) + cfg["layer_norm_epsilon"])
+        normed = w["norm.weight"] * (grouped * rstd).reshape(v.shape)
+        if cfg.get("norm_before_gate"):
+            normed = normed * silu(z)
+    out = normed @ w["out_proj.weight"].T
     if "out_proj.bias" in w:
         out = out + w["out_proj.bias"]
     return out
@@ -279,7 +293,8 @@ def mamba2_forward(cfg, w, u, mask=None, window=None, state=None, probes=None):
     out = mamba2_back(cfg, w, y.reshape(Bsz, L, d.I), z)
     if probes is not None:
         probes["scan_out"] = y.reshape(Bsz, L, d.I).copy()
-        probes["norm_in"] = y.reshape(Bsz, L, d.I) * silu(z)   # the gated norm's input (gate before norm)
+        probes["norm_in"] = y.reshape(Bsz, L, d.I) * silu(z)   # the gated norm's input (gate before norm);
+        # y·silu(z) with either option too (out_proj's input without the norm)
         probe_unpad(probes, live)
     pad_out = w.get("out_proj.bias", np.zeros(d.D))
     out = np.where(live[:, :, None], out, pad_out)
@@ -314,6 +329,7 @@ def mamba2_make_golden(spec):
     config = {k: np.int64(cfg[k]) for k in ("hidden_size", "num_heads", "head_dim", "state_size", "n_groups",
                                             "conv_kernel", "chunk_size", "norm_group_size", "use_bias",
                                             "use_conv_bias")}
+    config.update({k: np.int64(cfg[k]) for k in MAMBA2_OPTION_ATTRS if cfg[k]})
     config["layer_norm_epsilon"] = np.float64(cfg["layer_norm_epsilon"])
     config["time_step_limit"] = np.array(cfg["time_step_limit"], dtype=np.float64)
 
@@ -403,7 +419,7 @@ def mamba2_selftest():
         text = ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
         print(f"  {label:<38} max|diff|: {text}{'' if worst <= limit else '  FAIL (> %.0e)' % limit}")
 
-    for name in ("tiny", "groups2", "ragged", "dtlimit", "decay"):
+    for name in ("tiny", "groups2", "ragged", "dtlimit", "decay", "nonorm", "normfirst"):
         spec = MIXER_SPECS["mamba2/" + name]
         cfg = mamba2_config(spec.config)
         g = mamba2_make_golden(spec)
@@ -1140,6 +1156,18 @@ MIXER_SPECS = {s.key: s for s in [
                dict(hidden_size=48, num_heads=6, head_dim=16, state_size=8, n_groups=2, norm_group_size=48,
                     chunk_size=8, use_bias=1),
                batch=2, length=20, seed=2),
+    GoldenSpec("nonorm", "mamba2",
+               "FalconH1's default mamba_rms_norm false (no_gated_norm 1): out_proj(y·silu(z)), no norm.weight, "
+               "n_groups 2; the gated norm applied anyway (with a unit weight) moves every output",
+               dict(hidden_size=16, num_heads=4, head_dim=4, state_size=8, n_groups=2, chunk_size=8,
+                    no_gated_norm=1),
+               batch=2, length=20, seed=31),
+    GoldenSpec("normfirst", "mamba2",
+               "FalconH1's mamba_norm_before_gate with mamba_rms_norm (norm_before_gate 1): norm(y)·w·silu(z) per "
+               "group (I/G, n_groups 2); the gate before the norm moves every output",
+               dict(hidden_size=16, num_heads=4, head_dim=4, state_size=8, n_groups=2, norm_group_size=8,
+                    chunk_size=8, norm_before_gate=1),
+               batch=2, length=20, seed=32),
     GoldenSpec("ragged", "mamba2",
                "L=29 not a multiple of chunk_size: non-neutral chunk padding, state at a ragged tail",
                dict(hidden_size=32, num_heads=8, head_dim=8, state_size=16, chunk_size=8),

@@ -577,15 +577,19 @@ def mixer_config(cfg, kind=None):
                     cache_length=cfg["max_position_embeddings"], partial_rotary_factor=1.0, rope_theta=10000.0,
                     rms_norm_eps=cfg["layer_norm_epsilon"], qk_norm="none", attn_output_gate=0, attention_bias=0,
                     no_rope=1, softmax_scale=0.0)
-    if falcon(cfg) and kind == "mamba2":   # FalconH1Mixer with its gated norm per group (FalconH1RMSNormGated)
+    if falcon(cfg) and kind == "mamba2":
+        # FalconH1Mixer: without mamba_rms_norm (the default) no norm at all (nn.Identity), y * silu(gate); with it
+        # FalconH1RMSNormGated per group, the gate after the norm when mamba_norm_before_gate (the default)
         inner, H, P, _ = falcon_mamba_dims(cfg)
         G = cfg["mamba_n_groups"]
+        rms_norm = bool(cfg["mamba_rms_norm"])
         return dict(hidden_size=cfg["hidden_size"], num_heads=H, head_dim=P, state_size=cfg["mamba_d_state"],
                     n_groups=G, conv_kernel=cfg["mamba_d_conv"], chunk_size=cfg["mamba_chunk_size"],
                     layer_norm_epsilon=cfg["rms_norm_eps"], use_bias=int(cfg["mamba_proj_bias"]),
                     use_conv_bias=int(cfg["mamba_conv_bias"]),
                     time_step_limit=tuple(cfg.get("time_step_limit") or (0.0, float("inf"))),
-                    norm_group_size=inner // G)
+                    norm_group_size=inner // G, no_gated_norm=int(not rms_norm),
+                    norm_before_gate=int(rms_norm and bool(cfg["mamba_norm_before_gate"])))
     if falcon(cfg) and kind == "attention":   # FalconH1Attention (LlamaAttention): RoPE, head_dim ** -0.5, no q/k norm
         H = cfg["num_attention_heads"]
         theta, prf = configkeys.rope_params(cfg)

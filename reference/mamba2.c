@@ -5,7 +5,8 @@
  * as written out in docs/semantics.md §2, with mixcheck's choices of §A: one routine over (window, state,
  * segment) covers the three cases of §1.3 (docs/semantics.md §11); dt is clamped to time_step_limit in
  * every path; the scan is the exact sequential recurrence (no chunks); the gated RMSNorm is
- * gate-before-norm over groups of norm_group_size; a masked token is skipped (it never reaches the
+ * gate-before-norm over groups of norm_group_size (the appended options: no norm, y·silu(z), or the norm
+ * before the gate, norm(y)·w·silu(z), §2.7); a masked token is skipped (it never reaches the
  * conv window or the state) and its output row is out_proj.bias (zeros without use_bias).
  *
  * Plain loops, no SIMD, no threads, except the two projections, which go through OpenBLAS gemm.
@@ -53,6 +54,13 @@ static const char *const m2_weight_names[M2_W_COUNT] = {
     [M2_W_OUT_PROJ] = "out_proj.weight",
     [M2_W_OUT_PROJ_BIAS] = "out_proj.bias",
 };
+
+/* The gated-norm option mutants of tests/mutants (m2norm_mutant.c) build this file with MC_REF_M2_NORM_FAULT:
+ * 1 no_gated_norm ignored (the gated norm, gate first, applied with a unit weight, as on a checkpoint without
+ * norm.weight), 2 norm_before_gate ignored (the gate applied before the norm). */
+#ifndef MC_REF_M2_NORM_FAULT
+#define MC_REF_M2_NORM_FAULT 0
+#endif
 
 struct mc_model {
     struct mc_ref_model ref; /* first: dtype, window [C][K] and state [H][P][N] per row, w[M2_W_COUNT] */
@@ -132,6 +140,12 @@ static enum mc_backend_status m2_config_validate(const struct mc_mamba2_config *
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "mamba2 config: 'use_bias' and 'use_conv_bias' must be 0 or 1 (got %d, %d)",
                            (int)c->use_bias, (int)c->use_conv_bias);
+    if ((c->no_gated_norm != 0 && c->no_gated_norm != 1) || (c->norm_before_gate != 0 && c->norm_before_gate != 1) ||
+        (c->no_gated_norm && c->norm_before_gate))
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "mamba2 config: 'no_gated_norm' and 'norm_before_gate' must be 0 or 1, not both 1 (got %d, "
+                           "%d)",
+                           (int)c->no_gated_norm, (int)c->norm_before_gate);
     return MC_BACKEND_OK;
 }
 
@@ -150,7 +164,8 @@ static void m2_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
     M2_SPEC(M2_W_DT_BIAS, 1, NULL, 1, m->H, 0, 0);
     M2_SPEC(M2_W_A_LOG, 1, NULL, 1, m->H, 0, 0);
     M2_SPEC(M2_W_D, 1, NULL, 1, m->H, 0, 0);
-    M2_SPEC(M2_W_NORM, 1, NULL, 1, m->inner, 0, 0);
+    static const char no_norm[] = "given but the configuration has no_gated_norm = 1";
+    M2_SPEC(M2_W_NORM, !m->cfg.no_gated_norm, no_norm, 1, m->inner, 0, 0);
     M2_SPEC(M2_W_OUT_PROJ, 1, NULL, 2, m->D, m->inner, 0);
     M2_SPEC(M2_W_OUT_PROJ_BIAS, m->cfg.use_bias, no_bias, 1, m->D, 0, 0);
 #undef M2_SPEC

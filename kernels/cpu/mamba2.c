@@ -25,7 +25,7 @@
  * Front and back end as the reference: in_proj sgemm over all B·L tokens; fused causal conv over the
  * cached window (common.h), SiLU; dt = clamp(softplus(dt_raw + dt_bias), time_step_limit) in every
  * path; head h reads group h / (H/G); D skip; gated RMSNorm (gate before norm, groups of
- * norm_group_size); out_proj sgemm.
+ * norm_group_size; the options: the gate after the norm, or no norm); out_proj sgemm.
  *
  * Masks: the real tokens of a row are gathered into a list and the chunked core runs over that list,
  * so any mask pattern (left, right, middle padding) is the unpadded row: a padding token never reaches
@@ -94,6 +94,12 @@ static enum mc_backend_status m2c_config_validate(const struct mc_mamba2_config 
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "mamba2 cpu config: 'use_bias' and 'use_conv_bias' must be 0 or 1 (got %d, %d)",
                            (int)c->use_bias, (int)c->use_conv_bias);
+    if ((c->no_gated_norm != 0 && c->no_gated_norm != 1) || (c->norm_before_gate != 0 && c->norm_before_gate != 1) ||
+        (c->no_gated_norm && c->norm_before_gate))
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "mamba2 cpu config: 'no_gated_norm' and 'norm_before_gate' must be 0 or 1, not both 1 (got "
+                           "%d, %d)",
+                           (int)c->no_gated_norm, (int)c->norm_before_gate);
     if (c->conv_kernel > MC_CPU_CONV_MAX_K)
         return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED, "mamba2 cpu: conv_kernel %lld is not supported (at most %d)",
                            (long long)c->conv_kernel, MC_CPU_CONV_MAX_K);
@@ -164,7 +170,7 @@ static enum mc_backend_status m2c_model_create(const struct mc_model_desc *desc,
         [M2C_DT_BIAS] = {"dt_bias", 1, 1, {m->H, 0, 0}},
         [M2C_A_LOG] = {"A_log", 1, 1, {m->H, 0, 0}},
         [M2C_D] = {"D", 1, 1, {m->H, 0, 0}},
-        [M2C_NORM] = {"norm.weight", 1, 1, {m->inner, 0, 0}},
+        [M2C_NORM] = {"norm.weight", !m->cfg.no_gated_norm, 1, {m->inner, 0, 0}},
         [M2C_OUT_PROJ] = {"out_proj.weight", 1, 2, {m->D, m->inner, 0}},
         [M2C_OUT_PROJ_BIAS] = {"out_proj.bias", m->cfg.use_bias, 1, {m->D, 0, 0}},
     };

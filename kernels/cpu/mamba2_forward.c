@@ -574,8 +574,9 @@ static void m2c_packed_conv_task(void *ctx, int64_t task, int worker)
                      r->xbc + t0 * m->C, m->C);
 }
 
-/* Gated RMSNorm over a block of token rows (gate before norm, groups of gs); padding rows are left
- * alone (their output is set from out_proj.bias afterwards). */
+/* Gated RMSNorm over a block of token rows (gate before norm, groups of gs; norm_before_gate: the gate after
+ * the norm; no_gated_norm: the gate alone); padding rows are left alone (their output is set from
+ * out_proj.bias afterwards). */
 static void m2c_norm_task(void *ctx, int64_t blk, int worker)
 {
     (void)worker;
@@ -592,7 +593,10 @@ static void m2c_norm_task(void *ctx, int64_t blk, int worker)
             memset(row, 0, (size_t)inner * sizeof *row);
             continue;
         }
-        mc_cpu_vmul_silu(row, z, inner); /* gate: row · silu(z) */
+        if (!m->cfg.norm_before_gate)
+            mc_cpu_vmul_silu(row, z, inner); /* gate: row · silu(z) */
+        if (m->cfg.no_gated_norm)
+            continue;
         for (int64_t j0 = 0; j0 < inner; j0 += gs) {
             float ss = 0.0f;
             for (int64_t i = j0; i < j0 + gs; i++)
@@ -601,6 +605,8 @@ static void m2c_norm_task(void *ctx, int64_t blk, int worker)
             for (int64_t i = j0; i < j0 + gs; i++)
                 row[i] = row[i] * rstd * w_norm[i];
         }
+        if (m->cfg.norm_before_gate)
+            mc_cpu_vmul_silu(row, z, inner); /* the gate after the norm */
     }
 }
 

@@ -233,6 +233,10 @@ class HFMamba2(_HF):
     fresh_positions = "conv_kernel"
 
     def build(self, c):
+        for key in ("no_gated_norm", "norm_before_gate"):   # FalconH1Mixer's norm options: not bridged yet
+            if c.get(key):
+                raise Unsupported("the mamba2 option %s=%d (FalconH1) is not bridged to a transformers mixer class"
+                                  % (key, c[key]))
         _need("Mamba2Mixer", Mamba2Config, Mamba2Mixer)
         inter = c["num_heads"] * c["head_dim"]
         heads = c["num_heads"]

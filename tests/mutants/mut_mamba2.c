@@ -55,6 +55,9 @@ static enum mc_backend_status m2_create(const struct mc_model_desc *d, struct mc
         c->conv_kernel < 1 || c->num_heads % c->n_groups != 0 || c->norm_group_size < 1 ||
         (c->num_heads * c->head_dim) % c->norm_group_size != 0)
         return mut_fail(msg, MC_BACKEND_INVALID, "mutant mamba2: inconsistent configuration");
+    if (c->no_gated_norm || c->norm_before_gate) /* their mutants are m2norm_mutant.c's */
+        return mut_fail(msg, MC_BACKEND_UNSUPPORTED,
+                        "mutant mamba2: the options no_gated_norm / norm_before_gate are not implemented");
     struct m2 *m = calloc(1, sizeof *m);
     if (m == NULL)
         return mut_fail(msg, MC_BACKEND_NOMEM, "mutant mamba2: out of memory");

@@ -1,8 +1,9 @@
 /*
- * test_option_mutants.c — the mutants of Mamba1's inner-norm option (m1norm_mutant.c) through the CLI: each
- * must fail the goldens whose configuration has what it breaks on prefill -> output (and recurrent_state, where
- * the state moves), and pass the goldens where the bug cannot exist (exit 0): the plain Mamba1 golden for both,
- * the weightless FalconMamba golden for the dropped weights.
+ * test_option_mutants.c — the mutants of Mamba1's inner-norm option (m1norm_mutant.c) and of Mamba2's gated-norm
+ * options (m2norm_mutant.c) through the CLI: each must fail the goldens whose configuration has what it breaks
+ * on prefill -> output (and recurrent_state, where the state moves), and pass the goldens where the bug cannot
+ * exist (exit 0): the plain golden of the family for each, the weightless FalconMamba golden for the dropped
+ * weights, the other Mamba2 option's golden for each Mamba2 option.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,43 +40,49 @@ static const char *status_of(const char *scenario, const char *tensor)
 }
 
 static const struct {
-    const char *plugin, *backend, *golden;
+    const char *plugin, *backend, *family, *golden;
     int caught;                 /* 1: exit 1 with prefill/output failing; 0: every check passes */
     const char *also;           /* another tensor prefill must fail, or NULL */
 } runs[] = {
-    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "falconnorm", 1, "recurrent_state"},
-    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "jambanorm", 1, "recurrent_state"},
-    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "tiny", 0, NULL},
-    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "jambanorm", 1, NULL},
-    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "falconnorm", 0, NULL},
-    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "tiny", 0, NULL},
+    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "mamba1", "falconnorm", 1, "recurrent_state"},
+    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "mamba1", "jambanorm", 1, "recurrent_state"},
+    {MC_M1NORM_SKIPPED, "mutant.m1-inner-norms-skipped", "mamba1", "tiny", 0, NULL},
+    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "mamba1", "jambanorm", 1, NULL},
+    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "mamba1", "falconnorm", 0, NULL},
+    {MC_M1NORM_WEIGHTS, "mutant.m1-inner-norm-weights-dropped", "mamba1", "tiny", 0, NULL},
+    {MC_M2NORM_NONORM, "mutant.m2-no-gated-norm-ignored", "mamba2", "nonorm", 1, NULL},
+    {MC_M2NORM_NONORM, "mutant.m2-no-gated-norm-ignored", "mamba2", "normfirst", 0, NULL},
+    {MC_M2NORM_NONORM, "mutant.m2-no-gated-norm-ignored", "mamba2", "tiny", 0, NULL},
+    {MC_M2NORM_FIRST, "mutant.m2-norm-before-gate-ignored", "mamba2", "normfirst", 1, NULL},
+    {MC_M2NORM_FIRST, "mutant.m2-norm-before-gate-ignored", "mamba2", "nonorm", 0, NULL},
+    {MC_M2NORM_FIRST, "mutant.m2-norm-before-gate-ignored", "mamba2", "tiny", 0, NULL},
 };
 
-static void test_m1_inner_norm_mutants(void **state)
+static void test_option_mutants(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char cmd[4096];
         snprintf(cmd, sizeof cmd,
-                 MC_BINARY_DIR "/mixcheck run cases/mamba1/%s.yaml --plugin %s --backend %s --dtype f32 -q "
+                 MC_BINARY_DIR "/mixcheck run cases/%s/%s.yaml --plugin %s --backend %s --dtype f32 -q "
                                "--color never --json %s/r.json",
-                 runs[i].golden, runs[i].plugin, runs[i].backend, dir);
+                 runs[i].family, runs[i].golden, runs[i].plugin, runs[i].backend, dir);
         int rc = mc_capture(cmd, out, sizeof out);
         if (!runs[i].caught) {
             if (rc != 0)
-                fail_msg("%s on mamba1/%s (nothing to break): exit %d, expected 0:\n%s", runs[i].backend,
-                         runs[i].golden, rc, out);
+                fail_msg("%s on %s/%s (nothing to break): exit %d, expected 0:\n%s", runs[i].backend,
+                         runs[i].family, runs[i].golden, rc, out);
             printf("%-40s %-11s passes (control)\n", runs[i].backend, runs[i].golden);
             continue;
         }
         if (rc != 1)
-            fail_msg("%s on mamba1/%s: exit %d, expected 1:\n%s", runs[i].backend, runs[i].golden, rc, out);
+            fail_msg("%s on %s/%s: exit %d, expected 1:\n%s", runs[i].backend, runs[i].family, runs[i].golden, rc, out);
         const char *tensors[2] = {"output", runs[i].also};
         for (int t = 0; t < 2 && tensors[t]; t++) {
             const char *st = status_of("prefill", tensors[t]);
             if (st == NULL || strcmp(st, "fail") != 0)
-                fail_msg("%s on mamba1/%s: prefill/%s %s, expected fail", runs[i].backend, runs[i].golden, tensors[t],
-                         st ? st : "absent");
+                fail_msg("%s on %s/%s: prefill/%s %s, expected fail", runs[i].backend, runs[i].family, runs[i].golden,
+                         tensors[t], st ? st : "absent");
         }
         printf("%-40s %-11s caught by prefill -> output%s%s\n", runs[i].backend, runs[i].golden,
                runs[i].also ? ", " : "", runs[i].also ? runs[i].also : "");
@@ -100,6 +107,6 @@ int main(void)
         fprintf(stderr, "test_option_mutants: /usr/bin/python3 is needed to read the JSON report\n");
         return 77;
     }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_m1_inner_norm_mutants)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_mutants)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -153,6 +153,10 @@ VARIANTS["falcon_h1-tied-bias"] = ("falcon_h1", {"tie_word_embeddings": True, "a
                                                  "mamba_d_ssm": None, "mamba_n_heads": 4, "mamba_d_head": "auto",
                                                  "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
                                    {})
+# FalconH1Config's defaults for the Mamba2 branch's norm, mamba_rms_norm false (no norm: no mamba.norm.weight in the
+# checkpoint, y · silu(gate)) with mamba_norm_before_gate true; and the norm with the gate after it
+VARIANTS["falcon_h1-norm-defaults"] = ("falcon_h1", {"mamba_rms_norm": False, "mamba_norm_before_gate": True}, {})
+VARIANTS["falcon_h1-norm-before-gate"] = ("falcon_h1", {"mamba_rms_norm": True, "mamba_norm_before_gate": True}, {})
 
 
 # Zamba: one head of Mamba1 (the only n_mamba_heads computed), the tied shared block applied twice, GQA; then the

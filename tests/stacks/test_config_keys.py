@@ -422,15 +422,46 @@ def main():
             d = differ(path("fh-base.h5"), path(f"fh-{k}.h5"), f"falcon_h1 {key} = {value}")
             passes(path(f"fh-{k}.h5"), tmp, "falcon_h1")
             print(f"falcon_h1: {key} = {value} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+        # FalconH1Mixer's two norm switches (the Mamba2 family's norm_before_gate and no_gated_norm): the gate after
+        # the norm; no norm at all (no mamba.norm.weight in the checkpoint); both, FalconH1Config's defaults: each
+        # moves the golden and mixcheck passes it
+        nonorm_w = {k: v for k, v in fw.items() if not k.endswith(".mamba.norm.weight")}
+        for tag, change, weights in (("nbg", dict(mamba_norm_before_gate=True), fw),
+                                     ("nonorm", dict(mamba_rms_norm=False), nonorm_w),
+                                     ("defaults", dict(mamba_rms_norm=False, mamba_norm_before_gate=True), nonorm_w)):
+            write(path("fh-" + tag), dict(fcfg, **change), weights)
+            golden(path("fh-" + tag), path(f"fh-{tag}.h5"))
+            d = differ(path("fh-base.h5"), path(f"fh-{tag}.h5"), f"falcon_h1 {change}")
+            passes(path(f"fh-{tag}.h5"), tmp, "falcon_h1")
+            print(f"falcon_h1: {change} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+            # the Mamba2 branch of decoder layer 0 as a mixer golden (from-checkpoint --layer 0): the option stored
+            # with it, and mixcheck passes it
+            layer_h5 = path(f"fh-{tag}-layer0.h5")
+            golden(path("fh-" + tag), layer_h5, extra=["--layer", "0", "--family", "mamba2"])
+            with h5py.File(layer_h5, "r") as f:
+                attrs = {k: int(f["config"].attrs.get(k, 0)) for k in ("no_gated_norm", "norm_before_gate")}
+                has_norm = "norm.weight" in f["weights"]
+            want = {"no_gated_norm": int(not change.get("mamba_rms_norm", True)),
+                    "norm_before_gate": int(change.get("mamba_rms_norm", True) and
+                                            change.get("mamba_norm_before_gate", False))}
+            if attrs != want or has_norm != (not want["no_gated_norm"]):
+                fail(f"falcon_h1 {change}: the layer golden has {attrs}, norm.weight {has_norm}; want {want}")
+            yml = layer_h5[:-3] + ".yaml"
+            with open(yml, "w") as f:
+                f.write(f"id: keys-fh-{tag}-layer0\nwhy: \"a FalconH1 Mamba2 branch\"\nfamily: mamba2\n"
+                        f"golden: {layer_h5}\ntolerance: {os.path.join(TOL, 'checkpoint-mamba2.yaml')}\n"
+                        "backends: [reference, cpu]\ndtypes: [f32]\nscenarios:\n  prefill: {}\n  decode: {prefill: 3}\n")
+            p = subprocess.run([MIXCHECK, "run", yml, "-q"], capture_output=True, text=True)
+            if p.returncode != 0:
+                fail(f"falcon_h1 {change}: mixcheck exit {p.returncode} on the layer golden:\n{p.stdout[-2000:]}")
+            print(f"falcon_h1: {change}: the Mamba2 layer golden carries {attrs}, mixcheck passes it")
         auto = {k: v for k, v in fcfg.items() if k not in ("mamba_d_head",)}
         auto.update(mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=4)
         aw = S.init_weights(K.normalise(auto), np.random.default_rng(1))
         write(path("fh-auto"), auto, aw)
         golden(path("fh-auto"), path("fh-auto.h5"))
         passes(path("fh-auto.h5"), tmp, "falcon_h1")
-        for key, value, needle in (("mamba_rms_norm", False, "'mamba_rms_norm' = false"),
-                                   ("mamba_norm_before_gate", True, "'mamba_norm_before_gate' = true"),
-                                   ("mlp_bias", True, "'mlp_bias' = true"),
+        for key, value, needle in (("mlp_bias", True, "'mlp_bias' = true"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
                                    ("projectors_bias", True, "'projectors_bias' and 'mamba_proj_bias' differ"),
                                    ("layers_block_type", ["hybrid", "attention", "hybrid"], "'layers_block_type'"),

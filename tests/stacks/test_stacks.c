@@ -722,6 +722,7 @@ static void test_falcon_config(void **state)
         assert_true(b->in_multiplier == 1.1 && b->out_multiplier == 0.8);
         assert_int_equal(a->mixer.u.mamba2.num_heads * a->mixer.u.mamba2.head_dim, 48);
         assert_int_equal(a->mixer.u.mamba2.norm_group_size, 24); /* per group: 48 / 2 */
+        assert_true(!a->mixer.u.mamba2.no_gated_norm && !a->mixer.u.mamba2.norm_before_gate);
         assert_int_equal(b->mixer.u.attention.head_dim, 8);
         assert_false(b->mixer.u.attention.no_rope);
         assert_int_equal(mc_stack_decoder_layer(&cfg, 2 * j + 1), j);
@@ -745,11 +746,30 @@ static void test_falcon_config(void **state)
              base);
     assert_int_equal(mc_stack_config_parse("falcon_h1", json, "cfg", &cfg, &err), MC_ERR_NONE);
     assert_int_equal(cfg.layers[0].mixer.u.mamba2.head_dim, 16);
+    /* the norm switches of FalconH1Mixer as the Mamba2 family's options: FalconH1Config's defaults (mamba_rms_norm
+     * false: no norm, whatever mamba_norm_before_gate says), the norm with the gate after it, the gate first */
+    static const struct {
+        const char *extra;
+        int no_norm, before_gate;
+    } norms[] = {
+        {"\"mamba_d_ssm\": 48", 1, 0},
+        {"\"mamba_d_ssm\": 48, \"mamba_norm_before_gate\": false", 1, 0},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true", 0, 1},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": true", 0, 1},
+        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++) {
+        snprintf(json, sizeof json, "{%s, %s}", base, norms[i].extra);
+        if (mc_stack_config_parse("falcon_h1", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s: %s", norms[i].extra, err.msg);
+        for (int64_t j = 0; j < cfg.decoder_layers; j++) {
+            assert_int_equal(cfg.layers[2 * j].mixer.u.mamba2.no_gated_norm, norms[i].no_norm);
+            assert_int_equal(cfg.layers[2 * j].mixer.u.mamba2.norm_before_gate, norms[i].before_gate);
+        }
+    }
     static const struct {
         const char *extra, *needle;
     } bad[] = {
-        {"\"mamba_d_ssm\": 48, \"mamba_norm_before_gate\": false", "'mamba_rms_norm' = false"},
-        {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true", "'mamba_norm_before_gate' = true"},
         {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"projectors_bias\": true",
          "'projectors_bias'"},
         {"\"mamba_d_ssm\": 48, \"mamba_rms_norm\": true, \"mamba_norm_before_gate\": false, \"mlp_bias\": true",

@@ -127,6 +127,10 @@ struct mc_mamba2_config {
     double time_step_limit[2]; /* dt clamp [lo, hi], applied in every path; hi may be +inf */
     int32_t use_bias;          /* in_proj.bias and out_proj.bias present */
     int32_t use_conv_bias;     /* conv1d.bias present */
+    /* appended options (0 = the behaviour before them, the gated norm with the gate first, norm(y·silu(z))·w): */
+    int32_t no_gated_norm;     /* 1: no RMSNorm, out_proj(y·silu(z)), no norm.weight (FalconH1 mamba_rms_norm false) */
+    int32_t norm_before_gate;  /* 1: norm(y)·w·silu(z), the gate after the norm (FalconH1 mamba_norm_before_gate with
+                                  mamba_rms_norm); needs the norm (no_gated_norm 0) */
 };
 
 /* The RMSNorms inside a Mamba1 mixer on the x_proj outputs dt_low [R], B [N] and C [N] (struct

@@ -735,7 +735,8 @@ static const char *path_precision_of(const struct mc_diag_facts *f, char *why, s
     }
     if (!any || !(worst > f32_ceiling))
         return NULL;
-    snprintf(why, len, "only f32/f64 checks fail (%s), each by a rounding-sized error, the largest above float32's rounding "
+    /* paths held to 120 characters, so that the message fits the 400 bytes of its callers' buffers */
+    snprintf(why, len, "only f32/f64 checks fail (%.120s), each by a rounding-sized error, the largest above float32's rounding "
                        "(nmse < 1e-5, error under 2^-8 of the magnitude, over %.0f·√%lld units of 2^-24)%s: an "
                        "intermediate of that path kept in a 16-bit float",
              paths, PREC_GROWTH, (long long)f->reduction,

@@ -19,6 +19,8 @@ static const struct mc_config_field mamba2_fields[] = {
     FIELD(mc_mamba2_config, time_step_limit, MC_FIELD_DOUBLE_PAIR),
     FIELD(mc_mamba2_config, use_bias, MC_FIELD_BOOL),
     FIELD(mc_mamba2_config, use_conv_bias, MC_FIELD_BOOL),
+    {"no_gated_norm", MC_FIELD_BOOL, offsetof(struct mc_mamba2_config, no_gated_norm), 1},
+    {"norm_before_gate", MC_FIELD_BOOL, offsetof(struct mc_mamba2_config, norm_before_gate), 1},
 };
 
 static const struct mc_config_field mamba1_fields[] = {
@@ -219,6 +221,10 @@ static enum mc_err_code validate_mamba2(const struct mc_mamba2_config *c, struct
     if (isnan(lo) || isnan(hi) || lo < 0.0 || !(hi > lo) || isinf(lo))
         return mc_error_set(err, MC_ERR_INPUT,
                             "config attribute 'time_step_limit' must satisfy 0 <= lo < hi (got [%g, %g])", lo, hi);
+    if (c->no_gated_norm && c->norm_before_gate)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attributes 'no_gated_norm' and 'norm_before_gate' exclude each other (the gate "
+                            "after the norm needs the norm)");
     return MC_ERR_NONE;
 }
 
@@ -433,7 +439,8 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
         spec(out, &n, "dt_bias", 1, H, 0, 0);
         spec(out, &n, "A_log", 1, H, 0, 0);
         spec(out, &n, "D", 1, H, 0, 0);
-        spec(out, &n, "norm.weight", 1, I, 0, 0);
+        if (!c->no_gated_norm)
+            spec(out, &n, "norm.weight", 1, I, 0, 0);
         spec(out, &n, "out_proj.weight", 2, D, I, 0);
         if (c->use_bias)
             spec(out, &n, "out_proj.bias", 1, D, 0, 0);

@@ -1190,16 +1190,16 @@ static int num_list(struct reader *r, const char *key, int n, double dflt, doubl
 /* FalconH1Config (transformers 5.24): num_hidden_layers decoder layers, each the Mamba2 mixer FalconH1Mixer
  * (mamba_d_ssm, or mamba_expand x hidden_size when null, mamba_n_heads, mamba_d_head "auto" = intermediate /
  * heads, mamba_n_groups, mamba_d_state, mamba_d_conv, mamba_chunk_size, mamba_conv_bias, mamba_proj_bias for
- * in_proj and projectors_bias for out_proj (one bias flag in the family: they must agree), the gated norm per
- * group with the gate before the norm, time_step_limit) and FalconH1Attention (LlamaAttention: num_attention_heads,
- * num_key_value_heads, head_dim (default hidden / heads), RoPE of rope_parameters / rope_theta on the whole head,
+ * in_proj and projectors_bias for out_proj (one bias flag in the family: they must agree), mamba_rms_norm (false,
+ * the default: no norm, the family's no_gated_norm) and mamba_norm_before_gate (true, the default: the norm per
+ * group with the gate after it, norm_before_gate; false: the gate before it), time_step_limit) and
+ * FalconH1Attention (LlamaAttention: num_attention_heads, num_key_value_heads, head_dim (default hidden / heads), RoPE of rope_parameters / rope_theta on the whole head,
  * head_dim^-0.5, no q/k norm, attention_bias, max_position_embeddings the KV cache length) in parallel, and the
  * SwiGLU MLP of intermediate_size; rms_norm_eps everywhere; the multipliers embedding_multiplier,
  * lm_head_multiplier, mlp_multipliers [gate, down], key_multiplier, attention_in_multiplier,
- * attention_out_multiplier, ssm_multipliers [z, x, B, C, dt], ssm_in_multiplier, ssm_out_multiplier. Refused: the
- * Mamba2 branch without its gated norm (mamba_rms_norm false, the default) or with the norm before the gate
- * (mamba_norm_before_gate true, the default): the Mamba2 family computes norm(y · silu(z)) alone; mlp_bias;
- * activations other than SiLU; more than MC_STACK_MAX_LAYERS / 2 layers. */
+ * attention_out_multiplier, ssm_multipliers [z, x, B, C, dt], ssm_in_multiplier, ssm_out_multiplier. Refused:
+ * projectors_bias unlike mamba_proj_bias; mlp_bias; activations other than SiLU; more than MC_STACK_MAX_LAYERS / 2
+ * layers. */
 static int parse_falcon_h1(struct reader *r, struct mc_stack_config *cfg)
 {
     struct mc_mamba2_config m = {.hidden_size = cfg->hidden};
@@ -1241,13 +1241,10 @@ static int parse_falcon_h1(struct reader *r, struct mc_stack_config *cfg)
     }
     cfg->mlp_gate_multiplier = mlp[0];
     cfg->mlp_down_multiplier = mlp[1];
-    if (!rms_norm || before_gate) {
-        mc_error_set(r->err, MC_ERR_INPUT,
-                     "%s: config_json: '%s' = %s: the Mamba2 family computes the gated norm norm(y · silu(z)) alone "
-                     "(mamba_rms_norm true with mamba_norm_before_gate false)",
-                     r->where, !rms_norm ? "mamba_rms_norm" : "mamba_norm_before_gate", !rms_norm ? "false" : "true");
-        return -1;
-    }
+    /* FalconH1Mixer: mamba_rms_norm false (the default) has no norm (nn.Identity, no norm.weight), y · silu(z);
+     * with it, FalconH1RMSNormGated with the gate after the norm when mamba_norm_before_gate (the default). */
+    m.no_gated_norm = !rms_norm;
+    m.norm_before_gate = rms_norm && before_gate;
     if (proj_bias != m.use_bias) {
         mc_error_set(r->err, MC_ERR_INPUT,
                      "%s: config_json: 'projectors_bias' (%s) differs from 'mamba_proj_bias' (%s): the Mamba2 family "

@@ -82,7 +82,7 @@ static const char *plan(const struct mc_golden *g, int64_t n, int64_t k, struct 
                      (long long)G);
             return buf;
         }
-        if ((hs * P) % c->norm_group_size != 0) {
+        if (!c->no_gated_norm && (hs * P) % c->norm_group_size != 0) {
             snprintf(buf, len,
                      "the gated norm normalises groups of %lld channels (norm_group_size; n_groups %lld), which span "
                      "shards of %lld channels: a shard cannot compute it alone (tensor parallelism needs an "
@@ -92,6 +92,8 @@ static const char *plan(const struct mc_golden *g, int64_t n, int64_t k, struct 
         }
         sh->cfg.u.mamba2.num_heads = hs;
         sh->cfg.u.mamba2.n_groups = g1 - g0;
+        if (c->no_gated_norm) /* no norm: its group size only has to divide the shard's channels */
+            sh->cfg.u.mamba2.norm_group_size = hs * P;
         add_range(&sh->conv, h0 * P, h1 * P);
         add_range(&sh->conv, I + g0 * N, I + g1 * N);
         add_range(&sh->conv, I + G * N + g0 * N, I + G * N + g1 * N);
