@@ -39,6 +39,8 @@ import mixers    # the mixer families' float64 oracle (golden/mixers.py)
 import models as M   # the attention family's oracle (golden/models.py)
 import zamba     # Zamba2's shared blocks with per-application adapters (golden/zamba.py)
 import olmo_hybrid   # OLMo-Hybrid's pre-norm GDN and post-norm attention layers (golden/olmo_hybrid.py)
+import linear    # the lightning family's oracle (golden/linear.py)
+import minimax   # MiniMax's lightning / softmax attention layers, MoE and residual scalings (golden/minimax.py)
 
 MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
@@ -324,6 +326,25 @@ SPECS.update({s.key: s for s in [   # OLMo-Hybrid (golden/olmo_hybrid.py)
 ]})
 
 
+MODEL_DEFAULTS["minimax"] = dict(minimax.DEFAULTS)
+ARCHITECTURES["minimax"] = "MiniMaxForCausalLM"
+
+SPECS.update({s.key: s for s in [   # MiniMax (golden/minimax.py)
+    ModelSpec("minimax", "minimax",
+              "4-layer MiniMax (lightning attention at 0, 2: 4 heads of hd 8, block_size 4 below the prompt, slopes "
+              "scaled by depth; softmax attention at 1, 3: GQA 4/2, RoPE), a softmax top-2 of 4 SwiGLU experts (Fe 16, "
+              "renormalised) on every layer, the residual scalings alpha / beta of each layer kind and of the MoE "
+              "all distinct, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=8, intermediate_size=16, num_local_experts=4, num_experts_per_tok=2, block_size=4,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, max_position_embeddings=32,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                   linear_attn_alpha_factor=1.75, linear_attn_beta_factor=0.625, full_attn_alpha_factor=1.375,
+                   full_attn_beta_factor=0.875, mlp_alpha_factor=1.5, mlp_beta_factor=0.75),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=116, positions=(6, 12)),
+]})
+
+
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
@@ -337,6 +358,8 @@ def model_config(spec):
     cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
     if spec.model_type == "olmo_hybrid":   # OlmoHybridConfig.__post_init__'s defaults
         cfg = olmo_hybrid.normalise(cfg)
+    if spec.model_type == "minimax":   # MiniMaxConfig.__post_init__'s defaults
+        cfg = minimax.normalise(cfg)
     return cfg
 
 
@@ -664,6 +687,8 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
         out, windows, states = mixers.shortconv_forward(mcfg, w, u, mask, window, state)
     elif kind == "gdn":
         out, windows, states = mixers.gdn_forward(mcfg, w, u, mask, window, state)
+    elif kind == "lightning":
+        out, windows, states = linear.lightning_forward(mcfg, w, u, mask, window, state)
     else:
         out, windows, states = M.attention_forward(mcfg, w, u, mask, window, state)
     return out, (windows[-1], None if states is None else states[-1]), windows, states
@@ -747,6 +772,8 @@ def init_weights(cfg, rng):
         return zamba.v1_init_weights(cfg, rng)
     if cfg["model_type"] == "olmo_hybrid":   # golden/olmo_hybrid.py
         return olmo_hybrid.init_weights(cfg, rng)
+    if cfg["model_type"] == "minimax":   # golden/minimax.py
+        return minimax.init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -1074,6 +1101,8 @@ def stack_of(cfg, weights):
         return zamba.ZambaStack(cfg, weights)
     if cfg["model_type"] == "olmo_hybrid":
         return olmo_hybrid.OlmoHybridStack(cfg, weights)
+    if cfg["model_type"] == "minimax":
+        return minimax.MiniMaxStack(cfg, weights)
     return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
 
 
