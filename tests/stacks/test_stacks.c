@@ -42,6 +42,8 @@ static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     if (f == MC_FAMILY_MAMBA1)
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
+    if (f == MC_FAMILY_LIGHTNING)
+        return cpu ? mc_cpu_lightning_ops() : mc_reference_lightning_ops();
     return cpu ? mc_cpu_mamba2_ops() : mc_reference_mamba2_ops();
 }
 
@@ -88,7 +90,8 @@ static void test_models_pass(void **state)
                                         "cases/models/zamba2.yaml",
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                         "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
-                                        "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml"};
+                                        "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml",
+                                        "cases/models/minimax.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -304,6 +307,17 @@ static const struct glue GLUE[] = {
      {"first diverging layer 0 of 4"}},
     {"cases/models/olmo_hybrid.yaml", "glue.post-norm-as-pre", MC_STACK_GLUE_POST_NORM_AS_PRE, 0, 1, MC_DTYPE_BF16,
      {"layer 1 of 4", "glue"}},
+    /* MiniMax (lightning 0, 2; attention 1, 3; the MoE on every layer; each residual the norm's output times alpha):
+     * layer 2's attn_beta_factor dropped, alpha and beta swapped in every scaled add, the residual taken before the
+     * norm (Llama's), the layer kinds' pattern shifted */
+    {"cases/models/minimax.yaml", "glue.minimax-beta-dropped@2", MC_STACK_GLUE_MINIMAX_BETA_DROPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 2 of 4 (lightning mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/minimax.yaml", "glue.minimax-alpha-beta-swapped", MC_STACK_GLUE_MINIMAX_ALPHA_BETA_SWAPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (lightning mixer on 'cpu')", "or its residual add"}},
+    {"cases/models/minimax.yaml", "glue.minimax-residual-pre-norm", MC_STACK_GLUE_MINIMAX_RESIDUAL_PRE_NORM, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (lightning mixer on 'cpu')", "or its residual add"}},
+    {"cases/models/minimax.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 4"}},
 };
 
 static void test_glue_mutants(void **state)

@@ -105,6 +105,8 @@ static const struct mc_backend_ops *layer_ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_attention_ops() : mc_reference_attention_ops();
     case MC_FAMILY_MAMBA1:
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
+    case MC_FAMILY_LIGHTNING:
+        return cpu ? mc_cpu_lightning_ops() : mc_reference_lightning_ops();
     case MC_STACK_NO_MIXER: /* a feed-forward block runs on no backend */
         return NULL;
     default:
@@ -404,7 +406,8 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/nemotron_h.yaml", "cases/models/zamba2.yaml",
                                           "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                           "cases/models/falcon_h1.yaml",
-                                          "cases/models/zamba.yaml", "cases/models/lfm2_moe.yaml"};
+                                          "cases/models/zamba.yaml", "cases/models/lfm2_moe.yaml",
+                                          "cases/models/minimax.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else
@@ -634,7 +637,7 @@ static void run_models(const char *backend, struct mc_run_report *rep)
     struct mc_error err = {0};
     const struct mc_backend_ops *const builtins[] = {
         mc_reference_mamba2_ops(), mc_reference_mamba1_ops(), mc_reference_gdn_ops(), mc_reference_shortconv_ops(),
-        mc_reference_attention_ops(), &PORT_EXACT, &PORT_FINAL_NORM};
+        mc_reference_attention_ops(), mc_reference_lightning_ops(), &PORT_EXACT, &PORT_FINAL_NORM};
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (mc_registry_add(reg, builtins[i], "test", &err) != MC_ERR_NONE)
             fail_msg("%s", err.msg);
