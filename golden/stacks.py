@@ -701,6 +701,10 @@ def names(cfg):
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
                     ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "minimax":   # its layers are golden/minimax.py's; the glue's outer names
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn=None, moe=("mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj"))
     if nemotron(cfg):   # every block's module is `mixer`; its norm is the block's one norm
         return dict(embed="model.embeddings.weight", final="model.norm_f.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
