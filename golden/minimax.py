@@ -43,6 +43,12 @@ FACTORS = {"lightning": ("linear_attn_alpha_factor", "linear_attn_beta_factor"),
 def normalise(cfg):
     """MiniMaxConfig.__post_init__'s defaults, resolved: num_key_value_heads, layer_types."""
     cfg = dict(cfg)
+    if cfg.get("layer_types") is None and cfg.get("attn_type_list") is not None:
+        raise ValueError("'attn_type_list' without 'layer_types': MiniMaxConfig 5.24 does not read it (its layers fall "
+                         "back to full attention at even i); give layer_types")
+    if cfg.get("num_experts") is not None:   # attribute_map: num_experts is num_local_experts
+        cfg["num_local_experts"] = cfg.pop("num_experts")
+    cfg.pop("num_experts", None)
     if cfg.get("num_key_value_heads") is None:
         cfg["num_key_value_heads"] = cfg["num_attention_heads"]
     if cfg.get("layer_types") is None:

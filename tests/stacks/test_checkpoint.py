@@ -34,6 +34,7 @@ LAYER["falcon_h1"] = (3, "attention")   # slot 3: decoder layer 1's attention br
 LAYER["zamba"] = (3, "mamba1")   # zamba layer 3: a hybrid layer's Mamba1, on norm(h + T)
 LAYER["lfm2_moe"] = (3, "attention")   # after a MoE layer
 LAYER["olmo_hybrid"] = (2, "gdn")   # olmo_hybrid layer 2: a Gated DeltaNet with beta doubled (allow_neg_eigval)
+LAYER["minimax"] = (2, "lightning")   # minimax layer 2: lightning attention, its slopes those of layer 2 of 4
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -88,7 +89,8 @@ def main():
                                     "falcon_h1": "models-falcon_h1.yaml",
                                     "zamba": "models-zamba.yaml",
                                     "lfm2_moe": "models-lfm2_moe.yaml",
-                                    "olmo_hybrid": "models-olmo_hybrid.yaml"}.get(spec.model_type,
+                                    "olmo_hybrid": "models-olmo_hybrid.yaml",
+                                    "minimax": "models-minimax.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,
