@@ -43,6 +43,7 @@ MODEL_SPECS["zamba"] = "zamba"
 MODEL_SPECS["lfm2_moe"] = "lfm2_moe"
 MODEL_SPECS["olmo_hybrid"] = "olmo_hybrid"
 MODEL_SPECS["kimi_linear"] = "kimi_linear"
+MODEL_SPECS["minimax"] = "minimax"
 
 
 def _config(model_type, rng):
@@ -186,6 +187,25 @@ def _config(model_type, rng):
                    routed_scaling_factor=float(rng.uniform(1.0, 3.0)), n_shared_experts=int(rng.choice([1, 2])))
         if cfg["num_local_experts"] // G < 2:
             cfg["n_group"] = cfg["topk_group"] = 1
+    if model_type == "minimax":
+        # 2 to 4 layers, one lightning and one softmax attention layer at least; 4 heads of 8 or 16 (head_dim given or
+        # D / H), GQA or not; lightning block_size 2 to 8 (a prompt of several blocks) or 256 (one block); 4 or 8
+        # experts, top-1 to top-3; each of the six residual factors 1 or drawn around MiniMax-Text-01's (alpha
+        # (2 · 80)^(1/4) = 3.56, beta 1): alpha U(1, 4), beta U(0.5, 1.5); RoPE theta 1e4 or 1e7 (MiniMax-Text-01's)
+        kinds = ["linear_attention", "full_attention"] + [str(rng.choice(["linear_attention", "full_attention"]))
+                                                          for _ in range(n - 2)]
+        rng.shuffle(kinds)
+        E = int(rng.choice([4, 8]))
+        f = lambda lo, hi: 1 if rng.uniform() < 0.3 else float(rng.uniform(lo, hi))   # noqa: E731
+        cfg.update(layer_types=kinds, num_attention_heads=4, num_key_value_heads=int(rng.choice([2, 4])),
+                   head_dim=None if rng.uniform() < 0.5 else int(rng.choice([8, 16])),
+                   block_size=256 if rng.uniform() < 0.3 else int(rng.integers(2, 9)), num_local_experts=E,
+                   num_experts_per_tok=int(rng.integers(1, 4)), intermediate_size=int(rng.choice([16, 32])),
+                   linear_attn_alpha_factor=f(1.0, 4.0), linear_attn_beta_factor=f(0.5, 1.5),
+                   full_attn_alpha_factor=f(1.0, 4.0), full_attn_beta_factor=f(0.5, 1.5),
+                   mlp_alpha_factor=f(1.0, 4.0), mlp_beta_factor=f(0.5, 1.5),
+                   rope_parameters={"rope_type": "default", "rope_theta": float(rng.choice([1e4, 1e7]))},
+                   max_position_embeddings=64)
     if model_type == "falcon_h1":
         # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
         # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,

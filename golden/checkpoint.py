@@ -267,6 +267,54 @@ def merge_lfm2_moe_experts(folder, w, n_experts):
         w[f"{pre}.experts.down_proj"] = np.stack(parts["w2"])
 
 
+MINIMAX_BUFFERS = ("slope_rate", "query_decay", "key_decay", "diagonal_decay")
+
+
+def merge_minimax(folder, w, cfg):
+    """MiniMax's checkpoints as save_pretrained 5.24 writes them and as released (its conversion mapping "minimax":
+    "mixtral"): each layer's MoE as block_sparse_moe.gate.weight [E, D] and one module per expert,
+    block_sparse_moe.experts.<e>.{w1, w3, w2}.weight ([F, D] gate, [F, D] up, [D, F] down); from_pretrained makes
+    them mlp.gate.weight, mlp.experts.gate_up_proj [E, 2F, D] (each expert's w1 rows, then its w3 rows) and
+    mlp.experts.down_proj [E, D, F]. The same, in place (a layer missing one of its experts refused). The lightning
+    layers' persistent buffers (self_attn.slope_rate, query_decay, key_decay, diagonal_decay) are functions of the
+    configuration, not weights: dropped, after slope_rate is checked against the slopes the configuration gives, within
+    its storage rounding (a checkpoint whose stored slopes are not its config's runs upstream on the stored ones:
+    refused; stored rounded to bf16 they are read as the config's exact slopes, docs/findings.md 52)."""
+    import linear
+    import minimax
+    E = cfg["num_local_experts"]
+    layers = sorted({k.split(".block_sparse_moe.")[0] for k in w if ".block_sparse_moe." in k})
+    for pre in layers:
+        gate = f"{pre}.block_sparse_moe.gate.weight"
+        if gate not in w:
+            raise ValueError(f"{folder}: {pre}: block_sparse_moe experts without {gate}")
+        for new in ("mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj"):
+            if f"{pre}.{new}" in w:
+                raise ValueError(f"{folder}: {pre}: both block_sparse_moe.* and {new}: one tensor under two names")
+        w[f"{pre}.mlp.gate.weight"] = w.pop(gate)
+        parts = {}
+        for part in ("w1", "w3", "w2"):
+            names = [f"{pre}.block_sparse_moe.experts.{e}.{part}.weight" for e in range(E)]
+            gone = [n for n in names if n not in w]
+            if gone:
+                raise ValueError(f"{folder}: {pre}: {len(gone)} of {E} experts' {part}.weight missing (first {gone[0]})")
+            parts[part] = [w.pop(n) for n in names]
+        w[f"{pre}.mlp.experts.gate_up_proj"] = np.stack([np.concatenate([g, u], axis=0)
+                                                         for g, u in zip(parts["w1"], parts["w3"])])
+        w[f"{pre}.mlp.experts.down_proj"] = np.stack(parts["w2"])
+    for i in range(cfg["num_hidden_layers"]):
+        pre = f"model.layers.{i}.self_attn."
+        if minimax.kind(cfg, i) == "lightning" and pre + "slope_rate" in w:
+            want = linear.lightning_slopes(minimax.lightning_config(cfg, i))
+            got = np.asarray(w[pre + "slope_rate"], np.float64).reshape(-1)
+            # stored in the checkpoint's dtype (bf16 for a bf16 model: within 2^-8 relative)
+            if got.shape != want.shape or not np.allclose(got, want, rtol=2.0 ** -8, atol=0.0):
+                raise ValueError(f"{folder}: {pre}slope_rate: the stored slopes are not those of the config (layer {i} "
+                                 f"of {cfg['num_hidden_layers']}, {cfg['num_attention_heads']} heads)")
+        for b in MINIMAX_BUFFERS:
+            w.pop(pre + b, None)
+
+
 def load_checkpoint(folder, semantics=None):
     """(config with the model's defaults, checkpoint-named float32 weights) of a checkpoint folder. Every
     config key is honoured or refused (configkeys.py); the text part of a multimodal checkpoint is read
@@ -328,6 +376,8 @@ def load_checkpoint(folder, semantics=None):
             w[k[:-len(old)] + new] = w.pop(k)
     if mt == "olmo_hybrid":
         merge_olmo_convs(folder, w)
+    if mt == "minimax":   # Mixtral's expert modules, the lightning buffers
+        merge_minimax(folder, w, cfg)
     if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)
         w = S.zamba.fill_tied(cfg, w)
     if mt == "zamba":   # likewise Zamba's one shared block (golden/zamba.py v1_fill_tied)
@@ -383,6 +433,10 @@ def _write_layer_golden(kind, family, mcfg, fw, x, ids, mask, layer, out, name):
         config.update({k: t(mcfg[k]) for k, t in mixers.MAMBA1_OPTION_ATTRS if mcfg.get(k)})   # the inner norms
     elif family == "shortconv":
         config = {k: np.int64(mcfg[k]) for k in ("hidden_size", "conv_L_cache", "conv_bias")}
+    elif family == "lightning":   # MiniMax's lightning layer (its layer_idx and the model's num_hidden_layers)
+        import linear
+        config = {k: np.int64(mcfg[k]) for k in linear.LIGHTNING_INT_ATTRS}
+        config["norm_eps"] = np.float64(mcfg["norm_eps"])
     elif family == "gdn":
         config = {k: np.int64(mcfg[k]) for k in mixers.GDN_INT_ATTRS}
         config["rms_norm_eps"] = np.float64(mcfg["rms_norm_eps"])
@@ -473,6 +527,15 @@ def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
         return kimi_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     if cfg["model_type"] in ("zamba2", "zamba"):
         return zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
+    if cfg["model_type"] == "minimax":   # either layer kind on input_layernorm(h) (golden/minimax.py)
+        kind = S.minimax.kind(cfg, layer)
+        if kind != family:
+            raise ValueError(f"layer {layer} is a {kind} layer, not {family}")
+        st = S.minimax.MiniMaxStack(cfg, weights)
+        _, hidden, _, _, _ = st.forward(ids, mask)
+        x = S.minimax.rmsnorm(hidden[layer], st.w[f"model.layers.{layer}.input_layernorm.weight"], st.eps)
+        fw = {k: v.astype(np.float32) for k, v in st.mixers[layer].items()}
+        return _write_layer_golden(kind, family, st.mcfgs[layer], fw, x, ids, mask, layer, out, name)
     olmo = cfg["model_type"] == "olmo_hybrid"
     kind = S.olmo_hybrid.kind(cfg, layer) if olmo else S.layer_kind(cfg, layer)
     if kind in S.NO_MIXER:

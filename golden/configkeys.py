@@ -546,6 +546,33 @@ HONOURED["lfm2_moe"] = {
 INERT["lfm2_moe"] = {**INERT_COMMON,
                      "output_router_logits": "the router logits as an extra output; the logits do not change"}
 
+# MiniMax (MiniMaxConfig, transformers 5.24): lightning and softmax attention layers by layer_types, the MoE, the
+# residual scalings
+def _minimax_layer_types(v):
+    if v is None or (isinstance(v, list) and all(x in ("linear_attention", "full_attention") for x in v)):
+        return None
+    return "must list the layers, each \"linear_attention\" or \"full_attention\" (or be null: full attention at even i)"
+
+
+HONOURED["minimax"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "intermediate_size": _any,
+    "num_attention_heads": _any, "num_key_value_heads": _any, "head_dim": _any, "hidden_act": _one_of(*_SILU),
+    "max_position_embeddings": _any, "rms_norm_eps": _any, "tie_word_embeddings": _any, "sliding_window": _none,
+    "num_experts_per_tok": _any, "num_local_experts": _any, "num_experts": _any, "layer_types": _minimax_layer_types,
+    "block_size": _any, "full_attn_alpha_factor": _finite, "full_attn_beta_factor": _finite,
+    "linear_attn_alpha_factor": _finite, "linear_attn_beta_factor": _finite, "mlp_alpha_factor": _finite,
+    "mlp_beta_factor": _finite, "mixcheck_semantics": _mixcheck_semantics, **ROPE_KEYS,
+    # MiniMax-Text-01's own key, which MiniMaxConfig 5.24 does not read: the config reader refuses it without
+    # layer_types (its layers would fall back to the alternating default), and with layer_types reads layer_types
+    "attn_type_list": _any,
+}
+INERT["minimax"] = {
+    **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+    "router_jitter_noise": "the router's input noise, applied in training only (MiniMaxSparseMoeBlock)",
+    "output_router_logits": "the router logits as an extra output; the logits do not change",
+    "router_aux_loss_coef": "the weight of the auxiliary load-balancing loss; the logits do not change",
+}
+
 SEMANTICS = {"mamba2_gated_norm": ("per_group", "full_row")}
 GATED_NORM_TYPES = ("mamba2", "bamba", "granitemoehybrid")
 PER_GROUP_SINCE = (5, 23, 0)
@@ -721,6 +748,9 @@ def normalise(cfg):
     if cfg["model_type"] == "olmo_hybrid":   # OlmoHybridConfig.__post_init__ (golden/olmo_hybrid.py normalise)
         import olmo_hybrid
         cfg = olmo_hybrid.normalise(cfg)
+    if cfg["model_type"] == "minimax":   # MiniMaxConfig.__post_init__ (golden/minimax.py normalise)
+        import minimax
+        cfg = minimax.normalise(cfg)
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

@@ -17,6 +17,7 @@ and SPECS, after the four families of mixers.py. Keep each family in functions o
 
 import numpy as np
 
+import linear   # the lightning family's oracle (golden/linear.py), for mixer_forward
 import mixers
 
 
@@ -478,6 +479,8 @@ def mixer_forward(kind, mcfg, w, u, mask, cache):
         out, windows, states = mixers.shortconv_forward(mcfg, w, u, mask, window, state)
     elif kind == "gdn":
         out, windows, states = mixers.gdn_forward(mcfg, w, u, mask, window, state)
+    elif kind == "lightning":
+        out, windows, states = linear.lightning_forward(mcfg, w, u, mask, window, state)
     else:
         out, windows, states = attention_forward(mcfg, w, u, mask, window, state)
     return out, (windows[-1], None if states is None else states[-1]), windows, states

@@ -40,6 +40,8 @@ import models as M   # the attention family's oracle (golden/models.py)
 import zamba     # Zamba2's shared blocks with per-application adapters (golden/zamba.py)
 import olmo_hybrid   # OLMo-Hybrid's pre-norm GDN and post-norm attention layers (golden/olmo_hybrid.py)
 import kimi      # Kimi-Linear: KDA and MLA layers, its MoE (golden/kimi.py)
+import linear    # the lightning family's oracle (golden/linear.py)
+import minimax   # MiniMax's lightning / softmax attention layers, MoE and residual scalings (golden/minimax.py)
 
 MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
@@ -348,6 +350,25 @@ SPECS.update({s.key: s for s in [   # Kimi-Linear: KDA + NoPE MLA, dense-first M
 ]})
 
 
+MODEL_DEFAULTS["minimax"] = dict(minimax.DEFAULTS)
+ARCHITECTURES["minimax"] = "MiniMaxForCausalLM"
+
+SPECS.update({s.key: s for s in [   # MiniMax (golden/minimax.py)
+    ModelSpec("minimax", "minimax",
+              "4-layer MiniMax (lightning attention at 0, 2: 4 heads of hd 8, block_size 4 below the prompt, slopes "
+              "scaled by depth; softmax attention at 1, 3: GQA 4/2, RoPE), a softmax top-2 of 4 SwiGLU experts (Fe 16, "
+              "renormalised) on every layer, the residual scalings alpha / beta of each layer kind and of the MoE "
+              "all distinct, untied head, left-padded batch of 3, 16 greedy tokens",
+              dict(vocab_size=256, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=8, intermediate_size=16, num_local_experts=4, num_experts_per_tok=2, block_size=4,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, max_position_embeddings=32,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                   linear_attn_alpha_factor=1.75, linear_attn_beta_factor=0.625, full_attn_alpha_factor=1.375,
+                   full_attn_beta_factor=0.875, mlp_alpha_factor=1.5, mlp_beta_factor=0.75),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=16, seed=116, positions=(6, 12)),
+]})
+
+
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
@@ -361,6 +382,8 @@ def model_config(spec):
     cfg["architectures"] = [ARCHITECTURES[spec.model_type]]
     if spec.model_type == "olmo_hybrid":   # OlmoHybridConfig.__post_init__'s defaults
         cfg = olmo_hybrid.normalise(cfg)
+    if spec.model_type == "minimax":   # MiniMaxConfig.__post_init__'s defaults
+        cfg = minimax.normalise(cfg)
     return cfg
 
 
@@ -690,6 +713,10 @@ def names(cfg):
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
                     ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "minimax":   # its layers are golden/minimax.py's; the glue's outer names
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn=None, moe=("mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj"))
     if nemotron(cfg):   # every block's module is `mixer`; its norm is the block's one norm
         return dict(embed="model.embeddings.weight", final="model.norm_f.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="norm.weight", ffn_norm=None, ffn=None)
@@ -763,6 +790,8 @@ def init_weights(cfg, rng):
         return olmo_hybrid.init_weights(cfg, rng)
     if cfg["model_type"] == "kimi_linear":   # KDA and MLA layers, its MoE (golden/kimi.py)
         return kimi.init_weights(cfg, rng)
+    if cfg["model_type"] == "minimax":   # golden/minimax.py
+        return minimax.init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -1092,6 +1121,8 @@ def stack_of(cfg, weights):
         return olmo_hybrid.OlmoHybridStack(cfg, weights)
     if cfg["model_type"] == "kimi_linear":
         return kimi.KimiStack(cfg, weights)
+    if cfg["model_type"] == "minimax":
+        return minimax.MiniMaxStack(cfg, weights)
     return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
 
 

@@ -696,7 +696,12 @@ class HFModel(StackBackend):
         # strictly by name: every state_dict() key from the checkpoint, none extra; a tied head is the
         # embedding's alias in state_dict() and absent from a tied checkpoint
         state = {k: self.tensor(v) for k, v in weights.items()}
-        expected = set(model.state_dict())
+        own = model.state_dict()
+        expected = set(own)
+        # persistent buffers the model computes from its config (MiniMaxLightningAttention's slope_rate and decays)
+        # are not weights: a golden does not store them, the model keeps its own
+        for k in {n for n, _ in model.named_buffers() if n in expected} - set(state):
+            state[k] = own[k]
         tied = {k for k in getattr(model, "_tied_weights_keys", None) or {}} if hf_config.tie_word_embeddings \
             else set()
         missing, unexpected = sorted(expected - set(state) - tied), sorted(set(state) - expected)
@@ -734,6 +739,8 @@ class HFModel(StackBackend):
         mod = sys.modules[cls.__module__]
         self.cache_cls = next((o for n, o in sorted(vars(mod).items()) if isinstance(o, type) and n.endswith("Cache")
                                and o.__module__ == mod.__name__), None)
+        if self.cache_cls is not None and "config" not in hfapi.named_params(self.cache_cls.__init__):
+            self.cache_cls = None  # a cache the model builds itself from nothing (MiniMaxModel: MiniMaxCache())
         # the hooks: the embedding's output, every decoder layer's, every mixer's
         self.capture = None
         self.layers = model.base_model.layers
@@ -903,6 +910,14 @@ class HFModel(StackBackend):
         conv = np.zeros((B,) + conv_shape)
         rec = np.zeros((B,) + state_shape) if state_shape else None
         if cache.hf is None:  # nothing written yet: the zero window and state
+            return conv, rec
+        if family == "lightning":  # MiniMaxCache's linear cache: S [B][H][hd][hd]; the count of real tokens consumed
+            i = self.entries[layer][1]
+            lin = getattr(cache.hf, "linear_cache", None)
+            S = lin[i] if lin is not None and i < len(lin) else None
+            if isinstance(S, torch.Tensor):
+                rec = S.detach().to("cpu", torch.float64).numpy().reshape((B,) + tuple(state_shape))
+            conv[:, 0, 0] = cache.seen.cpu().numpy().sum(axis=1)
             return conv, rec
         st = hfapi.layer_states(cache.hf, layer // 2 if self.pairs else self.entries[layer][1])  # (a Zamba2 application: its layer's KV)
         if family == "attention":

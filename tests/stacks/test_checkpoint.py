@@ -35,6 +35,7 @@ LAYER["zamba"] = (3, "mamba1")   # zamba layer 3: a hybrid layer's Mamba1, on no
 LAYER["lfm2_moe"] = (3, "attention")   # after a MoE layer
 LAYER["olmo_hybrid"] = (2, "gdn")   # olmo_hybrid layer 2: a Gated DeltaNet with beta doubled (allow_neg_eigval)
 LAYER["kimi_linear"] = (1, "attention")   # kimi_linear layer 1: MLA (the attention family's MLA option)
+LAYER["minimax"] = (2, "lightning")   # minimax layer 2: lightning attention, its slopes those of layer 2 of 4
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -90,7 +91,8 @@ def main():
                                     "zamba": "models-zamba.yaml",
                                     "lfm2_moe": "models-lfm2_moe.yaml",
                                     "olmo_hybrid": "models-olmo_hybrid.yaml",
-                                    "kimi_linear": "models-kimi_linear.yaml"}.get(spec.model_type,
+                                    "kimi_linear": "models-kimi_linear.yaml",
+                                    "minimax": "models-minimax.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,

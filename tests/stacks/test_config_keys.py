@@ -131,7 +131,7 @@ def enumeration():
                 "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig), "
                 "('falcon_h1', T.FalconH1Config), ('zamba2', T.Zamba2Config), ('zamba', T.ZambaConfig), "
                 "('lfm2_moe', T.Lfm2MoeConfig), ('olmo_hybrid', T.OlmoHybridConfig), "
-                "('kimi_linear', T.KimiLinearConfig)]}))")
+                "('kimi_linear', T.KimiLinearConfig), ('minimax', T.MiniMaxConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -508,6 +508,60 @@ def main():
                                    ("num_dense_layers", 3, "the weights do not match the config")):
             write(path("bad-lm-" + key), dict(mcfg, **{key: value}), mw)
             refused(path("bad-lm-" + key), needle, f"lfm2_moe key {key}")
+        # MiniMax: the layout save_pretrained writes and MiniMax-Text-01's (Mixtral's block_sparse_moe.gate and one
+        # module per expert, experts.<e>.w1 / w3 / w2, beside the lightning layers' buffers) reads as the state_dict;
+        # num_experts as num_local_experts; block_size only upstream's blocking (the golden is the same); the six
+        # residual factors honoured (the golden moves, mixcheck passes it); stored slopes that are not the config's,
+        # an attn_type_list without layer_types, a sliding window refused
+        import linear
+        import minimax
+        xcfg, xw = base("minimax")
+        released = {k: v for k, v in xw.items() if ".mlp." not in k}
+        for i in range(xcfg["num_hidden_layers"]):
+            pre = f"model.layers.{i}."
+            gu, dn = xw[pre + "mlp.experts.gate_up_proj"], xw[pre + "mlp.experts.down_proj"]
+            F = gu.shape[1] // 2
+            released[pre + "block_sparse_moe.gate.weight"] = xw[pre + "mlp.gate.weight"]
+            for e in range(gu.shape[0]):
+                q = pre + f"block_sparse_moe.experts.{e}."
+                released[q + "w1.weight"], released[q + "w3.weight"], released[q + "w2.weight"] = gu[e, :F], gu[e, F:], dn[e]
+            if minimax.kind(xcfg, i) == "lightning":   # the buffers save_pretrained writes
+                H = xcfg["num_attention_heads"]
+                released[pre + "self_attn.slope_rate"] = linear.lightning_slopes(
+                    minimax.lightning_config(xcfg, i)).reshape(H, 1, 1).astype(np.float32)
+                for b, shape in (("query_decay", (H, xcfg["block_size"], 1)), ("key_decay", (H, xcfg["block_size"], 1)),
+                                 ("diagonal_decay", (1, H, xcfg["block_size"], xcfg["block_size"]))):
+                    released[pre + "self_attn." + b] = np.zeros(shape, np.float32)   # dropped: derived upstream
+        alias = {k: v for k, v in xcfg.items() if k != "num_local_experts"}
+        alias["num_experts"] = xcfg["num_local_experts"]
+        for tag, c, wts in (("list", xcfg, xw), ("released", xcfg, released), ("alias", alias, xw),
+                            ("block", dict(xcfg, block_size=256), xw)):
+            write(path("mm-" + tag), c, wts)
+            golden(path("mm-" + tag), path(f"mm-{tag}.h5"))
+        same(path("mm-list.h5"), path("mm-released.h5"), "minimax: the released layout read as the state_dict")
+        same(path("mm-list.h5"), path("mm-alias.h5"), "minimax: num_experts read as num_local_experts")
+        same(path("mm-list.h5"), path("mm-block.h5"), "minimax: block_size (upstream's blocking) leaves the math")
+        passes(path("mm-list.h5"), tmp, "minimax")
+        for key in ("linear_attn_alpha_factor", "linear_attn_beta_factor", "full_attn_alpha_factor",
+                    "full_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor"):
+            over = {key: 2.25}
+            write(path("mm-" + key), dict(xcfg, **over), xw)   # the same weights: the config alone moves the golden
+            golden(path("mm-" + key), path(f"mm-{key}.h5"))
+            d = differ(path("mm-list.h5"), path(f"mm-{key}.h5"), f"minimax {over}")
+            passes(path(f"mm-{key}.h5"), tmp, "minimax")
+            print(f"minimax: {over} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+        wrong = dict(released)
+        wrong["model.layers.2.self_attn.slope_rate"] = wrong["model.layers.0.self_attn.slope_rate"]
+        write(path("bad-mm-slopes"), xcfg, wrong)
+        refused(path("bad-mm-slopes"), "model.layers.2.self_attn.slope_rate", "minimax stored slopes")
+        for key, value, needle in (("sliding_window", 4, "'sliding_window' = 4"),
+                                   ("layer_types", ["linear_attention", "mamba", "linear_attention", "full_attention"],
+                                    "'layer_types'")):
+            write(path("bad-mm-" + key), dict(xcfg, **{key: value}), xw)
+            refused(path("bad-mm-" + key), needle, f"minimax key {key}")
+        write(path("bad-mm-attn_type_list"), dict({k: v for k, v in xcfg.items() if k != "layer_types"},
+                                                  attn_type_list=[0, 1, 0, 1]), xw)
+        refused(path("bad-mm-attn_type_list"), "'attn_type_list' without 'layer_types'", "minimax attn_type_list")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

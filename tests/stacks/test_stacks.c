@@ -44,6 +44,8 @@ static const struct mc_backend_ops *ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
     if (f == MC_FAMILY_KDA) /* Kimi-Linear's linear attention layers */
         return cpu ? mc_cpu_kda_ops() : mc_reference_kda_ops();
+    if (f == MC_FAMILY_LIGHTNING)
+        return cpu ? mc_cpu_lightning_ops() : mc_reference_lightning_ops();
     return cpu ? mc_cpu_mamba2_ops() : mc_reference_mamba2_ops();
 }
 
@@ -91,7 +93,7 @@ static void test_models_pass(void **state)
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                         "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
                                         "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml",
-                                        "cases/models/kimi_linear.yaml"};
+                                        "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -319,6 +321,17 @@ static const struct glue GLUE[] = {
      MC_DTYPE_BF16, {NULL}},
     {"cases/models/kimi_linear.yaml", "glue.block-norm-skipped@1", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 1, 1, MC_DTYPE_F32,
      {"first diverging layer 1 of 5 (attention mixer on 'cpu')", "glue around the mixer"}},
+    /* MiniMax (lightning 0, 2; attention 1, 3; the MoE on every layer; each residual the norm's output times alpha):
+     * layer 2's attn_beta_factor dropped, alpha and beta swapped in every scaled add, the residual taken before the
+     * norm (Llama's), the layer kinds' pattern shifted */
+    {"cases/models/minimax.yaml", "glue.minimax-beta-dropped@2", MC_STACK_GLUE_MINIMAX_BETA_DROPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 2 of 4 (lightning mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/minimax.yaml", "glue.minimax-alpha-beta-swapped", MC_STACK_GLUE_MINIMAX_ALPHA_BETA_SWAPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (lightning mixer on 'cpu')", "or its residual add"}},
+    {"cases/models/minimax.yaml", "glue.minimax-residual-pre-norm", MC_STACK_GLUE_MINIMAX_RESIDUAL_PRE_NORM, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (lightning mixer on 'cpu')", "or its residual add"}},
+    {"cases/models/minimax.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 0 of 4"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -884,6 +897,93 @@ static void test_lfm2_moe_config(void **state)
     }
 }
 
+static void test_minimax_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 4, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 16, "
+                                    "\"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"max_position_embeddings\": 64";
+    char json[2048];
+    { /* layer_types, head_dim, block_size and the six factors as given */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"layer_types\": [\"linear_attention\", \"linear_attention\", "
+                                    "\"full_attention\", \"linear_attention\"], \"head_dim\": 16, \"block_size\": 8, "
+                                    "\"linear_attn_alpha_factor\": 3.5, \"linear_attn_beta_factor\": 0.5, "
+                                    "\"full_attn_alpha_factor\": 2.5, \"full_attn_beta_factor\": 0.75, "
+                                    "\"mlp_alpha_factor\": 1.5, \"mlp_beta_factor\": 1.25, \"rms_norm_eps\": 1e-6}",
+                 base);
+        if (mc_stack_config_parse("minimax", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 4; i++) {
+            const struct mc_stack_layer *Z = &cfg.layers[i];
+            assert_int_equal(Z->family, i == 2 ? MC_FAMILY_ATTENTION : MC_FAMILY_LIGHTNING);
+            assert_true(Z->scaled && Z->moe && !Z->dense && Z->dense_size == 0);
+            assert_true(Z->alpha == (i == 2 ? 2.5 : 3.5) && Z->beta == (i == 2 ? 0.75 : 0.5));
+            if (i != 2) {
+                const struct mc_lightning_config *li = &Z->mixer.u.lightning;
+                assert_true(li->layer_idx == i && li->num_hidden_layers == 4 && li->block_size == 8 &&
+                            li->head_dim == 16 && li->num_attention_heads == 4 && li->norm_eps == 1e-6);
+            }
+        }
+        assert_true(cfg.mlp_alpha == 1.5 && cfg.mlp_beta == 1.25 && cfg.norm_eps == 1e-6 && !cfg.tied &&
+                    !cfg.residual_in_fp32);
+        assert_true(cfg.moe.router == MC_ROUTER_SOFTMAX_TOPK && cfg.moe.renormalise && cfg.moe.weights_fp32 &&
+                    cfg.moe.n_experts == 4 && cfg.moe.top_k == 2 && cfg.moe.expert_size == 16);
+        const struct mc_attention_config *at = &cfg.layers[2].mixer.u.attention;
+        assert_true(at->head_dim == 16 && at->qk_norm == MC_QK_NORM_NONE && at->rope_theta == 1000000.0 &&
+                    at->num_key_value_heads == 2 && at->cache_length == 64);
+        char name[MC_STACK_NAME_LEN], full[MC_STACK_NAME_LEN + 32];
+        mc_stack_name_moe(&cfg, 1, 1, name);
+        assert_string_equal(name, "model.layers.1.mlp.experts.gate_up_proj");
+        mc_stack_name_ffn(&cfg, 1, 0, name);
+        assert_string_equal(name, "model.layers.1.post_attention_layernorm.weight");
+        mc_stack_name_mixer_param(&cfg, 1, "qkv_proj.weight", full);
+        assert_string_equal(full, "model.layers.1.self_attn.qkv_proj.weight");
+        mc_stack_name_layer_norm(&cfg, 3, name);
+        assert_string_equal(name, "model.layers.3.input_layernorm.weight");
+    }
+    { /* the defaults: full attention at even i, head_dim D / H, block_size 256, every factor 1, rms_norm_eps 1e-5,
+         num_experts read as num_local_experts */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        if (mc_stack_config_parse("minimax", "{\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 3, "
+                                  "\"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"num_experts\": 6, "
+                                  "\"max_position_embeddings\": 64}", "cfg",
+                                  &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(cfg.layers[i].family, i % 2 == 0 ? MC_FAMILY_ATTENTION : MC_FAMILY_LIGHTNING);
+            assert_true(cfg.layers[i].alpha == 1.0 && cfg.layers[i].beta == 1.0);
+        }
+        assert_true(cfg.layers[1].mixer.u.lightning.block_size == 256 && cfg.layers[1].mixer.u.lightning.head_dim == 8);
+        assert_true(cfg.norm_eps == 1e-5 && cfg.moe.n_experts == 6 && cfg.moe.top_k == 2 && cfg.mlp_alpha == 1.0);
+    }
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"sliding_window\": 16", "'sliding_window'"},
+        {"\"attn_type_list\": [0, 1, 0, 1]", "'attn_type_list' without 'layer_types'"},
+        {"\"hidden_act\": \"gelu\"", "'hidden_act' gelu"},
+        {"\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e4, \"partial_rotary_factor\": 0.5}",
+         "partial_rotary_factor 0.5"},
+        {"\"num_experts\": 1", "num_experts_per_tok (2)"},
+        {"\"mlp_beta_factor\": \"1\"", "'mlp_beta_factor' must be a number"},
+        {"\"layer_types\": [\"linear_attention\", \"mamba\", \"full_attention\", \"full_attention\"]",
+         "'layer_types[1]'"},
+        {"\"block_size\": 0", "'block_size'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, %s}", bad[i].extra, base);
+        assert_int_equal(mc_stack_config_parse("minimax", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -902,6 +1002,7 @@ int main(void)
         cmocka_unit_test(test_kimi_config),
         cmocka_unit_test(test_qwen3_5_moe_config),
         cmocka_unit_test(test_lfm2_moe_config),
+        cmocka_unit_test(test_minimax_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -107,6 +107,8 @@ static const struct mc_backend_ops *layer_ops_for(enum mc_family f, int cpu)
         return cpu ? mc_cpu_mamba1_ops() : mc_reference_mamba1_ops();
     case MC_FAMILY_KDA: /* Kimi-Linear's linear attention layers */
         return cpu ? mc_cpu_kda_ops() : mc_reference_kda_ops();
+    case MC_FAMILY_LIGHTNING:
+        return cpu ? mc_cpu_lightning_ops() : mc_reference_lightning_ops();
     case MC_STACK_NO_MIXER: /* a feed-forward block runs on no backend */
         return NULL;
     default:
@@ -407,7 +409,7 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                           "cases/models/falcon_h1.yaml",
                                           "cases/models/zamba.yaml", "cases/models/lfm2_moe.yaml",
-                                          "cases/models/kimi_linear.yaml"};
+                                          "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else
@@ -637,7 +639,8 @@ static void run_models(const char *backend, struct mc_run_report *rep)
     struct mc_error err = {0};
     const struct mc_backend_ops *const builtins[] = {
         mc_reference_mamba2_ops(), mc_reference_mamba1_ops(), mc_reference_gdn_ops(), mc_reference_shortconv_ops(),
-        mc_reference_attention_ops(), mc_reference_kda_ops(), &PORT_EXACT, &PORT_FINAL_NORM};
+        mc_reference_attention_ops(), mc_reference_kda_ops(), mc_reference_lightning_ops(), &PORT_EXACT,
+        &PORT_FINAL_NORM};
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (mc_registry_add(reg, builtins[i], "test", &err) != MC_ERR_NONE)
             fail_msg("%s", err.msg);

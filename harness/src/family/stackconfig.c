@@ -45,6 +45,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "olmo_hybrid";
     case MC_MODEL_KIMI_LINEAR:
         return "kimi_linear";
+    case MC_MODEL_MINIMAX:
+        return "minimax";
     }
     return "unknown";
 }
@@ -85,6 +87,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_OLMO_HYBRID;
     else if (strcmp(name, "kimi_linear") == 0)
         *t = MC_MODEL_KIMI_LINEAR;
+    else if (strcmp(name, "minimax") == 0)
+        *t = MC_MODEL_MINIMAX;
     else
         return -1;
     return 0;
@@ -101,6 +105,7 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
            : t == MC_MODEL_QWEN3_5_MOE ? MC_FAMILY_GDN
            : t == MC_MODEL_OLMO_HYBRID ? MC_FAMILY_GDN
            : t == MC_MODEL_KIMI_LINEAR ? MC_FAMILY_KDA
+           : t == MC_MODEL_MINIMAX ? MC_FAMILY_LIGHTNING
                                    : MC_FAMILY_MAMBA2;
 }
 
@@ -110,7 +115,8 @@ int mc_model_type_families(enum mc_model_type t, enum mc_family out[4])
     if (t != MC_MODEL_LFM2 && t != MC_MODEL_BAMBA && t != MC_MODEL_QWEN3_5 && t != MC_MODEL_GRANITEMOEHYBRID &&
         t != MC_MODEL_JAMBA && t != MC_MODEL_NEMOTRON_H && t != MC_MODEL_ZAMBA2 && t != MC_MODEL_QWEN3_NEXT &&
         t != MC_MODEL_QWEN3_5_MOE && t != MC_MODEL_FALCON_H1 &&
-        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE && t != MC_MODEL_OLMO_HYBRID && t != MC_MODEL_KIMI_LINEAR)
+        t != MC_MODEL_ZAMBA && t != MC_MODEL_LFM2_MOE && t != MC_MODEL_OLMO_HYBRID && t != MC_MODEL_KIMI_LINEAR &&
+        t != MC_MODEL_MINIMAX)
         return 1;
     out[1] = MC_FAMILY_ATTENTION;
     return 2;
@@ -1719,6 +1725,127 @@ static int parse_kimi_linear(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* ---- MiniMax --------------------------------------------------------------------------------------- */
+
+/* MiniMaxConfig (transformers 5.24): layer_types ("linear_attention" / "full_attention"; absent or null: full
+ * attention at even i, MiniMaxConfig.__post_init__); the lightning layers (MiniMaxLightningAttention: heads
+ * num_attention_heads of head_dim, or hidden_size / num_attention_heads, block_size, the slopes of layer_idx i among
+ * num_hidden_layers, its output norm's eps 1e-6: MiniMaxRMSNorm's default, not rms_norm_eps); the softmax attention
+ * (num_key_value_heads, head_dim, RoPE of the whole head with rope_parameters' theta, default 1e6; no q/k norm, no
+ * biases; max_position_embeddings the KV cache length); the MoE (num_local_experts / its alias num_experts,
+ * num_experts_per_tok, intermediate_size the experts' size: MiniMaxTopKRouter's softmax, top-k, renormalised); the
+ * residual scalings linear_attn_alpha_factor, linear_attn_beta_factor, full_attn_alpha_factor, full_attn_beta_factor,
+ * mlp_alpha_factor, mlp_beta_factor (default 1); rms_norm_eps on every block norm and the final norm. Refused:
+ * hidden_act other than silu (the experts' and the lightning qkv activation), a sliding_window (a windowed mask the
+ * engine does not compute), an attn_type_list without layer_types (MiniMax-Text-01's original key, which
+ * MiniMaxConfig 5.24 does not read: its layers would fall back to the alternating default). Inert: initializer_range,
+ * use_cache, the token ids, attention_dropout and router_jitter_noise (training only), output_router_logits,
+ * router_aux_loss_coef (the auxiliary loss). */
+static int parse_minimax(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_attention_config at = {.hidden_size = cfg->hidden};
+    struct mc_lightning_config li = {.hidden_size = cfg->hidden, .num_hidden_layers = cfg->n_layers, .norm_eps = 1e-6};
+    struct mc_stack_moe *e = &cfg->moe;
+    double fa[6];
+    static const char *const factor_keys[6] = {"linear_attn_alpha_factor", "linear_attn_beta_factor",
+                                               "full_attn_alpha_factor",   "full_attn_beta_factor",
+                                               "mlp_alpha_factor",         "mlp_beta_factor"};
+    static const char *const experts_keys[] = {"num_experts", "num_local_experts"}; /* attribute_map */
+    if (get_int(r, "num_attention_heads", 0, 32, &at.num_attention_heads) ||
+        positive(r, "num_attention_heads", at.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, 8, &at.num_key_value_heads) ||
+        positive(r, "num_key_value_heads", at.num_key_value_heads, 1024) ||
+        get_int(r, "head_dim", 0, cfg->hidden / at.num_attention_heads, &at.head_dim) ||
+        positive(r, "head_dim", at.head_dim, 1 << 12) ||
+        get_int(r, "max_position_embeddings", 0, 4096 * 32, &at.cache_length) ||
+        positive(r, "max_position_embeddings", at.cache_length, 1 << 20) || rope_params(r, 1000000.0, 1.0, 0, &at) ||
+        get_int(r, "block_size", 0, 256, &li.block_size) || positive(r, "block_size", li.block_size, 1 << 20) ||
+        get_int(r, "intermediate_size", 0, 14336, &e->expert_size) ||
+        positive(r, "intermediate_size", e->expert_size, 1 << 20) ||
+        get_int(r, alias(r, experts_keys, 2), 0, 8, &e->n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, 2, &e->top_k) || want_string(r, "hidden_act", "silu"))
+        return -1;
+    for (int k = 0; k < 6; k++) {
+        if (get_num(r, factor_keys[k], 0, 0, 1.0, &fa[k]))
+            return -1;
+        if (!isfinite(fa[k])) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' must be finite", r->where, factor_keys[k]);
+            return -1;
+        }
+    }
+    if (e->n_experts < 1 || e->n_experts > MC_STACK_MAX_EXPERTS || e->top_k < 1 || e->top_k > e->n_experts ||
+        e->top_k > MC_STACK_MAX_TOP_K) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: num_local_experts (%lld) must be in [1, 512] and "
+                     "num_experts_per_tok (%lld) in [1, min(num_local_experts, 64)]", r->where,
+                     (long long)e->n_experts, (long long)e->top_k);
+        return -1;
+    }
+    if (at.num_attention_heads % at.num_key_value_heads != 0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: num_attention_heads (%lld) must be a multiple of "
+                     "num_key_value_heads (%lld)", r->where, (long long)at.num_attention_heads,
+                     (long long)at.num_key_value_heads);
+        return -1;
+    }
+    if (at.partial_rotary_factor != 1.0) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: partial_rotary_factor %g: MiniMaxRotaryEmbedding rotates the "
+                     "whole head", r->where, at.partial_rotary_factor);
+        return -1;
+    }
+    const struct mc_json_value *sw = mc_json_get(r->root, "sliding_window");
+    if (sw != NULL && sw->type != MC_JSON_NULL) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'sliding_window': only full causal attention is computed "
+                     "(sliding_window null)", r->where);
+        return -1;
+    }
+    at.rms_norm_eps = cfg->norm_eps;
+    at.qk_norm = MC_QK_NORM_NONE;
+    li.num_attention_heads = at.num_attention_heads;
+    li.head_dim = at.head_dim;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    if (lt == NULL || lt->type == MC_JSON_NULL) {
+        const struct mc_json_value *atl = mc_json_get(r->root, "attn_type_list");
+        if (atl != NULL && atl->type != MC_JSON_NULL) {
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'attn_type_list' without 'layer_types': MiniMaxConfig "
+                         "5.24 does not read it (its layers fall back to full attention at even i); give layer_types",
+                         r->where);
+            return -1;
+        }
+        for (int64_t i = 0; i < cfg->n_layers; i++) { /* MiniMaxConfig.__post_init__ */
+            int attn = (i + 1) % 2 != 0;
+            cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_LIGHTNING;
+            cfg->layers[i].mixer.family = cfg->layers[i].family;
+            if (attn)
+                cfg->layers[i].mixer.u.attention = at;
+            else
+                cfg->layers[i].mixer.u.lightning = li;
+        }
+    } else {
+        const struct mc_family_config linear = {.family = MC_FAMILY_LIGHTNING, .u.lightning = li};
+        if (layer_types(r, cfg, "linear_attention", &linear, &at))
+            return -1;
+    }
+    e->router = MC_ROUTER_SOFTMAX_TOPK;
+    e->renormalise = 1; /* router_top_value /= router_top_value.sum() */
+    e->weights_fp32 = 1;
+    e->act = MC_FFN_SWIGLU;
+    cfg->ffn_size = e->expert_size; /* (a feed-forward on every layer: the MoE alone) */
+    cfg->mlp_alpha = fa[4];
+    cfg->mlp_beta = fa[5];
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        struct mc_stack_layer *Z = &cfg->layers[i];
+        int lin = Z->family == MC_FAMILY_LIGHTNING;
+        if (lin)
+            Z->mixer.u.lightning.layer_idx = i;
+        Z->scaled = 1;
+        Z->alpha = fa[lin ? 0 : 2];
+        Z->beta = fa[lin ? 1 : 3];
+        Z->moe = 1;
+        Z->dense = 0;
+        Z->dense_size = 0;
+    }
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1727,7 +1854,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
                             "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba, "
-                            "lfm2_moe, olmo_hybrid, kimi_linear)",
+                            "lfm2_moe, olmo_hybrid, kimi_linear, minimax)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
@@ -1762,7 +1889,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
                         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
                         cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_OLMO_HYBRID ||
-                        cfg->type == MC_MODEL_KIMI_LINEAR
+                        cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
@@ -1789,7 +1916,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
     if (cfg->type == MC_MODEL_LFM2 || cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 ||
         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
-        cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR)
+        cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR ||
+        cfg->type == MC_MODEL_MINIMAX)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
@@ -1797,7 +1925,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                         cfg->type == MC_MODEL_QWEN3_5_MOE;
     cfg->norm_weight_fp32 |= cfg->type == MC_MODEL_OLMO_HYBRID; /* OlmoHybridRMSNorm: (w * x_normed).to(T) */
     int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_LFM2_MOE ||
-             cfg->type == MC_MODEL_KIMI_LINEAR; /* its layers' feed-forwards are set by its parser */
+             cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX; /* its layers' feed-forwards are set by its
+                                                                                    parser */
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
          : cfg->type == MC_MODEL_LFM2  ? parse_lfm2(&r, cfg)
@@ -1809,6 +1938,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : zb                            ? parse_zamba2(&r, cfg)
          : cfg->type == MC_MODEL_LFM2_MOE  ? parse_lfm2_moe(&r, cfg)
          : cfg->type == MC_MODEL_KIMI_LINEAR ? parse_kimi_linear(&r, cfg)
+         : cfg->type == MC_MODEL_MINIMAX   ? parse_minimax(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
          : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
          : cfg->type == MC_MODEL_OLMO_HYBRID ? parse_olmo_hybrid(&r, cfg)
@@ -1844,7 +1974,7 @@ static int hybrid(const struct mc_stack_config *cfg)
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
            cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
            cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID ||
-           cfg->type == MC_MODEL_KIMI_LINEAR;
+           cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1866,7 +1996,8 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
                  Z->shared ? "shared_transf." : Z->hybrid ? "mamba_decoder." : "");
     else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
              cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-             cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_KIMI_LINEAR) /* FalconH1: both slots read one norm */
+             cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_KIMI_LINEAR ||
+             cfg->type == MC_MODEL_MINIMAX) /* FalconH1: both slots read one norm */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight",
                  (long long)mc_stack_decoder_layer(cfg, layer));
     else if (cfg->type == MC_MODEL_OLMO_HYBRID) /* an attention layer's norm is on its output */
@@ -1895,6 +2026,7 @@ void mc_stack_name_mixer_prefix(const struct mc_stack_config *cfg, int64_t layer
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)mc_stack_decoder_layer(cfg, layer),
                  cfg->layers[layer].family == MC_FAMILY_ATTENTION ? "self_attn."
                  : cfg->type == MC_MODEL_KIMI_LINEAR              ? "self_attn." /* KDA too */
+                 : cfg->type == MC_MODEL_MINIMAX                  ? "self_attn." /* MiniMaxLightningAttention too */
                  : lfm2(cfg)                                      ? "conv."
                  : cfg->type == MC_MODEL_QWEN3_5                  ? "linear_attn."
                  : cfg->type == MC_MODEL_QWEN3_NEXT               ? "linear_attn."
@@ -2001,6 +2133,14 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
                  (cfg->layers[layer].moe ? kimi_moe_parts : qwen_parts)[part & 3]);
         return;
     }
+    static const char *const minimax_parts[] = {"post_attention_layernorm.weight", NULL, NULL, NULL};
+    if (cfg->type == MC_MODEL_MINIMAX) { /* the MoE alone (mc_stack_name_moe) after post_attention_layernorm */
+        if (minimax_parts[part & 3] == NULL)
+            out[0] = '\0';
+        else
+            snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, minimax_parts[part & 3]);
+        return;
+    }
     const char *const *parts = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ? (cfg->layers[layer].moe ? qwen3_next_moe_parts
                                                                                                   : qwen_parts)
                                : cfg->type == MC_MODEL_NEMOTRON_H         ? (cfg->layers[layer].moe ? nemotron_moe_parts
@@ -2036,9 +2176,9 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, nemotron_parts[part & 3]);
     else if (cfg->type == MC_MODEL_KIMI_LINEAR)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, kimi_parts[part & 3]);
-    else if (cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE)
+    else if (cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_MINIMAX)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
-                 qwen3_next_parts[part < 0 || part > 4 ? 0 : part]);
+                 qwen3_next_parts[part < 0 || part > 4 ? 0 : part]); /* MiniMaxSparseMoeBlock: mlp.gate, mlp.experts */
     else
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
                  (cfg->type == MC_MODEL_JAMBA ? jamba_parts : granite_parts)[part < 0 || part > 2 ? 0 : part]);
@@ -2054,7 +2194,7 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-                       cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR
+                       cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX
                    ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }

@@ -69,6 +69,11 @@ enum mc_model_type {
                                   SwiGLU MLP on the first_k_dense_replace / mlp_layer_types "dense" layers, elsewhere a
                                   sigmoid-routed grouped MoE of SwiGLU experts (summed in T) plus a shared SwiGLU
                                   expert */
+    MC_MODEL_MINIMAX = 18,     /* MiniMaxForCausalLM: lightning attention (MC_FAMILY_LIGHTNING, slopes by depth) and
+                                  softmax attention layers by layer_types, each layer's residual the block norm's output
+                                  scaled by the layer kind's alpha and its mixer's output by its beta (struct
+                                  mc_stack_layer.scaled), the softmax-then-top-k MoE (always renormalised, its weights
+                                  kept in float32) on every layer with mlp_alpha / mlp_beta likewise */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -126,6 +131,8 @@ struct mc_stack_moe {
                               ([1][D] in T, the sigmoid and the product in T) and added after the experts' sum,
                               which starts from zero in T (Qwen3NextSparseMoeBlock) */
     int32_t expert_bias;   /* MC_ROUTER_SIGMOID_BIAS: 1 with the router's expert_bias [E] (use_expert_bias) */
+    int32_t weights_fp32;  /* MC_ROUTER_SOFTMAX_TOPK: the k weights stay float32 (not rounded to T) and each expert's
+                              output times its weight is rounded to T once (MiniMaxTopKRouter / MiniMaxExperts) */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -158,6 +165,11 @@ struct mc_stack_layer {
      * (h)), post_attention_layernorm) and the feed-forward norm the MLP's output (h + norm(mlp(h)),
      * post_feedforward_layernorm); the mixer and the MLP read the residual as it is */
     int32_t post_norm;
+    /* MiniMax (MiniMaxDecoderLayer): x = input_layernorm(h), h = alpha · x + beta · mixer(x); then x =
+     * post_attention_layernorm(h), h = mlp_alpha · x + mlp_beta · moe(x) (struct mc_stack_config): the residual of
+     * each add is the norm's output, each product and the sum in T */
+    int32_t scaled;
+    double alpha, beta; /* the layer kind's (linear_ or full_)attn_alpha_factor and attn_beta_factor */
 };
 
 struct mc_stack_config {
@@ -198,6 +210,7 @@ struct mc_stack_config {
     double key_multiplier;
     double ssm_multipliers[5];
     int64_t decoder_layers; /* FalconH1's num_hidden_layers (n_layers is twice it: two slots a layer) */
+    double mlp_alpha, mlp_beta; /* MiniMax's mlp_alpha_factor, mlp_beta_factor (layers[].scaled) */
 };
 
 const char *mc_model_type_name(enum mc_model_type t);

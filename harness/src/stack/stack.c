@@ -885,6 +885,23 @@ static void residual_add(const struct mc_stack *s, double *h, const double *y, s
     }
 }
 
+/* MiniMax's scaled add (struct mc_stack_layer.scaled): h = alpha · r + beta · y, the residual r the block norm's
+ * output x (the stream h itself with MC_STACK_GLUE_MINIMAX_RESIDUAL_PRE_NORM), each product and the sum in T
+ * (`residual * alpha + hidden_states * beta`); alpha and beta trade places with
+ * MC_STACK_GLUE_MINIMAX_ALPHA_BETA_SWAPPED. */
+static void scaled_add(const struct mc_stack *s, double *h, const double *x, const double *y, size_t n, double alpha,
+                       double beta)
+{
+    if (s->fault == MC_STACK_GLUE_MINIMAX_ALPHA_BETA_SWAPPED) {
+        double t = alpha;
+        alpha = beta;
+        beta = t;
+    }
+    const double *res = s->fault == MC_STACK_GLUE_MINIMAX_RESIDUAL_PRE_NORM ? h : x;
+    for (size_t i = 0; i < n; i++)
+        h[i] = store(s, store(s, store(s, res[i]) * alpha) + store(s, y[i] * beta));
+}
+
 /* relu(u)² of a value u stored in T, stored in T (relu², or relu alone with the planted fault). */
 static double relu2(const struct mc_stack *s, double u)
 {
@@ -1145,8 +1162,8 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
             w[j] = over_all ? compute(s, exp(logit[pick[j]] - mx) / all) : exp(logit[pick[j]] - mx);
             sel += w[j];
         }
-        for (int64_t j = 0; j < K; j++)
-            w[j] = store(s, compute(s, renorm ? w[j] / sel : w[j]));
+        for (int64_t j = 0; j < K; j++) /* MiniMax: the float32 weights as they are (weights_fp32) */
+            w[j] = e->weights_fp32 ? compute(s, renorm ? w[j] / sel : w[j]) : store(s, compute(s, renorm ? w[j] / sel : w[j]));
         /* index_add_ in increasing expert index: the experts of this row in that order */
         experts_add(s, gu, dn, E, K, Fe, pick, w, xr, a, yr);
         if (gated) { /* expert_output + sigmoid(shared_expert_gate(x)) * shared_expert(x), each step in T */
@@ -1258,7 +1275,10 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
         block_norm(s, s->ffn_norm + l * D, y, rows, x);
         memcpy(y, x, (size_t)(rows * D) * sizeof *y);
     }
-    residual_add(s, h, y, (size_t)(rows * D));
+    if (s->cfg->layers[l].scaled) /* MiniMax: mlp_alpha · post_attention_layernorm(h) + mlp_beta · moe */
+        scaled_add(s, h, x, y, (size_t)(rows * D), s->cfg->mlp_alpha, s->cfg->mlp_beta);
+    else
+        residual_add(s, h, y, (size_t)(rows * D));
     free(a);
     return MC_BACKEND_OK;
 }
@@ -1374,7 +1394,11 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
         else
             block_norm(s, s->norm + l * s->D, hn, B * L, x);
         st = run_mixer(s, l, cache, B, L, x, mask, pk, y, msg);
-        if (st == MC_BACKEND_OK)
+        if (st == MC_BACKEND_OK && s->cfg->layers[l].scaled) /* MiniMax: alpha · input_layernorm(h) + beta · mixer */
+            scaled_add(s, h, x, y, (size_t)(B * L * s->D), s->cfg->layers[l].alpha,
+                       s->fault == MC_STACK_GLUE_MINIMAX_BETA_DROPPED && l == s->fault_layer ? 1.0
+                                                                                           : s->cfg->layers[l].beta);
+        else if (st == MC_BACKEND_OK)
             residual_add(s, h, y, (size_t)(B * L * s->D));
     }
     if (st == MC_BACKEND_OK && has_ffn(s->cfg, l) && (st = feed_forward(s, l, B * L, h, x, y)) == MC_BACKEND_NOMEM)

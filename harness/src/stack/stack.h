@@ -99,6 +99,13 @@ enum mc_stack_glue_fault {
     MC_STACK_GLUE_KIMI_SCALING_DROPPED,        /* the expert weights not multiplied by routed_scaling_factor */
     MC_STACK_GLUE_KIMI_EXPERTS_SUMMED_FP32,    /* the weighted expert outputs summed in float32 and rounded once
                                                   (NemotronHMoE's order), not rounded and summed in T */
+    /* the glue of MiniMax (the residual scalings of MiniMaxDecoderLayer): */
+    MC_STACK_GLUE_MINIMAX_BETA_DROPPED,        /* layer `layer`'s mixer output added without its beta (the attention
+                                                  block's attn_beta_factor read as 1) */
+    MC_STACK_GLUE_MINIMAX_ALPHA_BETA_SWAPPED,  /* every scaled add the other way round: beta on the residual (the
+                                                  norm's output), alpha on the block's output */
+    MC_STACK_GLUE_MINIMAX_RESIDUAL_PRE_NORM,   /* every scaled add's residual the stream before the norm (Llama's
+                                                  h, not MiniMax's norm(h)) */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 

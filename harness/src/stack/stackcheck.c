@@ -1484,6 +1484,10 @@ static void localise(struct sess *s)
             norm_f64(mc_stack_golden_weight(s->g, nm)->data, dm, s->B * s->L, s->D, cfg->norm_eps, 0, x);
             for (int64_t i = 0; i < N; i++)
                 x[i] += h_in[i];
+        } else if (Z->scaled) { /* MiniMax: alpha · input_layernorm(hidden) + beta · mixer output */
+            mixer_input_f64(s, l, h_in, s->B * s->L, x);
+            for (int64_t i = 0; i < N; i++)
+                x[i] = Z->alpha * x[i] + Z->beta * dm[i];
         } else
             for (int64_t i = 0; i < N; i++)
                 x[i] = other >= 0 ? h_in[i] + cfg->layers[l].out_multiplier * dm[i] +
