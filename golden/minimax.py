@@ -162,14 +162,13 @@ class MiniMaxStack:
 
     def forward(self, ids, mask, caches=None):
         """As stacks.Stack.forward: (logits, hidden [n + 1], new caches, per-position caches, mixer outputs)."""
-        import stacks   # the mixer dispatch (stacks.mixer_forward); imported here, stacks imports this module
         cfg = self.cfg
         h = self.w["model.embed_tokens.weight"][ids]
         hidden, mixed, new_caches, per_pos = [h], [], [], []
         for i in range(self.n):
             lay = f"model.layers.{i}."
             x = rmsnorm(h, self.w[lay + "input_layernorm.weight"], self.eps)
-            out, cache, windows, states = stacks.mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
+            out, cache, windows, states = M.mixer_forward(self.kinds[i], self.mcfgs[i], self.mixers[i], x, mask,
                                                                None if caches is None else caches[i])
             a, b = (float(cfg[f]) for f in FACTORS[self.kinds[i]])
             h = a * x + b * out
