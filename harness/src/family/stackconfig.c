@@ -361,6 +361,20 @@ static int parse_mamba(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+
+/* Layer i's mixer: attention configured as *at when attn, else the other family's configuration *other. */
+static void place_layer(struct mc_stack_config *cfg, int64_t i, int attn, const struct mc_family_config *other,
+                        const struct mc_attention_config *at)
+{
+    if (attn) {
+        cfg->layers[i].family = cfg->layers[i].mixer.family = MC_FAMILY_ATTENTION;
+        cfg->layers[i].mixer.u.attention = *at;
+    } else {
+        cfg->layers[i].family = other->family;
+        cfg->layers[i].mixer = *other;
+    }
+}
+
 /* The kinds of the layers of a hybrid with "layer_types" (LFM2: "conv", Qwen3.5: "linear_attention",
  * besides "full_attention"): one entry per layer, each "full_attention" (the mixer `at`) or `other_name`
  * (the mixer `other`). */
@@ -381,14 +395,7 @@ static int layer_types(struct reader *r, struct mc_stack_config *cfg, const char
                          "\"full_attention\"", r->where, (long long)i, other_name);
             return -1;
         }
-        if (attn) {
-            cfg->layers[i].family = MC_FAMILY_ATTENTION;
-            cfg->layers[i].mixer.family = MC_FAMILY_ATTENTION;
-            cfg->layers[i].mixer.u.attention = *at;
-        } else {
-            cfg->layers[i].family = other->family;
-            cfg->layers[i].mixer = *other;
-        }
+        place_layer(cfg, i, attn, other, at);
     }
     return 0;
 }
@@ -1132,20 +1139,15 @@ static int parse_qwen3_next(struct reader *r, struct mc_stack_config *cfg)
     at.qk_norm = MC_QK_NORM_ZERO_CENTRED;
     at.attn_output_gate = 1;
     const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
     if (lt == NULL || lt->type == MC_JSON_NULL) { /* Qwen3NextConfig: full attention every interval-th layer */
         if (positive(r, "full_attention_interval", interval, 1 << 20))
             return -1;
         for (int64_t i = 0; i < cfg->n_layers; i++) {
             int attn = (i + 1) % interval == 0;
-            cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN;
-            cfg->layers[i].mixer.family = cfg->layers[i].family;
-            if (attn)
-                cfg->layers[i].mixer.u.attention = at;
-            else
-                cfg->layers[i].mixer.u.gdn = gd;
+            place_layer(cfg, i, attn, &linear, &at);
         }
     } else {
-        const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
         if (layer_types(r, cfg, "linear_attention", &linear, &at))
             return -1;
     }
@@ -1513,20 +1515,15 @@ static int parse_olmo_hybrid(struct reader *r, struct mc_stack_config *cfg)
     at.rms_norm_eps = cfg->norm_eps;
     at.qk_norm = MC_QK_NORM_RMS_FULL;
     const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
     if (lt == NULL || lt->type == MC_JSON_NULL) { /* OlmoHybridConfig.__post_init__ */
         int any = 0;
         for (int64_t i = 0; i < cfg->n_layers; i++) {
             int attn = i % 4 == 3 || (i == cfg->n_layers - 1 && !any);
             any |= attn;
-            cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_GDN;
-            cfg->layers[i].mixer.family = cfg->layers[i].family;
-            if (attn)
-                cfg->layers[i].mixer.u.attention = at;
-            else
-                cfg->layers[i].mixer.u.gdn = gd;
+            place_layer(cfg, i, attn, &linear, &at);
         }
     } else {
-        const struct mc_family_config linear = {.family = MC_FAMILY_GDN, .u.gdn = gd};
         if (layer_types(r, cfg, "linear_attention", &linear, &at))
             return -1;
     }
@@ -1802,6 +1799,7 @@ static int parse_minimax(struct reader *r, struct mc_stack_config *cfg)
     li.num_attention_heads = at.num_attention_heads;
     li.head_dim = at.head_dim;
     const struct mc_json_value *lt = mc_json_get(r->root, "layer_types");
+    const struct mc_family_config linear = {.family = MC_FAMILY_LIGHTNING, .u.lightning = li};
     if (lt == NULL || lt->type == MC_JSON_NULL) {
         const struct mc_json_value *atl = mc_json_get(r->root, "attn_type_list");
         if (atl != NULL && atl->type != MC_JSON_NULL) {
@@ -1812,15 +1810,9 @@ static int parse_minimax(struct reader *r, struct mc_stack_config *cfg)
         }
         for (int64_t i = 0; i < cfg->n_layers; i++) { /* MiniMaxConfig.__post_init__ */
             int attn = (i + 1) % 2 != 0;
-            cfg->layers[i].family = attn ? MC_FAMILY_ATTENTION : MC_FAMILY_LIGHTNING;
-            cfg->layers[i].mixer.family = cfg->layers[i].family;
-            if (attn)
-                cfg->layers[i].mixer.u.attention = at;
-            else
-                cfg->layers[i].mixer.u.lightning = li;
+            place_layer(cfg, i, attn, &linear, &at);
         }
     } else {
-        const struct mc_family_config linear = {.family = MC_FAMILY_LIGHTNING, .u.lightning = li};
         if (layer_types(r, cfg, "linear_attention", &linear, &at))
             return -1;
     }
