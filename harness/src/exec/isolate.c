@@ -345,9 +345,10 @@ static void retire(struct child *ch)
 }
 
 /* Hands job j to slot k's worker. 0 when sent; -1 when the worker was gone (the slot is then empty). */
-static int assign(struct child *ch, struct mc_job *jobs, int j, const struct mc_isolate_options *opt)
+/* (The job's result is written when its reply is in, or by died(): writing it here too would copy, page by
+ * page, a result the parent shares with its workers since the fork.) */
+static int assign(struct child *ch, int j, const struct mc_isolate_options *opt)
 {
-    preset_identity(&jobs[j]);
     memset(ch->note, 0, sizeof *ch->note);
     int32_t idx = j;
     if (mc_wire_send_all(ch->fd, &idx, sizeof idx) != 0) {
@@ -372,6 +373,7 @@ static void died(struct child *ch, struct mc_job *job, int timed_out, const stru
     close(ch->fd);
     ch->pid = 0;
     ch->job = -1;
+    preset_identity(job);
     struct mc_check_result *r = &job->res;
     int all = ch->got == sizeof *ch->buf;
     char where[NOTE_CALL_LEN + 64];
@@ -474,7 +476,7 @@ enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isol
              * a harness error */
             for (int tries = 0; ch->job < 0 && tries < 2 && err->code == MC_ERR_NONE; tries++)
                 if (ch->pid != 0 || spawn(kids, slots, k, jobs, n, fn, user, err) == MC_ERR_NONE)
-                    assign(ch, jobs, j, opt);
+                    assign(ch, j, opt);
             if (ch->job < 0) {
                 if (err->code == MC_ERR_NONE)
                     mc_error_set(err, MC_ERR_INTERNAL, "a check's worker process could not be started");
@@ -560,4 +562,20 @@ out:
     free(kids);
     free(pfd);
     return err->code;
+}
+
+void *mc_isolate_private_resize(void *p, size_t old_bytes, size_t new_bytes)
+{
+    void *v = p == NULL ? mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                        : mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+    if (v == MAP_FAILED)
+        return NULL;
+    (void)madvise(v, new_bytes, MADV_DONTFORK); /* advice: without it the workers only cost more to fork */
+    return v;
+}
+
+void mc_isolate_private_free(void *p, size_t bytes)
+{
+    if (p != NULL)
+        munmap(p, bytes);
 }

@@ -54,4 +54,12 @@ void mc_isolate_leave(void);
 enum mc_err_code mc_isolate_run(struct mc_job *jobs, int n, const struct mc_isolate_options *opt, mc_job_fn fn,
                                 void *user, struct mc_error *err);
 
+/* Memory only this process needs, that the workers it forks do not inherit (MADV_DONTFORK): the run's
+ * growing store of results, which every worker's fork would otherwise copy the page tables of.
+ * mc_isolate_private_resize(NULL, 0, n) maps n bytes, zeroed; (p, old, n) grows or shrinks a mapping of
+ * `old` bytes keeping its contents (it may move); NULL when there is no memory (p is then unchanged).
+ * A worker touching such memory would fault: only the parent's own code may use it. */
+void *mc_isolate_private_resize(void *p, size_t old_bytes, size_t new_bytes);
+void mc_isolate_private_free(void *p, size_t bytes);
+
 #endif

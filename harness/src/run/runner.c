@@ -212,8 +212,10 @@ static enum mc_err_code add_problem(struct mc_run_report *rep, const char *path,
 static struct mc_check_result *next_check(struct mc_run_report *rep, struct mc_error *err)
 {
     if (rep->n_checks == rep->cap_checks) {
+        /* some 50 KB a result, thousands of them: kept out of the workers' forks (isolate.h) */
         int cap = rep->cap_checks ? 2 * rep->cap_checks : 64;
-        struct mc_check_result *v = realloc(rep->checks, (size_t)cap * sizeof *v);
+        struct mc_check_result *v = mc_isolate_private_resize(rep->checks, (size_t)rep->cap_checks * sizeof *v,
+                                                              (size_t)cap * sizeof *v);
         if (v == NULL) {
             mc_error_set(err, MC_ERR_NOMEM, "out of memory");
             return NULL;
@@ -613,6 +615,26 @@ static const struct mc_tolerance_profile *tolerance_profile(const struct mc_case
     return &c->tolerance;
 }
 
+/* Appends a zeroed job to a case's list, growing it as checks are scheduled: a job carries a whole
+ * check result (some 50 KB), so the list holds the case's checks, not every (backend, scenario, dtype)
+ * the case could name (fresh pages the parent would zero, and its workers inherit, for nothing). */
+static struct mc_job *job_push(struct mc_job **jobs, int *n, int *cap, struct mc_error *err)
+{
+    if (*n == *cap) {
+        int grown = *cap ? 2 * *cap : 16;
+        struct mc_job *v = realloc(*jobs, (size_t)grown * sizeof *v);
+        if (v == NULL) {
+            mc_error_set(err, MC_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        *jobs = v;
+        *cap = grown;
+    }
+    struct mc_job *job = &(*jobs)[(*n)++];
+    memset(job, 0, sizeof *job);
+    return job;
+}
+
 /* Runs one job in this process: the job function of mc_isolate_run. */
 static void run_job(struct mc_job *job, void *user)
 {
@@ -626,13 +648,13 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                      int *pattern_hits, struct mc_error *err)
 {
     int nb = max_backends(c, reg);
-    int cap = nb * c->n_scenarios * c->n_dtypes, n = 0;
+    int cap = 0, n = 0;
     struct mc_refrun refs[MC_CASE_MAX_DTYPES] = {{0}};
     int have_ref[MC_CASE_MAX_DTYPES] = {0};
     struct mc_weightset wsets[MC_CASE_MAX_DTYPES] = {{0}};
     const char **names = calloc((size_t)nb, sizeof *names);
-    struct mc_job *jobs = calloc((size_t)cap, sizeof *jobs);
-    if (names == NULL || jobs == NULL) {
+    struct mc_job *jobs = NULL;
+    if (names == NULL) {
         mc_error_set(err, MC_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -714,7 +736,10 @@ static void run_case(const struct mc_case *c, const struct mc_golden *g, const s
                                               .weights = &wsets[di],
                                               .tolerance = prof,
                                               .tolerance_device = tdev};
-                jobs[n++].ctx = ctx;
+                struct mc_job *job = job_push(&jobs, &n, &cap, err);
+                if (job == NULL)
+                    goto out;
+                job->ctx = ctx;
             }
         }
     }
@@ -1403,7 +1428,7 @@ void mc_run_report_free(struct mc_run_report *rep)
 {
     free(rep->goldens);
     free(rep->diagnoses);
-    free(rep->checks);
+    mc_isolate_private_free(rep->checks, (size_t)rep->cap_checks * sizeof *rep->checks);
     free(rep->problems);
     free(rep->combos);
     memset(rep, 0, sizeof *rep);
