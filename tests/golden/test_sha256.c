@@ -2,7 +2,8 @@
  * test_sha256.c — SHA-256 (harness/src/base/sha256.c) against the FIPS 180-4 example vectors (NIST CSRC
  * "Examples with Intermediate Values": one block, two blocks, the 896-bit message, a million 'a'),
  * the empty message, and every split of a message into two updates around the 55/56/64-byte
- * padding boundaries.
+ * padding boundaries; each with the x86 SHA extensions where the CPU has them and with the portable
+ * code, and the two on 3000 pseudo-random messages of every length from 0 to 2999 bytes fed in pieces.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,6 +80,50 @@ static void test_splits(void **state)
                "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
 }
 
+/* The hardware and the portable code agree on random messages, fed in pieces of varying sizes. */
+static void test_hardware_matches_portable(void **state)
+{
+    (void)state;
+    if (!mc_sha256_hardware(1))
+        skip(); /* no SHA extensions on this CPU: the portable code is what runs, tested above */
+    static uint8_t msg[3000];
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < sizeof msg; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        msg[i] = (uint8_t)x;
+    }
+    for (size_t len = 0; len < sizeof msg; len++) {
+        char hex[2][MC_SHA256_HEX_LEN + 1];
+        for (int hw = 0; hw < 2; hw++) {
+            mc_sha256_hardware(hw);
+            struct mc_sha256 s;
+            uint8_t d[MC_SHA256_DIGEST_BYTES];
+            mc_sha256_init(&s);
+            for (size_t at = 0, piece = len % 97 + 1; at < len; at += piece, piece = piece * 7 % 211 + 1)
+                mc_sha256_update(&s, msg + at, piece < len - at ? piece : len - at);
+            mc_sha256_final(&s, d);
+            mc_sha256_hex(d, hex[hw]);
+        }
+        if (strcmp(hex[0], hex[1]) != 0)
+            fail_msg("length %zu: portable %s, hardware %s", len, hex[0], hex[1]);
+    }
+    mc_sha256_hardware(1);
+}
+
+static int portable(void **state)
+{
+    (void)state;
+    mc_sha256_hardware(0);
+    return 0;
+}
+
+static int hardware(void **state)
+{
+    (void)state;
+    mc_sha256_hardware(1);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -86,5 +131,11 @@ int main(void)
         cmocka_unit_test(test_million_a),
         cmocka_unit_test(test_splits),
     };
-    return cmocka_run_group_tests_name("sha256", tests, NULL, NULL);
+    const struct CMUnitTest both[] = {
+        cmocka_unit_test(test_hardware_matches_portable),
+    };
+    int failed = cmocka_run_group_tests_name("sha256 (hardware where present)", tests, hardware, NULL);
+    failed += cmocka_run_group_tests_name("sha256 (portable)", tests, portable, hardware);
+    failed += cmocka_run_group_tests_name("sha256 hardware against portable", both, NULL, NULL);
+    return failed;
 }

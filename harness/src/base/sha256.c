@@ -3,6 +3,10 @@
 #include "base/sha256.h"
 
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MC_SHA256_X86 1
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -20,7 +24,7 @@ static uint32_t rotr(uint32_t x, unsigned n)
     return (x >> n) | (x << (32 - n));
 }
 
-static void compress(uint32_t h[8], const uint8_t b[64])
+static void compress_one(uint32_t h[8], const uint8_t b[64])
 {
     uint32_t w[64];
     for (int t = 0; t < 16; t++)
@@ -54,6 +58,76 @@ static void compress(uint32_t h[8], const uint8_t b[64])
     h[7] += hh;
 }
 
+static void compress_portable(uint32_t h[8], const uint8_t *b, size_t blocks)
+{
+    for (size_t i = 0; i < blocks; i++)
+        compress_one(h, b + 64 * i);
+}
+
+#ifdef MC_SHA256_X86
+/* The same computation on the x86 SHA extensions (SHA256RNDS2 does two rounds of §6.2.2 step 3,
+ * SHA256MSG1 / SHA256MSG2 the σ0 and σ1 halves of the message schedule, step 1). The state lives in
+ * two registers as the instructions want it: ABEF and CDGH (a in the high lane). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void compress_sha_ext(uint32_t h[8], const uint8_t *b,
+                                                                         size_t blocks)
+{
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL); /* big-endian words */
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&h[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)&h[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    for (size_t i = 0; i < blocks; i++, b += 64) {
+        __m128i w[16];
+        for (int g = 0; g < 4; g++)
+            w[g] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(b + 16 * g)), bswap);
+        for (int g = 4; g < 16; g++) /* W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16], four at a time */
+            w[g] = _mm_sha256msg2_epu32(
+                _mm_add_epi32(_mm_sha256msg1_epu32(w[g - 4], w[g - 3]), _mm_alignr_epi8(w[g - 1], w[g - 2], 4)),
+                w[g - 1]);
+        __m128i abef0 = abef, cdgh0 = cdgh;
+        for (int g = 0; g < 16; g++) {
+            __m128i wk = _mm_add_epi32(w[g], _mm_loadu_si128((const __m128i *)&K[4 * g]));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+#endif
+
+static int use_hardware = -1; /* -1: not decided yet */
+
+int mc_sha256_hardware(int on)
+{
+    int have = 0;
+#ifdef MC_SHA256_X86
+    __builtin_cpu_init();
+    have = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+#endif
+    use_hardware = on && have;
+    return use_hardware;
+}
+
+static void compress(uint32_t h[8], const uint8_t *b, size_t blocks)
+{
+    if (use_hardware < 0)
+        mc_sha256_hardware(1);
+#ifdef MC_SHA256_X86
+    if (use_hardware) {
+        compress_sha_ext(h, b, blocks);
+        return;
+    }
+#endif
+    compress_portable(h, b, blocks);
+}
+
 void mc_sha256_init(struct mc_sha256 *s)
 {
     static const uint32_t H0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -67,17 +141,25 @@ void mc_sha256_update(struct mc_sha256 *s, const void *data, size_t n)
 {
     const uint8_t *p = data;
     s->total_bytes += n;
-    while (n > 0) {
+    if (s->used > 0) { /* complete the buffered block first */
         size_t take = 64 - s->used < n ? 64 - s->used : n;
         memcpy(s->block + s->used, p, take);
         s->used += take;
         p += take;
         n -= take;
-        if (s->used == 64) {
-            compress(s->h, s->block);
-            s->used = 0;
-        }
+        if (s->used < 64)
+            return;
+        compress(s->h, s->block, 1);
+        s->used = 0;
     }
+    if (n >= 64) { /* whole blocks straight from the input */
+        size_t blocks = n / 64;
+        compress(s->h, p, blocks);
+        p += 64 * blocks;
+        n -= 64 * blocks;
+    }
+    memcpy(s->block, p, n);
+    s->used = n;
 }
 
 void mc_sha256_final(struct mc_sha256 *s, uint8_t out[MC_SHA256_DIGEST_BYTES])
@@ -86,13 +168,13 @@ void mc_sha256_final(struct mc_sha256 *s, uint8_t out[MC_SHA256_DIGEST_BYTES])
     s->block[s->used++] = 0x80;
     if (s->used > 56) {
         memset(s->block + s->used, 0, 64 - s->used);
-        compress(s->h, s->block);
+        compress(s->h, s->block, 1);
         s->used = 0;
     }
     memset(s->block + s->used, 0, 56 - s->used);
     for (int i = 0; i < 8; i++)
         s->block[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
-    compress(s->h, s->block);
+    compress(s->h, s->block, 1);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (uint8_t)(s->h[i] >> 24);
         out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);

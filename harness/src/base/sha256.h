@@ -26,6 +26,11 @@ void mc_sha256_final(struct mc_sha256 *s, uint8_t out[MC_SHA256_DIGEST_BYTES]);
 /* The digest as 64 lower-case hex digits plus a NUL. */
 void mc_sha256_hex(const uint8_t digest[MC_SHA256_DIGEST_BYTES], char out[MC_SHA256_HEX_LEN + 1]);
 
+/* Whether the x86 SHA extensions compute the blocks: on (the default where the CPU has them) or off
+ * (the portable code, for tests comparing the two). Returns 1 when they are now in use. Call it before
+ * hashing starts, not while another thread hashes. */
+int mc_sha256_hardware(int on);
+
 /* One-shot: the hex digest of data[0..n). */
 void mc_sha256_hex_of(const void *data, size_t n, char out[MC_SHA256_HEX_LEN + 1]);
 
