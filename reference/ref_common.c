@@ -4,6 +4,7 @@
  */
 #include "ref_common.h"
 
+#include <cblas.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -505,4 +506,33 @@ cleanup:
     free(window);
     mc_ref_probes_suspend(model, 0);
     return st;
+}
+
+/* Rows at most this many run as matrix-vector products (ref_common.h; measured with OpenBLAS 0.3.21 at
+ * N 3072, K 1024, one thread: one row 1.38 ms against 3.95 for the general product, two 2.51 against
+ * 3.28, four 5.73 against 3.76). */
+#define REF_GEMV_ROWS 2
+
+#define REF_GEMM_BODY(gemv, gemm)                                                                          \
+    do {                                                                                                   \
+        if (order == CblasRowMajor && ta == CblasNoTrans && tb == CblasTrans && M <= REF_GEMV_ROWS) {      \
+            for (int64_t i = 0; i < M; i++)                                                                \
+                gemv(CblasRowMajor, CblasNoTrans, (blasint)N, (blasint)K, alpha, B, (blasint)ldb,          \
+                     A + (size_t)i * (size_t)lda, 1, beta, C + (size_t)i * (size_t)ldc, 1);                \
+            return;                                                                                        \
+        }                                                                                                  \
+        gemm((CBLAS_ORDER)order, (CBLAS_TRANSPOSE)ta, (CBLAS_TRANSPOSE)tb, (blasint)M, (blasint)N, (blasint)K, \
+             alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);                              \
+    } while (0)
+
+void mc_ref_gemm_f32(int order, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    REF_GEMM_BODY(cblas_sgemv, cblas_sgemm);
+}
+
+void mc_ref_gemm_f64(int order, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+                     int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc)
+{
+    REF_GEMM_BODY(cblas_dgemv, cblas_dgemm);
 }

@@ -184,4 +184,17 @@ void mc_ref_probes_suspend(const struct mc_model *model, int suspended);
  * literal) of this forward; NULL when recording is off (or out of memory: probe_read then says so). */
 void *mc_ref_probe_add(const struct mc_model *model, const char *name, int ndim, const int64_t *dims);
 
+/* The reference's matrix products (R_GEMM of ref_instantiate.inc): cblas_sgemm / cblas_dgemm, with the
+ * same arguments, except that a product of one or two rows, C = alpha A B^T + beta C with A [M][K] and
+ * B [N][K] row-major (a decode step, a forward between two neighbouring golden state positions), runs
+ * as one matrix-vector product per row: the general product packs the whole of B on every call, which
+ * made a one-token step of a 1024-wide layer three times slower. The sums are over the same terms (their
+ * order inside the library may differ, at the last bit of a float64). */
+/* (order, ta and tb are the CBLAS enumerators; plain ints here, so that this header need not include
+ * <cblas.h>, whose <complex.h> defines I.) */
+void mc_ref_gemm_f32(int order, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+void mc_ref_gemm_f64(int order, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+                     int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
+
 #endif
