@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "verdict/compare.h"
+#include "verdict/logits.h"
 
 /* A [1][n][1] output-like view: batch, token, channel. */
 static struct mc_compare_view tokens_view(int64_t n)
@@ -304,6 +305,34 @@ static void test_atol_scale(void **state)
     assert_true(s.max_abs_expected == 1.0);
 }
 
+/* The top-k overlap of the logits metrics: ties go to the lower index (all-equal golden rows: top 5 is
+ * {0..4}), one strictly larger value enters first, and a candidate row with NaN in it is skipped by
+ * top-k (it counts as disagreeing). */
+static void test_logits_topk_overlap(void **state)
+{
+    (void)state;
+    enum { V = 10, N = 4 };
+    double gold[N][V] = {{0}}, cand[N][V] = {{0}};
+    cand[0][0] = -1.0;       /* top 5 {1..5}: overlap 4/5 (with ties to the higher index it would be 5/5) */
+                             /* row 1 equals the golden: 5/5 */
+    cand[2][9] = 1.0;        /* top 5 {9, 0..3}: 4/5 */
+    cand[3][4] = 0.0 / 0.0;  /* not finite: 0 */
+    struct mc_logits_metrics m;
+    mc_logits_metrics_init(&m);
+    mc_logits_accumulate(&cand[0][0], &gold[0][0], N, V, NULL, NULL, &m);
+    assert_int_equal(m.positions, N);
+    assert_true(fabs(m.topk_overlap_sum - 2.6) < 1e-12);
+    assert_int_equal(m.top1_agree, 1); /* only row 1: rows 0 (argmax 1 vs 0) and 2 (9 vs 0) disagree, row 3 is not finite */
+    assert_true(isinf(m.kl_max));
+    /* fewer than k values that are not NaN on the golden side: the missing ones match nothing */
+    double g2[V], c2[V];
+    for (int v = 0; v < V; v++)
+        g2[v] = v < 7 ? 0.0 / 0.0 : (double)v, c2[v] = (double)v;
+    mc_logits_metrics_init(&m);
+    mc_logits_accumulate(c2, g2, 1, V, NULL, NULL, &m);
+    assert_true(fabs(m.topk_overlap_sum - 3.0 / 5.0) < 1e-12); /* golden top {9, 8, 7}, candidate {9..5} */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_profile_per_position),
         cmocka_unit_test(test_profile_folds_and_merges),
         cmocka_unit_test(test_atol_scale),
+        cmocka_unit_test(test_logits_topk_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

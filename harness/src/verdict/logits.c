@@ -37,20 +37,24 @@ int mc_logits_in_topk(const double *row, int64_t V, int64_t t, int64_t k)
     return t >= 0 && t < V && rank_of(row, V, t) < k;
 }
 
-/* The k largest of row [V] (ties towards the lower index), k <= MC_LOGITS_TOPK. */
+/* The k largest of row [V] (ties towards the lower index), k <= MC_LOGITS_TOPK, largest first; NaN never
+ * taken, -1 where fewer than k values are not NaN. One pass keeping the k best in order: an entry moves
+ * down only for a strictly larger value, so of equal values the lower index stays first. */
 static void top_k(const double *row, int64_t V, int64_t k, int64_t *out)
 {
-    for (int64_t i = 0; i < k; i++) {
-        int64_t best = -1;
-        for (int64_t v = 0; v < V; v++) {
-            int taken = 0;
-            for (int64_t j = 0; j < i; j++)
-                taken |= out[j] == v;
-            if (!taken && !isnan(row[v]) && (best < 0 || row[v] > row[best]))
-                best = v;
+    int64_t kept = 0;
+    for (int64_t v = 0; v < V; v++) {
+        if (isnan(row[v]) || (kept == k && !(row[v] > row[out[k - 1]])))
+            continue;
+        int64_t at = kept < k ? kept++ : k - 1;
+        while (at > 0 && row[v] > row[out[at - 1]]) {
+            out[at] = out[at - 1];
+            at--;
         }
-        out[i] = best;
+        out[at] = v;
     }
+    for (int64_t i = kept; i < k; i++)
+        out[i] = -1;
 }
 
 /* log-softmax normaliser: max + log(sum exp(x - max)). */
