@@ -46,8 +46,8 @@ uint16_t mc_f16_from_f64(double x)
     memcpy(&b, &x, sizeof b);
     uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
     uint64_t a = b & 0x7fffffffffffffffull;
-    if (a > 0x7ff0000000000000ull)
-        return (uint16_t)(sign | 0x7e00u);
+    if (a > 0x7ff0000000000000ull) /* NaN: quiet, the payload's top 9 bits kept */
+        return (uint16_t)(sign | 0x7e00u | (uint16_t)((a >> 42) & 0x1ffu));
     if (a == 0x7ff0000000000000ull)
         return (uint16_t)(sign | 0x7c00u);
     uint32_t r = round_bits(a, 10, -14);
@@ -58,8 +58,14 @@ double mc_f16_to_f64(uint16_t h)
     uint64_t sign = (uint64_t)(h & 0x8000u) << 48;
     int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
     double v;
-    if (exp == 0x1f)
-        return mant ? NAN : ((h & 0x8000u) ? -INFINITY : INFINITY);
+    if (exp == 0x1f) {
+        if (mant == 0)
+            return (h & 0x8000u) ? -INFINITY : INFINITY;
+        /* a NaN keeps its sign and payload, as the hardware's conversions do (compare.h n_nan_bare) */
+        uint64_t nan_bits = sign | 0x7ff0000000000000ull | (uint64_t)mant << 42;
+        memcpy(&v, &nan_bits, sizeof v);
+        return v;
+    }
     if (exp == 0) {
         v = (double)mant * 0x1p-24; /* exact */
         return (h & 0x8000u) ? -v : v;
@@ -74,8 +80,8 @@ uint16_t mc_bf16_from_f64(double x)
     memcpy(&b, &x, sizeof b);
     uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
     uint64_t a = b & 0x7fffffffffffffffull;
-    if (a > 0x7ff0000000000000ull)
-        return 0x7fc0u; /* one quiet NaN, whatever the sign */
+    if (a > 0x7ff0000000000000ull) /* NaN: quiet, the payload's top 6 bits kept */
+        return (uint16_t)(sign | 0x7fc0u | (uint16_t)((a >> 45) & 0x3fu));
     if (a == 0x7ff0000000000000ull)
         return (uint16_t)(sign | 0x7f80u);
     uint32_t r = round_bits(a, 7, -126);
@@ -147,24 +153,40 @@ double mc_dtype_round(enum mc_dtype dtype, double x)
     return x;
 }
 
+#define NAN_PLANTED_F64 0x7ffc000000000000ull
+#define NAN_PLANTED_F32 0x7fe00000u
+#define NAN_PLANTED_F16 0x7f00u
+#define NAN_PLANTED_BF16 0x7fe0u
+
+double mc_dtype_nan_planted(void)
+{
+    uint64_t bits = NAN_PLANTED_F64;
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
 void mc_dtype_fill_nan(enum mc_dtype dtype, void *buf, size_t n)
 {
+    const uint64_t f64 = NAN_PLANTED_F64;
+    const uint32_t f32 = NAN_PLANTED_F32;
+    const uint16_t f16 = NAN_PLANTED_F16, bf16 = NAN_PLANTED_BF16;
     switch (dtype) {
     case MC_DTYPE_F64:
         for (size_t i = 0; i < n; i++)
-            ((double *)buf)[i] = NAN;
+            memcpy((unsigned char *)buf + 8 * i, &f64, 8);
         break;
     case MC_DTYPE_F32:
         for (size_t i = 0; i < n; i++)
-            ((float *)buf)[i] = NAN;
+            memcpy((unsigned char *)buf + 4 * i, &f32, 4);
         break;
     case MC_DTYPE_F16:
         for (size_t i = 0; i < n; i++)
-            ((uint16_t *)buf)[i] = 0x7e00u;
+            ((uint16_t *)buf)[i] = f16;
         break;
     case MC_DTYPE_BF16:
         for (size_t i = 0; i < n; i++)
-            ((uint16_t *)buf)[i] = 0x7fc0u;
+            ((uint16_t *)buf)[i] = bf16;
         break;
     }
 }

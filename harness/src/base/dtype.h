@@ -19,8 +19,13 @@ void mc_dtype_from_f64(enum mc_dtype dtype, const double *src, void *dst, size_t
 void mc_dtype_to_f64(enum mc_dtype dtype, const void *src, double *dst, size_t n);
 /* The float64 value x becomes when stored in dtype. */
 double mc_dtype_round(enum mc_dtype dtype, double x);
-/* Fills n elements with a quiet NaN of dtype (poison before a backend writes). */
+/* Fills n elements with the harness's planted NaN in dtype (poison before a backend writes). */
 void mc_dtype_fill_nan(enum mc_dtype dtype, void *buf, size_t n);
+/* The planted NaN as a float64: quiet, with payload bit 50 set (fraction 0xc000000000000), which every
+ * conversion here and the hardware's keep through f32 / f16 / bf16 and which arithmetic passes on. So a
+ * NaN with no payload (only the quiet bit) was made by a backend, never planted (compare.h n_nan_bare);
+ * conversions of NaN keep their sign and as much of the payload as the narrower format holds. */
+double mc_dtype_nan_planted(void);
 
 uint16_t mc_f16_from_f64(double x);
 double mc_f16_to_f64(uint16_t h);

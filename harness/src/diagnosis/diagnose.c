@@ -169,6 +169,12 @@ void mc_diag_facts_build(struct mc_diag_facts *f, const struct mc_case *c, const
                 t->first_fail_batch = st->first_fail_batch;
             }
             t->nonfinite += st->n_nonfinite;
+            if (st->n_nan_bare > 0 && f->nan_bare++ == 0) {
+                f->nan_bare_scenario = r->scenario;
+                f->nan_bare_dtype = r->dtype;
+                snprintf(f->nan_bare_tensor, sizeof f->nan_bare_tensor, "%s", tr->name);
+                f->nan_bare_token = st->first_fail_token;
+            }
             double nm = mc_compare_nmse(st);
             if (nm == nm && nm > t->nmse)
                 t->nmse = nm;
@@ -850,6 +856,17 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
     if (f->n_errored > 0) {
         out->verdict = MC_DIAG_ERRORS;
         errors_text(f, out->errors, sizeof out->errors);
+        return 1;
+    }
+    if (f->nan_bare > 0) {
+        /* NaN of the backend's own making: arithmetic gone out of range or memory it never had, not a
+         * numeric deviation a class could be read from (docs/diagnosis.md §2) */
+        out->verdict = MC_DIAG_ERRORS;
+        snprintf(out->errors, sizeof out->errors,
+                 "non-finite values: the backend's own NaN (no payload: not the harness's poison passed on) in "
+                 "%d failing tensor(s), first %s %s at %s (first failing token %lld)",
+                 (int)f->nan_bare, mc_scenario_name(f->nan_bare_scenario), f->nan_bare_tensor,
+                 mc_dtype_name(f->nan_bare_dtype), (long long)f->nan_bare_token);
         return 1;
     }
     char why[720];

@@ -75,6 +75,14 @@ struct mc_diag_facts {
     int n_errored;                   /* checks that errored (never matched against numeric signatures) */
     int n_errors;                    /* distinct messages kept of them */
     struct mc_diag_error errors[MC_DIAG_MAX_ERRORS];
+    /* NaN the backend made itself (compare.h n_nan_bare: no payload, so not the harness's poison or planted
+     * pool NaN passed on): how many, and the first check and tensor that held them. Not numbers either: a
+     * failure with them gets the errors verdict, never a numeric class */
+    int64_t nan_bare;
+    enum mc_scenario_kind nan_bare_scenario;
+    enum mc_dtype nan_bare_dtype;
+    char nan_bare_tensor[MC_TENSOR_NAME_LEN];
+    int64_t nan_bare_token;
     struct mc_experiment_outcome exp[MC_EXP_COUNT]; /* the experiments run on the port (not run: verdict 0) */
     struct mc_diag_scenario_fact scen[MC_SCENARIO_COUNT];
 };

@@ -88,10 +88,11 @@ static int pool_images(struct mc_session *s, int64_t S, double **conv, double **
     *state = ns ? mc_session_calloc((size_t)ns, sizeof **state, s) : NULL;
     if (*conv == NULL || (ns && *state == NULL))
         return -1;
+    const double nan = mc_dtype_nan_planted();
     for (int64_t i = 0; i < nc; i++)
-        (*conv)[i] = NAN;
+        (*conv)[i] = nan;
     for (int64_t i = 0; i < ns; i++)
-        (*state)[i] = NAN;
+        (*state)[i] = nan;
     return 0;
 }
 

@@ -770,7 +770,7 @@ void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *
         double *c = malloc((size_t)(rows * 2 * D) * sizeof *c);
         if (c == NULL) {
             for (int64_t i = 0; i < rows * 2 * D; i++)
-                x[i] = NAN;
+                x[i] = mc_dtype_nan_planted();
             return;
         }
         for (int64_t r = 0; r < rows; r++) {

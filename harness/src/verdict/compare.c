@@ -8,6 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
+/* 1 for a NaN with no payload: only the quiet bit of the fraction set (compare.h n_nan_bare). */
+static int bare_nan(double a)
+{
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    return isnan(a) && (bits & 0x000fffffffffffffull) == 0x0008000000000000ull;
+}
+
 static void profile_clear(struct mc_position_profile *p)
 {
     p->width = 1;
@@ -254,6 +262,7 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
                 if (!isfinite(a)) {
                     s->n_nonfinite++;
                     s->n_nan += isnan(a) ? 1 : 0;
+                    s->n_nan_bare += bare_nan(a);
                     if (note_worst_nonfinite(s, v, i, a, expected[i], token, batch))
                         pending_worst = -1;
                 }
@@ -268,8 +277,10 @@ void mc_compare_accumulate(const double *actual, const double *expected, const s
             s->n_elems++;
             if (isfinite(b) && fabs(b) > seen)
                 seen = fabs(b);
-            if (isnan(a))
+            if (isnan(a)) {
                 s->n_nan++;
+                s->n_nan_bare += bare_nan(a);
+            }
             if (!isfinite(a) || !isfinite(b)) {
                 /* no non-finite pair passes, equal infinities included: a mixer's outputs and caches are
                  * finite by contract, and a backend compared with itself (determinism, consistency) must
@@ -352,6 +363,7 @@ void mc_compare_stats_merge(struct mc_compare_stats *into, const struct mc_compa
     into->n_fail += from->n_fail;
     into->n_nonfinite += from->n_nonfinite;
     into->n_nan += from->n_nan;
+    into->n_nan_bare += from->n_nan_bare;
     into->n_grid_read += from->n_grid_read;
     into->n_offgrid_bf16 += from->n_offgrid_bf16;
     into->n_offgrid_f16 += from->n_offgrid_f16;

@@ -52,6 +52,9 @@ struct mc_compare_stats {
     int64_t n_fail;        /* failing elements, non-finite included */
     int64_t n_nonfinite;   /* actual NaN/Inf where expected is finite, or either side NaN */
     int64_t n_nan;         /* NaN in actual */
+    int64_t n_nan_bare;    /* of those, NaN with no payload (only the quiet bit set, either sign): what arithmetic
+                            * makes (0/0, inf - inf) or NAN writes, not the harness's poison (all payload bits
+                            * set) or its planted pool NaN (a payload naming the row), which operations pass on */
     double max_abs_err;    /* over finite pairs */
     double max_rel_err;    /* |a-b|/|b| over finite pairs with b != 0 */
     double max_abs_expected; /* the largest M (case/tolerance.h) a comparison used: the tensor's magnitude */
