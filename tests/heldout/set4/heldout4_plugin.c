@@ -476,6 +476,14 @@ static enum mc_backend_status hb_create(const struct hb_bug *bug, const struct m
         return hb_fail(msg, MC_BACKEND_INVALID, "heldout4: descriptor of another family or without configuration");
     if (desc->dtype != MC_DTYPE_F32 && desc->dtype != MC_DTYPE_F64)
         return hb_fail(msg, MC_BACKEND_UNSUPPORTED, "heldout4: f32 and f64 only");
+    if ((bug->kind == AT_SLIDING_WINDOW || bug->kind == AT_DECODE_EVICT_SINK || bug->kind == AT_PACKED_POS_OFFSET ||
+         bug->kind == AT_ROPE_GPTJ) &&
+        ((const struct mc_attention_config *)desc->config)->kv_lora_rank > 0)
+        /* these emulations step a one-row cache of plain keys and values, or permute the rotary rows of q_proj /
+         * k_proj: a port of plain attention, written before the attention family had MLA, says it has none
+         * (run on an MLA case they corrupted the heap) */
+        return hb_fail(msg, MC_BACKEND_UNSUPPORTED,
+                       "heldout4 attention: multi-head latent attention (kv_lora_rank > 0) is not implemented");
     if (bug->kind == AT_REFUSE_GQA) { /* the bug: a kernel written for one kv head per query head */
         const struct mc_attention_config *c = desc->config;
         if (c->num_key_value_heads != c->num_attention_heads)
