@@ -71,6 +71,7 @@ enum hb_kind {
     M2_CONT_WINDOW_BF16,     /* a continued multi-token forward loads the conv window through bf16 */
     M2_COPY_WINDOW_ONLY,     /* cache_copy copies the window, not the state */
     M2_ZX_SWAPPED,           /* in_proj's z and x row blocks read for each other */
+    M2_CHUNK_WINDOW_EARLY,   /* the conv window handed to the next chunk ends one token early */
     /* mamba1 */
     M1_CONT_DT_FIRST,        /* a continued multi-token forward uses the first token's dt for every token */
     M1_DECODE_DTBIAS_TWICE,  /* the single-step path adds dt_proj.bias twice */
@@ -87,6 +88,7 @@ enum hb_kind {
     GDN_DTBIAS_NEGATED,      /* dt_bias subtracted */
     GDN_DECODE_BATCH_NAN,    /* a single-token step of B > 1 rows leaves the last row's output NaN */
     GDN_CHUNK_STATE_F32,     /* the state carried between chunks goes through f32 (f64 models) */
+    GDN_MASK_ONE_LATE,       /* the mask read one position late: the first pad after a real token is real */
     /* shortconv */
     SC_DECODE_TAPS_REVERSED, /* the single-step path applies the conv taps in reverse order */
     SC_DECODE_WINDOW_F32,    /* the single-step kernel reads the window through an f32 buffer (f64 models) */
@@ -109,6 +111,7 @@ enum hb_kind {
     LA_STATE_F16,            /* the state stored in f16 between calls */
     LA_NORM_NO_WEIGHT,       /* the output norm applied without norm.weight */
     LA_IMPORT_ROW_SHIFT,     /* cache_import writes row b into row (b + 1) mod B */
+    LA_CONT_DECAY_EXTRA,     /* a continued multi-token forward decays the cached state one step too many */
     /* kda */
     KDA_CONT_UNCHAINED,      /* a continued multi-token forward steps every token from the cache as it was */
     KDA_L2NORM_ADD,          /* q/k l2 norm x / (||x|| + eps), every path */
@@ -141,6 +144,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout5.m2-continued-window-bf16", MC_FAMILY_MAMBA2, M2_CONT_WINDOW_BF16},
     {"heldout5.m2-copy-window-only", MC_FAMILY_MAMBA2, M2_COPY_WINDOW_ONLY},
     {"heldout5.m2-zx-swapped", MC_FAMILY_MAMBA2, M2_ZX_SWAPPED},
+    {"heldout5.m2-chunk-window-early", MC_FAMILY_MAMBA2, M2_CHUNK_WINDOW_EARLY},
 
     {"heldout5.m1-continued-dt-first", MC_FAMILY_MAMBA1, M1_CONT_DT_FIRST},
     {"heldout5.m1-decode-dtbias-twice", MC_FAMILY_MAMBA1, M1_DECODE_DTBIAS_TWICE},
@@ -157,6 +161,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout5.gdn-dtbias-negated", MC_FAMILY_GDN, GDN_DTBIAS_NEGATED},
     {"heldout5.gdn-decode-batch-nan", MC_FAMILY_GDN, GDN_DECODE_BATCH_NAN},
     {"heldout5.gdn-chunk-state-f32", MC_FAMILY_GDN, GDN_CHUNK_STATE_F32},
+    {"heldout5.gdn-mask-one-late", MC_FAMILY_GDN, GDN_MASK_ONE_LATE},
 
     {"heldout5.sc-decode-taps-reversed", MC_FAMILY_SHORTCONV, SC_DECODE_TAPS_REVERSED},
     {"heldout5.sc-decode-window-f32", MC_FAMILY_SHORTCONV, SC_DECODE_WINDOW_F32},
@@ -179,6 +184,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout5.la-state-f16", MC_FAMILY_LIGHTNING, LA_STATE_F16},
     {"heldout5.la-norm-no-weight", MC_FAMILY_LIGHTNING, LA_NORM_NO_WEIGHT},
     {"heldout5.la-import-row-shift", MC_FAMILY_LIGHTNING, LA_IMPORT_ROW_SHIFT},
+    {"heldout5.la-continued-decay-extra", MC_FAMILY_LIGHTNING, LA_CONT_DECAY_EXTRA},
 
     {"heldout5.kda-continued-unchained", MC_FAMILY_KDA, KDA_CONT_UNCHAINED},
     {"heldout5.kda-l2norm-add", MC_FAMILY_KDA, KDA_L2NORM_ADD},
@@ -210,6 +216,8 @@ struct mc_model {
     int mla;                /* attention: multi-head latent attention (another cache layout) */
     int64_t R;              /* rotary dims (0 without RoPE) */
     double *inv_freq;       /* [R/2] */
+    int64_t H;              /* lightning: heads (state [H][hd][hd] per row) */
+    double *decay;          /* lightning: [H] exp(-s_h), the per-token decay of each head */
 };
 
 static const struct mc_backend_ops *hb_ref_ops(const struct hb_bug *bug)
@@ -377,6 +385,7 @@ static void hb_model_destroy(struct mc_model *m)
     if (m->alt != NULL)
         m->alt_ref->model_destroy(m->alt);
     free(m->inv_freq);
+    free(m->decay);
     free(m);
 }
 
@@ -462,6 +471,17 @@ static enum mc_backend_status hb_create(const struct hb_bug *bug, const struct m
     case MC_FAMILY_LIGHTNING: {
         const struct mc_lightning_config *c = desc->config;
         m->Q = desc->chunk_size > 0 ? desc->chunk_size : c->block_size;
+        m->H = c->num_attention_heads;
+        m->hd = c->head_dim;
+        m->decay = malloc((size_t)(m->H + 1) * sizeof *m->decay);
+        if (m->decay == NULL) {
+            hb_model_destroy(m);
+            return hb_fail(msg, MC_BACKEND_NOMEM, "heldout5: out of memory");
+        }
+        /* the slopes of docs/semantics.md §13: 2^(-8(h+1)/H) times the layer's depth factor */
+        const double depth = 1.0 - (double)c->layer_idx / ((double)c->num_hidden_layers - 1.0 + 1e-5) + 1e-5;
+        for (int64_t h = 0; h < m->H; h++)
+            m->decay[h] = exp(-pow(2.0, -8.0 * (double)(h + 1) / (double)m->H) * depth);
         break;
     }
     case MC_FAMILY_KDA: {
@@ -778,9 +798,11 @@ static enum mc_backend_status hb_forward_unchained(struct mc_model *m, struct mc
     return st;
 }
 
-/* GDN_CHUNK_STATE_F32 / KDA_TAIL_STATE_ZERO: the forward run in chunks of Q tokens along L: the state
- * entering every chunk after the first is rounded to f32 (gdn), or the partial tail chunk starts from a
- * zero state (kda: the whole chunks as one call, then the tail). */
+/* GDN_CHUNK_STATE_F32 / KDA_TAIL_STATE_ZERO / M2_CHUNK_WINDOW_EARLY: the forward run in chunks of Q tokens
+ * along L: the state entering every chunk after the first is rounded to f32 (gdn), the partial tail chunk
+ * starts from a zero state (kda: the whole chunks as one call, then the tail), or the conv window handed
+ * from each chunk to the next is the one before the chunk's last token (mamba2: a copy of the cache run
+ * on the chunk's first n - 1 tokens). */
 static enum mc_backend_status hb_forward_chunks(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
                                                 struct mc_msg *msg)
 {
@@ -808,10 +830,29 @@ static enum mc_backend_status hb_forward_chunks(struct mc_model *m, struct mc_ca
             else /* the bug: the tail kernel launched without the initial state */
                 memset(cc->state, 0, (size_t)(B * m->sel) * m->eb);
         }
+        struct mc_cache *early = NULL;
+        if (kind == M2_CHUNK_WINDOW_EARLY && t0 + n < L && n > 1 &&
+            (st = hb_clone(m, cc, &early, msg)) != MC_BACKEND_OK)
+            break;
         const struct mc_forward_args sub = {.batch = B, .len = n, .x = xs, .mask = ms, .y = ys};
         st = m->ref->forward(m->inner, cc, &sub, msg);
         if (st == MC_BACKEND_OK)
             hb_put(m, a, t0, n, ys);
+        if (early != NULL) { /* the bug: the window is sliced from the chunk's conv input one token early */
+            const struct mc_forward_args head = {.batch = B, .len = n - 1, .x = xs, .mask = ms, .y = ys};
+            if (st == MC_BACKEND_OK && ms != NULL) /* the first n - 1 tokens of each row: its mask, restrided */
+                for (int64_t b = 1; b < B; b++)
+                    memmove(ms + b * (n - 1), ms + b * n, (size_t)(n - 1));
+            if (st == MC_BACKEND_OK && B > 1) /* and its tokens, restrided to n - 1 per row */
+                for (int64_t b = 1; b < B; b++)
+                    memmove((unsigned char *)xs + (size_t)(b * (n - 1) * D) * m->eb,
+                            (unsigned char *)xs + (size_t)(b * n * D) * m->eb, (size_t)((n - 1) * D) * m->eb);
+            if (st == MC_BACKEND_OK)
+                st = m->ref->forward(m->inner, early, &head, msg);
+            if (st == MC_BACKEND_OK)
+                memcpy(cc->window, early->window, (size_t)(B * m->wel) * m->eb);
+            m->ref->cache_free(m->inner, early);
+        }
         t0 += n;
     }
 done:
@@ -838,6 +879,7 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
     const int64_t B = a->batch, L = a->len;
     uint8_t nan_rows[64] = {0};
     int any_nan = 0;
+    uint8_t *mask = NULL; /* a modified mask */
 
     switch (kind) {
     case M2_CONT_DT_FIRST:
@@ -894,6 +936,29 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
         if (L > m->Q && L % m->Q != 0)
             return hb_forward_chunks(m, c, a, msg);
         break;
+    case M2_CHUNK_WINDOW_EARLY:
+        if (L > m->Q)
+            return hb_forward_chunks(m, c, a, msg);
+        break;
+    case GDN_MASK_ONE_LATE: /* the bug: position t is real when mask[t] or mask[t-1] is */
+        if (a->mask != NULL) {
+            if ((mask = malloc((size_t)(B * L))) == NULL)
+                return hb_fail(msg, MC_BACKEND_NOMEM, "heldout5: out of memory");
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t t = 0; t < L; t++)
+                    mask[b * L + t] = a->mask[b * L + t] != 0 || (t > 0 && a->mask[b * L + t - 1] != 0);
+            args.mask = mask;
+        }
+        break;
+    case LA_CONT_DECAY_EXTRA: /* the bug: the cached state decayed by lambda^(n+1) for the slice's n-th token */
+        if (cont)
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t h = 0; h < m->H; h++)
+                    for (int64_t i = 0; i < m->hd * m->hd; i++) {
+                        const int64_t k = b * m->sel + h * m->hd * m->hd + i;
+                        hb_set(c->state, m->dtype, k, m->decay[h] * hb_get(c->state, m->dtype, k));
+                    }
+        break;
     case M1_DECODE_STATE_F32: /* the bug: the step kernel reads the state from a float buffer */
     case AT_DECODE_KV_F32:     /* the bug: the step kernel reads the KV cache from a float buffer */
         if (step && m->dtype == MC_DTYPE_F64)
@@ -933,6 +998,7 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
 
     const enum mc_backend_status st =
         use_alt ? m->alt_ref->forward(m->alt, c, &args, msg) : m->ref->forward(m->inner, c, &args, msg);
+    free(mask);
     if (st != MC_BACKEND_OK)
         return st;
     if (kind == LA_STATE_F16 && c != NULL) /* the bug: the state kept in a half buffer */
@@ -1079,6 +1145,9 @@ HB_CREATE(50)
 HB_CREATE(51)
 HB_CREATE(52)
 HB_CREATE(53)
+HB_CREATE(54)
+HB_CREATE(55)
+HB_CREATE(56)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1090,7 +1159,8 @@ static const hb_create_fn hb_creates[] = {
     hb_create_24, hb_create_25, hb_create_26, hb_create_27, hb_create_28, hb_create_29, hb_create_30, hb_create_31,
     hb_create_32, hb_create_33, hb_create_34, hb_create_35, hb_create_36, hb_create_37, hb_create_38, hb_create_39,
     hb_create_40, hb_create_41, hb_create_42, hb_create_43, hb_create_44, hb_create_45, hb_create_46, hb_create_47,
-    hb_create_48, hb_create_49, hb_create_50, hb_create_51, hb_create_52, hb_create_53,
+    hb_create_48, hb_create_49, hb_create_50, hb_create_51, hb_create_52, hb_create_53, hb_create_54, hb_create_55,
+    hb_create_56,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
