@@ -72,6 +72,7 @@ enum hb_kind {
     M2_COPY_WINDOW_ONLY,     /* cache_copy copies the window, not the state */
     M2_ZX_SWAPPED,           /* in_proj's z and x row blocks read for each other */
     M2_CHUNK_WINDOW_EARLY,   /* the conv window handed to the next chunk ends one token early */
+    M2_LEFTPAD_FIRST_DROPPED,/* the mask read as mask[t] && mask[t-1]: a row's first real token after pads dropped */
     /* mamba1 */
     M1_CONT_DT_FIRST,        /* a continued multi-token forward uses the first token's dt for every token */
     M1_DECODE_DTBIAS_TWICE,  /* the single-step path adds dt_proj.bias twice */
@@ -104,6 +105,7 @@ enum hb_kind {
     AT_KV_HEADS_REVERSED,    /* k_proj / v_proj heads read in reverse order */
     AT_LEFTPAD_ABORT,        /* abort() on a fresh forward whose first position is a pad */
     AT_CONT_WINDOW8,         /* a continued multi-token forward sees only the newest 7 cached positions */
+    AT_DECODE_RING12,        /* the decode kernel's KV ring of 12 slots: the step sees the newest 11 only */
     /* lightning */
     LA_CONT_CACHE_FIRST,     /* a continued multi-token forward advances the cache by its first token only */
     LA_DECODE_LAYER0,        /* the single-step path computes the slopes for layer 0 */
@@ -145,6 +147,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout5.m2-copy-window-only", MC_FAMILY_MAMBA2, M2_COPY_WINDOW_ONLY},
     {"heldout5.m2-zx-swapped", MC_FAMILY_MAMBA2, M2_ZX_SWAPPED},
     {"heldout5.m2-chunk-window-early", MC_FAMILY_MAMBA2, M2_CHUNK_WINDOW_EARLY},
+    {"heldout5.m2-leftpad-first-dropped", MC_FAMILY_MAMBA2, M2_LEFTPAD_FIRST_DROPPED},
 
     {"heldout5.m1-continued-dt-first", MC_FAMILY_MAMBA1, M1_CONT_DT_FIRST},
     {"heldout5.m1-decode-dtbias-twice", MC_FAMILY_MAMBA1, M1_DECODE_DTBIAS_TWICE},
@@ -177,6 +180,7 @@ static const struct hb_bug hb_bugs[] = {
     {"heldout5.attn-kv-heads-reversed", MC_FAMILY_ATTENTION, AT_KV_HEADS_REVERSED},
     {"heldout5.attn-leftpad-abort", MC_FAMILY_ATTENTION, AT_LEFTPAD_ABORT},
     {"heldout5.attn-continued-window-8", MC_FAMILY_ATTENTION, AT_CONT_WINDOW8},
+    {"heldout5.attn-decode-ring-12", MC_FAMILY_ATTENTION, AT_DECODE_RING12},
 
     {"heldout5.la-continued-cache-first", MC_FAMILY_LIGHTNING, LA_CONT_CACHE_FIRST},
     {"heldout5.la-decode-layer0-slopes", MC_FAMILY_LIGHTNING, LA_DECODE_LAYER0},
@@ -688,10 +692,10 @@ static void hb_put(const struct mc_model *m, const struct mc_forward_args *a, in
                (size_t)n * tok);
 }
 
-/* AT_CONT_WINDOW8: every token of every row stepped alone on a one-row cache holding only the newest
- * `keep` of the n cached positions (all of them when n <= keep). Those keys are rotated by |sel| - n so
- * that the query, at position |sel| there, sees each at its true distance; the new key is rotated back to
- * position n and appended to the row with its value. */
+/* AT_CONT_WINDOW8 / AT_DECODE_RING12: every token of every row stepped alone on a one-row cache holding
+ * only the newest `keep` of the n cached positions (all of them when n <= keep). Those keys are rotated by
+ * |sel| - n so that the query, at position |sel| there, sees each at its true distance; the new key is
+ * rotated back to position n and appended to the row with its value. */
 static enum mc_backend_status hb_forward_visible(struct mc_model *m, struct mc_cache *c, const struct mc_forward_args *a,
                                                  int64_t keep, struct mc_msg *msg)
 {
@@ -914,6 +918,10 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
         if (cont && !m->mla)
             return hb_forward_visible(m, c, a, 7, msg);
         break;
+    case AT_DECODE_RING12: /* the bug: the decode kernel keeps the newest 11 positions and the new one */
+        if (step && !m->mla)
+            return hb_forward_visible(m, c, a, 11, msg);
+        break;
     case AT_LEFTPAD_ABORT: /* the bug: the varlen prefill kernel asserts that every row starts with a token */
         if (!primed && a->mask != NULL)
             for (int64_t b = 0; b < B; b++)
@@ -941,12 +949,15 @@ static enum mc_backend_status hb_forward(struct mc_model *m, struct mc_cache *c,
             return hb_forward_chunks(m, c, a, msg);
         break;
     case GDN_MASK_ONE_LATE: /* the bug: position t is real when mask[t] or mask[t-1] is */
+    case M2_LEFTPAD_FIRST_DROPPED: /* the bug: position t is real when mask[t] and mask[t-1] are */
         if (a->mask != NULL) {
             if ((mask = malloc((size_t)(B * L))) == NULL)
                 return hb_fail(msg, MC_BACKEND_NOMEM, "heldout5: out of memory");
             for (int64_t b = 0; b < B; b++)
                 for (int64_t t = 0; t < L; t++)
-                    mask[b * L + t] = a->mask[b * L + t] != 0 || (t > 0 && a->mask[b * L + t - 1] != 0);
+                    mask[b * L + t] = kind == GDN_MASK_ONE_LATE
+                                          ? a->mask[b * L + t] != 0 || (t > 0 && a->mask[b * L + t - 1] != 0)
+                                          : a->mask[b * L + t] != 0 && (t == 0 || a->mask[b * L + t - 1] != 0);
             args.mask = mask;
         }
         break;
@@ -1148,6 +1159,8 @@ HB_CREATE(53)
 HB_CREATE(54)
 HB_CREATE(55)
 HB_CREATE(56)
+HB_CREATE(57)
+HB_CREATE(58)
 #undef HB_CREATE
 
 typedef enum mc_backend_status (*hb_create_fn)(const struct mc_model_desc *, struct mc_model **, struct mc_msg *);
@@ -1160,7 +1173,7 @@ static const hb_create_fn hb_creates[] = {
     hb_create_32, hb_create_33, hb_create_34, hb_create_35, hb_create_36, hb_create_37, hb_create_38, hb_create_39,
     hb_create_40, hb_create_41, hb_create_42, hb_create_43, hb_create_44, hb_create_45, hb_create_46, hb_create_47,
     hb_create_48, hb_create_49, hb_create_50, hb_create_51, hb_create_52, hb_create_53, hb_create_54, hb_create_55,
-    hb_create_56,
+    hb_create_56, hb_create_57, hb_create_58,
 };
 
 _Static_assert(sizeof hb_creates / sizeof hb_creates[0] == HB_N, "one create function per backend");
