@@ -1,0 +1,9 @@
+/*
+ * heldout5_l2gdn.c — the reference gdn mixer compiled a second time with the switch MC_REF_L2NORM_ADD of
+ * reference/gdn_impl.inc: the q/k l2 norm written x / (||x|| + eps) (eps added to the norm, outside the
+ * root) instead of x / sqrt(sum x^2 + eps). Its ops are hb5_l2add_gdn_ops(); everything else is the
+ * reference's own code.
+ */
+#define MC_REF_L2NORM_ADD 1
+#define mc_reference_gdn_ops hb5_l2add_gdn_ops
+#include "gdn.c"
