@@ -564,6 +564,85 @@ static void test_table_well_formed(void **state)
     }
 }
 
+/* NaN the backend made (no payload) is the errors verdict; a failure without it keeps its numeric reading. */
+static void test_bare_nan_is_an_error(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    window_port(&f);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_ERRORS);
+    f.nan_bare = 3;
+    f.nan_bare_scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY;
+    f.nan_bare_dtype = MC_DTYPE_F32;
+    snprintf(f.nan_bare_tensor, sizeof f.nan_bare_tensor, "output");
+    f.nan_bare_token = 8;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_ERRORS);
+    assert_int_equal(d.n, 0);
+    assert_non_null(strstr(d.errors, "the backend's own NaN"));
+    assert_non_null(strstr(d.errors, "first_token_causality output at f32"));
+}
+
+/* Only the decode's f64 checks fail, within float32's rounding: precision when f32_paths holds (the port's
+ * error at most PATH_F32_RATIO times the f32 reference's), never on the size alone or when it is refuted. */
+static void test_one_path_f32(void **state)
+{
+    (void)state;
+    struct mc_diag_facts f;
+    init(&f);
+    f.reduction = 64;
+    add_tensor(&f, MC_SCENARIO_PREFILL, "output", 0, -1);
+    f.scen[MC_SCENARIO_DECODE].split = 4;
+    struct mc_diag_tensor_fact *t = add_tensor(&f, MC_SCENARIO_DECODE, "output", 1, 4);
+    t->rel_err = 1e-9, t->nmse = 1e-19, t->cosine = 1.0; /* below a quarter unit: an f32 state seen through C */
+    t->full_elems = 1000, t->offgrid_bf16 = 990, t->offgrid_f16 = 990;
+    f.failed_dtypes = MC_DTYPE_BIT(MC_DTYPE_F64);
+    f.ran_dtypes = MC_DTYPE_BIT(MC_DTYPE_F64) | MC_DTYPE_BIT(MC_DTYPE_F32);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION); /* the experiment did not run */
+    f.exp[MC_EXP_F32_PATHS] = (struct mc_experiment_outcome){.kind = MC_EXP_F32_PATHS, .verdict = MC_EXP_HOLDS,
+                                                             .ratio = 0.2, .text = "decode steps: 0.2 times"};
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_PRECISION);
+    assert_string_equal(d.precision, "f32");
+    assert_non_null(strstr(d.errors, "on one path"));
+    f.exp[MC_EXP_F32_PATHS].verdict = MC_EXP_REFUTED; /* a decode-only epsilon: thousands of times */
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* above float32's rounding (8 sqrt(64) 2^-24): not f32, whatever the experiment says */
+    f.exp[MC_EXP_F32_PATHS].verdict = MC_EXP_HOLDS;
+    t->rel_err = 1e-4;
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+    /* the f32 checks failing too is not float32 inside */
+    t->rel_err = 1e-9;
+    f.failed_dtypes |= MC_DTYPE_BIT(MC_DTYPE_F32);
+    assert_int_equal(mc_diagnose(&f, mc_signatures, mc_n_signatures, &d), 1);
+    assert_int_not_equal(d.verdict, MC_DIAG_PRECISION);
+}
+
+/* A class with a for_likely condition is `possibly` at most until that condition holds. */
+static void test_for_likely(void **state)
+{
+    (void)state;
+    static const struct mc_signature sig[] = {
+        {"T.1", "test class", "hint", 0,
+         {{.kind = MC_DC_FAILS, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .tensor = "output", .weight = 6, .must = 1},
+          {.kind = MC_DC_STAGE, .scenario = MC_SCENARIO_FIRST_TOKEN_CAUSALITY, .text = "conv_out", .weight = 3,
+           .for_likely = 1}}}};
+    struct mc_diag_facts f;
+    window_port(&f);
+    struct mc_diagnosis d;
+    assert_int_equal(mc_diagnose(&f, sig, 1, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_POSSIBLY); /* no stage reported */
+    snprintf(f.scen[MC_SCENARIO_FIRST_TOKEN_CAUSALITY].first_stage, MC_DIAG_STAGE_LEN, "conv_out");
+    assert_int_equal(mc_diagnose(&f, sig, 1, &d), 1);
+    assert_int_equal(d.verdict, MC_DIAG_LIKELY);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,7 +654,8 @@ int main(void)
         cmocka_unit_test(test_experiment_conditions),
         cmocka_unit_test(test_veto_and_short_split), cmocka_unit_test(test_table_decode_window),
         cmocka_unit_test(test_rounding_sized_not_likely),
-        cmocka_unit_test(test_path_precision),       cmocka_unit_test(test_one_class_named_once),
+        cmocka_unit_test(test_path_precision),       cmocka_unit_test(test_bare_nan_is_an_error),
+        cmocka_unit_test(test_one_path_f32),         cmocka_unit_test(test_for_likely),       cmocka_unit_test(test_one_class_named_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

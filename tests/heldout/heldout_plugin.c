@@ -531,9 +531,10 @@ static enum mc_backend_status hb_create(const struct hb_bug *bug, const struct m
         return hb_fail(msg, MC_BACKEND_INVALID, "heldout: descriptor of another family or without configuration");
     if (desc->dtype != MC_DTYPE_F32 && desc->dtype != MC_DTYPE_F64)
         return hb_fail(msg, MC_BACKEND_UNSUPPORTED, "heldout: f32 and f64 only");
-    if (bug->kind == AT_DECODE_POS_PLUS1 && ((const struct mc_attention_config *)desc->config)->kv_lora_rank > 0)
-        /* its emulation edits the cache's plain key / value layout: a port of plain attention, written before
-         * the attention family had MLA, says it has none (run on an MLA case it corrupted the heap) */
+    if ((bug->kind == AT_DECODE_POS_PLUS1 || bug->kind == AT_CACHE_PADDED_POS) &&
+        ((const struct mc_attention_config *)desc->config)->kv_lora_rank > 0)
+        /* their emulations edit the cache's plain key / value layout: a port of plain attention, written before
+         * the attention family had MLA, says it has none (run on an MLA case they corrupted the heap) */
         return hb_fail(msg, MC_BACKEND_UNSUPPORTED,
                        "heldout attention: multi-head latent attention (kv_lora_rank > 0) is not implemented");
     struct mc_model *m = calloc(1, sizeof *m);

@@ -635,7 +635,21 @@ static int at_rounding_of(double rel, double u, int64_t n)
 
 /* Every failing tensor of every failing check at the given precisions (MC_DTYPE_BIT mask) satisfies
  * at_rounding_of(u), is finite, and no tensor is on a reduced grid (a storage fault, not arithmetic). */
+static int rounding_scan(const struct mc_diag_facts *f, uint32_t dts, double u, int floor);
+
 static int all_at_rounding(const struct mc_diag_facts *f, uint32_t dts, double u)
+{
+    return rounding_scan(f, dts, u, 1);
+}
+
+/* The same without the floor of a quarter unit roundoff: one intermediate of one path rounded to the precision
+ * reaches some tensors only through sums that shrink it (a decode's output from an f32 state: nmse 1e-20). */
+static int all_within_rounding(const struct mc_diag_facts *f, uint32_t dts, double u)
+{
+    return rounding_scan(f, dts, u, 0);
+}
+
+static int rounding_scan(const struct mc_diag_facts *f, uint32_t dts, double u, int floor)
 {
     int any = 0;
     for (int k = 0; k < MC_SCENARIO_COUNT; k++) {
@@ -646,7 +660,8 @@ static int all_at_rounding(const struct mc_diag_facts *f, uint32_t dts, double u
                 continue;
             if (t->fail_reduced && !(dts & (MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16))))
                 return 0;
-            if (t->nonfinite || !at_rounding_of(t->rel_err, u, f->reduction))
+            if (t->nonfinite || (floor ? !at_rounding_of(t->rel_err, u, f->reduction)
+                                       : !(t->rel_err <= PREC_GROWTH * sqrt((double)f->reduction) * u)))
                 return 0;
             if (t->full_elems >= 32 && (t->offgrid_bf16 == 0 || t->offgrid_f16 == 0))
                 return 0;
@@ -665,13 +680,29 @@ static int prefill_output_fails(const struct mc_diag_facts *f)
 
 /* "f32" when the failures are at f64 only and at float32's rounding level (confirmed by the f32 reference
  * where it ran), "bf16/f16" when at f32/f64 only, f16/bf16 checks pass, and the error is at their rounding
- * level; NULL otherwise. Every path must show it: the fresh prefill's output fails. */
+ * level; NULL otherwise. Every path must show it (the fresh prefill's output fails), except for f32 on one
+ * path, which the f32 reference on that path's own calls must confirm (f32_paths: the fifth held-out set's
+ * decode state, window and KV cache kept in f32 inside f64 calls). */
 static const char *precision_of(const struct mc_diag_facts *f, char *why, size_t len)
 {
     const uint32_t f64 = MC_DTYPE_BIT(MC_DTYPE_F64), f32 = MC_DTYPE_BIT(MC_DTYPE_F32);
     const uint32_t red = MC_DTYPE_BIT(MC_DTYPE_BF16) | MC_DTYPE_BIT(MC_DTYPE_F16);
     const struct mc_experiment_outcome *x = &f->exp[MC_EXP_F32_REFERENCE];
-    if (!f->any_failed || f->n_errored || !prefill_output_fails(f))
+    if (!f->any_failed || f->n_errored)
+        return NULL;
+    if (f->failed_dtypes == f64 && all_within_rounding(f, f64, ldexp(1.0, -24)) && !prefill_output_fails(f)) {
+        /* one path only (the fresh prefill right): float32 inside the decode step or the continued forward,
+         * when the f32 reference on the same calls errs by as much (f32_paths); without the experiment the
+         * size alone is not a verdict (a decode-only epsilon fails by as little) */
+        const struct mc_experiment_outcome *xp = &f->exp[MC_EXP_F32_PATHS];
+        if (xp->verdict != MC_EXP_HOLDS)
+            return NULL;
+        snprintf(why, len, "only f64 checks fail, on one path (the fresh prefill is right), each at float32's rounding "
+                           "level (error up to %.0f·√%lld unit roundoffs of 2^-24); %s",
+                 PREC_GROWTH, (long long)f->reduction, xp->text);
+        return "f32";
+    }
+    if (!prefill_output_fails(f))
         return NULL;
     if (f->failed_dtypes == f64 && all_at_rounding(f, f64, ldexp(1.0, -24))) {
         if (x->verdict == MC_EXP_REFUTED)
@@ -838,7 +869,7 @@ static int on_grid(const struct mc_signature *sig, const enum mc_diag_truth *tru
 static int thin(const struct mc_diag_match *top, int n)
 {
     return (n > 1 && top[0].score - top[1].score < 3) || 5 * top[0].known < 3 * top[0].total || !top[0].specific ||
-           top[0].rounding;
+           top[0].rounding || top[0].unsettled;
 }
 
 int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, int n_sigs, struct mc_diagnosis *out)
@@ -898,6 +929,8 @@ int mc_diagnose(const struct mc_diag_facts *f, const struct mc_signature *sigs, 
                 named = 0;
             if (c->veto && truth[i] == MC_DIAG_FALSE)
                 named = 0;
+            if (c->for_likely && truth[i] != MC_DIAG_TRUE)
+                m.unsettled = 1;
             int w = c->weight < 0 ? -c->weight : c->weight;
             if ((!c->families || (c->families & (1u << f->family))) && (c->kind != MC_DC_STAGE || truth[i] != MC_DIAG_UNKNOWN))
                 m.total += w;
@@ -951,8 +984,9 @@ void mc_diagnose_experiments(const struct mc_case *c, const struct mc_golden *g,
             continue;
         wanted_by(sig, out);
     }
-    /* the precision verdict reads the f32 reference */
+    /* the precision verdict reads the f32 reference, of the prefill and of the other paths */
     out[MC_EXP_F32_REFERENCE] = 1;
+    out[MC_EXP_F32_PATHS] = 1;
 }
 
 int mc_diagnose_case(const struct mc_case *c, const struct mc_golden *g, const struct mc_check_result *checks, int n,
@@ -1172,7 +1206,7 @@ int mc_diag_summary_line(const struct mc_diagnosis *d, int n, const char *backen
 static int summary_line(const struct mc_diagnosis *d, int n, const char *backend, char *line, size_t len, char *also,
                         size_t also_len, int *cases, int *first, enum mc_diag_verdict *verdict)
 {
-    int diagnosed = 0, errored = 0, precision = 0, noclass = 0;
+    int diagnosed = 0, errored = 0, precision = 0, noclass = 0, likely = 0;
     const struct mc_diagnosis *err_case = NULL, *prec_case = NULL, *none_case = NULL;
     line[0] = also[0] = '\0';
     for (int i = 0; i < n; i++) {
@@ -1185,6 +1219,7 @@ static int summary_line(const struct mc_diagnosis *d, int n, const char *backend
             prec_case = &d[i];
         if (d[i].verdict == MC_DIAG_NO_CLASS && noclass++ == 0)
             none_case = &d[i];
+        likely += d[i].verdict == MC_DIAG_LIKELY;
     }
     *cases = diagnosed;
     *first = 0;
@@ -1197,11 +1232,13 @@ static int summary_line(const struct mc_diagnosis *d, int n, const char *backend
                  err_case->case_id, err_case->errors);
         return 1;
     }
-    if (precision == diagnosed) {
+    /* precision as the classes' likely: more than half of the diagnosed cases say it, and none names a class
+     * likely (a case whose failing paths the experiments did not reach says possibly or no class) */
+    if (2 * precision > diagnosed && likely == 0) {
         *first = precision;
         *verdict = MC_DIAG_PRECISION;
-        snprintf(line, len, "computes in %s inside \xe2\x80\x94 rounding, not structure, in every diagnosed case; in %s: %s",
-                 prec_case->precision, prec_case->case_id, prec_case->errors);
+        snprintf(line, len, "computes in %s inside \xe2\x80\x94 rounding, not structure, in %d of %d diagnosed case(s); in %s: %s",
+                 prec_case->precision, precision, diagnosed, prec_case->case_id, prec_case->errors);
         return 1;
     }
     struct mc_diag_match top[MC_DIAG_TOP];

@@ -136,6 +136,8 @@ struct mc_diag_cond {
     int if_true;        /* counts only when true (false reads as unknown): another class's decisive
                            experiment holding speaks against this one, its failing says nothing */
     uint32_t families;  /* OR of 1u << enum mc_family it applies to (0 = all); unknown elsewhere */
+    int for_likely;     /* the class is `likely` only when this is true: the one observation that sets it apart
+                           from classes that share its other facts (unknown or false: `possibly` at most) */
     const char *say;    /* evidence wording, NULL = generated from the condition, "" = a precondition, not shown */
 };
 
@@ -161,6 +163,7 @@ struct mc_diag_match {
     int specific;       /* some true supporting condition says more than "the fresh prefill is wrong" */
     int rounding;       /* every failure is rounding-sized and the class does not rest on the values' grid:
                            never "likely" (diagnose.c, rounding_sized) */
+    int unsettled;      /* a for_likely condition of the class is not true: never "likely" */
     char evidence[512]; /* the true conditions in words, "; "-separated */
 };
 

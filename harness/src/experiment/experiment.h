@@ -22,6 +22,9 @@
  *   zeroed_cache         prefill on a fresh cache, and on a fresh cache with zeros imported first: does a
  *                        cache fresh from cache_alloc hold zeros (S2.4)?
  *   cache_copy           cache_copy of a primed cache, both exported: is the copy its source bit for bit?
+ *   f32_paths            the decode steps and the continued forward after the prefill of P tokens, on the
+ *                        port at f64 and on the reference at f32, against the golden: is a failing path's
+ *                        error the size of float32 rounding (one path computes in f32 inside) or larger?
  */
 #ifndef MC_EXPERIMENT_H
 #define MC_EXPERIMENT_H
@@ -37,6 +40,7 @@ enum mc_experiment_kind {
     MC_EXP_F32_REFERENCE,
     MC_EXP_ZEROED_CACHE,
     MC_EXP_CACHE_COPY,
+    MC_EXP_F32_PATHS,
     MC_EXP_COUNT
 };
 
@@ -67,7 +71,8 @@ enum mc_experiment_verdict {
 struct mc_experiment_outcome {
     enum mc_experiment_kind kind;
     enum mc_experiment_verdict verdict;
-    double ratio;           /* f32_reference: the port's RMS error over the f32 reference's; zero_window /
+    double ratio;           /* f32_reference, f32_paths (the largest over the failing paths): the port's RMS error
+                               over the f32 reference's; zero_window /
                                zero_state: the headroom of the port's continuation from the golden cache; zeroed_cache:
                                the headroom of the prefill on the zero-imported cache; else 0 */
     char text[400];         /* "decode from the golden cache imported with cache_import: right (headroom 0.02)" */
