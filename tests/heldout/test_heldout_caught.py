@@ -13,7 +13,9 @@ its output thrown away, then from the JSON report's `results` only (never its di
   - the plugin registers exactly the manifest's backends, each under its manifest family, and every
     manifest entry is well formed (name, family, style, description, class).
 Prints one line per backend: the scenarios whose checks caught it. f32 only unless --all-dtypes
-(then f64 too). Exit 0 when all hold, 1 otherwise.
+(then f64 too) or --f64-when-missed (then a second run at f64 of the controls and of the bugs f32 did not catch:
+the f32 intermediates of an f64 call, which no f32 check can see, at a third of --all-dtypes' time). Exit 0 when
+all hold, 1 otherwise.
 """
 import collections
 import json
@@ -92,26 +94,47 @@ def main(argv):
         elif reg[name] != by_name[name]["family"]:
             problems.append("%s: registered as %s, the manifest says %s" % (name, reg[name], by_name[name]["family"]))
 
-    for fam in families:
-        report = os.path.join(scratch, fam + ".json")
+    second = "--f64-when-missed" in argv and "--all-dtypes" not in argv
+
+    def run(fam, dts, patterns, tag):
+        """The verdicts (status, scenario, case) per backend of one run of the family's cases, and its exit."""
+        report = os.path.join(scratch, fam + tag + ".json")
         if os.path.exists(report):
             os.remove(report)
-        cmd = [mixcheck, "run", "cases/" + fam, "--plugin", plugin, "-k", prefix, "-q", "--no-experiments", "--json", report]
-        if len(dtypes) == 1:
-            cmd += ["--dtype", dtypes[0]]
+        cmd = [mixcheck, "run", "cases/" + fam, "--plugin", plugin, "-q", "--no-experiments", "--json", report]
+        for pat in patterns:
+            cmd += ["-k", pat]
+        if len(dts) == 1:
+            cmd += ["--dtype", dts[0]]
         # the console output (which names diagnoses) is not read: only the verdicts of the report
         rc = subprocess.run(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, OPENBLAS_NUM_THREADS="1")).returncode
         if not os.path.exists(report):
             problems.append("%s: mixcheck exited %d without a report" % (fam, rc))
-            continue
+            return None, rc
         with open(report, encoding="utf-8") as f:
             results = json.load(f)["results"]
         verdicts = collections.defaultdict(list)
         for r in results:
-            if r.get("dtype") in dtypes:
+            if r.get("dtype") in dts:
                 verdicts[r["backend"]].append((r["status"], r["scenario"], r["case"]))
+        return verdicts, rc
+
+    for fam in families:
+        verdicts, rc = run(fam, dtypes, [prefix], "")
+        if verdicts is None:
+            continue
         fam_bugs = [e for e in manifest if e["family"] == fam]
+        if second:
+            again = [e["name"] for e in fam_bugs
+                     if e["style"] == "control" or not any(x[0] in CAUGHT for x in verdicts.get(e["name"], []))]
+            more, rc64 = run(fam, ["f64"], ["/%s/" % n for n in again], "-f64")
+            if more is None:
+                continue
+            for name, v in more.items():
+                verdicts[name].extend(v)
+            if any(any(x[0] in CAUGHT for x in v) for v in more.values()):
+                rc = rc64 if rc != 1 else rc
         any_bug = False
         for e in fam_bugs:
             name = e["name"]
