@@ -69,7 +69,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _read_exact(fd, n):
-    chunks, got = [], 0
+    b = os.read(fd, n)
+    if len(b) == n:  # the whole request in one read, as nearly always
+        return b
+    if not b:
+        return None
+    chunks, got = [b], len(b)
     while got < n:
         b = os.read(fd, n - got)
         if not b:
@@ -198,6 +203,8 @@ class Worker:
         self.pmm = None  # the pool (FD_POOL), when mixcheck gave one
         self.psize = 0
         self.where = 0   # the request's F_WHERE: which offsets are into the pool
+        # (read-only, writable) memoryviews of each mapping: a view of one is a single np.ndarray call
+        self.arena_mv = self.pool_mv = None
         self.models = {}   # handle -> (Backend, dtype name)
         self.caches = {}   # handle -> [model handle, cache object, batch]
         self.next = 1
@@ -208,25 +215,22 @@ class Worker:
             # an old mapping stays alive while a view of it does; it is never written again
             self.mm = mmap.mmap(FD_ARENA, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.size = size
+            self.arena_mv = (memoryview(self.mm).toreadonly(), memoryview(self.mm))
 
     def pool(self, size, where):
         if size > self.psize:  # grown in place on mixcheck's side; a new, larger mapping here
             self.pmm = mmap.mmap(FD_POOL, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.psize = size
+            self.pool_mv = (memoryview(self.pmm).toreadonly(), memoryview(self.pmm))
         if where and self.pmm is None:
             raise Invalid("an offset into a pool this worker was not given")
         self.where = where
 
     def view(self, off, dtype, shape, writable=False, field=None):
-        """The tensor at byte offset off of the arena, or of the pool when the request's field says so."""
-        count = 1
-        for s in shape:
-            count *= s
-        mm = self.pmm if field is not None and self.where >> field & 1 else self.mm
-        a = np.frombuffer(mm, dtype=dtype, count=count, offset=off).reshape(shape)
-        if not writable:
-            a.flags.writeable = False
-        return a
+        """The tensor at byte offset off of the arena, or of the pool when the request's field says so;
+        read-only unless writable (a view of the read-only memoryview)."""
+        mv = self.pool_mv if field is not None and self.where >> field & 1 else self.arena_mv
+        return np.ndarray(shape, dtype, mv[1 if writable else 0], off)
 
     def handle(self):
         h = self.next
