@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,6 +116,22 @@ static struct {
     int n;
 } P = {.fd = -1};
 static int pool_ready(void);
+
+/* This process's id without a system call per request (getpid is one, some 0.4 us here, and a forward
+ * asked it four times): read once, and again in each child fork makes. */
+static pid_t pid_now;
+static void pid_refresh(void)
+{
+    pid_now = getpid();
+}
+static pid_t self_pid(void)
+{
+    if (pid_now == 0) {
+        pid_now = getpid();
+        pthread_atfork(NULL, NULL, pid_refresh);
+    }
+    return pid_now;
+}
 
 static unsigned generation;
 
@@ -334,7 +351,7 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     if (!W.active || W.dead)
         return fail(msg, MC_BACKEND_INTERNAL, "python worker is gone (an earlier call ended it)");
     f[F_ARENA] = (int64_t)W.arena_bytes;
-    f[F_POOL] = W.has_pool && P.owner == getpid() ? (int64_t)P.mapped : 0;
+    f[F_POOL] = W.has_pool && P.owner == self_pid() ? (int64_t)P.mapped : 0;
     f[F_PAYLOAD] = (int64_t)plen;
     int64_t rep[4];
     if (mc_wire_send_all(W.sock, f, N_FIELDS * sizeof f[0]) != 0 || (plen && mc_wire_send_all(W.sock, payload, plen) != 0) ||
@@ -373,7 +390,7 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
 /* Asks the zygote for a worker of this process (once; again after one died). */
 static enum mc_backend_status worker_ensure(struct mc_msg *msg)
 {
-    if (W.active && W.owner != getpid()) {
+    if (W.active && W.owner != self_pid()) {
         /* inherited through fork: the parent's worker, not ours to talk to */
         worker_release(&W);
     }
@@ -461,7 +478,7 @@ static enum mc_backend_status arena_reserve(size_t bytes, struct mc_msg *msg)
 /* The pool of this process, made on first use: 0, or -1 when there is none to be had. */
 static int pool_ready(void)
 {
-    if (P.owner == getpid())
+    if (P.owner == self_pid())
         return 0;
     if (P.owner != 0) { /* inherited through fork: the range is not mapped here (MADV_DONTFORK) */
         if (P.fd >= 0)
@@ -534,7 +551,7 @@ static void *host_map(size_t bytes)
 
 static void host_unmap(void *p, size_t bytes)
 {
-    if (p == NULL || P.owner != getpid())
+    if (p == NULL || P.owner != self_pid())
         return;
     size_t off = (size_t)((unsigned char *)p - P.base);
     int i = 0;
@@ -559,7 +576,7 @@ static void host_unmap(void *p, size_t bytes)
 static int in_pool(const void *p, size_t bytes, int64_t *off)
 {
     const unsigned char *c = p;
-    if (!W.has_pool || P.owner != getpid() || c == NULL || c < P.base || bytes > P.mapped ||
+    if (!W.has_pool || P.owner != self_pid() || c == NULL || c < P.base || bytes > P.mapped ||
         (size_t)(c - P.base) > P.mapped - bytes)
         return 0;
     *off = (int64_t)(c - P.base);
@@ -576,7 +593,7 @@ static size_t place(size_t *used, size_t bytes)
 static struct py_model *live(struct mc_model *m, struct mc_msg *msg)
 {
     struct py_model *pm = (struct py_model *)m;
-    if (pm->gen != W.gen || W.owner != getpid()) {
+    if (pm->gen != W.gen || W.owner != self_pid()) {
         fail(msg, MC_BACKEND_INTERNAL, "python worker of this model is gone (an earlier call ended it)");
         return NULL;
     }
