@@ -4,9 +4,12 @@
  * [1][L][D] for L over a range of sizes; each size is timed over enough calls to last ~0.2 s (median
  * of per-call times). The difference at one token is the adapter's fixed cost per call; the slope
  * between the two largest sizes its rate in bytes of x per second. The C baseline's one memcpy is
- * the floor; the adapter copies x into the arena, the worker copies it into y's view, and y comes back
- * (three passes over the bytes), so its rate is expected near a third of the baseline's. The report
- * also counts the interpreter starts (one per run: the zygote) and the workers it forked.
+ * the floor. The Python backend's x and y are placed in its host memory (host_map, as the harness
+ * places them for a check): the worker reads x and writes y there, one pass over the bytes (the
+ * worker's copy of the result into y's view), so its rate is expected near the baseline's; with
+ * --copy-through-arena they are the bench's own memory, as for a backend without host memory: x into
+ * the arena, into y's view, out of it, three passes. The report also counts the interpreter starts
+ * (one per run: the zygote) and the workers it forked.
  */
 #define _DEFAULT_SOURCE
 #include "bench_python.h"
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "exec/pybackend.h"
@@ -123,23 +127,28 @@ int mc_bench_python(int argc, char **argv)
         {"python-overhead", no_argument, NULL, 'o'},
         {"python", required_argument, NULL, 'p'},
         {"hidden", required_argument, NULL, 'd'},
+        {"copy-through-arena", no_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct mc_python_options po = {.python = "python3", .device = "cpu"};
     int64_t D = 1024;
-    int c;
+    int c, through_arena = 0;
     opterr = 0;
     optind = 2;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'p')
             po.python = optarg;
+        else if (c == 'a')
+            through_arena = 1;
         else if (c == 'd' && mc_bench_parse_i64(optarg, 1, 65536, &D) == 0)
             continue;
         else if (c == 'h') {
-            printf("usage: mixcheck bench --python-overhead [--python PY] [--hidden D]\n"
+            printf("usage: mixcheck bench --python-overhead [--python PY] [--hidden D] [--copy-through-arena]\n"
                    "the Python backend adapter's own cost: a Python backend that copies x to y against a C\n"
-                   "backend doing the same, forward calls of [1][L][D] f32 (D 1024 by default), one process\n");
+                   "backend doing the same, forward calls of [1][L][D] f32 (D 1024 by default), one process;\n"
+                   "the Python backend's x and y in its shared memory (host_map) as a check places them, or\n"
+                   "with --copy-through-arena in the bench's own (copied through the arena, 3 passes)\n");
             return 0;
         } else if (c != 'o') {
             fprintf(stderr, "mixcheck: bench --python-overhead: unknown or incomplete option '%s'\n", argv[optind - 1]);
@@ -162,7 +171,14 @@ int mc_bench_python(int argc, char **argv)
     static const int64_t lens[] = {1, 4, 16, 64, 256, 1024, 4096};
     enum { NL = sizeof lens / sizeof lens[0] };
     size_t max = (size_t)lens[NL - 1] * (size_t)D;
-    float *x = malloc(max * sizeof *x), *y = malloc(max * sizeof *y);
+    float *x = malloc(max * sizeof *x), *y = malloc(max * sizeof *y), *px = NULL, *py_ = NULL;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), pbytes = (max * sizeof *x + page - 1) / page * page;
+    int shared = !through_arena && py != NULL && py->host_map != NULL && py->host_unmap != NULL;
+    if (shared) { /* the Python backend's x and y where a check would place them */
+        px = py->host_map(pbytes);
+        py_ = py->host_map(pbytes);
+        shared = px != NULL && py_ != NULL;
+    }
     struct mc_model *mp = NULL, *mc = NULL;
     struct mc_msg msg = {{0}};
     int code = 0;
@@ -175,15 +191,18 @@ int mc_bench_python(int argc, char **argv)
     }
     double t_worker = mc_clock_now_s() - t0;
     printf("mixcheck bench --python-overhead: %s, forward [1][L][%lld] f32, y = x; median of >= 0.2 s per size\n"
-           "interpreter start (the zygote, once per run): %.3f s; first model (a forked worker): %.1f ms\n\n"
+           "interpreter start (the zygote, once per run): %.3f s; first model (a forked worker): %.1f ms\n"
+           "python x and y: %s\n\n"
            "%6s %12s %12s %12s %12s %8s\n",
-           po.python, (long long)D, t_start, t_worker * 1e3, "L", "x bytes", "C us/call", "py us/call", "py - C us", "py/C");
+           po.python, (long long)D, t_start, t_worker * 1e3,
+           shared ? "in its shared memory (host_map), 1 pass over x" : "the bench's own, 3 passes over x through the arena",
+           "L", "x bytes", "C us/call", "py us/call", "py - C us", "py/C");
     double bytes[NL], tc[NL], tp[NL];
     char why[MC_MSG_LEN + 64];
     for (int i = 0; i < NL; i++) {
         bytes[i] = (double)lens[i] * D * sizeof(float);
         tc[i] = time_forward(&c_copy, mc, lens[i], D, x, y, why, sizeof why);
-        tp[i] = tc[i] < 0 ? -1 : time_forward(py, mp, lens[i], D, x, y, why, sizeof why);
+        tp[i] = tc[i] < 0 ? -1 : time_forward(py, mp, lens[i], D, shared ? px : x, shared ? py_ : y, why, sizeof why);
         if (tc[i] < 0 || tp[i] < 0) {
             fprintf(stderr, "mixcheck: bench --python-overhead: %s\n", why);
             code = 1;
@@ -195,9 +214,11 @@ int mc_bench_python(int argc, char **argv)
     double bc = slope(bytes, tc, NL), bp = slope(bytes, tp, NL);
     printf("\nadapter per call beyond the bytes (L = 1): %.1f us\n"
            "bytes of x per second (slope between the two largest sizes): C %.2f GB/s, python %.2f GB/s (%.2f of\n"
-           "the C copy's rate; the adapter makes 3 passes over x: into the arena, into y's view, out of it)\n"
+           "the C copy's rate; %s)\n"
            "interpreter starts: 1 for the run (the zygote); one worker forked per process that creates a model\n",
-           (tp[0] - tc[0]) * 1e6, 1e-9 / bc, 1e-9 / bp, bc / bp);
+           (tp[0] - tc[0]) * 1e6, 1e-9 / bc, 1e-9 / bp, bc / bp,
+           shared ? "x and y in shared memory: 1 pass, the worker's copy into y's view"
+                  : "3 passes over x: into the arena, into y's view, out of it");
 done:
     if (mp != NULL)
         py->model_destroy(mp);
@@ -205,6 +226,10 @@ done:
         c_copy.model_destroy(mc);
     free(x);
     free(y);
+    if (px != NULL)
+        py->host_unmap(px, pbytes);
+    if (py_ != NULL)
+        py->host_unmap(py_, pbytes);
     mc_python_unload();
     return code;
 }

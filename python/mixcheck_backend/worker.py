@@ -5,12 +5,15 @@ SOCK_SEQPACKET socket and stdout/stderr a log. The *zygote* imports every SPEC (
 the expensive part, paid once), sends the description of their backend classes (with what a report's
 provenance records: the interpreter, its version, each spec's file and the numpy/torch/transformers
 versions) as one packet (int64 status, then JSON), and then waits. Each mixcheck process that creates a model (in a check's
-child process: once per check) sends it a packet with its pid and four descriptors (SCM_RIGHTS): its
-end of a stream socket, the shared-memory arena (a memfd), a log memfd and the write end of a status
-pipe. The zygote forks a *worker* for it, which serves that process alone:
+child process: once per check) sends it a packet with its pid and four or five descriptors
+(SCM_RIGHTS): its end of a stream socket, the shared-memory arena (a memfd), a log memfd, the write end
+of a status pipe and (when that process has one) its pool, the memfd of its host memory. The zygote
+forks a *worker* for it, which serves that process alone:
 
     3  requests from mixcheck (read)       4  replies to mixcheck (write; the same socket)
     5  the arena, mapped here and in mixcheck          1, 2  the log mixcheck reads when it dies
+    6  the pool (when given): the memory mixcheck places the tensors of forward and forward_packed in
+       (host_map, harness/include/mixcheck/backend.h), so x is read and y written where mixcheck has them
 
 When the worker ends, the zygote writes its wait status (int32) into the status pipe, so mixcheck can
 say "died of signal 11"; when the mixcheck process ends first (a check killed for its time limit), the
@@ -18,8 +21,9 @@ zygote kills the worker (it watches each client with a pidfd). The zygote ends w
 
 The wire format of a worker, little-endian:
 
-    request  16 x int64: op, model, cache, cache2, batch, len, off_x, off_mask, off_y, off_a, off_b,
-             off_c, n, arena_bytes, payload_bytes, reserved; then payload_bytes of UTF-8 JSON
+    request  18 x int64: op, model, cache, cache2, batch, len, off_x, off_mask, off_y, off_a, off_b,
+             off_c, n, arena_bytes, payload_bytes, pool_bytes, where, reserved; then payload_bytes of
+             UTF-8 JSON. Bit k of `where` set: field k's offset is into the pool, else into the arena
     reply    4 x int64: status, handle, payload_bytes, reserved; then payload_bytes of UTF-8 text
 
 Whole stacks (StackBackend, ops 10-12): stack_create's JSON names the model_type, the config.json text,
@@ -28,11 +32,13 @@ off_mask and writes logits at off_y, hidden_states at off_a, mixer_outputs at of
 off_c (-1: not wanted);
 stack_cache_export writes layer n's conv window at off_a and its state at off_b.
 
-Offsets are byte offsets into the arena (-1: absent). mixcheck grows the arena between calls and says
-its size in every request. Status values are those of ``enum mc_backend_status``. Tensors are numpy
-views of the arena: no per-element copy happens here beyond the one ``np.copyto`` of each result.
+Offsets are byte offsets into the arena or the pool (-1: absent). mixcheck grows both between calls and
+says their sizes in every request. Status values are those of ``enum mc_backend_status``. Tensors are
+numpy views of the arena or the pool: no per-element copy happens here beyond the one ``np.copyto`` of
+each result into its view (for a tensor in the pool, the only pass over its bytes).
 """
 
+import fcntl
 import importlib
 import importlib.metadata
 import importlib.util
@@ -51,18 +57,24 @@ import numpy as np
 
 from . import NUMPY_DTYPES, STATE_DTYPES, Backend, Invalid, Options, StackBackend, StackOptions, Unsupported
 
-REQ = struct.Struct("<16q")
+REQ = struct.Struct("<18q")
 REP = struct.Struct("<4q")
 OK, UNSUPPORTED, INVALID, NOMEM, INTERNAL = 0, 1, 2, 3, 4
 (OP_CREATE, OP_DESTROY, OP_CACHE_ALLOC, OP_CACHE_COPY, OP_CACHE_FREE, OP_CACHE_EXPORT, OP_CACHE_IMPORT,
  OP_FORWARD, OP_FORWARD_PACKED, OP_STACK_CREATE, OP_STACK_FORWARD, OP_STACK_CACHE_EXPORT) = range(1, 13)
-FD_REQ, FD_REP, FD_ARENA = 3, 4, 5
+FD_REQ, FD_REP, FD_ARENA, FD_POOL = 3, 4, 5, 6
+F_POOL, F_WHERE = 15, 16
 FAMILIES = ("mamba2", "mamba1", "gdn", "shortconv", "attention", "lightning", "kda", "stack")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _read_exact(fd, n):
-    chunks, got = [], 0
+    b = os.read(fd, n)
+    if len(b) == n:  # the whole request in one read, as nearly always
+        return b
+    if not b:
+        return None
+    chunks, got = [b], len(b)
     while got < n:
         b = os.read(fd, n - got)
         if not b:
@@ -188,6 +200,11 @@ class Worker:
     def __init__(self):
         self.mm = None
         self.size = 0
+        self.pmm = None  # the pool (FD_POOL), when mixcheck gave one
+        self.psize = 0
+        self.where = 0   # the request's F_WHERE: which offsets are into the pool
+        # (read-only, writable) memoryviews of each mapping: a view of one is a single np.ndarray call
+        self.arena_mv = self.pool_mv = None
         self.models = {}   # handle -> (Backend, dtype name)
         self.caches = {}   # handle -> [model handle, cache object, batch]
         self.next = 1
@@ -198,15 +215,22 @@ class Worker:
             # an old mapping stays alive while a view of it does; it is never written again
             self.mm = mmap.mmap(FD_ARENA, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.size = size
+            self.arena_mv = (memoryview(self.mm).toreadonly(), memoryview(self.mm))
 
-    def view(self, off, dtype, shape, writable=False):
-        count = 1
-        for s in shape:
-            count *= s
-        a = np.frombuffer(self.mm, dtype=dtype, count=count, offset=off).reshape(shape)
-        if not writable:
-            a.flags.writeable = False
-        return a
+    def pool(self, size, where):
+        if size > self.psize:  # grown in place on mixcheck's side; a new, larger mapping here
+            self.pmm = mmap.mmap(FD_POOL, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self.psize = size
+            self.pool_mv = (memoryview(self.pmm).toreadonly(), memoryview(self.pmm))
+        if where and self.pmm is None:
+            raise Invalid("an offset into a pool this worker was not given")
+        self.where = where
+
+    def view(self, off, dtype, shape, writable=False, field=None):
+        """The tensor at byte offset off of the arena, or of the pool when the request's field says so;
+        read-only unless writable (a view of the read-only memoryview)."""
+        mv = self.pool_mv if field is not None and self.where >> field & 1 else self.arena_mv
+        return np.ndarray(shape, dtype, mv[1 if writable else 0], off)
 
     def handle(self):
         h = self.next
@@ -288,6 +312,7 @@ class Worker:
                 return
             try:
                 self.arena(f[13])
+                self.pool(f[F_POOL], f[F_WHERE])
                 h = self.dispatch(f, payload)
                 _reply(OK, h)
             except Unsupported as e:
@@ -347,19 +372,19 @@ class Worker:
             return 0
         if op == OP_FORWARD:
             b, n, d = f[4], f[5], opts.hidden
-            x = self.view(f[6], dt, (b, n, d))
-            mask = self.view(f[7], np.uint8, (b, n)) if f[7] >= 0 else None
+            x = self.view(f[6], dt, (b, n, d), field=6)
+            mask = self.view(f[7], np.uint8, (b, n), field=7) if f[7] >= 0 else None
             y = obj.forward(entry[1] if entry else None, x, mask)
-            self.put(self.view(f[8], dt, (b, n, d), True), y, "forward", True)
+            self.put(self.view(f[8], dt, (b, n, d), True, field=8), y, "forward", True)
             return 0
         if op == OP_FORWARD_PACKED:
             n, t, d = f[12], f[5], opts.hidden
-            x = self.view(f[6], dt, (t, d))
-            cu = self.view(f[9], np.int64, (n + 1,))
-            slots = self.view(f[10], np.int64, (n,))
-            init = self.view(f[11], np.uint8, (n,))
+            x = self.view(f[6], dt, (t, d), field=6)
+            cu = self.view(f[9], np.int64, (n + 1,), field=9)
+            slots = self.view(f[10], np.int64, (n,), field=10)
+            init = self.view(f[11], np.uint8, (n,), field=11)
             y = obj.forward_packed(entry[1], cu, slots, init, x)
-            self.put(self.view(f[8], dt, (t, d), True), y, "forward_packed", True)
+            self.put(self.view(f[8], dt, (t, d), True, field=8), y, "forward_packed", True)
             return 0
         if op == OP_STACK_FORWARD:
             b, n = f[4], f[5]
@@ -405,13 +430,18 @@ def _prctl_pdeathsig():
 
 def _start_worker(ctl_fd, fds):
     """In the forked child: the descriptors in place, then serve until mixcheck closes the socket."""
-    sock, arena, log, status = fds
+    sock, arena, log, status = fds[:4]
+    pool = fds[4] if len(fds) > 4 else None
     try:
         _prctl_pdeathsig()
         nul = os.open(os.devnull, os.O_RDONLY)
-        for src, dst in ((nul, 0), (log, 1), (log, 2), (sock, 3), (sock, 4), (arena, 5)):
+        moves = ((nul, 0), (log, 1), (log, 2), (sock, 3), (sock, 4), (arena, 5))
+        if pool is not None:  # above every target first, so that no dup2 below closes it
+            pool = fcntl.fcntl(pool, fcntl.F_DUPFD, 10)
+            moves += ((pool, FD_POOL),)
+        for src, dst in moves:
             os.dup2(src, dst)
-        os.closerange(6, 1 << 16)
+        os.closerange(FD_POOL + (pool is not None), 1 << 16)
         import faulthandler
         faulthandler.enable()  # a crash leaves the Python stack in the log mixcheck reads
         Worker().serve()
@@ -448,14 +478,14 @@ def zygote(specs):
         for r in ready:
             if r is ctl:
                 try:
-                    msg, fds, _, _ = socket.recv_fds(ctl, 64, 4)
+                    msg, fds, _, _ = socket.recv_fds(ctl, 64, 5)
                 except OSError:
                     msg, fds = b"", []
                 if not msg:  # mixcheck is gone
                     for pid in kids:
                         os.kill(pid, signal.SIGKILL)
                     return
-                if len(fds) != 4 or len(msg) < 8:
+                if len(fds) not in (4, 5) or len(msg) < 8:
                     for fd in fds:
                         os.close(fd)
                     continue
@@ -468,7 +498,7 @@ def zygote(specs):
                 if pid == 0:
                     ctl.close()
                     _start_worker(FD_REQ, fds)
-                for fd in fds[:3]:
+                for fd in fds[:3] + fds[4:]:
                     os.close(fd)
                 kids[pid] = (fds[3], pidfd)
                 if pidfd >= 0:

@@ -64,6 +64,33 @@ class LeaksCache(NumpyShortConv):
         return super().forward(cache, x, None)
 
 
+class WritesInput(NumpyShortConv):
+    """Writes into its input x through its address (ctypes), after computing y: x is the harness's own
+    buffer in shared memory, so the harness sees its input modified."""
+    name = "np-writex"
+
+    def forward(self, cache, x, mask):
+        y = super().forward(cache, x, mask)
+        ctypes.memset(x.ctypes.data, 0x7f, 4)
+        return y
+
+    def forward_packed(self, pool, cu_seqlens, slots, has_initial_state, x):
+        y = super().forward_packed(pool, cu_seqlens, slots, has_initial_state, x)
+        ctypes.memset(x.ctypes.data, 0x7f, 4)
+        return y
+
+
+class WritesBeforeInput(NumpyShortConv):
+    """Writes one byte before the start of x (ctypes): the guard in front of x, in the same shared pages,
+    records it."""
+    name = "np-underrun"
+
+    def forward(self, cache, x, mask):
+        y = super().forward(cache, x, mask)
+        ctypes.memset(x.ctypes.data - 1, 0, 1)
+        return y
+
+
 class BadChunked(NumpyShortConv):
     """Declares its internal chunk length with a string: refused when the spec loads (not in
     MIXCHECK_BACKENDS: named as broken_shortconv.py:BadChunked)."""
@@ -71,4 +98,4 @@ class BadChunked(NumpyShortConv):
     chunked = "yes"
 
 
-MIXCHECK_BACKENDS = [MathMutant, Raises, Hangs, Segfaults, WrongShape, LeaksCache]
+MIXCHECK_BACKENDS = [MathMutant, Raises, Hangs, Segfaults, WrongShape, LeaksCache, WritesInput, WritesBeforeInput]

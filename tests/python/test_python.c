@@ -109,6 +109,29 @@ static void test_wrong_shape_is_refused(void **state)
     expect("forward returned shape (2, 14, 24), expected (2, 15, 24)");
 }
 
+/* x, the mask and y are the harness's own buffers in memory the worker shares (host_map), so the
+ * harness's checks see what the worker does to them: an input written in place, a write into the guard
+ * before x (both unseen when x was a copy in the arena). */
+static void test_writes_into_shared_inputs_are_seen(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN "WritesInput --backend np-writex -k /prefill/"),
+                     1);
+    expect("ERROR shortconv-k4             prefill                np-writex");
+    expect("forward(rows 0..1, tokens 0..14): modified its input 'x' (first at element 0)");
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN
+                                  "WritesBeforeInput --backend np-underrun -k /prefill/"),
+                     1);
+    expect("ERROR shortconv-k4             prefill                np-underrun");
+    expect("forward(rows 0..1, tokens 0..14): out-of-bounds write before the start of 'x' (offsets -1 .. -1)");
+    /* the same in the packed call, whose x, y and index arrays are shared as well */
+    assert_int_equal(run(MIXCHECK " run cases/shortconv/k4.yaml" PY BROKEN
+                                  "WritesInput --backend np-writex -k '*/packed_prefill/*/f32'"),
+                     1);
+    expect("ERROR shortconv-k4             packed_prefill         np-writex");
+    expect("forward_packed(5 sequences, 36 tokens, pool of 11): modified its input 'x' (first at element 0)");
+}
+
 /* Workers (their command line names mixcheck_backend.worker) that outlived the process driving them. */
 static int orphan_workers(void)
 {
@@ -338,6 +361,12 @@ static void test_bench_python_overhead_runs(void **state)
         fail_msg("exit %d:\n%s", rc, out);
     expect("adapter per call beyond the bytes (L = 1):");
     expect("interpreter starts: 1 for the run");
+    expect("python x and y: in its shared memory (host_map), 1 pass over x");
+    /* the path of a tensor outside the shared memory: copied through the arena, y == x still checked */
+    rc = run(MIXCHECK " bench --python-overhead --python /usr/bin/python3 --hidden 64 --copy-through-arena");
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, out);
+    expect("python x and y: the bench's own, 3 passes over x through the arena");
 }
 
 int main(void)
@@ -353,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_exception_is_the_checks_error_with_its_traceback),
         cmocka_unit_test(test_segfault_is_the_checks_error_with_signal_and_stack),
         cmocka_unit_test(test_wrong_shape_is_refused),
+        cmocka_unit_test(test_writes_into_shared_inputs_are_seen),
         cmocka_unit_test(test_hang_runs_into_the_time_limit_and_the_worker_dies),
         cmocka_unit_test(test_bad_interpreter_and_module_are_input_errors),
         cmocka_unit_test(test_bench_python_overhead_runs),

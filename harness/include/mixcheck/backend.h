@@ -451,6 +451,19 @@ struct mc_backend_ops {
     /* The packed call of a whole stack (struct mc_stack_packed_args); MC_CAP_STACK_PACKED. */
     enum mc_backend_status (*stack_forward_packed)(struct mc_model *model, struct mc_cache *pool,
                                                    const struct mc_stack_packed_args *args, struct mc_msg *msg);
+
+    /* Host memory the backend reaches without a copy (the Python adapter: shared memory its worker
+     * process maps too); both NULL (or either) = none, and an older backend has neither. host_map
+     * returns `bytes` (a multiple of the page size) of page-aligned read-write memory, or NULL when
+     * it has none to give; host_unmap takes it back (the pointer and size host_map gave, every page
+     * read-write again). When both are set the harness places the arguments of forward and
+     * forward_packed there (x, mask, y, the packed arrays, with its guards and fences in the same
+     * pages) and falls back to its own memory when host_map returns NULL. Nothing else changes: the
+     * memory is the harness's, an argument is valid only during the call, inputs must not be
+     * written, and every entry still takes any host pointer. Not tied to a model: called from the
+     * process that makes the calls, any time after the backend is registered. */
+    void *(*host_map)(size_t bytes);
+    void (*host_unmap)(void *p, size_t bytes);
 };
 
 /* Plugin entry point: returns an array of *count backends; abi_version receives the library's

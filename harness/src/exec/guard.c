@@ -201,6 +201,64 @@ void *mc_guard_alloc_input(struct mc_guarded *g, size_t bytes, size_t elem_bytes
     return alloc_fenced(g, bytes, elem_bytes, name, call);
 }
 
+/* The layouts above in pages of a backend's host memory: fenced, that of alloc_fenced (its fences
+ * made PROT_NONE here, in this process's view of the pages); plain, [guard][data][guard to the end
+ * of the last page]. NULL when the backend has no pages to give (or a fence cannot be set). */
+static void *alloc_mapped(struct mc_guarded *g, size_t bytes, size_t elem_bytes, int fenced, const char *name,
+                          const char *call, const struct mc_guard_mem *mem)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), fence = fenced ? fence_bytes() : 0;
+    size_t align = elem_bytes > 1 ? MC_GUARD_ALIGN : 1;
+    size_t span = round_up(bytes, align);
+    size_t body = round_up(MC_GUARD_BYTES + span + (fenced ? 0 : MC_GUARD_BYTES), page);
+    size_t total = fence + body + fence;
+    unsigned char *m = mem->map(total);
+    if (m == NULL)
+        return NULL;
+    if (fenced && (mprotect(m, fence, PROT_NONE) != 0 || mprotect(m + fence + body, fence, PROT_NONE) != 0)) {
+        mprotect(m, total, PROT_READ | PROT_WRITE);
+        mem->unmap(m, total);
+        return NULL;
+    }
+    memset(g, 0, sizeof *g);
+    g->slot = -1;
+    g->fill = guard_byte();
+    g->unmap = mem->unmap;
+    g->base = m;
+    g->map_bytes = total;
+    g->bytes = bytes;
+    if (fenced) {
+        g->data = m + fence + body - span; /* ends flush on the fence up to the alignment, as alloc_fenced */
+        g->lead = body - span;
+        g->tail = span - bytes;
+    } else {
+        g->data = m + MC_GUARD_BYTES;
+        g->lead = MC_GUARD_BYTES;
+        g->tail = body - MC_GUARD_BYTES - bytes;
+    }
+    memset(m + fence, g->fill, g->lead);
+    memset(g->data, 0, bytes); /* pages given back earlier hold what they held */
+    memset(g->data + bytes, g->fill, g->tail);
+    if (fenced)
+        g->slot = fence_register(g, name, call);
+    return g->data;
+}
+
+void *mc_guard_alloc_in(struct mc_guarded *g, size_t bytes, const struct mc_guard_mem *mem)
+{
+    void *p = mem != NULL ? alloc_mapped(g, bytes, 1, 0, NULL, NULL, mem) : NULL;
+    return p != NULL ? p : mc_guard_alloc(g, bytes);
+}
+
+void *mc_guard_alloc_input_in(struct mc_guarded *g, size_t bytes, size_t elem_bytes, const char *name,
+                              const char *call, const struct mc_guard_mem *mem)
+{
+    void *p = mem != NULL ? alloc_mapped(g, bytes, elem_bytes, (mc_guard_mode() & MC_GUARD_FENCE) != 0, name, call,
+                                         mem)
+                          : NULL;
+    return p != NULL ? p : mc_guard_alloc_input(g, bytes, elem_bytes, name, call);
+}
+
 /* First and last touched byte of a guard, or -1 when intact. */
 static long touched(const unsigned char *p, long n, unsigned char fill, long *last)
 {
@@ -237,7 +295,12 @@ int mc_guard_check(const struct mc_guarded *g, const char *name, char *buf, size
 
 void mc_guard_free(struct mc_guarded *g)
 {
-    if (g->map_bytes != 0) {
+    if (g->unmap != NULL) { /* a backend's host memory: every page read-write again, then back to it */
+        if (g->slot >= 0)
+            atomic_store_explicit(&fences[g->slot].live, 0, memory_order_release);
+        mprotect(g->base, g->map_bytes, PROT_READ | PROT_WRITE);
+        g->unmap(g->base, g->map_bytes);
+    } else if (g->map_bytes != 0) {
         if (g->slot >= 0)
             atomic_store_explicit(&fences[g->slot].live, 0, memory_order_release);
         if (n_kept < KEEP) {

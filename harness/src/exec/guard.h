@@ -42,6 +42,15 @@ struct mc_guarded {
     size_t map_bytes;    /* fenced: the whole mapping; 0 for malloc */
     int slot;            /* fenced: index in the fault registry, or -1 */
     unsigned char fill;  /* the guard byte */
+    void (*unmap)(void *p, size_t bytes); /* from a backend's host memory (mc_guard_mem): how it goes back */
+};
+
+/* Where a buffer's pages come from when not the harness's own: a backend's host memory (struct
+ * mc_backend_ops host_map / host_unmap). The same layout, guards and fences as the harness's own,
+ * in pages of `map`; when `map` returns NULL the buffer is the harness's own after all. */
+struct mc_guard_mem {
+    void *(*map)(size_t bytes);
+    void (*unmap)(void *p, size_t bytes);
 };
 
 /* The mode from MIXCHECK_GUARD_MODE (read on first use; an unknown value warns once and means both). */
@@ -54,6 +63,10 @@ void *mc_guard_alloc(struct mc_guarded *g, size_t bytes);
  * says so. `name` ("x", a weight's name) and `call` ("forward(rows 0..1, tokens 0..15)") are copied
  * for the fault diagnosis. NULL when memory (or a mapping) runs out. */
 void *mc_guard_alloc_input(struct mc_guarded *g, size_t bytes, size_t elem_bytes, const char *name, const char *call);
+/* mc_guard_alloc and mc_guard_alloc_input in the pages of `mem` (NULL: the harness's own). */
+void *mc_guard_alloc_in(struct mc_guarded *g, size_t bytes, const struct mc_guard_mem *mem);
+void *mc_guard_alloc_input_in(struct mc_guarded *g, size_t bytes, size_t elem_bytes, const char *name,
+                              const char *call, const struct mc_guard_mem *mem);
 /* 0 when both guards are intact; otherwise -1 and a description such as
  * "out-of-bounds write past the end of 'y' (12 bytes; offsets +0 .. +11 after it)" in buf. */
 int mc_guard_check(const struct mc_guarded *g, const char *name, char *buf, size_t len);

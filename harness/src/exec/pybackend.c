@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,9 +49,13 @@ enum {
     OP_STACK_FORWARD,
     OP_STACK_CACHE_EXPORT,
 };
-/* request fields (16 x int64) */
-enum { F_OP, F_MODEL, F_CACHE, F_CACHE2, F_BATCH, F_LEN, F_X, F_MASK, F_Y, F_A, F_B, F_C, F_N, F_ARENA, F_PAYLOAD };
-#define N_FIELDS 16
+/* request fields (18 x int64); F_WHERE has bit k set when field k's offset is into the pool, not the arena */
+enum {
+    F_OP, F_MODEL, F_CACHE, F_CACHE2, F_BATCH, F_LEN, F_X, F_MASK, F_Y, F_A, F_B, F_C, F_N, F_ARENA, F_PAYLOAD,
+    F_POOL, F_WHERE,
+};
+#define N_FIELDS 18
+#define IN_POOL(k) ((int64_t)1 << (k))
 
 #define ARENA_MIN ((size_t)1 << 20)
 #define ALIGN 64
@@ -85,8 +90,49 @@ struct worker {
     size_t arena_bytes;
     unsigned gen; /* models of an earlier worker are gone */
     int dead;
+    int has_pool; /* it was given the pool's memfd (P): offsets into the pool reach it */
 };
 static struct worker W = {.sock = -1, .arena_fd = -1, .log_fd = -1, .status_fd = -1};
+
+/* The process's host memory (host_map, backend.h): one memfd mapped at the start of an address range
+ * reserved for it, grown in place (a pointer handed out never moves), and mapped by every worker of
+ * the process too (its fd 6, sized in each request), so that the tensors the harness places there
+ * reach Python as numpy views with no copy in or out. Blocks of whole pages, first fit, merged when
+ * freed, never returned to the system: a check's forwards reuse the same pages (faulted in once, in
+ * both processes). The range is MADV_DONTFORK: a forked child (a check's process) starts without it,
+ * and makes its own on first use (owner). */
+#define POOL_RESERVE ((size_t)1 << 34) /* 16 GiB of address space; a bigger request is refused (NULL) */
+#define POOL_BLOCKS 512
+struct pool_block {
+    size_t off, bytes;
+    int used;
+};
+static struct {
+    pid_t owner; /* 0: none in this process */
+    int fd;
+    unsigned char *base;
+    size_t mapped; /* bytes of the memfd mapped at base (and its size) */
+    struct pool_block b[POOL_BLOCKS]; /* by offset, covering [0, mapped) */
+    int n;
+} P = {.fd = -1};
+static int pool_ready(void);
+
+/* This process's id without a system call per request (getpid is one, some 0.4 us here, and a forward
+ * asked it four times): read once, and again in each child fork makes. */
+static pid_t pid_now;
+static void pid_refresh(void)
+{
+    pid_now = getpid();
+}
+static pid_t self_pid(void)
+{
+    if (pid_now == 0) {
+        pid_now = getpid();
+        pthread_atfork(NULL, NULL, pid_refresh);
+    }
+    return pid_now;
+}
+
 static unsigned generation;
 
 struct py_model {
@@ -305,6 +351,7 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
     if (!W.active || W.dead)
         return fail(msg, MC_BACKEND_INTERNAL, "python worker is gone (an earlier call ended it)");
     f[F_ARENA] = (int64_t)W.arena_bytes;
+    f[F_POOL] = W.has_pool && P.owner == self_pid() ? (int64_t)P.mapped : 0;
     f[F_PAYLOAD] = (int64_t)plen;
     int64_t rep[4];
     if (mc_wire_send_all(W.sock, f, N_FIELDS * sizeof f[0]) != 0 || (plen && mc_wire_send_all(W.sock, payload, plen) != 0) ||
@@ -343,7 +390,7 @@ static enum mc_backend_status call(int64_t f[N_FIELDS], const char *payload, siz
 /* Asks the zygote for a worker of this process (once; again after one died). */
 static enum mc_backend_status worker_ensure(struct mc_msg *msg)
 {
-    if (W.active && W.owner != getpid()) {
+    if (W.active && W.owner != self_pid()) {
         /* inherited through fork: the parent's worker, not ours to talk to */
         worker_release(&W);
     }
@@ -367,18 +414,22 @@ static enum mc_backend_status worker_ensure(struct mc_msg *msg)
         goto fail;
     }
     W.arena_bytes = ARENA_MIN;
-    /* our pid and four descriptors: the zygote forks a worker holding them */
+    /* our pid and four descriptors, five with the pool's (none: every tensor goes through the arena):
+     * the zygote forks a worker holding them */
     int64_t me = getpid();
-    int fds[4] = {sv[1], W.arena_fd, W.log_fd, st[1]};
+    int with_pool = pool_ready() == 0;
+    int fds[5] = {sv[1], W.arena_fd, W.log_fd, st[1], with_pool ? P.fd : -1};
+    size_t nfd = with_pool ? 5 : 4;
     char ctl[CMSG_SPACE(sizeof fds)];
     memset(ctl, 0, sizeof ctl);
     struct iovec iov = {.iov_base = &me, .iov_len = sizeof me};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                        .msg_controllen = CMSG_SPACE(nfd * sizeof fds[0])};
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    cm->cmsg_len = CMSG_LEN(nfd * sizeof fds[0]);
+    memcpy(CMSG_DATA(cm), fds, nfd * sizeof fds[0]);
     if (sendmsg(Z.ctl, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof me) {
         char how[MC_MSG_LEN];
         describe_end(-1, Z.log, "a worker's start", how, sizeof how);
@@ -392,6 +443,7 @@ static enum mc_backend_status worker_ensure(struct mc_msg *msg)
     W.active = 1;
     W.owner = getpid();
     W.gen = ++generation;
+    W.has_pool = with_pool;
     return MC_BACKEND_OK;
 fail:
     for (int i = 0; i < 2; i++) {
@@ -421,6 +473,116 @@ static enum mc_backend_status arena_reserve(size_t bytes, struct mc_msg *msg)
     return MC_BACKEND_OK;
 }
 
+/* ---- the pool (host_map / host_unmap) ------------------------------------------------------- */
+
+/* The pool of this process, made on first use: 0, or -1 when there is none to be had. */
+static int pool_ready(void)
+{
+    if (P.owner == self_pid())
+        return 0;
+    if (P.owner != 0) { /* inherited through fork: the range is not mapped here (MADV_DONTFORK) */
+        if (P.fd >= 0)
+            close(P.fd);
+        memset(&P, 0, sizeof P);
+        P.fd = -1;
+    }
+    void *r = mmap(NULL, POOL_RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        return -1;
+    int fd = memfd_create("mixcheck-pool", MFD_CLOEXEC);
+    if (fd < 0) {
+        munmap(r, POOL_RESERVE);
+        return -1;
+    }
+    madvise(r, POOL_RESERVE, MADV_DONTFORK);
+    P.owner = getpid();
+    P.fd = fd;
+    P.base = r;
+    P.mapped = 0;
+    P.n = 0;
+    return 0;
+}
+
+/* The pool grown by `more` bytes (whole pages), mapped in place after what is mapped. */
+static int pool_grow(size_t more)
+{
+    if (more > POOL_RESERVE - P.mapped || ftruncate(P.fd, (off_t)(P.mapped + more)) != 0)
+        return -1;
+    void *p = mmap(P.base + P.mapped, more, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, P.fd, (off_t)P.mapped);
+    if (p == MAP_FAILED) {
+        if (ftruncate(P.fd, (off_t)P.mapped) != 0) {
+        }
+        return -1;
+    }
+    madvise(p, more, MADV_DONTFORK);
+    P.mapped += more;
+    return 0;
+}
+
+static void *host_map(size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (bytes == 0 || bytes % page != 0 || pool_ready() != 0)
+        return NULL;
+    int i = 0;
+    while (i < P.n && (P.b[i].used || P.b[i].bytes < bytes))
+        i++;
+    if (i == P.n) { /* no free block fits: grow the pool (the last block, when free, grows into it) */
+        int last_free = P.n > 0 && !P.b[P.n - 1].used;
+        size_t have = last_free ? P.b[P.n - 1].bytes : 0;
+        if ((!last_free && P.n == POOL_BLOCKS) || pool_grow(bytes - have) != 0)
+            return NULL;
+        if (last_free)
+            P.b[--i].bytes = bytes;
+        else
+            P.b[P.n++] = (struct pool_block){.off = P.mapped - bytes, .bytes = bytes};
+    }
+    if (P.b[i].bytes > bytes) { /* split: the rest stays free */
+        if (P.n == POOL_BLOCKS)
+            return NULL;
+        memmove(&P.b[i + 2], &P.b[i + 1], (size_t)(P.n - i - 1) * sizeof P.b[0]);
+        P.b[i + 1] = (struct pool_block){.off = P.b[i].off + bytes, .bytes = P.b[i].bytes - bytes};
+        P.b[i].bytes = bytes;
+        P.n++;
+    }
+    P.b[i].used = 1;
+    return P.base + P.b[i].off;
+}
+
+static void host_unmap(void *p, size_t bytes)
+{
+    if (p == NULL || P.owner != self_pid())
+        return;
+    size_t off = (size_t)((unsigned char *)p - P.base);
+    int i = 0;
+    while (i < P.n && P.b[i].off != off)
+        i++;
+    if (i == P.n || !P.b[i].used || P.b[i].bytes != bytes)
+        return; /* not a block of ours: nothing to give back */
+    P.b[i].used = 0;
+    if (i + 1 < P.n && !P.b[i + 1].used) { /* merge with the free neighbours */
+        P.b[i].bytes += P.b[i + 1].bytes;
+        memmove(&P.b[i + 1], &P.b[i + 2], (size_t)(P.n - i - 2) * sizeof P.b[0]);
+        P.n--;
+    }
+    if (i > 0 && !P.b[i - 1].used) {
+        P.b[i - 1].bytes += P.b[i].bytes;
+        memmove(&P.b[i], &P.b[i + 1], (size_t)(P.n - i - 1) * sizeof P.b[0]);
+        P.n--;
+    }
+}
+
+/* p[0, bytes) lies in the pool this process's worker maps: its offset there into *off. */
+static int in_pool(const void *p, size_t bytes, int64_t *off)
+{
+    const unsigned char *c = p;
+    if (!W.has_pool || P.owner != self_pid() || c == NULL || c < P.base || bytes > P.mapped ||
+        (size_t)(c - P.base) > P.mapped - bytes)
+        return 0;
+    *off = (int64_t)(c - P.base);
+    return 1;
+}
+
 static size_t place(size_t *used, size_t bytes)
 {
     size_t o = (*used + ALIGN - 1) & ~(size_t)(ALIGN - 1);
@@ -431,7 +593,7 @@ static size_t place(size_t *used, size_t bytes)
 static struct py_model *live(struct mc_model *m, struct mc_msg *msg)
 {
     struct py_model *pm = (struct py_model *)m;
-    if (pm->gen != W.gen || W.owner != getpid()) {
+    if (pm->gen != W.gen || W.owner != self_pid()) {
         fail(msg, MC_BACKEND_INTERNAL, "python worker of this model is gone (an earlier call ended it)");
         return NULL;
     }
@@ -775,6 +937,48 @@ static enum mc_backend_status cache_import(struct mc_model *m, struct mc_cache *
     return call(req, NULL, 0, NULL, "cache_import", msg);
 }
 
+/* One tensor argument of a call: its request field, the harness's pointer (in: read by the worker;
+ * out: written by it) and its bytes. */
+struct arg {
+    int field;
+    const void *in;
+    void *out;
+    size_t bytes;
+};
+
+/* Each argument's offset into req: the pool's when it lies there (bit F_WHERE; no copy), else a place
+ * in the arena, an input copied into it; an absent input (NULL) is -1. */
+static enum mc_backend_status stage_args(struct arg *args, int n, int64_t req[N_FIELDS], size_t *used,
+                                         struct mc_msg *msg)
+{
+    size_t at[8];
+    for (int i = 0; i < n; i++) {
+        const void *p = args[i].in != NULL ? args[i].in : args[i].out;
+        int64_t off;
+        at[i] = 0;
+        if (p == NULL)
+            req[args[i].field] = -1;
+        else if (in_pool(p, args[i].bytes, &off)) {
+            req[args[i].field] = off;
+            req[F_WHERE] |= IN_POOL(args[i].field);
+        } else
+            at[i] = place(used, args[i].bytes), req[args[i].field] = (int64_t)at[i];
+    }
+    enum mc_backend_status st = arena_reserve(*used, msg);
+    for (int i = 0; st == MC_BACKEND_OK && i < n; i++)
+        if (args[i].in != NULL && !(req[F_WHERE] & IN_POOL(args[i].field)))
+            memcpy(W.arena + at[i], args[i].in, args[i].bytes);
+    return st;
+}
+
+/* The outputs that went through the arena, copied out of it. */
+static void unstage_args(const struct arg *args, int n, const int64_t req[N_FIELDS])
+{
+    for (int i = 0; i < n; i++)
+        if (args[i].out != NULL && !(req[F_WHERE] & IN_POOL(args[i].field)))
+            memcpy(args[i].out, W.arena + req[args[i].field], args[i].bytes);
+}
+
 static enum mc_backend_status forward(struct mc_model *m, struct mc_cache *cache, const struct mc_forward_args *a,
                                       struct mc_msg *msg)
 {
@@ -788,19 +992,16 @@ static enum mc_backend_status forward(struct mc_model *m, struct mc_cache *cache
         return fail(msg, MC_BACKEND_INVALID, "forward: batch %lld on a cache of %lld rows", (long long)a->batch,
                     (long long)c->batch);
     size_t tokens = (size_t)a->batch * (size_t)a->len, xb = tokens * (size_t)pm->sh.hidden * pm->es;
-    size_t used = 0, ox = place(&used, xb), oy = place(&used, xb), om = a->mask ? place(&used, tokens) : 0;
-    enum mc_backend_status st = arena_reserve(used, msg);
-    if (st != MC_BACKEND_OK)
-        return st;
-    memcpy(W.arena + ox, a->x, xb);
-    if (a->mask)
-        memcpy(W.arena + om, a->mask, tokens);
-    int64_t req[N_FIELDS] = {[F_OP] = OP_FORWARD,  [F_MODEL] = pm->h,           [F_CACHE] = c ? c->h : 0,
-                             [F_BATCH] = a->batch, [F_LEN] = a->len,            [F_X] = (int64_t)ox,
-                             [F_Y] = (int64_t)oy,  [F_MASK] = a->mask ? (int64_t)om : -1};
-    st = call(req, NULL, 0, NULL, "forward", msg);
+    int64_t req[N_FIELDS] = {[F_OP] = OP_FORWARD, [F_MODEL] = pm->h, [F_CACHE] = c ? c->h : 0,
+                             [F_BATCH] = a->batch, [F_LEN] = a->len, [F_MASK] = -1};
+    /* what lies in the pool (host_map) the worker reads and writes there; the rest goes through the arena */
+    size_t used = 0;
+    struct arg args[] = {{F_X, a->x, NULL, xb}, {F_MASK, a->mask, NULL, tokens}, {F_Y, NULL, a->y, xb}};
+    enum mc_backend_status st = stage_args(args, 3, req, &used, msg);
     if (st == MC_BACKEND_OK)
-        memcpy(a->y, W.arena + oy, xb);
+        st = call(req, NULL, 0, NULL, "forward", msg);
+    if (st == MC_BACKEND_OK)
+        unstage_args(args, 3, req);
     return st;
 }
 
@@ -815,22 +1016,18 @@ static enum mc_backend_status forward_packed(struct mc_model *m, struct mc_cache
         return fail(msg, MC_BACKEND_INVALID, "forward_packed: no pool or a negative count");
     int64_t n = a->n_seqs, T = a->cu_seqlens[n];
     size_t xb = (size_t)T * (size_t)pm->sh.hidden * pm->es, used = 0;
-    size_t ox = place(&used, xb), oy = place(&used, xb), ocu = place(&used, (size_t)(n + 1) * 8),
-           osl = place(&used, (size_t)n * 8), oin = place(&used, (size_t)n);
-    enum mc_backend_status st = arena_reserve(used, msg);
-    if (st != MC_BACKEND_OK)
-        return st;
-    memcpy(W.arena + ox, a->x, xb);
-    memcpy(W.arena + ocu, a->cu_seqlens, (size_t)(n + 1) * 8);
-    memcpy(W.arena + osl, a->slots, (size_t)n * 8);
-    memcpy(W.arena + oin, a->has_initial_state, (size_t)n);
-    int64_t req[N_FIELDS] = {[F_OP] = OP_FORWARD_PACKED, [F_MODEL] = pm->h,   [F_CACHE] = c->h,
-                             [F_LEN] = T,                [F_N] = n,           [F_X] = (int64_t)ox,
-                             [F_Y] = (int64_t)oy,        [F_A] = (int64_t)ocu, [F_B] = (int64_t)osl,
-                             [F_C] = (int64_t)oin,       [F_MASK] = -1};
-    st = call(req, NULL, 0, NULL, "forward_packed", msg);
+    int64_t req[N_FIELDS] = {[F_OP] = OP_FORWARD_PACKED, [F_MODEL] = pm->h, [F_CACHE] = c->h,
+                             [F_LEN] = T,                [F_N] = n,         [F_MASK] = -1};
+    struct arg args[] = {{F_X, a->x, NULL, xb},
+                         {F_A, a->cu_seqlens, NULL, (size_t)(n + 1) * 8},
+                         {F_B, a->slots, NULL, (size_t)n * 8},
+                         {F_C, a->has_initial_state, NULL, (size_t)n},
+                         {F_Y, NULL, a->y, xb}};
+    enum mc_backend_status st = stage_args(args, 5, req, &used, msg);
     if (st == MC_BACKEND_OK)
-        memcpy(a->y, W.arena + oy, xb);
+        st = call(req, NULL, 0, NULL, "forward_packed", msg);
+    if (st == MC_BACKEND_OK)
+        unstage_args(args, 5, req);
     return st;
 }
 
@@ -1242,6 +1439,8 @@ enum mc_err_code mc_python_load(const struct mc_python_options *opt, const char 
                 .cache_import = cache_import,
                 .forward = forward,
                 .forward_packed = forward_packed,
+                .host_map = host_map,
+                .host_unmap = host_unmap,
             };
         }
         n_slots++;
@@ -1274,6 +1473,15 @@ void mc_python_unload(void)
         worker_status(W.status_fd);
     }
     worker_release(&W);
+    int pool_busy = 0;
+    for (int i = 0; i < P.n; i++)
+        pool_busy |= P.b[i].used;
+    if (P.owner == getpid() && !pool_busy) { /* kept while the harness still holds a block of it */
+        munmap(P.base, POOL_RESERVE);
+        close(P.fd);
+        memset(&P, 0, sizeof P);
+        P.fd = -1;
+    }
     if (Z.pid != 0) {
         close(Z.ctl); /* the zygote reads EOF, kills what is left and exits */
         while (waitpid(Z.pid, NULL, 0) < 0 && errno == EINTR) {

@@ -309,6 +309,17 @@ void mc_session_cache_drop(struct mc_session *s, struct mc_session_cache *c)
 }
 
 
+/* The backend's host memory, where the arguments of forward and forward_packed go when it has some
+ * (struct mc_backend_ops host_map: the Python adapter's shared memory), else NULL. */
+static const struct mc_guard_mem *host_memory(const struct mc_session *s, struct mc_guard_mem *mem)
+{
+    if (s->ops->host_map == NULL || s->ops->host_unmap == NULL)
+        return NULL;
+    mem->map = s->ops->host_map;
+    mem->unmap = s->ops->host_unmap;
+    return mem;
+}
+
 /* One forward over a slice; y receives [nrows][len][D] in float64. Returns 0, or -1 when the backend
  * failed (recorded in the result) or memory ran out (recorded in err). */
 int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const struct mc_slice *sl, double *y)
@@ -326,8 +337,10 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     struct mc_guarded gx = {0}, gy = {0}, gm = {0};
     double *xf = mc_session_calloc(n, sizeof *xf, s);
     void *xcopy = mc_session_calloc(n, s->esz, s);
-    void *xb = mc_guard_alloc_input(&gx, n * s->esz, s->esz, "x", call);
-    void *yb = mc_guard_alloc(&gy, n * s->esz);
+    struct mc_guard_mem hm;
+    const struct mc_guard_mem *mem = host_memory(s, &hm);
+    void *xb = mc_guard_alloc_input_in(&gx, n * s->esz, s->esz, "x", call, mem);
+    void *yb = mc_guard_alloc_in(&gy, n * s->esz, mem);
     uint8_t *mask = NULL, *mask_copy = NULL;
     if (xf == NULL || xcopy == NULL || xb == NULL || yb == NULL) {
         mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
@@ -341,7 +354,7 @@ int mc_session_forward(struct mc_session *s, struct mc_session_cache *c, const s
     mc_dtype_from_f64(s->ctx->dtype, xf, xb, n);
     memcpy(xcopy, xb, n * s->esz);
     if (sl->masked && g->mask != NULL) {
-        mask = mc_guard_alloc_input(&gm, nmask, 1, "mask", call);
+        mask = mc_guard_alloc_input_in(&gm, nmask, 1, "mask", call, mem);
         mask_copy = mc_session_calloc(nmask, 1, s);
         if (mask == NULL || mask_copy == NULL) {
             mc_error_set(s->err, MC_ERR_NOMEM, "out of memory");
@@ -547,11 +560,13 @@ int mc_session_forward_packed(struct mc_session *s, struct mc_session_cache *poo
     struct mc_guarded gx = {0}, gy = {0}, gcu = {0}, gsl = {0}, ghi = {0};
     double *xf = mc_session_calloc(nx, sizeof *xf, s);
     void *xcopy = mc_session_calloc(nx, s->esz, s);
-    void *xb = mc_guard_alloc(&gx, nx * s->esz);
-    void *yb = mc_guard_alloc(&gy, nx * s->esz);
-    int64_t *cu = mc_guard_alloc(&gcu, (size_t)(n + 1) * sizeof *cu);
-    int64_t *slots = mc_guard_alloc(&gsl, (size_t)n * sizeof *slots);
-    uint8_t *hi = mc_guard_alloc(&ghi, (size_t)n);
+    struct mc_guard_mem hm;
+    const struct mc_guard_mem *mem = host_memory(s, &hm);
+    void *xb = mc_guard_alloc_in(&gx, nx * s->esz, mem);
+    void *yb = mc_guard_alloc_in(&gy, nx * s->esz, mem);
+    int64_t *cu = mc_guard_alloc_in(&gcu, (size_t)(n + 1) * sizeof *cu, mem);
+    int64_t *slots = mc_guard_alloc_in(&gsl, (size_t)n * sizeof *slots, mem);
+    uint8_t *hi = mc_guard_alloc_in(&ghi, (size_t)n, mem);
     int64_t *cu_copy = mc_session_calloc((size_t)(n + 1), sizeof *cu_copy, s);
     int64_t *slots_copy = mc_session_calloc((size_t)n, sizeof *slots_copy, s);
     uint8_t *hi_copy = mc_session_calloc((size_t)n, 1, s);
