@@ -93,7 +93,8 @@ static void test_models_pass(void **state)
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                         "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
                                         "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml",
-                                        "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml"};
+                                        "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml",
+                                        "cases/models/inkling.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
