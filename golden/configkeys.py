@@ -751,6 +751,9 @@ def normalise(cfg):
     if cfg["model_type"] == "minimax":   # MiniMaxConfig.__post_init__ (golden/minimax.py normalise)
         import minimax
         cfg = minimax.normalise(cfg)
+    if cfg["model_type"] == "inkling_text":   # InklingTextConfig.__post_init__ (golden/inkling.py normalise)
+        import inkling
+        cfg = inkling.normalise(cfg)
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

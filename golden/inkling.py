@@ -7,7 +7,7 @@ with num_attention_heads / num_key_value_heads / head_dim and rel_extent; "hybri
 head dim, a window of sliding_window_size positions, whose relative extent is the window), InklingDecoderLayer:
     x = input_layernorm(h);            h = h + sconv_a(attn(x))
     x = post_attention_layernorm(h);   h = h + sconv_m(ffn(x))
-then logits = lm_head(norm(h) / logits_mup_width_multiplier), the columns beyond unpadded_vocab_size dropped. Every
+then logits = lm_head(norm(h) / logits_mup_width_multiplier). Every
 RMSNorm is w · x · rsqrt(mean x² + rms_norm_eps).
 
 A short convolution sconv (InklingShortConvolution) of C channels and kernel K = conv_kernel_size is a depthwise
@@ -37,7 +37,8 @@ values; slots ≥ n are 0), Lmax = max_position_embeddings.
 
 Refused (a ValueError naming the key): log_scaling_n_floor set (upstream scales by the position counted with the
 left padding's slots, mixcheck's position counts real tokens; not computed here), shared_expert_sink false (5.24
-never reads it: the sink is always on), hidden_act other than silu.
+never reads it: the sink is always on), unpadded_vocab_size below vocab_size (the head's columns beyond it dropped:
+not computed), hidden_act other than silu. tie_word_embeddings is inert (InklingForCausalLM ties nothing).
 """
 
 import numpy as np
@@ -98,8 +99,11 @@ def normalise(cfg):
         raise ValueError(f"'hidden_act' {cfg['hidden_act']!r}: Inkling's oracle computes silu only")
     if cfg["conv_kernel_size"] < 1:
         raise ValueError("'conv_kernel_size' must be >= 1")
-    if cfg["tie_word_embeddings"]:
-        raise ValueError("'tie_word_embeddings': InklingForCausalLM's head is never tied (_tied_weights_keys {})")
+    u = cfg["unpadded_vocab_size"]
+    if u is not None and u < cfg["vocab_size"]:
+        raise ValueError(f"'unpadded_vocab_size' {u} below vocab_size {cfg['vocab_size']}: the head's columns beyond "
+                         "it dropped is not computed")
+    cfg["tie_word_embeddings"] = False   # inert: InklingForCausalLM._tied_weights_keys is empty, nothing is tied
     return cfg
 
 
@@ -113,11 +117,6 @@ def attn_dims(cfg, i):
         W = cfg["sliding_window_size"]
         return cfg["swa_num_attention_heads"], cfg["swa_num_key_value_heads"], cfg["swa_head_dim"], W, W
     return cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"], None, cfg["rel_extent"]
-
-
-def vocab_out(cfg):
-    u = cfg["unpadded_vocab_size"]
-    return cfg["vocab_size"] if u is None or u >= cfg["vocab_size"] else u
 
 
 def init_weights(cfg, rng):
@@ -322,7 +321,7 @@ class InklingStack:
             per_pos.append((np.concatenate([count, kws, vws, aws, mws], axis=2), kvs))
         logits = (rmsnorm(h, w["model.norm.weight"], self.eps) / cfg["logits_mup_width_multiplier"]) @ \
             w["lm_head.weight"].T
-        return logits[..., :vocab_out(cfg)], np.stack(hidden), new_caches, per_pos, np.stack(mixed)
+        return logits, np.stack(hidden), new_caches, per_pos, np.stack(mixed)
 
     def greedy(self, ids, mask, steps):
         """Prefill, then `steps` greedy tokens through the cache: (tokens [B, G], logits [B, G, V])."""

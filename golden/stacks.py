@@ -739,6 +739,10 @@ def names(cfg):
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
                     ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "inkling_text":   # its layers are golden/inkling.py's; the glue's outer names
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
     if cfg["model_type"] == "minimax":   # its layers are golden/minimax.py's; the glue's outer names
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
