@@ -333,6 +333,24 @@ static const struct glue GLUE[] = {
      MC_DTYPE_F32, {"first diverging layer 0 of 4 (lightning mixer on 'cpu')", "or its residual add"}},
     {"cases/models/minimax.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
      {"first diverging layer 0 of 4"}},
+    /* Inkling (sliding attention 0, 2, full 1, 3; the dense MLP at 0, 2, the sink-routed MoE at 1, 3): the embedding's
+     * norm skipped, the head's divisor dropped, layer 1's mlp_sconv skipped, the shared experts out of the router's
+     * softmax, the global scales read as 1, the layer kinds' pattern shifted */
+    {"cases/models/inkling.yaml", "glue.inkling-embed-norm-skipped", MC_STACK_GLUE_INKLING_EMBED_NORM_SKIPPED, 0, 1,
+     MC_DTYPE_F32, {"glue: the embedding (hidden state 0)"}},
+    {"cases/models/inkling.yaml", "glue.inkling-head-divisor-dropped", MC_STACK_GLUE_INKLING_HEAD_DIVISOR_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"glue after the last layer", "final norm / LM head"}},
+    {"cases/models/inkling.yaml", "glue.inkling-mlp-sconv-skipped@1", MC_STACK_GLUE_INKLING_MLP_SCONV_SKIPPED, 1, 1,
+     MC_DTYPE_F32, {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/inkling.yaml", "glue.inkling-sink-dropped", MC_STACK_GLUE_INKLING_SINK_DROPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/inkling.yaml", "glue.inkling-global-scale-dropped", MC_STACK_GLUE_INKLING_GLOBAL_SCALE_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MLP)"}},
+    {"cases/models/inkling.yaml", "glue.block-norm-skipped@2", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 2 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/inkling.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32, {"first diverging layer 0 of 4 (attention mixer on 'cpu')"}},
+    {"cases/models/inkling.yaml", "glue.inkling-sink-dropped", MC_STACK_GLUE_INKLING_SINK_DROPPED, 0, 1, MC_DTYPE_BF16,
+     {"layer 1 of 4 (attention mixer on 'cpu')", "glue"}},
 };
 
 static void test_glue_mutants(void **state)
