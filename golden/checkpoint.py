@@ -376,6 +376,9 @@ def load_checkpoint(folder, semantics=None):
             w[k[:-len(old)] + new] = w.pop(k)
     if mt == "olmo_hybrid":
         merge_olmo_convs(folder, w)
+    if mt == "inkling_text":   # the multi-token prediction weights, which InklingForCausalLM ignores on load
+        for k in [k for k in w if k.startswith("model.mtp.")]:   # (_keys_to_ignore_on_load_unexpected)
+            del w[k]
     if mt == "minimax":   # Mixtral's expert modules, the lightning buffers
         merge_minimax(folder, w, cfg)
     if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)

@@ -131,7 +131,8 @@ def enumeration():
                 "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig), "
                 "('falcon_h1', T.FalconH1Config), ('zamba2', T.Zamba2Config), ('zamba', T.ZambaConfig), "
                 "('lfm2_moe', T.Lfm2MoeConfig), ('olmo_hybrid', T.OlmoHybridConfig), "
-                "('kimi_linear', T.KimiLinearConfig), ('minimax', T.MiniMaxConfig)]}))")
+                "('kimi_linear', T.KimiLinearConfig), ('minimax', T.MiniMaxConfig), "
+                "('inkling_text', T.InklingTextConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
