@@ -29,8 +29,8 @@ sink), times route_scale · gate.global_scale; the output Σ_k w_k · down_e(sil
 halves of experts.gate_up_proj[e], gate rows first) plus Σ_s γ_s · down_s(silu(gate_s x) · up_s x) of the shared
 experts (shared_experts.gate_proj / up_proj / down_proj [S][...]).
 
-The cache of layer i (this oracle's; golden/README.md "Inkling"): the count n, the keys (after k_norm) and values of
-the cached positions, and the four conv windows [C][K] (the last K conv inputs, oldest first): k_sconv's and
+The cache of layer i (golden/README.md "Model goldens"): the count n, the keys (after k_norm) and values of the
+cached positions, and the four conv windows [C][K] (the last K conv inputs, oldest first): k_sconv's and
 v_sconv's (C = Hkv·hd), attn_sconv's and mlp_sconv's (C = D). In a golden: conv_state [B][1 + 2·Hkv·hd + 2·D][K]
 (row 0 holds n in column 0, then the four windows in that order), recurrent_state [B][2·Hkv][Lmax][hd] (keys, then
 values; slots ≥ n are 0), Lmax = max_position_embeddings.
