@@ -278,6 +278,38 @@ def attention(cfg, w, i, x, live, cache):
     return y, np.stack(ns), np.stack(kvs), kws, vws
 
 
+def mixer_config(cfg, i, cache_length):
+    """The attention family's configuration of layer i (docs/semantics.md §12.9), its cache of cache_length."""
+    Hq, Hkv, hd, W, E = attn_dims(cfg, i)
+    return dict(hidden_size=cfg["hidden_size"], num_attention_heads=Hq, num_key_value_heads=Hkv, head_dim=hd,
+                cache_length=cache_length, partial_rotary_factor=1.0, rope_theta=10000.0,
+                rms_norm_eps=cfg["rms_norm_eps"], qk_norm="rms", attn_output_gate=0, attention_bias=0, no_rope=1,
+                softmax_scale=1.0 / hd, sconv_kernel=cfg["conv_kernel_size"], rel_dim=cfg["d_rel"], rel_extent=E,
+                sliding_window=W or 0)
+
+
+def mixer_weights(w, i):
+    """Layer i's mixer under the family's names: self_attn.* and the layer's attn_sconv as out_sconv."""
+    pre = f"model.layers.{i}.self_attn."
+    fw = {k[len(pre):]: v for k, v in w.items() if k.startswith(pre)}
+    fw["out_sconv.conv1d.weight"] = w[f"model.layers.{i}.attn_sconv.conv1d.weight"]
+    return fw
+
+
+def mixer_forward(cfg, w, i, x, mask):
+    """Layer i's mixer (the attention with its out conv) alone on x [B, L, D] from zeros, as a layer golden holds
+    it: (output [B, L, D], conv_state [L + 1, B, 1 + 2·Hkv·hd + D, K], recurrent_state [L + 1, B, 2·Hkv, Lmax, hd]),
+    weights under checkpoint names (w), the KV cache of cfg's max_position_embeddings."""
+    B, L, _ = x.shape
+    live = np.ones((B, L), bool) if mask is None else mask.astype(bool)
+    c = zero_cache(cfg, i, B)
+    y, ns, kvs, kws, vws = attention(cfg, w, i, x, live, c)
+    out, aws = sconv(w[f"model.layers.{i}.attn_sconv.conv1d.weight"], y, live, c["aw"])
+    count = np.zeros((L + 1, B, 1, cfg["conv_kernel_size"]))
+    count[:, :, 0, 0] = ns
+    return out, np.concatenate([count, kws, vws, aws], axis=2), kvs
+
+
 class InklingStack:
     """The float64 InklingForCausalLM: forward over one segment of token ids from per-layer caches (the interface of
     stacks.Stack)."""
