@@ -99,6 +99,13 @@ static int64_t at_count(double v, int64_t lmax)
     return (int64_t)v;
 }
 
+/* The Inkling option mutants of tests/mutants (atinkling_mutant.c) build this file with MC_REF_AT_INKLING_FAULT:
+ * 1 the relative logits skipped, 2 the relative logits added twice, 3 the short convs without their input added
+ * (u <- conv(u)), 4 the sliding window ignored (every cached position in reach). 0 (every other build): none. */
+#ifndef MC_REF_AT_INKLING_FAULT
+#define MC_REF_AT_INKLING_FAULT 0
+#endif
+
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
 #define REF_IMPL "attention_impl.inc"
