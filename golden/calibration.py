@@ -44,6 +44,7 @@ MODEL_SPECS["lfm2_moe"] = "lfm2_moe"
 MODEL_SPECS["olmo_hybrid"] = "olmo_hybrid"
 MODEL_SPECS["kimi_linear"] = "kimi_linear"
 MODEL_SPECS["minimax"] = "minimax"
+MODEL_SPECS["inkling_text"] = "inkling"
 
 
 def _config(model_type, rng):
@@ -206,6 +207,27 @@ def _config(model_type, rng):
                    mlp_alpha_factor=f(1.0, 4.0), mlp_beta_factor=f(0.5, 1.5),
                    rope_parameters={"rope_type": "default", "rope_theta": float(rng.choice([1e4, 1e7]))},
                    max_position_embeddings=64)
+    if model_type == "inkling_text":
+        # 2 to 4 layers, a sliding and a full attention layer at least, a dense and a sparse feed-forward at least;
+        # full: 4 heads of 8 or 16 over 2 or 4 kv heads; sliding: 2 or 4 heads of 8 or 16 over 1 or 2 (Inkling's swa
+        # heads have their own count and dim); a window of 2 to 8 (below the prompt: the window cuts), the full
+        # layers' relative extent 3 to 24, d_rel 2 to 8, the short convs' kernel 2 to 4; 4 or 8 experts, top-1 to 3,
+        # 1 or 2 shared sink experts, route_scale U(1, 8) (Inkling's 8), the head's divisor U(1, 24) (its 24)
+        kinds = ["hybrid_sliding", "hybrid"] + [str(rng.choice(["hybrid_sliding", "hybrid"])) for _ in range(n - 2)]
+        rng.shuffle(kinds)
+        mlp = ["dense", "sparse"] + [str(rng.choice(["dense", "sparse"])) for _ in range(n - 2)]
+        rng.shuffle(mlp)
+        swa_kv = int(rng.choice([1, 2]))
+        cfg.update(layer_types=kinds, mlp_layer_types=mlp, num_attention_heads=4,
+                   num_key_value_heads=int(rng.choice([2, 4])), head_dim=int(rng.choice([8, 16])),
+                   swa_num_attention_heads=swa_kv * int(rng.choice([1, 2])), swa_num_key_value_heads=swa_kv,
+                   swa_head_dim=int(rng.choice([8, 16])), sliding_window_size=int(rng.integers(2, 9)),
+                   rel_extent=int(rng.integers(3, 25)), d_rel=int(rng.integers(2, 9)),
+                   conv_kernel_size=int(rng.integers(2, 5)), n_routed_experts=int(rng.choice([4, 8])),
+                   num_experts_per_tok=int(rng.integers(1, 4)), n_shared_experts=int(rng.choice([1, 2])),
+                   intermediate_size=int(rng.choice([32, 64])), moe_intermediate_size=int(rng.choice([8, 16])),
+                   route_scale=float(rng.uniform(1.0, 8.0)), logits_mup_width_multiplier=float(rng.uniform(1.0, 24.0)),
+                   max_position_embeddings=64)
     if model_type == "falcon_h1":
         # the Mamba2 branch of 2D or 4D channels in heads of 16 (mamba_d_ssm their product; Falcon-H1-0.5B: 1.5 D),
         # 1 or 2 groups; every multiplier drawn around the released checkpoints' values (Falcon-H1: embedding 5.7,
@@ -235,6 +257,8 @@ def _weights(cfg, rng):
         leaf = k.rsplit(".", 2)[-2] if k.endswith(".weight") else k.rsplit(".", 1)[-1]
         if k.endswith("A_log"):
             x = np.log(rng.uniform(1.0, 16.0, v.shape))
+        elif k.endswith("global_scale"):   # Inkling's MLP and router scales: around 1
+            x = 1.0 + 0.25 * rng.standard_normal(v.shape)
         elif k.endswith("dt_bias"):
             dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), v.shape))
             x = dt + np.log(-np.expm1(-dt))

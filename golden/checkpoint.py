@@ -376,6 +376,9 @@ def load_checkpoint(folder, semantics=None):
             w[k[:-len(old)] + new] = w.pop(k)
     if mt == "olmo_hybrid":
         merge_olmo_convs(folder, w)
+    if mt == "inkling_text":   # the multi-token prediction weights, which InklingForCausalLM ignores on load
+        for k in [k for k in w if k.startswith("model.mtp.")]:   # (_keys_to_ignore_on_load_unexpected)
+            del w[k]
     if mt == "minimax":   # Mixtral's expert modules, the lightning buffers
         merge_minimax(folder, w, cfg)
     if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)
@@ -521,8 +524,34 @@ def zamba_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     _write_layer_golden(kind, family, st.mcfg, fw, x, ids, mask, layer, out, name)
 
 
+def inkling_mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
+    """Inkling's layer golden: layer `layer`'s attention with Inkling's options (its k / v convs, relative logits,
+    window, and the layer's attn_sconv as the family's out_sconv) on input_layernorm of the oracle's residual stream
+    (golden/inkling.py), its KV cache of the prompt's length."""
+    import inkling
+    if family != "attention":
+        raise ValueError(f"layer {layer} is an attention layer, not {family}")
+    st = inkling.InklingStack(cfg, weights)
+    if not 0 <= layer < st.n:
+        raise ValueError(f"layer {layer}: the checkpoint has {st.n} layers")
+    _, hidden, _, _, _ = st.forward(ids, mask)
+    x32 = inkling.rmsnorm(hidden[layer], st.w[f"model.layers.{layer}.input_layernorm.weight"], st.eps).astype(np.float32)
+    fw = {k: v.astype(np.float32) for k, v in inkling.mixer_weights(weights, layer).items()}
+    lcfg = dict(st.cfg, max_position_embeddings=ids.shape[1])
+    w32 = {k: v.astype(np.float64) for k, v in weights.items()}
+    y, windows, states = inkling.mixer_forward(lcfg, w32, layer, x32.astype(np.float64), mask)
+    mcfg = inkling.mixer_config(st.cfg, layer, ids.shape[1])
+    config = {k: np.int64(mcfg[k]) for k in M_ATTR_INTS}
+    config.update({k: np.float64(mcfg[k]) for k in M_ATTR_FLOATS})
+    config["qk_norm"] = mcfg["qk_norm"]
+    config.update({k: t(mcfg[k]) for k, t in M_ATTR_OPTIONS if mcfg.get(k)})
+    _write_golden_file(family, config, fw, x32, mask, y, windows, states, ids, layer, out, name)
+
+
 def mixer_golden(cfg, weights, ids, mask, layer, family, out, name):
     """A mixer-level golden of one layer on its real input activations."""
+    if cfg["model_type"] == "inkling_text":
+        return inkling_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     if cfg["model_type"] == "kimi_linear":
         return kimi_mixer_golden(cfg, weights, ids, mask, layer, family, out, name)
     if cfg["model_type"] in ("zamba2", "zamba"):
@@ -631,4 +660,6 @@ M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "hea
 M_ATTR_FLOATS = ("partial_rotary_factor", "rope_theta", "rms_norm_eps")
 # the appended options (models.py ATTENTION_OPTION_ATTRS): absent from a golden reads as 0
 M_ATTR_OPTIONS = (("no_rope", np.int64), ("softmax_scale", np.float64), ("kv_lora_rank", np.int64),
-                  ("q_lora_rank", np.int64), ("qk_rope_head_dim", np.int64), ("v_head_dim", np.int64))
+                  ("q_lora_rank", np.int64), ("qk_rope_head_dim", np.int64), ("v_head_dim", np.int64),
+                  ("sconv_kernel", np.int64), ("rel_dim", np.int64), ("rel_extent", np.int64),
+                  ("sliding_window", np.int64))

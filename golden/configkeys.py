@@ -573,6 +573,47 @@ INERT["minimax"] = {
     "router_aux_loss_coef": "the weight of the auxiliary load-balancing loss; the logits do not change",
 }
 
+# Inkling (InklingTextConfig, transformers 5.24, InklingForCausalLM): attention layers of two kinds with short convs
+# and relative logits, the dense MLP or the sink-routed MoE, the normed embedding, the head's divisor
+def _inkling_list(allowed):
+    def check(v):
+        if v is None or (isinstance(v, list) and all(x in allowed for x in v)):
+            return None
+        return "must list the layers, each " + " or ".join(f'"{a}"' for a in allowed) + " (or be null)"
+    return check
+
+
+HONOURED["inkling_text"] = {
+    "vocab_size": _any, "hidden_size": _any, "num_hidden_layers": _any, "num_attention_heads": _any,
+    "num_key_value_heads": _any, "head_dim": _any, "swa_num_attention_heads": _any, "swa_num_key_value_heads": _any,
+    "swa_head_dim": _any, "sliding_window_size": _any, "sliding_window": _any, "d_rel": _any, "rel_extent": _any,
+    "local_layer_ids": _any, "layer_types": _inkling_list(("hybrid", "hybrid_sliding")),
+    "mlp_layer_types": _inkling_list(("dense", "sparse")), "dense_mlp_idx": _any, "dense_intermediate_size": _any,
+    "max_position_embeddings": _any, "model_max_length": _any, "rms_norm_eps": _any, "conv_kernel_size": _any,
+    "sconv_kernel_size": _any, "intermediate_size": _any, "hidden_act": _one_of(*_SILU),
+    "moe_intermediate_size": _any, "n_routed_experts": _any, "num_local_experts": _any, "num_experts_per_tok": _any,
+    "n_shared_experts": _any, "route_scale": _finite, "logits_mup_width_multiplier": _finite,
+    "embedding_multiplier": _finite,
+    # the logarithmic query scaling counts the left padding's slots as positions upstream: not computed
+    "log_scaling_n_floor": _none,
+    # 5.24 never reads it: the shared experts are always in the router's softmax
+    "shared_expert_sink": lambda v: None if v in (True, None) else
+    "InklingForCausalLM 5.24 never reads it (the shared experts are always the router's sink; only true is read)",
+    # the head's columns beyond it dropped: not computed (check() compares it with vocab_size)
+    "unpadded_vocab_size": _any, "mixcheck_semantics": _mixcheck_semantics,
+}
+INERT["inkling_text"] = {
+    **INERT_COMMON, "attention_dropout": "dropout is off at inference",
+    "log_scaling_alpha": "read only with log_scaling_n_floor, which is refused unless null",
+    "rms_norm_eps_moe_gate": "read by no layer of InklingForCausalLM 5.24 (InklingTopkRouter has no norm)",
+    "tie_word_embeddings": "InklingForCausalLM ties nothing (_tied_weights_keys is empty): the head is lm_head",
+    "number_of_conv_states": "the cache's count of conv states a layer (4), set by InklingTextConfig itself",
+    "num_mtp_layers": "the multi-token prediction layers: not part of InklingForCausalLM (model.mtp.* not loaded)",
+    "chain_hidden_post_norm": "the multi-token prediction layers only",
+    "mtp_hidden_states_first": "the multi-token prediction layers only",
+    "mtp_local_layer_ids": "the multi-token prediction layers only",
+}
+
 SEMANTICS = {"mamba2_gated_norm": ("per_group", "full_row")}
 GATED_NORM_TYPES = ("mamba2", "bamba", "granitemoehybrid")
 PER_GROUP_SINCE = (5, 23, 0)
@@ -645,6 +686,10 @@ def check(cfg, where):
     if mt == "kimi_linear" and cfg.get("num_key_value_heads") not in (None, cfg.get("num_attention_heads", 32)):
         raise ConfigError(f"{where}: 'num_key_value_heads' = {cfg['num_key_value_heads']}: KimiLinearAttention expands "
                           "the latent into every head (only num_attention_heads is read)")
+    if mt == "inkling_text" and cfg.get("unpadded_vocab_size") is not None and (
+            cfg["unpadded_vocab_size"] < cfg.get("vocab_size", 201024)):
+        raise ConfigError(f"{where}: 'unpadded_vocab_size' = {cfg['unpadded_vocab_size']}: below vocab_size, the "
+                          "head's columns beyond it dropped is not computed")
     if "rope_scaling" in cfg and "rope_parameters" in cfg and cfg["rope_scaling"] != cfg["rope_parameters"]:
         raise ConfigError(f"{where}: 'rope_scaling' and 'rope_parameters' both given and different")
     if mt == "lfm2_moe" and rope_params(cfg)[1] != 1.0:
@@ -751,6 +796,9 @@ def normalise(cfg):
     if cfg["model_type"] == "minimax":   # MiniMaxConfig.__post_init__ (golden/minimax.py normalise)
         import minimax
         cfg = minimax.normalise(cfg)
+    if cfg["model_type"] == "inkling_text":   # InklingTextConfig.__post_init__ (golden/inkling.py normalise)
+        import inkling
+        cfg = inkling.normalise(cfg)
     if "rope_scaling" in cfg:
         cfg["rope_parameters"] = cfg.pop("rope_scaling")
     sem = semantics(cfg)

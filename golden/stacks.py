@@ -42,6 +42,7 @@ import olmo_hybrid   # OLMo-Hybrid's pre-norm GDN and post-norm attention layers
 import kimi      # Kimi-Linear: KDA and MLA layers, its MoE (golden/kimi.py)
 import linear    # the lightning family's oracle (golden/linear.py)
 import minimax   # MiniMax's lightning / softmax attention layers, MoE and residual scalings (golden/minimax.py)
+import inkling   # Inkling's attention layers with short convs and relative logits, its MoE (golden/inkling.py)
 
 MODELS_DIR = os.path.join(mixers.GOLDEN_DIR, "models")
 
@@ -369,6 +370,29 @@ SPECS.update({s.key: s for s in [   # MiniMax (golden/minimax.py)
 ]})
 
 
+MODEL_DEFAULTS["inkling_text"] = {}   # InklingTextConfig's defaults are golden/inkling.py's (normalise)
+ARCHITECTURES["inkling_text"] = "InklingForCausalLM"
+
+SPECS.update({s.key: s for s in [   # Inkling (golden/inkling.py)
+    ModelSpec("inkling", "inkling_text",
+              "4-layer Inkling text model (sliding attention at 0, 2: 2 heads of hd 16 over 1 kv head, a window of 4; "
+              "full attention at 1, 3: GQA 4/2 of hd 8, relative extent 6 below the prompt), short convs of kernel 3 "
+              "on k / v and after each block, the relative-logits profiles of d_rel 4, the normed embedding; dense "
+              "MLP (global_scale) at 0, 2, a sigmoid top-2 of 4 experts with 2 shared sink experts at 1, 3 "
+              "(route_scale 2.5, correction bias); the head on norm(h) / 3, untied, 160 tokens; left-padded batch of 3, "
+              "12 greedy tokens",
+              dict(vocab_size=160, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=8, swa_num_attention_heads=2, swa_num_key_value_heads=1, swa_head_dim=16,
+                   sliding_window_size=4, d_rel=4, rel_extent=6, max_position_embeddings=24, conv_kernel_size=3,
+                   layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"],
+                   mlp_layer_types=["dense", "sparse", "dense", "sparse"], intermediate_size=24,
+                   moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=2,
+                   route_scale=2.5, logits_mup_width_multiplier=3.0, rms_norm_eps=1e-6,
+                   pad_token_id=0, bos_token_id=1, eos_token_id=2),
+              batch=3, length=12, left_pad=(0, 3, 7), greedy=12, seed=119, positions=(6, 12)),
+]})
+
+
 def model_config(spec):
     cfg = dict(MODEL_DEFAULTS[spec.model_type])
     cfg.update(spec.config)
@@ -384,6 +408,8 @@ def model_config(spec):
         cfg = olmo_hybrid.normalise(cfg)
     if spec.model_type == "minimax":   # MiniMaxConfig.__post_init__'s defaults
         cfg = minimax.normalise(cfg)
+    if spec.model_type == "inkling_text":   # InklingTextConfig.__post_init__'s defaults
+        cfg = inkling.normalise(cfg)
     return cfg
 
 
@@ -713,6 +739,10 @@ def names(cfg):
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
                     ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
+    if cfg["model_type"] == "inkling_text":   # its layers are golden/inkling.py's; the glue's outer names
+        return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
+                    layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
+                    ffn="mlp.", mlp=("gate_proj", "up_proj", "down_proj"))
     if cfg["model_type"] == "minimax":   # its layers are golden/minimax.py's; the glue's outer names
         return dict(embed="model.embed_tokens.weight", final="model.norm.weight", head="lm_head.weight",
                     layer="model.layers.{}.", norm="input_layernorm.weight", ffn_norm="post_attention_layernorm.weight",
@@ -792,6 +822,8 @@ def init_weights(cfg, rng):
         return kimi.init_weights(cfg, rng)
     if cfg["model_type"] == "minimax":   # golden/minimax.py
         return minimax.init_weights(cfg, rng)
+    if cfg["model_type"] == "inkling_text":   # golden/inkling.py
+        return inkling.init_weights(cfg, rng)
     D, V = cfg["hidden_size"], cfg["vocab_size"]
     nm = names(cfg)
     w = {nm["embed"]: mixers.quantize(rng.standard_normal((V, D)), scale=1.0)}
@@ -1123,6 +1155,8 @@ def stack_of(cfg, weights):
         return kimi.KimiStack(cfg, weights)
     if cfg["model_type"] == "minimax":
         return minimax.MiniMaxStack(cfg, weights)
+    if cfg["model_type"] == "inkling_text":
+        return inkling.InklingStack(cfg, weights)
     return zamba.Zamba2Stack(cfg, weights) if cfg["model_type"] == "zamba2" else Stack(cfg, weights)
 
 

@@ -53,6 +53,11 @@ enum at_weight_slot {
     AT_W_KV_A_BIAS,
     AT_W_KV_A_NORM,
     AT_W_KV_B,
+    AT_W_K_SCONV, /* Inkling (§12.9) */
+    AT_W_V_SCONV,
+    AT_W_OUT_SCONV,
+    AT_W_R,
+    AT_W_REL,
     AT_W_COUNT,
 };
 
@@ -69,6 +74,11 @@ static const char *const at_weight_names[AT_W_COUNT] = {
     [AT_W_KV_A_BIAS] = "kv_a_proj_with_mqa.bias",
     [AT_W_KV_A_NORM] = "kv_a_layernorm.weight",
     [AT_W_KV_B] = "kv_b_proj.weight",
+    [AT_W_K_SCONV] = "k_sconv.conv1d.weight",
+    [AT_W_V_SCONV] = "v_sconv.conv1d.weight",
+    [AT_W_OUT_SCONV] = "out_sconv.conv1d.weight",
+    [AT_W_R] = "r_proj.weight",
+    [AT_W_REL] = "rel_logits_proj.proj",
 };
 
 struct mc_model {
@@ -89,6 +99,13 @@ static int64_t at_count(double v, int64_t lmax)
     return (int64_t)v;
 }
 
+/* The Inkling option mutants of tests/mutants (atinkling_mutant.c) build this file with MC_REF_AT_INKLING_FAULT:
+ * 1 the relative logits skipped, 2 the relative logits added twice, 3 the short convs without their input added
+ * (u <- conv(u)), 4 the sliding window ignored (every cached position in reach). 0 (every other build): none. */
+#ifndef MC_REF_AT_INKLING_FAULT
+#define MC_REF_AT_INKLING_FAULT 0
+#endif
+
 /* ---- the math, once per real type ------------------------------------------------------------ */
 
 #define REF_IMPL "attention_impl.inc"
@@ -101,7 +118,7 @@ static const struct mc_ref_family at_family = {
     .n_weights = AT_W_COUNT,
     .weight_names = at_weight_names,
     .unknown_note = "",
-    .window_shape = "[B][1][1] (the cached-position count)",
+    .window_shape = "[B][1][1] (the cached-position count; [B][1 + 2*Hkv*hd + D][K] with sconv_kernel K)",
     .state_shape = "[B][2*Hkv][Lmax][hd] ([B][1][Lmax][kv_lora_rank + qk_rope_head_dim] with MLA)",
     .forward_f32 = at_forward_f32,
     .forward_f64 = at_forward_f64,
@@ -175,6 +192,17 @@ static enum mc_backend_status at_config_validate(const struct mc_attention_confi
         return mc_ref_fail(msg, MC_BACKEND_INVALID,
                            "attention config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
                            (int)c->attn_output_gate, (int)c->attention_bias);
+    if (c->sconv_kernel < 0 || c->rel_dim < 0 || c->rel_extent < 0 || c->sliding_window < 0 ||
+        (c->rel_dim > 0) != (c->rel_extent > 0) ||
+        ((c->sconv_kernel || c->rel_dim || c->sliding_window) &&
+         (c->kv_lora_rank > 0 || c->qk_norm == MC_QK_NORM_RMS_FULL)) ||
+        c->sconv_kernel > 64 || c->rel_extent > (int64_t)1 << 24)
+        return mc_ref_fail(msg, MC_BACKEND_INVALID,
+                           "attention config: 'sconv_kernel' (<= 64), 'rel_dim', 'rel_extent' and 'sliding_window' "
+                           "must be >= 0, rel_dim and rel_extent both 0 or both > 0, none of them with MLA or qk_norm "
+                           "rms_full (got %lld, %lld, %lld, %lld)",
+                           (long long)c->sconv_kernel, (long long)c->rel_dim, (long long)c->rel_extent,
+                           (long long)c->sliding_window);
     return MC_BACKEND_OK;
 }
 
@@ -211,6 +239,8 @@ static void at_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
         AT_SPEC(AT_W_KV_A_BIAS, bias, no_bias, 1, c + dr, 0);
         AT_SPEC(AT_W_KV_A_NORM, 1, NULL, 1, c, 0);
         AT_SPEC(AT_W_KV_B, 1, NULL, 2, H * (m->hd - dr + dv), c);
+        for (int slot = AT_W_K_SCONV; slot <= AT_W_REL; slot++)
+            AT_SPEC(slot, 0, plain, 1, 0, 0);
         return;
     }
     {
@@ -229,6 +259,15 @@ static void at_weight_specs(const struct mc_model *m, struct mc_ref_weight_spec 
     const int full = m->cfg.qk_norm == MC_QK_NORM_RMS_FULL; /* over the whole projection */
     AT_SPEC(AT_W_Q_NORM, norm, no_norm, 1, full ? qd : m->hd, 0);
     AT_SPEC(AT_W_K_NORM, norm, no_norm, 1, full ? kvd : m->hd, 0);
+    static const char no_sconv[] = "given but the configuration has sconv_kernel = 0";
+    static const char no_rel[] = "given but the configuration has rel_dim = 0";
+    const int64_t K = m->cfg.sconv_kernel, dr = m->cfg.rel_dim;
+    AT_SPEC(AT_W_K_SCONV, K > 0, no_sconv, 3, kvd, 1);
+    AT_SPEC(AT_W_V_SCONV, K > 0, no_sconv, 3, kvd, 1);
+    AT_SPEC(AT_W_OUT_SCONV, K > 0, no_sconv, 3, m->D, 1);
+    spec[AT_W_K_SCONV].dims[2] = spec[AT_W_V_SCONV].dims[2] = spec[AT_W_OUT_SCONV].dims[2] = K;
+    AT_SPEC(AT_W_R, dr > 0, no_rel, 2, m->Hq * dr, m->D);
+    AT_SPEC(AT_W_REL, dr > 0, no_rel, 2, dr, m->cfg.rel_extent);
 #undef AT_SPEC
 }
 
@@ -262,6 +301,8 @@ static enum mc_backend_status at_model_create(const struct mc_model_desc *desc, 
     m->R = m->cfg.no_rope ? 0 : (int64_t)((double)m->hd * m->cfg.partial_rotary_factor); /* no_rope: nothing rotated */
     m->qrows = (m->cfg.attn_output_gate ? 2 : 1) * m->Hq * m->hd;
     m->ref.window_elems = 1;
+    if (m->cfg.sconv_kernel > 0) /* the count, the k, v and out windows (§12.9) */
+        m->ref.window_elems = (1 + 2 * m->Hkv * m->hd + m->D) * m->cfg.sconv_kernel;
     m->ref.state_elems = 2 * m->Hkv * m->Lmax * m->hd;
     if (m->cfg.kv_lora_rank > 0) { /* MLA: the rope part rotated whole; the cache holds latent | rope key */
         m->R = m->cfg.no_rope ? 0 : m->cfg.qk_rope_head_dim;

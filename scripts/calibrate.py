@@ -73,8 +73,10 @@ MODEL_TYPES.append("lfm2_moe")
 PROFILE_OF["lfm2_moe"] = "models-lfm2_moe.yaml"
 MODEL_TYPES.append("minimax")
 PROFILE_OF["minimax"] = "models-minimax.yaml"
+MODEL_TYPES.append("inkling_text")
+PROFILE_OF["inkling_text"] = "models-inkling.yaml"
 MOE_TYPES = {"granitemoehybrid", "jamba", "nemotron_h", "qwen3_5_moe_text", "qwen3_next", "lfm2_moe", "kimi_linear",
-             "minimax"}   # model types with a mixture-of-experts feed-forward (measure())
+             "minimax", "inkling_text"}   # model types with a mixture-of-experts feed-forward (measure())
 GOLDEN_TENSORS = ("logits", "hidden_states", "conv_state", "recurrent_state")
 BITWISE = {"determinism", "snapshot", "untouched"}   # compared bit for bit whatever the profile says
 TENSOR_ORDER = ["default", "logits", "hidden_states", "conv_state", "recurrent_state", "consistency",

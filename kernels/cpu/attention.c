@@ -58,6 +58,11 @@ enum atc_slot {
     ATC_KV_A_BIAS,
     ATC_KV_A_NORM,
     ATC_KV_B,
+    ATC_K_SCONV, /* Inkling (§12.9) */
+    ATC_V_SCONV,
+    ATC_OUT_SCONV,
+    ATC_R,
+    ATC_REL,
     ATC_COUNT,
 };
 
@@ -65,6 +70,7 @@ struct mc_model {
     enum mc_dtype dtype;
     struct mc_attention_config cfg;
     int64_t D, Hq, Hkv, hd, Lmax, R, qrows;
+    int64_t we; /* a cache row's window elements: 1, or (1 + 2 Hkv hd + D) K with sconv_kernel K */
     int threads;
     float *w[ATC_COUNT];                   /* f32 copies; NULL when absent */
     float *cos_t, *sin_t;                  /* [Lmax][R/2] */
@@ -141,11 +147,28 @@ static enum mc_backend_status atc_config_check(const struct mc_attention_config 
         return mc_cpu_fail(msg, MC_BACKEND_INVALID,
                            "attention cpu config: 'attn_output_gate' and 'attention_bias' must be 0 or 1 (got %d, %d)",
                            (int)c->attn_output_gate, (int)c->attention_bias);
+    if (c->sconv_kernel < 0 || c->rel_dim < 0 || c->rel_extent < 0 || c->sliding_window < 0 ||
+        (c->rel_dim > 0) != (c->rel_extent > 0) ||
+        ((c->sconv_kernel || c->rel_dim || c->sliding_window) &&
+         (c->kv_lora_rank > 0 || c->qk_norm == MC_QK_NORM_RMS_FULL)) ||
+        c->sconv_kernel > 64 || c->rel_extent > ATC_MAX_DIM)
+        return mc_cpu_fail(msg, MC_BACKEND_INVALID,
+                           "attention cpu config: 'sconv_kernel' (<= 64), 'rel_dim', 'rel_extent' and 'sliding_window' "
+                           "must be >= 0, rel_dim and rel_extent both 0 or both > 0, none of them with MLA or qk_norm "
+                           "rms_full (got %lld, %lld, %lld, %lld)",
+                           (long long)c->sconv_kernel, (long long)c->rel_dim, (long long)c->rel_extent,
+                           (long long)c->sliding_window);
     if ((double)c->num_key_value_heads * (double)c->cache_length * (double)c->head_dim * 2.0 > (double)INT_MAX)
         return mc_cpu_fail(msg, MC_BACKEND_UNSUPPORTED,
                            "attention cpu: a KV cache row of 2*%lld*%lld*%lld floats is too large",
                            (long long)c->num_key_value_heads, (long long)c->cache_length, (long long)c->head_dim);
     return MC_BACKEND_OK;
+}
+
+/* The [C][K] window of the Inkling options (§12.9) as it is in memory. */
+static void atc_window_copy(int64_t channels, int64_t kernel, const float *src, float *dst)
+{
+    memcpy(dst, src, (size_t)(channels * kernel) * sizeof *dst);
 }
 
 static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc, struct mc_model **model,
@@ -178,12 +201,19 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
     const int64_t lat = c->kv_lora_rank + c->qk_rope_head_dim; /* MLA: a cached position's latent | rope key */
     if (mla)
         m->R = c->no_rope ? 0 : c->qk_rope_head_dim;
+    const int64_t K = c->sconv_kernel, wch = 1 + 2 * m->Hkv * m->hd + m->D;
     m->cache_shape = mla ? mc_cpu_cache_shape_kc(1, 1, (size_t)(m->Lmax * lat),
                                                  "conv_state [B][1][1] (the cached-position count) and "
                                                  "recurrent_state [B][1][Lmax][kv_lora_rank + qk_rope_head_dim] (f32)")
-                         : mc_cpu_cache_shape_kc(1, 1, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
-                                                 "conv_state [B][1][1] (the cached-position count) and "
-                                                 "recurrent_state [B][2*Hkv][Lmax][hd] (f32)");
+                     : K > 0 ? mc_cpu_cache_shape_kc(wch, K, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
+                                                     "conv_state [B][1 + 2*Hkv*hd + D][K] (the count, the k, v and "
+                                                     "out windows) and recurrent_state [B][2*Hkv][Lmax][hd] (f32)")
+                             : mc_cpu_cache_shape_kc(1, 1, (size_t)(2 * m->Hkv * m->Lmax * m->hd),
+                                                     "conv_state [B][1][1] (the cached-position count) and "
+                                                     "recurrent_state [B][2*Hkv][Lmax][hd] (f32)");
+    m->we = K > 0 ? wch * K : 1;
+    if (K > 0) /* the windows are kept [C][K] in memory, as exported */
+        m->cache_shape.to_ck = m->cache_shape.from_ck = atc_window_copy;
     const int64_t D = m->D, qd = m->Hq * m->hd, kvd = m->Hkv * m->hd, hd = m->hd;
     const int bias = c->attention_bias, norm = c->qk_norm != MC_QK_NORM_NONE;
     const int64_t qn = c->qk_norm == MC_QK_NORM_RMS_FULL ? qd : hd, kn = c->qk_norm == MC_QK_NORM_RMS_FULL ? kvd : hd;
@@ -207,6 +237,11 @@ static enum mc_backend_status atc_model_create(const struct mc_model_desc *desc,
         [ATC_KV_A_BIAS] = {"kv_a_proj_with_mqa.bias", mla && bias, 1, {lat, 0, 0}},
         [ATC_KV_A_NORM] = {"kv_a_layernorm.weight", mla, 1, {kvr, 0, 0}},
         [ATC_KV_B] = {"kv_b_proj.weight", mla, 2, {m->Hq * (hd - dr + dv), kvr, 0}},
+        [ATC_K_SCONV] = {"k_sconv.conv1d.weight", K > 0, 3, {kvd, 1, K}},
+        [ATC_V_SCONV] = {"v_sconv.conv1d.weight", K > 0, 3, {kvd, 1, K}},
+        [ATC_OUT_SCONV] = {"out_sconv.conv1d.weight", K > 0, 3, {D, 1, K}},
+        [ATC_R] = {"r_proj.weight", c->rel_dim > 0, 2, {m->Hq * c->rel_dim, D, 0}},
+        [ATC_REL] = {"rel_logits_proj.proj", c->rel_dim > 0, 2, {c->rel_dim, c->rel_extent, 0}},
     };
     if ((st = mc_cpu_weights_load(desc, spec, ATC_COUNT, m->w, ATC_WHO, msg)) != MC_BACKEND_OK)
         goto fail;
@@ -268,9 +303,12 @@ struct atc_run {
     int64_t len;               /* L of a batched forward */
     const uint8_t *mask;       /* [B][L] or NULL */
     const float *qg, *k, *v;   /* [tokens][qrows], [tokens][Hkv*hd] x2 */
+    float *kw, *vw;            /* sconv_kernel: k and v before their convs ([tokens][Hkv*hd]), written in place */
+    const float *rr;           /* rel_dim: [tokens][Hq*rel_dim] */
+    float *y;                  /* sconv_kernel: o_proj's output, out_sconv applied in place (atc_out_row) */
     float *att;                /* [tokens][Hq*hd], zero on entry */
     float *window, *state;     /* the cache (or pool) rows */
-    float *scratch;            /* per worker: [Lmax] scores + [hd] q (MLA: + [2 kv_lora_rank]) */
+    float *scratch;            /* per worker: [Lmax] scores + [hd] q (MLA: + [2 kv_lora_rank]; rel: + [rel_extent]) */
     const struct mc_packed_args *pk; /* the packed call, or NULL */
 };
 
@@ -316,6 +354,35 @@ static void atc_rope(const struct mc_model *m, float *restrict v, int64_t pos)
     }
 }
 
+/* One step of a short convolution with its input added (§12.9) on C channels in place: the window w [C][K] shifts
+ * in u, then u ← u + Σ_j conv[c][j]·w[c][j]. */
+static void atc_sconv_step(float *restrict w, int64_t C, int64_t K, const float *restrict conv, float *restrict u)
+{
+    for (int64_t c = 0; c < C; c++) {
+        float *restrict wc = w + c * K, acc = 0.0f;
+        memmove(wc, wc + 1, (size_t)(K - 1) * sizeof *wc);
+        wc[K - 1] = u[c];
+        for (int64_t j = 0; j < K; j++)
+            acc += conv[c * K + j] * wc[j];
+        u[c] += acc;
+    }
+}
+
+/* out_sconv over row b's real tokens of o_proj's output (sconv_kernel > 0). */
+static void atc_out_row(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct atc_run *r = ctx;
+    const struct mc_model *m = r->m;
+    const int64_t t0 = r->pk ? r->pk->cu_seqlens[b] : b * r->len;
+    const int64_t L = r->pk ? r->pk->cu_seqlens[b + 1] - t0 : r->len;
+    const int64_t slot = r->pk ? r->pk->slots[b] : b, K = m->cfg.sconv_kernel;
+    float *w = r->window + (size_t)slot * (size_t)m->we + (1 + 2 * m->Hkv * m->hd) * K;
+    for (int64_t t = 0; t < L; t++)
+        if (!r->mask || r->mask[t0 + t])
+            atc_sconv_step(w, m->D, K, m->w[ATC_OUT_SCONV], r->y + (t0 + t) * m->D);
+}
+
 /* Row b: batch row b (tokens b·L.., cache row b) or sequence b of a packed call (its tokens, its slot). */
 static void atc_row(void *ctx, int64_t b, int worker)
 {
@@ -329,9 +396,11 @@ static void atc_row(void *ctx, int64_t b, int worker)
     const int64_t slot = r->pk ? r->pk->slots[b] : b;
     const uint8_t *mask = r->mask ? r->mask + t0 : NULL;
     const float scale = m->cfg.softmax_scale > 0.0 ? (float)m->cfg.softmax_scale : 1.0f / sqrtf((float)hd);
-    float *p = r->scratch + (size_t)worker * (size_t)(Lmax + hd), *q = p + Lmax;
+    const int64_t K = m->cfg.sconv_kernel, dr = m->cfg.rel_dim, E = m->cfg.rel_extent, W = m->cfg.sliding_window;
+    float *p = r->scratch + (size_t)worker * (size_t)(Lmax + hd + E), *q = p + Lmax, *rel = q + hd;
     float *keys = r->state + (size_t)slot * m->cache_shape.state_elems, *vals = keys + kvd * Lmax;
-    int64_t n = (int64_t)r->window[slot];
+    float *win = r->window + (size_t)slot * (size_t)m->we;
+    int64_t n = (int64_t)win[0];
     if (L == 0)
         return;
     for (int64_t j = 0; j < Hkv; j++) {
@@ -342,6 +411,10 @@ static void atc_row(void *ctx, int64_t b, int worker)
         const int64_t row = t0 + t;
         if (mask && !mask[t])
             continue;
+        if (K > 0) { /* k_sconv, v_sconv before the k norm */
+            atc_sconv_step(win + K, kvd, K, m->w[ATC_K_SCONV], r->kw + row * kvd);
+            atc_sconv_step(win + (1 + kvd) * K, kvd, K, m->w[ATC_V_SCONV], r->vw + row * kvd);
+        }
         for (int64_t j = 0; j < Hkv; j++) {
             float *ks = keys + (j * Lmax + n) * hd;
             memcpy(ks, r->k + row * kvd + j * hd, (size_t)hd * sizeof *ks);
@@ -355,24 +428,33 @@ static void atc_row(void *ctx, int64_t b, int worker)
             memcpy(q, src, (size_t)hd * sizeof *q);
             atc_norm(m, q, m->w[ATC_Q_NORM]);
             atc_rope(m, q, n);
+            const int64_t lo = W > 0 && n >= W ? n - W + 1 : 0; /* the sliding window: n - s < W */
+            if (dr > 0) { /* (r_h · proj)[e] for the distances e <= n within the extent */
+                const int64_t ne = E < n + 1 ? E : n + 1;
+                const float *restrict rh = r->rr + row * (Hq * dr) + h * dr, *restrict pr = m->w[ATC_REL];
+                memset(rel, 0, (size_t)ne * sizeof *rel);
+                for (int64_t i = 0; i < dr; i++)
+                    for (int64_t e = 0; e < ne; e++)
+                        rel[e] += rh[i] * pr[i * E + e];
+            }
             float pmax = -INFINITY;
-            for (int64_t s = 0; s <= n; s++) {
+            for (int64_t s = lo; s <= n; s++) {
                 const float *restrict ks = kh + s * hd;
                 float dot = 0.0f;
                 for (int64_t i = 0; i < hd; i++)
                     dot += q[i] * ks[i];
-                p[s] = dot * scale;
+                p[s] = dot * scale + (dr > 0 && n - s < E ? rel[n - s] : 0.0f);
                 pmax = p[s] > pmax ? p[s] : pmax;
             }
-            for (int64_t s = 0; s <= n; s++)
+            for (int64_t s = lo; s <= n; s++)
                 p[s] -= pmax;
-            mc_cpu_vexp(p, n + 1);
+            mc_cpu_vexp(p + lo, n + 1 - lo);
             float psum = 0.0f;
-            for (int64_t s = 0; s <= n; s++)
+            for (int64_t s = lo; s <= n; s++)
                 psum += p[s];
             const float inv = 1.0f / psum;
             float *restrict o = r->att + row * qd + h * hd;
-            for (int64_t s = 0; s <= n; s++) {
+            for (int64_t s = lo; s <= n; s++) {
                 const float wgt = p[s] * inv;
                 const float *restrict vs = vh + s * hd;
                 for (int64_t i = 0; i < hd; i++)
@@ -384,7 +466,7 @@ static void atc_row(void *ctx, int64_t b, int worker)
         }
         n++;
     }
-    r->window[slot] = (float)n;
+    win[0] = (float)n;
 }
 
 /* RMSNorm of one latent in place (kv_a_layernorm, q_a_layernorm). */
@@ -533,9 +615,12 @@ static enum mc_backend_status atc_run_rows(const struct mc_model *m, struct atc_
     const int workers = (int)(rows < m->threads ? rows : m->threads);
     float *qg = malloc((size_t)(tokens * m->qrows) * sizeof *qg), *k = malloc((size_t)(tokens * kvd) * sizeof *k);
     float *v = malloc((size_t)(tokens * kvd) * sizeof *v), *att = calloc((size_t)(tokens * qd), sizeof *att);
-    float *scratch = malloc((size_t)(workers > 0 ? workers : 1) * (size_t)(m->Lmax + m->hd) * sizeof *scratch);
+    const int64_t E = m->cfg.rel_extent, rd = m->Hq * m->cfg.rel_dim;
+    float *scratch =
+        malloc((size_t)(workers > 0 ? workers : 1) * (size_t)(m->Lmax + m->hd + E) * sizeof *scratch);
+    float *rr = rd > 0 ? malloc((size_t)(tokens * rd) * sizeof *rr) : NULL;
     enum mc_backend_status st = MC_BACKEND_OK;
-    if (!qg || !k || !v || !att || !scratch) {
+    if (!qg || !k || !v || !att || !scratch || (rd > 0 && !rr)) {
         st = mc_cpu_fail(msg, MC_BACKEND_NOMEM, "attention cpu %s: out of memory for %lld tokens of scratch", what,
                          (long long)tokens);
         goto cleanup;
@@ -545,16 +630,26 @@ static enum mc_backend_status atc_run_rows(const struct mc_model *m, struct atc_
     mc_cpu_linear_tiled(tokens, kvd, D, x, D, m->w[ATC_V], m->w[ATC_V_BIAS], v, kvd, m->threads);
     atc_norm_rows(m, qg, tokens, m->qrows, m->w[ATC_Q_NORM]); /* rms_full: no gate, qrows = Hq hd */
     atc_norm_rows(m, k, tokens, kvd, m->w[ATC_K_NORM]);
+    if (rd > 0)
+        mc_cpu_linear_tiled(tokens, rd, D, x, D, m->w[ATC_R], NULL, rr, rd, m->threads);
     run->qg = qg;
     run->k = k;
     run->v = v;
+    run->kw = k;
+    run->vw = v;
+    run->rr = rr;
     run->att = att;
     run->scratch = scratch;
     mc_cpu_parallel_for(rows, atc_row, run, m->threads);
     mc_cpu_linear_tiled(tokens, D, qd, att, qd, m->w[ATC_O], NULL, y, D, m->threads);
     mc_cpu_out_bias(tokens, D, run->mask, m->w[ATC_O_BIAS], y);
+    if (m->cfg.sconv_kernel > 0) {
+        run->y = y;
+        mc_cpu_parallel_for(rows, atc_out_row, run, m->threads);
+    }
 
 cleanup:
+    free(rr);
     free(scratch);
     free(att);
     free(v);
@@ -579,7 +674,7 @@ static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cach
             int64_t real = 0;
             for (int64_t t = 0; t < L; t++)
                 real += !args->mask || args->mask[b * L + t];
-            if ((st = atc_room(m, cache->window[b], real, "row", b, msg)) != MC_BACKEND_OK)
+            if ((st = atc_room(m, cache->window[b * m->we], real, "row", b, msg)) != MC_BACKEND_OK)
                 return st;
         }
     } else if (L > m->Lmax) {
@@ -593,7 +688,7 @@ static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cach
     }
     const int io_nomem = mc_cpu_f32io_alloc(&io, m->dtype, M * D);
     if (!cache) {
-        tmp_window = calloc((size_t)Bsz, sizeof *tmp_window);
+        tmp_window = calloc((size_t)(Bsz * m->we), sizeof *tmp_window);
         tmp_state = calloc((size_t)Bsz * ns, sizeof *tmp_state);
     }
     if (io_nomem || (!cache && (!tmp_window || !tmp_state))) {
@@ -606,7 +701,7 @@ static enum mc_backend_status atc_forward(struct mc_model *model, struct mc_cach
     mc_cpu_f32io_in(&io, args->x, args->y, &x, &y);
     /* a cache no forward has written starts empty: count 0 (the rows then clear their slots) */
     if (cache && !cache->primed)
-        memset(cache->window, 0, (size_t)Bsz * sizeof *cache->window);
+        memset(cache->window, 0, (size_t)(Bsz * m->we) * sizeof *cache->window);
     struct atc_run run = {.m = m, .len = L, .mask = args->mask, .window = cache ? cache->window : tmp_window,
                           .state = cache ? cache->state : tmp_state};
     if ((st = atc_run_rows(m, &run, M, Bsz, x, y, "forward", msg)) != MC_BACKEND_OK)
@@ -637,7 +732,7 @@ static enum mc_backend_status atc_forward_packed(struct mc_model *model, struct 
         return MC_BACKEND_OK;
     for (int64_t i = 0; i < args->n_seqs; i++) {
         const int64_t len = args->cu_seqlens[i + 1] - args->cu_seqlens[i];
-        const float count = args->has_initial_state[i] && pool->primed ? pool->window[args->slots[i]] : 0.0f;
+        const float count = args->has_initial_state[i] && pool->primed ? pool->window[args->slots[i] * m->we] : 0.0f;
         if (len > 0 && (st = atc_room(m, count, len, "sequence", i, msg)) != MC_BACKEND_OK)
             return st;
     }

@@ -784,7 +784,9 @@ class HFModel(StackBackend):
                                                                              torch.nn.Module)), None)
             if mixer is None:
                 raise Unsupported("%s layer %d: no mixer module (%s)" % (cls.__name__, i, "/".join(self.MIXERS)))
-            mixer.register_forward_hook(self.hook(("mixer", k)))
+            # Inkling: mixcheck's mixer output is the attention's after the layer's attn_sconv (its residual's addend)
+            out_mod = host.attn_sconv if isinstance(getattr(host, "attn_sconv", None), torch.nn.Module) else mixer
+            out_mod.register_forward_hook(self.hook(("mixer", k)))
             mixer.register_forward_pre_hook(self.pre_hook(("input", k)), with_kwargs=True)
 
     @staticmethod
@@ -904,6 +906,34 @@ class HFModel(StackBackend):
             mixers = np.stack([self.out(got[("mixer", i)]) for i in range(n)])
             return logits, hidden, inputs, mixers
 
+    def _inkling_export(self, cache, layer, conv, rec, k, v, full_seen):
+        """An Inkling layer's cache in mixcheck's layout (docs/semantics.md §12.9): conv [B][1 + 2 kvd + 2 D][K] the
+        count of real tokens, then the conv states 0..3 of the layer's LinearAttention cache layer ([B][C][K], the last
+        K inputs with the pads zeroed: the same for left padding); rec the keys and values at their positions. A
+        sliding layer's cache keeps only its last sliding_window - 1 slots (DynamicSlidingWindowLayer): the positions
+        before them stay zero (docs/findings.md 53)."""
+        i = self.entries[layer][1]
+        D = self.hf_config.hidden_size
+        kvd = (conv.shape[1] - 1 - 2 * D) // 2
+        lay = cache.hf.layers[i]
+        start = 1
+        for idx, n in enumerate((kvd, kvd, D, D)):
+            cs = lay.conv_states.get(idx) if isinstance(lay.conv_states, dict) else None
+            if isinstance(cs, torch.Tensor):
+                conv[:, start:start + n] = cs.detach().to("cpu", torch.float64).numpy()[:, :, -conv.shape[2]:]
+            start += n
+        hkv = rec.shape[1] // 2
+        T, kept = full_seen.shape[1], k.shape[2]
+        for b in range(conv.shape[0]):
+            conv[b, 0, 0] = full_seen[b].sum()
+            before = np.cumsum(full_seen[b]) - 1   # a real token's position: the real tokens before it
+            for j in range(kept):
+                t = T - kept + j
+                if full_seen[b, t] and before[t] < rec.shape[2]:
+                    rec[b, :hkv, before[t]] = k[b][:, j]
+                    rec[b, hkv:, before[t]] = v[b][:, j]
+        return conv, rec
+
     def cache_export(self, cache, layer):
         family, conv_shape, state_shape = self.options.layers[layer]
         B = cache.batch
@@ -926,7 +956,10 @@ class HFModel(StackBackend):
                 return conv, rec
             k = st["keys"].detach().to("cpu", torch.float64).numpy()  # [B][Hkv][T][hd], pads' slots included
             v = st["values"].detach().to("cpu", torch.float64).numpy()
-            seen = cache.seen.cpu().numpy()[:, -k.shape[2]:]
+            full_seen = cache.seen.cpu().numpy()
+            seen = full_seen[:, -k.shape[2]:]
+            if conv_shape[0] > 1:  # Inkling: the count, then its four conv states (k, v, attn_sconv, mlp_sconv)
+                return self._inkling_export(cache, layer, conv, rec, k, v, full_seen)
             # MLA (KimiLinearAttention): one "head", keys the normed latent [B][1][T][c], values the rope key
             # [B][1][T][dr]; mixcheck's state [B][1][Lmax][c + dr] holds them side by side
             mla = hkv2 == 1 and k.shape[1] == 1 and k.shape[3] + v.shape[3] == hd

@@ -57,6 +57,9 @@ static enum mc_backend_status at_create(const struct mc_model_desc *d, struct mc
     if (c->hidden_size < 1 || c->num_key_value_heads < 1 || c->num_attention_heads % c->num_key_value_heads != 0 ||
         c->head_dim < 2 || c->cache_length < 1)
         return mut_fail(msg, MC_BACKEND_INVALID, "mutant attention: inconsistent configuration");
+    if (c->sconv_kernel || c->rel_dim || c->sliding_window)
+        return mut_fail(msg, MC_BACKEND_UNSUPPORTED,
+                        "mutant attention: Inkling's options (sconv_kernel, rel_dim, sliding_window) are not planted");
     struct at *m = calloc(1, sizeof *m);
     if (m == NULL)
         return mut_fail(msg, MC_BACKEND_NOMEM, "mutant attention: out of memory");

@@ -250,6 +250,26 @@ VARIANTS["minimax-defaults-tied"] = ("minimax", {"layer_types": None, "num_hidde
                                                  "full_attn_alpha_factor": 1, "full_attn_beta_factor": 1,
                                                  "mlp_alpha_factor": 1, "mlp_beta_factor": 1, "block_size": 256}, {})
 
+# Inkling: sliding (2 heads of 16 over 1, a window of 3) and full attention (GQA 4/2 of 8, relative extent 5), short
+# convs of 3, d_rel 4, the dense MLP and the MoE of 4 experts top-2 with 2 shared sink experts, the head's divisor 3;
+# then the defaults' patterns: local_layer_ids [0, 1] (layer 2 full), dense_mlp_idx 1 (layer 0 dense), one shared
+# expert, top-1, conv kernel 2, saved in bfloat16 (save_pretrained writes the resolved layer_types and mlp_layer_types)
+TINY["inkling_text"] = dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=8, swa_num_attention_heads=2, swa_num_key_value_heads=1,
+                            swa_head_dim=16, sliding_window_size=3, d_rel=4, rel_extent=5, conv_kernel_size=3,
+                            max_position_embeddings=64, intermediate_size=24, moe_intermediate_size=8,
+                            n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=2, route_scale=2.5,
+                            logits_mup_width_multiplier=3.0,
+                            layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"],
+                            mlp_layer_types=["dense", "sparse", "dense", "sparse"])
+CONFIGS["inkling_text"] = "InklingTextConfig"
+MODELS["inkling_text"] = "InklingForCausalLM"
+VARIANTS["inkling-mixed"] = ("inkling_text", {}, {})
+VARIANTS["inkling-defaults-bf16"] = ("inkling_text", {"layer_types": None, "mlp_layer_types": None, "num_hidden_layers": 3,
+                                                     "local_layer_ids": [0, 1], "dense_mlp_idx": 1,
+                                                     "n_shared_experts": 1, "num_experts_per_tok": 1,
+                                                     "conv_kernel_size": 2}, {"bf16": True})
+
 LIGHTNING_BUFFERS = ("self_attn.slope_rate", "self_attn.query_decay", "self_attn.key_decay", "self_attn.diagonal_decay")
 
 

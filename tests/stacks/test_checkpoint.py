@@ -36,6 +36,7 @@ LAYER["lfm2_moe"] = (3, "attention")   # after a MoE layer
 LAYER["olmo_hybrid"] = (2, "gdn")   # olmo_hybrid layer 2: a Gated DeltaNet with beta doubled (allow_neg_eigval)
 LAYER["kimi_linear"] = (1, "attention")   # kimi_linear layer 1: MLA (the attention family's MLA option)
 LAYER["minimax"] = (2, "lightning")   # minimax layer 2: lightning attention, its slopes those of layer 2 of 4
+LAYER["inkling_text"] = (2, "attention")   # inkling layer 2: sliding attention, its convs and relative logits
 TOL = os.path.join(ROOT, "cases", "tolerances")
 
 
@@ -67,7 +68,8 @@ def main():
                 del saved["lm_head.weight"]
             C.write_safetensors(os.path.join(folder, "model.safetensors"), saved)
             out = os.path.join(tmp, spec.name + ".h5")
-            args = sum((["--prompt", p] for p in PROMPT), [])
+            # the prompt's ids within the vocabulary (models/inkling's is 160)
+            args = sum((["--prompt", " ".join(str(int(t) % cfg["vocab_size"]) for t in p.split())] for p in PROMPT), [])
             run(GEN + ["from-checkpoint", folder, "--out", out, "--greedy", "6"] + args)
             # the logits equal the oracle's on the same weights and the same left-padded prompt
             tensors, _, root = G_read(out)
@@ -92,7 +94,8 @@ def main():
                                     "lfm2_moe": "models-lfm2_moe.yaml",
                                     "olmo_hybrid": "models-olmo_hybrid.yaml",
                                     "kimi_linear": "models-kimi_linear.yaml",
-                                    "minimax": "models-minimax.yaml"}.get(spec.model_type,
+                                    "minimax": "models-minimax.yaml",
+                                    "inkling_text": "models-inkling.yaml"}.get(spec.model_type,
                                                                                                 "models.yaml"))
             cpath = os.path.join(tmp, spec.name + ".yaml")
             case(cpath, f"model: {spec.model_type}", out, tol,
@@ -102,7 +105,8 @@ def main():
             layer, family = LAYER[spec.model_type]
             lout = os.path.join(tmp, f"{spec.name}-layer{layer}.h5")
             run(GEN + ["from-checkpoint", folder, "--out", lout, "--layer", str(layer), "--family", family] + args)
-            ltol = os.path.join(TOL, (family if family != "mamba1" else "mamba1") + ".yaml")
+            ltol = os.path.join(TOL, "attention-inkling.yaml" if spec.model_type == "inkling_text" else
+                                (family if family != "mamba1" else "mamba1") + ".yaml")
             lpath = os.path.join(tmp, f"{spec.name}-layer.yaml")
             case(lpath, f"family: {family}", lout, ltol, "  prefill: {}\n  decode: {prefill: 3}\n")
             print("  layer: " + run([MIXCHECK, "run", lpath, "-q", "--color", "never"]).strip().splitlines()[0])

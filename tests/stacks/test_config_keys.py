@@ -131,7 +131,8 @@ def enumeration():
                 "('qwen3_next', T.Qwen3NextConfig), ('qwen3_5_moe_text', T.Qwen3_5MoeTextConfig), "
                 "('falcon_h1', T.FalconH1Config), ('zamba2', T.Zamba2Config), ('zamba', T.ZambaConfig), "
                 "('lfm2_moe', T.Lfm2MoeConfig), ('olmo_hybrid', T.OlmoHybridConfig), "
-                "('kimi_linear', T.KimiLinearConfig), ('minimax', T.MiniMaxConfig)]}))")
+                "('kimi_linear', T.KimiLinearConfig), ('minimax', T.MiniMaxConfig), "
+                "('inkling_text', T.InklingTextConfig)]}))")
         p = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if p.returncode == 0:
             sets["installed transformers"] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -562,6 +563,57 @@ def main():
         write(path("bad-mm-attn_type_list"), dict({k: v for k, v in xcfg.items() if k != "layer_types"},
                                                   attn_type_list=[0, 1, 0, 1]), xw)
         refused(path("bad-mm-attn_type_list"), "'attn_type_list' without 'layer_types'", "minimax attn_type_list")
+        # Inkling: layer_types / mlp_layer_types as save_pretrained writes them, and the patterns InklingTextConfig
+        # derives (local_layer_ids, dense_mlp_idx) and the attribute_map aliases read alike; the scalar keys honoured
+        # (the golden moves, mixcheck passes it); log_scaling_n_floor, shared_expert_sink false, unpadded_vocab_size
+        # below vocab_size, another activation, a bad layer kind refused; the multi-token prediction weights dropped
+        icfg, iw = base("inkling", vocab_size=256)
+        derived = {k: v for k, v in icfg.items() if k not in ("layer_types", "mlp_layer_types")}
+        derived.update(local_layer_ids=[0, 2])
+        dense_first = dict(icfg, mlp_layer_types=None, dense_mlp_idx=0)   # every layer sparse: other weights
+        aliases = {k: v for k, v in icfg.items() if k not in ("sliding_window_size", "conv_kernel_size",
+                                                                "n_routed_experts", "logits_mup_width_multiplier",
+                                                                "max_position_embeddings")}
+        aliases.update(sliding_window=icfg["sliding_window_size"], sconv_kernel_size=icfg["conv_kernel_size"],
+                       num_local_experts=icfg["n_routed_experts"],
+                       embedding_multiplier=icfg["logits_mup_width_multiplier"],
+                       model_max_length=icfg["max_position_embeddings"])
+        mtp = dict(iw, **{"model.mtp.0.norm.weight": np.ones(icfg["hidden_size"], np.float32)})
+        derived["mlp_layer_types"] = icfg["mlp_layer_types"]
+        for tag, c, wts in (("list", icfg, iw), ("derived", derived, iw), ("alias", aliases, iw), ("mtp", icfg, mtp)):
+            write(path("ik-" + tag), c, wts)
+            golden(path("ik-" + tag), path(f"ik-{tag}.h5"))
+        same(path("ik-list.h5"), path("ik-derived.h5"), "inkling: local_layer_ids read as layer_types")
+        same(path("ik-list.h5"), path("ik-alias.h5"), "inkling: the attribute_map aliases read as their fields")
+        same(path("ik-list.h5"), path("ik-mtp.h5"), "inkling: model.mtp.* dropped as upstream ignores it")
+        passes(path("ik-list.h5"), tmp, "inkling_text", profile="inkling")
+        passes(path("ik-derived.h5"), tmp, "inkling_text", profile="inkling")
+        passes(path("ik-alias.h5"), tmp, "inkling_text", profile="inkling")
+        write(path("ik-dense-first"), dense_first, S.init_weights(K.normalise(dense_first), np.random.default_rng(3)))
+        golden(path("ik-dense-first"), path("ik-dense-first.h5"))
+        passes(path("ik-dense-first.h5"), tmp, "inkling_text", profile="inkling")
+        for key, value in (("route_scale", 5.0), ("logits_mup_width_multiplier", 1.5), ("rel_extent", 4),
+                           ("sliding_window_size", 2), ("rms_norm_eps", 1e-2)):
+            over, ow = {key: value}, dict(iw)
+            # the relative-logits profiles [d_rel][extent] follow the extent (the full layers' rel_extent, the sliding
+            # layers' window): their first columns kept
+            for i in {"rel_extent": (1, 3), "sliding_window_size": (0, 2)}.get(key, ()):
+                k = f"model.layers.{i}.self_attn.rel_logits_proj.proj"
+                ow[k] = np.ascontiguousarray(iw[k][:, :value])
+            write(path("ik-" + key), dict(icfg, **over), ow)
+            golden(path("ik-" + key), path(f"ik-{key}.h5"))
+            d = differ(path("ik-list.h5"), path(f"ik-{key}.h5"), f"inkling {over}")
+            passes(path(f"ik-{key}.h5"), tmp, "inkling_text", profile="inkling")
+            print(f"inkling: {over} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+        for key, value, needle in (("log_scaling_n_floor", 4, "'log_scaling_n_floor' = 4"),
+                                   ("shared_expert_sink", False, "'shared_expert_sink' = false"),
+                                   ("unpadded_vocab_size", 200, "'unpadded_vocab_size' = 200"),
+                                   ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
+                                   ("layer_types", ["hybrid_sliding", "full_attention", "hybrid_sliding", "hybrid"],
+                                    "'layer_types'"),
+                                   ("mlp_layer_types", ["dense", "moe", "dense", "sparse"], "'mlp_layer_types'")):
+            write(path("bad-ik-" + key), dict(icfg, **{key: value}), iw)
+            refused(path("bad-ik-" + key), needle, f"inkling key {key}")
         cfg, w = base("mamba2")
         for key, value, needle in (("attn_softcapping", 30.0, "'attn_softcapping' = 30.0"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),

@@ -93,7 +93,8 @@ static void test_models_pass(void **state)
                                         "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                         "cases/models/falcon_h1.yaml", "cases/models/zamba.yaml",
                                         "cases/models/lfm2_moe.yaml", "cases/models/olmo_hybrid.yaml",
-                                        "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml"};
+                                        "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml",
+                                        "cases/models/inkling.yaml"};
     static const struct {
         int cpu;
         enum mc_dtype dtype;
@@ -332,6 +333,24 @@ static const struct glue GLUE[] = {
      MC_DTYPE_F32, {"first diverging layer 0 of 4 (lightning mixer on 'cpu')", "or its residual add"}},
     {"cases/models/minimax.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32,
      {"first diverging layer 0 of 4"}},
+    /* Inkling (sliding attention 0, 2, full 1, 3; the dense MLP at 0, 2, the sink-routed MoE at 1, 3): the embedding's
+     * norm skipped, the head's divisor dropped, layer 1's mlp_sconv skipped, the shared experts out of the router's
+     * softmax, the global scales read as 1, the layer kinds' pattern shifted */
+    {"cases/models/inkling.yaml", "glue.inkling-embed-norm-skipped", MC_STACK_GLUE_INKLING_EMBED_NORM_SKIPPED, 0, 1,
+     MC_DTYPE_F32, {"glue: the embedding (hidden state 0)"}},
+    {"cases/models/inkling.yaml", "glue.inkling-head-divisor-dropped", MC_STACK_GLUE_INKLING_HEAD_DIVISOR_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"glue after the last layer", "final norm / LM head"}},
+    {"cases/models/inkling.yaml", "glue.inkling-mlp-sconv-skipped@1", MC_STACK_GLUE_INKLING_MLP_SCONV_SKIPPED, 1, 1,
+     MC_DTYPE_F32, {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/inkling.yaml", "glue.inkling-sink-dropped", MC_STACK_GLUE_INKLING_SINK_DROPPED, 0, 1, MC_DTYPE_F32,
+     {"first diverging layer 1 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MoE)"}},
+    {"cases/models/inkling.yaml", "glue.inkling-global-scale-dropped", MC_STACK_GLUE_INKLING_GLOBAL_SCALE_DROPPED, 0, 1,
+     MC_DTYPE_F32, {"first diverging layer 0 of 4 (attention mixer on 'cpu')", "glue: the feed-forward (MLP)"}},
+    {"cases/models/inkling.yaml", "glue.block-norm-skipped@2", MC_STACK_GLUE_BLOCK_NORM_SKIPPED, 2, 1, MC_DTYPE_F32,
+     {"first diverging layer 2 of 4 (attention mixer on 'cpu')", "glue around the mixer"}},
+    {"cases/models/inkling.yaml", "glue.pattern-shifted", MC_STACK_GLUE_PATTERN_SHIFTED, 0, 1, MC_DTYPE_F32, {"first diverging layer 0 of 4 (attention mixer on 'cpu')"}},
+    {"cases/models/inkling.yaml", "glue.inkling-sink-dropped", MC_STACK_GLUE_INKLING_SINK_DROPPED, 0, 1, MC_DTYPE_BF16,
+     {"layer 1 of 4 (attention mixer on 'cpu')", "glue"}},
 };
 
 static void test_glue_mutants(void **state)
@@ -990,6 +1009,114 @@ static int teardown(void **state)
     return mc_test_tmpdir_remove(dir);
 }
 
+static void test_inkling_config(void **state)
+{
+    (void)state;
+    static const char *const base = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 4, "
+                                    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, "
+                                    "\"swa_num_attention_heads\": 2, \"swa_num_key_value_heads\": 1, "
+                                    "\"swa_head_dim\": 16, \"intermediate_size\": 24, \"moe_intermediate_size\": 8, "
+                                    "\"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"n_shared_experts\": 2, "
+                                    "\"max_position_embeddings\": 64";
+    static const char *const base_ctx = "\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 4, "
+                                        "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, "
+                                        "\"intermediate_size\": 24, \"moe_intermediate_size\": 8, "
+                                        "\"num_experts_per_tok\": 2";
+    char json[2048];
+    { /* layer_types and mlp_layer_types as save_pretrained writes them */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"layer_types\": [\"hybrid_sliding\", \"hybrid\", \"hybrid_sliding\", "
+                                    "\"hybrid\"], \"mlp_layer_types\": [\"dense\", \"sparse\", \"dense\", \"sparse\"], "
+                                    "\"sliding_window_size\": 3, \"rel_extent\": 5, \"d_rel\": 4, "
+                                    "\"conv_kernel_size\": 3, \"route_scale\": 2.5, "
+                                    "\"logits_mup_width_multiplier\": 3.0}",
+                 base);
+        if (mc_stack_config_parse("inkling_text", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 4; i++) {
+            const struct mc_stack_layer *Z = &cfg.layers[i];
+            const struct mc_attention_config *at = &Z->mixer.u.attention;
+            assert_int_equal(Z->family, MC_FAMILY_ATTENTION);
+            assert_true(Z->moe == (i % 2) && Z->dense == !(i % 2) && Z->dense_size == (i % 2 ? 0 : 24));
+            assert_true(at->no_rope && at->qk_norm == MC_QK_NORM_RMS && at->sconv_kernel == 3 && at->rel_dim == 4 &&
+                        at->cache_length == 64 && at->rms_norm_eps == 1e-6);
+            if (i % 2 == 0) /* sliding: the swa heads, the window its relative extent */
+                assert_true(at->num_attention_heads == 2 && at->num_key_value_heads == 1 && at->head_dim == 16 &&
+                            at->sliding_window == 3 && at->rel_extent == 3 && at->softmax_scale == 1.0 / 16.0);
+            else
+                assert_true(at->num_attention_heads == 4 && at->num_key_value_heads == 2 && at->head_dim == 8 &&
+                            at->sliding_window == 0 && at->rel_extent == 5 && at->softmax_scale == 1.0 / 8.0);
+        }
+        assert_true(cfg.embed_norm && cfg.head_divisor == 3.0 && cfg.ffn_sconv == 3 && cfg.ffn_global_scale &&
+                    !cfg.tied && !cfg.residual_in_fp32 && cfg.norm_eps == 1e-6);
+        assert_true(cfg.moe.router == MC_ROUTER_SIGMOID_SINK && cfg.moe.n_experts == 4 && cfg.moe.top_k == 2 &&
+                    cfg.moe.n_shared == 2 && cfg.moe.expert_size == 8 && cfg.moe.routed_scaling == 2.5);
+        struct mc_family_shape sh;
+        mc_stack_layer_shape(&cfg, 1, &sh); /* the count, k, v and out windows, then mlp_sconv's */
+        assert_true(sh.conv_channels == 1 + 2 * 16 + 32 + 32 && sh.conv_kernel == 3);
+        char name[MC_STACK_NAME_LEN], full[MC_STACK_NAME_LEN + 32];
+        mc_stack_name_mixer_param(&cfg, 2, "out_sconv.conv1d.weight", full);
+        assert_string_equal(full, "model.layers.2.attn_sconv.conv1d.weight");
+        mc_stack_name_mixer_param(&cfg, 2, "rel_logits_proj.proj", full);
+        assert_string_equal(full, "model.layers.2.self_attn.rel_logits_proj.proj");
+        mc_stack_name_inkling(&cfg, 0, 0, name);
+        assert_string_equal(name, "model.embed_tokens.embed_norm.weight");
+        mc_stack_name_inkling(&cfg, 3, 1, name);
+        assert_string_equal(name, "model.layers.3.mlp_sconv.conv1d.weight");
+        mc_stack_name_inkling(&cfg, 1, 6, name);
+        assert_string_equal(name, "model.layers.1.mlp.shared_experts.down_proj");
+        mc_stack_name_moe(&cfg, 1, 3, name);
+        assert_string_equal(name, "model.layers.1.mlp.gate.e_score_correction_bias");
+    }
+    { /* the defaults: every i with (i + 1) % 6 != 0 sliding (local_layer_ids when given), dense below dense_mlp_idx,
+         the checkpoints' aliases read as their fields, dense_intermediate_size the dense width */
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, \"local_layer_ids\": [1, 2], \"dense_mlp_idx\": 1, \"sliding_window\": 6, "
+                                    "\"sconv_kernel_size\": 2, \"num_local_experts\": 4, \"embedding_multiplier\": 12, "
+                                    "\"model_max_length\": 48, \"dense_intermediate_size\": 40}",
+                 base_ctx);
+        if (mc_stack_config_parse("inkling_text", json, "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 4; i++) {
+            const struct mc_attention_config *at = &cfg.layers[i].mixer.u.attention;
+            assert_true((at->sliding_window == 6) == (i == 1 || i == 2) && at->sconv_kernel == 2 &&
+                        at->cache_length == 48 && at->rel_dim == 16);
+            assert_true(cfg.layers[i].moe == (i >= 1) && cfg.layers[i].dense_size == (i >= 1 ? 0 : 40));
+        }
+        assert_true(cfg.head_divisor == 12.0 && cfg.moe.expert_size == 24 && cfg.moe.routed_scaling == 8.0);
+        if (mc_stack_config_parse("inkling_text", "{\"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 7, "
+                                  "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, "
+                                  "\"max_position_embeddings\": 64}",
+                                  "cfg", &cfg, &err) != MC_ERR_NONE)
+            fail_msg("%s", err.msg);
+        for (int i = 0; i < 7; i++)
+            assert_true((cfg.layers[i].mixer.u.attention.sliding_window == 512) == ((i + 1) % 6 != 0));
+    }
+    static const struct {
+        const char *extra, *needle;
+    } bad[] = {
+        {"\"log_scaling_n_floor\": 128", "'log_scaling_n_floor'"},
+        {"\"shared_expert_sink\": false", "'shared_expert_sink'"},
+        {"\"unpadded_vocab_size\": 60", "'unpadded_vocab_size' 60"},
+        {"\"hidden_act\": \"gelu\"", "'hidden_act' gelu"},
+        {"\"layer_types\": [\"hybrid\", \"sliding_attention\", \"hybrid\", \"hybrid\"]", "'layer_types[1]'"},
+        {"\"mlp_layer_types\": [\"dense\", \"moe\", \"dense\", \"dense\"]", "'mlp_layer_types[1]'"},
+        {"\"sliding_window\": 6, \"sliding_window_size\": 7", "'sliding_window' and 'sliding_window_size' disagree"},
+        {"\"conv_kernel_size\": 0", "'conv_kernel_size'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mc_stack_config cfg;
+        struct mc_error err = {0};
+        snprintf(json, sizeof json, "{%s, %s}", bad[i].extra, base);
+        assert_int_equal(mc_stack_config_parse("inkling_text", json, "cfg", &cfg, &err), MC_ERR_INPUT);
+        if (strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].extra, err.msg, bad[i].needle);
+        printf("  refused: %s\n", err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1003,6 +1130,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_5_moe_config),
         cmocka_unit_test(test_lfm2_moe_config),
         cmocka_unit_test(test_minimax_config),
+        cmocka_unit_test(test_inkling_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

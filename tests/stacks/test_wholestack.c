@@ -353,7 +353,7 @@ static enum mc_backend_status port_cache_export(struct mc_model *m, const struct
     while (c->shared != NULL)
         c = c->shared;
     struct mc_family_shape sh;
-    mc_family_shape(&m->g.config.layers[layer].mixer, &sh);
+    mc_stack_layer_shape(&m->g.config, layer, &sh);
     size_t nc = (size_t)(c->batch * sh.conv_channels * sh.conv_kernel), ns = (size_t)(c->batch * mc_family_state_elems(&sh));
     double *cb = malloc((nc + 1) * sizeof *cb), *sb = malloc((ns + 1) * sizeof *sb);
     enum mc_backend_status st = MC_BACKEND_NOMEM;
@@ -409,7 +409,8 @@ static const char *const MODEL_CASES[] = {"cases/models/mamba2.yaml", "cases/mod
                                           "cases/models/qwen3_next.yaml", "cases/models/qwen3_5_moe.yaml",
                                           "cases/models/falcon_h1.yaml",
                                           "cases/models/zamba.yaml", "cases/models/lfm2_moe.yaml",
-                                          "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml"};
+                                          "cases/models/kimi_linear.yaml", "cases/models/minimax.yaml",
+                                          "cases/models/inkling.yaml"};
 
 
 /* One check: the engine with every layer on cpu (or on the reference at f64) when port is NULL, else

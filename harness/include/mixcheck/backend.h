@@ -227,6 +227,18 @@ struct mc_attention_config {
     int64_t q_lora_rank;          /* the query latent's rank; 0 = q_proj straight from the input */
     int64_t qk_rope_head_dim;     /* dr: the shared rope part of each key (all of it rotated unless no_rope) */
     int64_t v_head_dim;           /* dv: each head's value dim */
+    /* Inkling's InklingAttention (docs/semantics.md §12.9), each 0 = off:
+     * sconv_kernel K > 0: short convolutions with their input added (u + depthwise causal conv of the last K real
+     * inputs, no bias) on the k and v projections before the k norm (k_sconv.conv1d.weight, v_sconv.conv1d.weight
+     * [Hkv*hd][1][K]) and on o_proj's output (out_sconv.conv1d.weight [D][1][K]); the window then is
+     * [B][1 + 2*Hkv*hd + D][K]: row 0 holds the count in column 0 (zeros after it), then the k, v and out windows
+     * (the last K inputs, oldest first). rel_dim > 0: the relative logits, r_proj.weight [Hq*rel_dim][D] and
+     * rel_logits_proj.proj [rel_dim][rel_extent]; head h at position n adds (r_h · proj)[n - s] to the score of
+     * position s when n - s < rel_extent. sliding_window W > 0: position n attends to s with n - s < W only. */
+    int64_t sconv_kernel;
+    int64_t rel_dim;
+    int64_t rel_extent;
+    int64_t sliding_window;
 };
 
 /* MiniMax lightning attention (docs/semantics.md §13, HF MiniMaxLightningAttention). hd = head_dim;

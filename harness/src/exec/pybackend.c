@@ -1101,7 +1101,7 @@ static enum mc_backend_status stack_create(int k, const struct mc_stack_desc *de
                 (long long)cfg->hidden, (long long)cfg->vocab);
         for (int64_t i = 0; i < cfg->n_layers; i++) {
             struct mc_family_shape *sh = &pm->layers[i];
-            mc_family_shape(&cfg->layers[i].mixer, sh);
+            mc_stack_layer_shape(cfg, i, sh);
             fprintf(f, "%s{\"family\": \"%s\", \"conv_shape\": [%lld, %lld], \"state_shape\": [", i ? ", " : "",
                     mc_family_name(cfg->layers[i].family), (long long)sh->conv_channels, (long long)sh->conv_kernel);
             for (int d = 0; d < sh->state_ndim; d++)

@@ -72,6 +72,10 @@ static const struct mc_config_field attention_fields[] = {
     {"q_lora_rank", MC_FIELD_INT, offsetof(struct mc_attention_config, q_lora_rank), 1},
     {"qk_rope_head_dim", MC_FIELD_INT, offsetof(struct mc_attention_config, qk_rope_head_dim), 1},
     {"v_head_dim", MC_FIELD_INT, offsetof(struct mc_attention_config, v_head_dim), 1},
+    {"sconv_kernel", MC_FIELD_INT, offsetof(struct mc_attention_config, sconv_kernel), 1},
+    {"rel_dim", MC_FIELD_INT, offsetof(struct mc_attention_config, rel_dim), 1},
+    {"rel_extent", MC_FIELD_INT, offsetof(struct mc_attention_config, rel_extent), 1},
+    {"sliding_window", MC_FIELD_INT, offsetof(struct mc_attention_config, sliding_window), 1},
 };
 
 static const struct mc_config_field lightning_fields[] = {
@@ -290,6 +294,21 @@ static enum mc_err_code validate_attention(const struct mc_attention_config *c, 
                             "must be >= 0 (got %lld, %lld, %lld, %lld)",
                             (long long)c->kv_lora_rank, (long long)c->q_lora_rank, (long long)c->qk_rope_head_dim,
                             (long long)c->v_head_dim);
+    if (c->sconv_kernel < 0 || c->rel_dim < 0 || c->rel_extent < 0 || c->sliding_window < 0 ||
+        (c->rel_dim > 0) != (c->rel_extent > 0))
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config attributes 'sconv_kernel', 'rel_dim', 'rel_extent' and 'sliding_window' must be "
+                            ">= 0, rel_dim and rel_extent both 0 or both > 0 (got %lld, %lld, %lld, %lld)",
+                            (long long)c->sconv_kernel, (long long)c->rel_dim, (long long)c->rel_extent,
+                            (long long)c->sliding_window);
+    if (c->kv_lora_rank > 0 && (c->sconv_kernel || c->rel_dim || c->sliding_window))
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config: 'sconv_kernel', 'rel_dim' and 'sliding_window' (Inkling's options) have no MLA "
+                            "form (kv_lora_rank > 0)");
+    if ((c->sconv_kernel || c->rel_dim) && c->qk_norm == MC_QK_NORM_RMS_FULL)
+        return mc_error_set(err, MC_ERR_INPUT,
+                            "config: 'sconv_kernel' / 'rel_dim' take the per-head q/k norms (qk_norm rms_full has no "
+                            "form with them)");
     if (c->kv_lora_rank > 0) { /* MLA (§12.8) */
         if (check_dim("qk_rope_head_dim", c->qk_rope_head_dim, err) || check_dim("v_head_dim", c->v_head_dim, err))
             return err->code;
@@ -544,6 +563,15 @@ int mc_family_weight_specs(const struct mc_family_config *cfg, struct mc_weight_
             spec(out, &n, "q_norm.weight", 1, full ? qd : hd, 0, 0);
             spec(out, &n, "k_norm.weight", 1, full ? kvd : hd, 0, 0);
         }
+        if (c->sconv_kernel > 0) { /* Inkling's short convolutions (§12.9) */
+            spec(out, &n, "k_sconv.conv1d.weight", 3, kvd, 1, c->sconv_kernel);
+            spec(out, &n, "v_sconv.conv1d.weight", 3, kvd, 1, c->sconv_kernel);
+            spec(out, &n, "out_sconv.conv1d.weight", 3, D, 1, c->sconv_kernel);
+        }
+        if (c->rel_dim > 0) { /* its relative logits */
+            spec(out, &n, "r_proj.weight", 2, c->num_attention_heads * c->rel_dim, D, 0);
+            spec(out, &n, "rel_logits_proj.proj", 2, c->rel_dim, c->rel_extent, 0);
+        }
         break;
     }
     case MC_FAMILY_LIGHTNING: {
@@ -635,6 +663,10 @@ void mc_family_shape(const struct mc_family_config *cfg, struct mc_family_shape 
         s->hidden = c->hidden_size;
         s->conv_channels = 1; /* conv_state [B][1][1]: the number of cached positions */
         s->conv_kernel = 1;
+        if (c->sconv_kernel > 0) { /* the count, then the k, v and out windows (§12.9) */
+            s->conv_channels = 1 + 2 * c->num_key_value_heads * c->head_dim + c->hidden_size;
+            s->conv_kernel = c->sconv_kernel;
+        }
         s->state_ndim = 3;
         s->state_dims[0] = c->kv_lora_rank > 0 ? 1 : 2 * c->num_key_value_heads; /* MLA: the latent, one "head" */
         s->state_dims[1] = c->cache_length;

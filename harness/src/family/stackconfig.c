@@ -47,6 +47,8 @@ const char *mc_model_type_name(enum mc_model_type t)
         return "kimi_linear";
     case MC_MODEL_MINIMAX:
         return "minimax";
+    case MC_MODEL_INKLING:
+        return "inkling_text";
     }
     return "unknown";
 }
@@ -89,6 +91,8 @@ int mc_model_type_from_name(const char *name, enum mc_model_type *t)
         *t = MC_MODEL_KIMI_LINEAR;
     else if (strcmp(name, "minimax") == 0)
         *t = MC_MODEL_MINIMAX;
+    else if (strcmp(name, "inkling_text") == 0)
+        *t = MC_MODEL_INKLING;
     else
         return -1;
     return 0;
@@ -106,6 +110,7 @@ enum mc_family mc_model_type_family(enum mc_model_type t)
            : t == MC_MODEL_OLMO_HYBRID ? MC_FAMILY_GDN
            : t == MC_MODEL_KIMI_LINEAR ? MC_FAMILY_KDA
            : t == MC_MODEL_MINIMAX ? MC_FAMILY_LIGHTNING
+           : t == MC_MODEL_INKLING ? MC_FAMILY_ATTENTION /* attention layers only */
                                    : MC_FAMILY_MAMBA2;
 }
 
@@ -1838,6 +1843,197 @@ static int parse_minimax(struct reader *r, struct mc_stack_config *cfg)
     return 0;
 }
 
+/* ---- Inkling --------------------------------------------------------------------------------------- */
+
+/* One InklingTextConfig key under its field name or its attribute_map alias (which wins when given, as the
+ * checkpoints' keys do); both given and different: refused. */
+static int inkling_int(struct reader *r, const char *field, const char *alias_name, int64_t dflt, int64_t *out)
+{
+    const struct mc_json_value *a = mc_json_get(r->root, alias_name), *f = mc_json_get(r->root, field);
+    if (a != NULL && a->type != MC_JSON_NULL && f != NULL && f->type != MC_JSON_NULL &&
+        (a->type != f->type || (a->type == MC_JSON_NUMBER && a->number != f->number))) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s' and '%s' disagree ('%s' is InklingTextConfig's alias "
+                     "of '%s')", r->where, alias_name, field, alias_name, field);
+        return -1;
+    }
+    return get_int(r, a != NULL && a->type != MC_JSON_NULL ? alias_name : field, 0, dflt, out);
+}
+
+/* A key that must be absent, null or the value 5.24 computes (a boolean want, or null when want < 0). */
+static int inkling_refuse(struct reader *r, const char *key, int want, const char *why)
+{
+    const struct mc_json_value *v = mc_json_get(r->root, key);
+    if (v == NULL || v->type == MC_JSON_NULL || (want == 1 && v->type == MC_JSON_TRUE) ||
+        (want == 0 && v->type == MC_JSON_FALSE))
+        return 0;
+    mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s': %s", r->where, key, why);
+    return -1;
+}
+
+/* InklingTextConfig (transformers 5.24, InklingForCausalLM): every layer InklingAttention of layer_types[i]
+ * ("hybrid": num_attention_heads, num_key_value_heads, head_dim, the relative logits over rel_extent;
+ * "hybrid_sliding": swa_num_attention_heads, swa_num_key_value_heads, swa_head_dim, a window of sliding_window_size
+ * (alias sliding_window) that is also its relative extent; absent: local_layer_ids sliding, or every i with
+ * (i + 1) % 6 != 0), no rotary embedding, per-head q/k RMSNorms at rms_norm_eps, the scale 1 / head_dim, d_rel
+ * relative states per head, short convs of conv_kernel_size (alias sconv_kernel_size) on k / v and after the
+ * attention (attn_sconv) and the feed-forward (mlp_sconv); the KV cache of max_position_embeddings (alias
+ * model_max_length) positions; mlp_layer_types ("dense" / "sparse"; absent: dense below dense_mlp_idx, default 0):
+ * the dense SwiGLU MLP of intermediate_size (dense_intermediate_size when given, intermediate_size then the experts'
+ * size) times its global_scale, or the MoE of n_routed_experts (alias num_local_experts) experts of
+ * moe_intermediate_size, num_experts_per_tok of them, n_shared_experts shared experts as the sink, route_scale; the
+ * normed embedding; the head on norm(h) / logits_mup_width_multiplier (alias embedding_multiplier), never tied.
+ * Refused: log_scaling_n_floor set (upstream's scaling counts the left padding's slots as positions),
+ * shared_expert_sink false (5.24 never reads it: the sink is always on), unpadded_vocab_size below vocab_size (the
+ * head's columns beyond it dropped: not computed), hidden_act other than silu. Inert: log_scaling_alpha (without the
+ * floor), rms_norm_eps_moe_gate (5.24 never reads it), tie_word_embeddings (_tied_weights_keys is empty), the
+ * multi-token-prediction keys (num_mtp_layers, chain_hidden_post_norm, mtp_hidden_states_first,
+ * mtp_local_layer_ids: their layers are not in InklingForCausalLM), initializer_range, attention_dropout, use_cache,
+ * the token ids. */
+static int parse_inkling(struct reader *r, struct mc_stack_config *cfg)
+{
+    struct mc_attention_config full = {.hidden_size = cfg->hidden, .no_rope = 1, .qk_norm = MC_QK_NORM_RMS,
+                                       .partial_rotary_factor = 1.0, .rope_theta = 10000.0};
+    struct mc_attention_config swa = full;
+    struct mc_stack_moe *e = &cfg->moe;
+    int64_t W = 512, d_rel = 16, extent = 1024, K = 4, ctx = 131072, inter = 24576, dense_idx = 0, dense_inter = -1,
+            unpadded = -1;
+    double mup = 24.0;
+    if (get_int(r, "num_attention_heads", 0, 64, &full.num_attention_heads) ||
+        positive(r, "num_attention_heads", full.num_attention_heads, 1024) ||
+        get_int(r, "num_key_value_heads", 0, 8, &full.num_key_value_heads) ||
+        positive(r, "num_key_value_heads", full.num_key_value_heads, 1024) ||
+        get_int(r, "head_dim", 0, 128, &full.head_dim) || positive(r, "head_dim", full.head_dim, 1 << 12) ||
+        get_int(r, "swa_num_attention_heads", 0, 64, &swa.num_attention_heads) ||
+        positive(r, "swa_num_attention_heads", swa.num_attention_heads, 1024) ||
+        get_int(r, "swa_num_key_value_heads", 0, 16, &swa.num_key_value_heads) ||
+        positive(r, "swa_num_key_value_heads", swa.num_key_value_heads, 1024) ||
+        get_int(r, "swa_head_dim", 0, 128, &swa.head_dim) || positive(r, "swa_head_dim", swa.head_dim, 1 << 12) ||
+        inkling_int(r, "sliding_window_size", "sliding_window", 512, &W) || positive(r, "sliding_window_size", W, 1 << 24) ||
+        get_int(r, "d_rel", 0, 16, &d_rel) || positive(r, "d_rel", d_rel, 1 << 12) ||
+        get_int(r, "rel_extent", 0, 1024, &extent) || positive(r, "rel_extent", extent, 1 << 24) ||
+        inkling_int(r, "conv_kernel_size", "sconv_kernel_size", 4, &K) || positive(r, "conv_kernel_size", K, 64) ||
+        inkling_int(r, "max_position_embeddings", "model_max_length", 131072, &ctx) ||
+        positive(r, "max_position_embeddings", ctx, 1 << 20) ||
+        get_int(r, "intermediate_size", 0, 24576, &inter) || positive(r, "intermediate_size", inter, 1 << 20) ||
+        get_int(r, "dense_intermediate_size", 0, -1, &dense_inter) || get_int(r, "dense_mlp_idx", 0, 0, &dense_idx) ||
+        get_int(r, "moe_intermediate_size", 0, 3072, &e->expert_size) ||
+        inkling_int(r, "n_routed_experts", "num_local_experts", 256, &e->n_experts) ||
+        get_int(r, "num_experts_per_tok", 0, 6, &e->top_k) || get_int(r, "n_shared_experts", 0, 2, &e->n_shared) ||
+        get_num(r, "route_scale", 0, 0, 8.0, &e->routed_scaling) ||
+        get_int(r, "unpadded_vocab_size", 0, -1, &unpadded) || want_string(r, "hidden_act", "silu") ||
+        inkling_refuse(r, "log_scaling_n_floor", -1,
+                       "the logarithmic query scaling is not computed (upstream scales by the position counted over "
+                       "the left padding's slots; mixcheck's position counts real tokens)") ||
+        inkling_refuse(r, "shared_expert_sink", 1,
+                       "false: InklingForCausalLM 5.24 never reads it (its shared experts are always scored in the "
+                       "router's softmax)"))
+        return -1;
+    const struct mc_json_value *mv = mc_json_get(r->root, "embedding_multiplier"),
+                               *fv = mc_json_get(r->root, "logits_mup_width_multiplier");
+    if (get_num(r, mv != NULL && mv->type != MC_JSON_NULL ? "embedding_multiplier" : "logits_mup_width_multiplier", 0,
+                0, 24.0, &mup))
+        return -1;
+    if (mv != NULL && mv->type == MC_JSON_NUMBER && fv != NULL && fv->type == MC_JSON_NUMBER && mv->number != fv->number) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'embedding_multiplier' and 'logits_mup_width_multiplier' "
+                     "disagree ('embedding_multiplier' is InklingTextConfig's alias of the other)", r->where);
+        return -1;
+    }
+    if (!(mup > 0.0) || !isfinite(mup) || !isfinite(e->routed_scaling)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'logits_mup_width_multiplier' must be finite and > 0 and "
+                     "'route_scale' finite", r->where);
+        return -1;
+    }
+    if (unpadded >= 0 && unpadded < cfg->vocab) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'unpadded_vocab_size' %lld below vocab_size %lld: the head's "
+                     "columns beyond it dropped is not computed", r->where, (long long)unpadded, (long long)cfg->vocab);
+        return -1;
+    }
+    if (full.num_attention_heads % full.num_key_value_heads || swa.num_attention_heads % swa.num_key_value_heads) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: num_attention_heads / swa_num_attention_heads must be "
+                     "multiples of num_key_value_heads / swa_num_key_value_heads", r->where);
+        return -1;
+    }
+    if (dense_inter >= 0) { /* InklingTextConfig.__post_init__ (#49416): intermediate_size was the experts' width */
+        e->expert_size = inter;
+        inter = dense_inter;
+        if (positive(r, "dense_intermediate_size", inter, 1 << 20))
+            return -1;
+    }
+    full.rms_norm_eps = swa.rms_norm_eps = cfg->norm_eps;
+    full.cache_length = swa.cache_length = ctx;
+    full.sconv_kernel = swa.sconv_kernel = K;
+    full.rel_dim = swa.rel_dim = d_rel;
+    full.rel_extent = extent;
+    swa.rel_extent = swa.sliding_window = W; /* InklingAttention: rel_extent = sliding_window_size when sliding */
+    full.softmax_scale = 1.0 / (double)full.head_dim; /* q/k are RMS-normalised per head: 1/d, not 1/sqrt(d) */
+    swa.softmax_scale = 1.0 / (double)swa.head_dim;
+    const struct mc_json_value *lt = mc_json_get(r->root, "layer_types"), *loc = mc_json_get(r->root, "local_layer_ids");
+    const struct mc_json_value *mt = mc_json_get(r->root, "mlp_layer_types");
+    if ((lt != NULL && lt->type != MC_JSON_NULL && (lt->type != MC_JSON_ARRAY || (int64_t)lt->len != cfg->n_layers)) ||
+        (mt != NULL && mt->type != MC_JSON_NULL && (mt->type != MC_JSON_ARRAY || (int64_t)mt->len != cfg->n_layers)) ||
+        (loc != NULL && loc->type != MC_JSON_NULL && loc->type != MC_JSON_ARRAY)) {
+        mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types' and 'mlp_layer_types' must list "
+                     "num_hidden_layers (%lld) layers, 'local_layer_ids' be a list", r->where, (long long)cfg->n_layers);
+        return -1;
+    }
+    int any_moe = 0;
+    for (int64_t i = 0; i < cfg->n_layers; i++) {
+        int sliding = (i + 1) % 6 != 0;
+        if (lt != NULL && lt->type == MC_JSON_ARRAY) {
+            const struct mc_json_value *v = &lt->items[i];
+            int h = v->type == MC_JSON_STRING && strcmp(v->string, "hybrid") == 0;
+            sliding = v->type == MC_JSON_STRING && strcmp(v->string, "hybrid_sliding") == 0;
+            if (!h && !sliding) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"hybrid\" or "
+                             "\"hybrid_sliding\"", r->where, (long long)i);
+                return -1;
+            }
+        } else if (loc != NULL && loc->type == MC_JSON_ARRAY) {
+            sliding = 0;
+            for (size_t k = 0; k < loc->len; k++)
+                sliding |= loc->items[k].type == MC_JSON_NUMBER && loc->items[k].number == (double)i;
+        }
+        int sparse = i >= dense_idx;
+        if (mt != NULL && mt->type == MC_JSON_ARRAY) {
+            const struct mc_json_value *v = &mt->items[i];
+            int dense = v->type == MC_JSON_STRING && strcmp(v->string, "dense") == 0;
+            sparse = v->type == MC_JSON_STRING && strcmp(v->string, "sparse") == 0;
+            if (!dense && !sparse) {
+                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_layer_types[%lld]' must be \"dense\" or "
+                             "\"sparse\"", r->where, (long long)i);
+                return -1;
+            }
+        }
+        struct mc_stack_layer *Z = &cfg->layers[i];
+        Z->family = Z->mixer.family = MC_FAMILY_ATTENTION;
+        Z->mixer.u.attention = sliding ? swa : full;
+        Z->moe = sparse;
+        Z->dense = !sparse;
+        Z->dense_size = sparse ? 0 : inter;
+        any_moe |= sparse;
+    }
+    if (any_moe && (e->n_experts < 1 || e->n_experts > MC_STACK_MAX_EXPERTS || e->top_k < 1 || e->top_k > e->n_experts ||
+                    e->top_k > MC_STACK_MAX_TOP_K || e->n_shared < 0 || e->n_shared + e->top_k > MC_STACK_MAX_TOP_K ||
+                    e->n_shared + e->n_experts > MC_STACK_MAX_EXPERTS ||
+                    positive(r, "moe_intermediate_size", e->expert_size, 1 << 20))) {
+        if (r->err->code == MC_ERR_NONE)
+            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: n_routed_experts (%lld) must be in [1, 512], "
+                         "num_experts_per_tok (%lld) in [1, n_routed_experts], n_shared_experts (%lld) >= 0 with the "
+                         "chosen and shared at most 64 and all experts at most 512", r->where, (long long)e->n_experts,
+                         (long long)e->top_k, (long long)e->n_shared);
+        return -1;
+    }
+    e->router = MC_ROUTER_SIGMOID_SINK;
+    e->act = MC_FFN_SWIGLU;
+    cfg->ffn_size = inter;
+    cfg->tied = 0; /* InklingForCausalLM._tied_weights_keys is empty: tie_word_embeddings ties nothing */
+    cfg->embed_norm = 1;
+    cfg->head_divisor = mup;
+    cfg->ffn_sconv = K;
+    cfg->ffn_global_scale = 1;
+    return 0;
+}
+
 enum mc_err_code mc_stack_config_parse(const char *model_type, const char *config_json, const char *where,
                                        struct mc_stack_config *cfg, struct mc_error *err)
 {
@@ -1846,10 +2042,11 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         return mc_error_set(err, MC_ERR_INPUT,
                             "%s: model_type: unknown model type '%.100s' (known: mamba2, mamba, lfm2, bamba, qwen3_5_text, "
                             "granitemoehybrid, falcon_mamba, jamba, nemotron_h, zamba2, qwen3_next, qwen3_5_moe_text, falcon_h1, zamba, "
-                            "lfm2_moe, olmo_hybrid, kimi_linear, minimax)",
+                            "lfm2_moe, olmo_hybrid, kimi_linear, minimax, inkling_text)",
                             where, model_type);
     cfg->model_type = mc_model_type_name(cfg->type);
     cfg->embedding_multiplier = cfg->residual_multiplier = cfg->logits_scaling = 1.0;
+    cfg->head_divisor = 1.0;
     cfg->lm_head_multiplier = cfg->mlp_gate_multiplier = cfg->mlp_down_multiplier = cfg->key_multiplier = 1.0;
     for (int i = 0; i < 5; i++)
         cfg->ssm_multipliers[i] = 1.0;
@@ -1881,13 +2078,14 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || zb ||
                         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
                         cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_OLMO_HYBRID ||
-                        cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX
+                        cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX ||
+                        cfg->type == MC_MODEL_INKLING
                     ? "rms_norm_eps"
                     : "layer_norm_epsilon",
                 0, 0,
                 cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA ||
                         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-                        cfg->type == MC_MODEL_OLMO_HYBRID
+                        cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_INKLING
                     ? 1e-6
                     : 1e-5,
                 &cfg->norm_eps) ||
@@ -1909,7 +2107,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
         cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_NEMOTRON_H ||
         cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
         cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR ||
-        cfg->type == MC_MODEL_MINIMAX)
+        cfg->type == MC_MODEL_MINIMAX || cfg->type == MC_MODEL_INKLING)
         cfg->residual_in_fp32 = 0; /* Lfm2DecoderLayer, BambaDecoderLayer, Qwen3_5DecoderLayer,
                                       GraniteMoeHybridDecoderLayer add in the model dtype; NemotronHBlock too,
                                       whatever its residual_in_fp32 says (it reads no such key) */
@@ -1917,7 +2115,8 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
                         cfg->type == MC_MODEL_QWEN3_5_MOE;
     cfg->norm_weight_fp32 |= cfg->type == MC_MODEL_OLMO_HYBRID; /* OlmoHybridRMSNorm: (w * x_normed).to(T) */
     int qn = cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_LFM2_MOE ||
-             cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX; /* its layers' feed-forwards are set by its
+             cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX ||
+             cfg->type == MC_MODEL_INKLING; /* its layers' feed-forwards are set by its
                                                                                     parser */
     if ((cfg->type == MC_MODEL_MAMBA2  ? parse_mamba2(&r, cfg)
          : cfg->type == MC_MODEL_MAMBA || cfg->type == MC_MODEL_FALCON_MAMBA ? parse_mamba(&r, cfg)
@@ -1931,6 +2130,7 @@ enum mc_err_code mc_stack_config_parse(const char *model_type, const char *confi
          : cfg->type == MC_MODEL_LFM2_MOE  ? parse_lfm2_moe(&r, cfg)
          : cfg->type == MC_MODEL_KIMI_LINEAR ? parse_kimi_linear(&r, cfg)
          : cfg->type == MC_MODEL_MINIMAX   ? parse_minimax(&r, cfg)
+         : cfg->type == MC_MODEL_INKLING   ? parse_inkling(&r, cfg)
          : qn                            ? parse_qwen3_next(&r, cfg)
          : cfg->type == MC_MODEL_FALCON_H1 ? parse_falcon_h1(&r, cfg)
          : cfg->type == MC_MODEL_OLMO_HYBRID ? parse_olmo_hybrid(&r, cfg)
@@ -1966,7 +2166,7 @@ static int hybrid(const struct mc_stack_config *cfg)
            cfg->type == MC_MODEL_GRANITEMOEHYBRID || cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_ZAMBA2 ||
            cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_FALCON_H1 ||
            cfg->type == MC_MODEL_ZAMBA || cfg->type == MC_MODEL_LFM2_MOE || cfg->type == MC_MODEL_OLMO_HYBRID ||
-           cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX;
+           cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX || cfg->type == MC_MODEL_INKLING;
 }
 
 void mc_stack_name_embedding(const struct mc_stack_config *cfg, char out[MC_STACK_NAME_LEN])
@@ -1989,7 +2189,7 @@ void mc_stack_name_layer_norm(const struct mc_stack_config *cfg, int64_t layer, 
     else if (cfg->type == MC_MODEL_BAMBA || cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
              cfg->type == MC_MODEL_JAMBA || cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
              cfg->type == MC_MODEL_FALCON_H1 || cfg->type == MC_MODEL_KIMI_LINEAR ||
-             cfg->type == MC_MODEL_MINIMAX) /* FalconH1: both slots read one norm */
+             cfg->type == MC_MODEL_MINIMAX || cfg->type == MC_MODEL_INKLING) /* FalconH1: both slots read one norm */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.input_layernorm.weight",
                  (long long)mc_stack_decoder_layer(cfg, layer));
     else if (cfg->type == MC_MODEL_OLMO_HYBRID) /* an attention layer's norm is on its output */
@@ -2056,6 +2256,10 @@ void mc_stack_name_mixer_param(const struct mc_stack_config *cfg, int64_t layer,
         for (size_t i = 0; i < sizeof olmo_gdn / sizeof olmo_gdn[0]; i++)
             if (strcmp(family_name, olmo_gdn[i][0]) == 0)
                 name = olmo_gdn[i][1];
+    if (cfg->type == MC_MODEL_INKLING && strcmp(family_name, "out_sconv.conv1d.weight") == 0) { /* the layer's */
+        snprintf(out, MC_STACK_NAME_LEN + 32, "model.layers.%lld.attn_sconv.conv1d.weight", (long long)layer);
+        return;
+    }
     snprintf(out, MC_STACK_NAME_LEN + 32, "%s%s", prefix, name);
 }
 
@@ -2125,6 +2329,10 @@ void mc_stack_name_ffn(const struct mc_stack_config *cfg, int64_t layer, int par
                  (cfg->layers[layer].moe ? kimi_moe_parts : qwen_parts)[part & 3]);
         return;
     }
+    if (cfg->type == MC_MODEL_INKLING) { /* InklingMLP; a MoE layer's shared experts are mc_stack_name_inkling's */
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, qwen_parts[part & 3]);
+        return;
+    }
     static const char *const minimax_parts[] = {"post_attention_layernorm.weight", NULL, NULL, NULL};
     if (cfg->type == MC_MODEL_MINIMAX) { /* the MoE alone (mc_stack_name_moe) after post_attention_layernorm */
         if (minimax_parts[part & 3] == NULL)
@@ -2166,7 +2374,7 @@ void mc_stack_name_moe(const struct mc_stack_config *cfg, int64_t layer, int par
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, lfm2_moe_parts[part & 3]);
     else if (cfg->type == MC_MODEL_NEMOTRON_H)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, nemotron_parts[part & 3]);
-    else if (cfg->type == MC_MODEL_KIMI_LINEAR)
+    else if (cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_INKLING) /* InklingTopkRouter's names too */
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, kimi_parts[part & 3]);
     else if (cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE || cfg->type == MC_MODEL_MINIMAX)
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer,
@@ -2186,7 +2394,8 @@ void mc_stack_name_final_norm(const struct mc_stack_config *cfg, char out[MC_STA
              : cfg->type == MC_MODEL_NEMOTRON_H ? "model.norm_f.weight"
              : cfg->type == MC_MODEL_QWEN3_5 || cfg->type == MC_MODEL_GRANITEMOEHYBRID ||
                        cfg->type == MC_MODEL_QWEN3_NEXT || cfg->type == MC_MODEL_QWEN3_5_MOE ||
-                       cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR || cfg->type == MC_MODEL_MINIMAX
+                       cfg->type == MC_MODEL_OLMO_HYBRID || cfg->type == MC_MODEL_KIMI_LINEAR ||
+                       cfg->type == MC_MODEL_MINIMAX || cfg->type == MC_MODEL_INKLING
                    ? "model.norm.weight"
                                                                                    : "backbone.norm_f.weight");
 }
@@ -2209,6 +2418,25 @@ void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int6
     else
         snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.shared_transformer.self_attn.linear_%c_adapter_list.%lld.%d."
                  "weight", i, "qkv"[((part - 3) / 2) % 3], j, (part - 3) % 2);
+}
+
+void mc_stack_name_inkling(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN])
+{
+    static const char *const parts[] = {NULL, "mlp_sconv.conv1d.weight", "mlp.global_scale", "mlp.gate.global_scale",
+                                        "mlp.shared_experts.gate_proj", "mlp.shared_experts.up_proj",
+                                        "mlp.shared_experts.down_proj"};
+    (void)cfg;
+    if (part <= 0 || part > 6)
+        snprintf(out, MC_STACK_NAME_LEN, "model.embed_tokens.embed_norm.weight");
+    else
+        snprintf(out, MC_STACK_NAME_LEN, "model.layers.%lld.%s", (long long)layer, parts[part]);
+}
+
+void mc_stack_layer_shape(const struct mc_stack_config *cfg, int64_t layer, struct mc_family_shape *sh)
+{
+    mc_family_shape(&cfg->layers[layer].mixer, sh);
+    if (cfg->ffn_sconv > 0 && mc_stack_layer_has_mixer(cfg, layer))
+        sh->conv_channels += cfg->hidden; /* the mlp_sconv window [D][K] after the mixer's (the same K) */
 }
 
 int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer)

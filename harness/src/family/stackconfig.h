@@ -74,6 +74,13 @@ enum mc_model_type {
                                   scaled by the layer kind's alpha and its mixer's output by its beta (struct
                                   mc_stack_layer.scaled), the softmax-then-top-k MoE (always renormalised, its weights
                                   kept in float32) on every layer with mlp_alpha / mlp_beta likewise */
+    MC_MODEL_INKLING = 19,     /* InklingForCausalLM (model_type inkling_text): every layer attention without rotary
+                                  embedding (the attention family's Inkling options: short convs on k / v and on the
+                                  output, the relative logits, per-head q/k RMSNorms, scale 1/hd), full or sliding by
+                                  layer_types with heads of their own; the normed embedding (embed_norm), a short conv
+                                  after every feed-forward (ffn_sconv), the dense SwiGLU MLP times its global_scale or
+                                  the sigmoid-routed MoE with its shared experts as the softmax's sink
+                                  (MC_ROUTER_SIGMOID_SINK); the head on norm(h) / logits_mup_width_multiplier */
 };
 
 /* The family of a layer without a sequence mixer (Nemotron-H's MLP and MoE blocks): its mixer configuration is
@@ -109,6 +116,14 @@ enum mc_stack_router {
                                    divided by (their sum + 1e-6) in T with renormalise (norm_topk_prob), times
                                    routed_scaling in T; the experts' weighted outputs added in T in increasing
                                    expert index, from zero */
+    MC_ROUTER_SIGMOID_SINK = 5, /* InklingTopkRouter: float32 logits z of E + S rows (the routed experts, then the
+                                   S = n_shared shared experts), sigmoid; the choice the k largest sigmoid(z_e) +
+                                   e_score_correction_bias_e of the routed (a tie: the lower index first); the weights
+                                   of the k chosen and the S shared sigmoid(z) divided by their sum (a softmax of their
+                                   log-sigmoids), times routed_scaling (route_scale) and the router's global_scale, in
+                                   float32, rounded to T; the routed experts' weighted outputs added in T in increasing
+                                   expert index from zero, plus the shared experts' (each silu(gate x) · up x · γ_s, in T,
+                                   through its down) summed in float32 and rounded to T */
 };
 
 /* A mixture-of-experts feed-forward (docs/models.md §1): E experts of SwiGLU size F_e, k of them per token.
@@ -133,6 +148,8 @@ struct mc_stack_moe {
     int32_t expert_bias;   /* MC_ROUTER_SIGMOID_BIAS: 1 with the router's expert_bias [E] (use_expert_bias) */
     int32_t weights_fp32;  /* MC_ROUTER_SOFTMAX_TOPK: the k weights stay float32 (not rounded to T) and each expert's
                               output times its weight is rounded to T once (MiniMaxTopKRouter / MiniMaxExperts) */
+    int64_t n_shared;      /* MC_ROUTER_SIGMOID_SINK: the S shared experts of expert_size, their router rows after the
+                              E routed ones, their gate / up [S][F_e][D] and down [S][D][F_e] (mc_stack_name_inkling) */
 };
 
 /* What a layer of the stack is: its mixer family (glue is the engine's, never a layer kind). */
@@ -211,6 +228,16 @@ struct mc_stack_config {
     double ssm_multipliers[5];
     int64_t decoder_layers; /* FalconH1's num_hidden_layers (n_layers is twice it: two slots a layer) */
     double mlp_alpha, mlp_beta; /* MiniMax's mlp_alpha_factor, mlp_beta_factor (layers[].scaled) */
+    /* Inkling (1 / 0 elsewhere): the embedding's output normalised as a block norm is (InklingNormedEmbedding,
+     * embed_norm.weight, norm_eps); the final norm's output divided by head_divisor (rounded to T) before the head;
+     * after every feed-forward a short conv of kernel ffn_sconv with its input added (mlp_sconv: u + the depthwise
+     * causal conv of the row's last K real outputs, in float32, rounded to T) before the residual add, its window
+     * [B][D][K] held by the engine's cache beside the layer's mixer cache (mc_stack_layer_shape); the dense MLP's
+     * output times its global_scale [1] (ffn_global_scale, in T) */
+    int32_t embed_norm;
+    double head_divisor;
+    int64_t ffn_sconv;
+    int32_t ffn_global_scale;
 };
 
 const char *mc_model_type_name(enum mc_model_type t);
@@ -264,6 +291,13 @@ void mc_stack_name_shared(const struct mc_stack_config *cfg, int64_t layer, int6
  * v_proj stacked; part 0, 1, 2 names them into out with their rows. 0 (nothing written) for any other layer. */
 int mc_stack_olmo_qkv_part(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN + 32],
                            int64_t *rows);
+/* Inkling's glue parameters: part 0 the embedding's norm [D] (embed_norm), 1 layer i's mlp_sconv [D][1][K], 2 its dense
+ * MLP's global_scale [1], 3 its router's global_scale [1], 4 / 5 / 6 its shared experts' gate_proj [S][F_e][D],
+ * up_proj [S][F_e][D], down_proj [S][D][F_e]. */
+void mc_stack_name_inkling(const struct mc_stack_config *cfg, int64_t layer, int part, char out[MC_STACK_NAME_LEN]);
+/* The cache of layer i as the engine exports it: its mixer's family shape, with ffn_sconv > 0 (Inkling) the
+ * feed-forward's conv window [D][K] as D more conv channels after the mixer's (the kernels are the same). */
+void mc_stack_layer_shape(const struct mc_stack_config *cfg, int64_t layer, struct mc_family_shape *sh);
 /* The width of entry `layer`'s mixer input: hidden, or 2 hidden for a Zamba2 application (cat(h, e)). */
 int64_t mc_stack_mixer_width(const struct mc_stack_config *cfg, int64_t layer);
 /* The Zamba types (zamba2, zamba): hybrid layers of a shared block's application and the layer's Mamba. */

@@ -68,6 +68,11 @@ done:
     return r->err.code;
 }
 
+static int has_mixer_ffn(const struct mc_stack_config *cfg, int64_t l)
+{
+    return cfg->layers[l].dense || cfg->layers[l].moe;
+}
+
 /* The parameters the configuration implies, in order: embedding, per layer its norm and its mixer's
  * parameters (family.h names under the layer's prefix), the final norm, the head. */
 static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STACK_NAME_LEN + 32],
@@ -85,6 +90,10 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
     } while (0)
     mc_stack_name_embedding(cfg, buf);
     ADD(buf, 2, cfg->vocab, cfg->hidden, 0);
+    if (cfg->embed_norm) { /* Inkling's InklingNormedEmbedding */
+        mc_stack_name_inkling(cfg, 0, 0, buf);
+        ADD(buf, 1, cfg->hidden, 0, 0);
+    }
     for (int64_t l = 0; mc_stack_is_zamba(cfg) && l < cfg->n_layers; l++) {
         /* Zamba2: a Mamba2 entry as any layer; an application's block copy under its layer (state_dict() lists each
          * tied copy), with the adapters of every application of its block, and the layer's linear */
@@ -169,22 +178,40 @@ static int weight_names(const struct mc_stack_config *cfg, char (*names)[MC_STAC
             }
             mc_stack_name_ffn(cfg, l, 3, buf);
             ADD(buf, 2, cfg->hidden, F, 0);
+            if (cfg->ffn_global_scale) { /* InklingMLP.global_scale [1] */
+                mc_stack_name_inkling(cfg, l, 2, buf);
+                ADD(buf, 1, 1, 0, 0);
+            }
+        }
+        if (cfg->ffn_sconv > 0 && has_mixer_ffn(cfg, l)) { /* Inkling's mlp_sconv [D][1][K] */
+            mc_stack_name_inkling(cfg, l, 1, buf);
+            ADD(buf, 3, cfg->hidden, 1, cfg->ffn_sconv);
         }
         if (cfg->layers[l].moe) {
             const struct mc_stack_moe *e = &cfg->moe;
             mc_stack_name_moe(cfg, l, 0, buf);
-            ADD(buf, 2, e->n_experts, cfg->hidden, 0);
+            ADD(buf, 2, e->n_experts + (e->router == MC_ROUTER_SIGMOID_SINK ? e->n_shared : 0), cfg->hidden, 0);
             mc_stack_name_moe(cfg, l, 1, buf);
             ADD(buf, 3, e->n_experts, (e->act == MC_FFN_RELU2 ? 1 : 2) * e->expert_size, cfg->hidden);
             mc_stack_name_moe(cfg, l, 2, buf);
             ADD(buf, 3, e->n_experts, cfg->hidden, e->expert_size);
-            if (e->router == MC_ROUTER_SIGMOID_GROUPED || (e->router == MC_ROUTER_SIGMOID_BIAS && e->expert_bias)) {
+            if (e->router == MC_ROUTER_SIGMOID_GROUPED || e->router == MC_ROUTER_SIGMOID_SINK ||
+                (e->router == MC_ROUTER_SIGMOID_BIAS && e->expert_bias)) {
                 mc_stack_name_moe(cfg, l, 3, buf);
                 ADD(buf, 1, e->n_experts, 0, 0);
             }
             if (e->shared_gate) { /* Qwen3-Next: shared_expert_gate [1][D] */
                 mc_stack_name_moe(cfg, l, 4, buf);
                 ADD(buf, 2, 1, cfg->hidden, 0);
+            }
+            if (e->router == MC_ROUTER_SIGMOID_SINK) { /* InklingTopkRouter.global_scale, InklingSharedExperts */
+                mc_stack_name_inkling(cfg, l, 3, buf);
+                ADD(buf, 1, 1, 0, 0);
+                for (int part = 4; part <= 6 && e->n_shared > 0; part++) {
+                    mc_stack_name_inkling(cfg, l, part, buf);
+                    ADD(buf, 3, e->n_shared, part < 6 ? e->expert_size : cfg->hidden,
+                        part < 6 ? cfg->hidden : e->expert_size);
+                }
             }
         }
     }
@@ -334,7 +361,7 @@ static enum mc_err_code read_expected(struct mc_h5_reader *r, struct mc_stack_go
             continue; /* no mixer, no cache: the golden holds no group for it */
         snprintf(grp, sizeof grp, "/expected/layers/%lld", (long long)l);
         struct mc_family_shape sh;
-        mc_family_shape(&c->layers[l].mixer, &sh);
+        mc_stack_layer_shape(c, l, &sh); /* Inkling: the mixer's conv_state and its feed-forward's conv window */
         if (mc_h5_group_check_links(r, grp, LAYER_LINKS, sh.state_ndim ? 2 : 1, LAYOUT_MSG))
             break;
         struct mc_h5_shape_rule cr = {.ndim = 4, .dims = {g->n_positions, B, sh.conv_channels, sh.conv_kernel},

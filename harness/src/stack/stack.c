@@ -35,6 +35,17 @@ struct mc_stack {
     double *norm2;                     /* [n][2D]: an application's input_layernorm over cat(h, e) (zeros elsewhere) */
     double **ad_a, **ad_b, **lin;      /* per application: its MLP adapter [r][D] and [2F][r], its layer's linear [D][D] */
     double **sgate;                    /* per MoE layer with moe.shared_gate: shared_expert_gate [1][D] */
+    /* Inkling (stackconfig.h embed_norm, head_divisor, ffn_sconv, ffn_global_scale, MC_ROUTER_SIGMOID_SINK) */
+    double *embed_norm;                /* [D] */
+    double **sconv;                    /* per layer: mlp_sconv [D][K], float32 values (a float32 module upstream) */
+    double *gscale, *rscale;           /* per layer: the dense MLP's global_scale (T), the router's (float32) */
+    double **sh_g, **sh_u, **sh_d;     /* per MoE layer: the shared experts' [S][Fe][D], [S][Fe][D], [S][D][Fe] */
+    struct {                           /* the sequence the feed-forward's conv runs over (layer_step sets it) */
+        int64_t B, L;
+        const uint8_t *mask;
+        const struct mc_stack_packed *pk;
+        double *win;                   /* the layer's windows [B or pool rows][D][K], or NULL: zeros */
+    } seq;
 };
 
 static int fail(struct mc_msg *msg, const char *fmt, const char *a, long long b)
@@ -400,6 +411,60 @@ static enum mc_backend_status create_shared(struct mc_stack *s, const struct mc_
     return st;
 }
 
+/* Inkling's glue weights (stackconfig.h): the embedding's norm, every layer's mlp_sconv, the global scales, the
+ * shared experts; nothing for the other models. */
+static enum mc_backend_status create_inkling(struct mc_stack *s, const struct mc_stack_golden *g)
+{
+    const struct mc_stack_config *c = s->cfg;
+    char name[MC_STACK_NAME_LEN];
+    if (!c->embed_norm && c->ffn_sconv == 0)
+        return MC_BACKEND_OK;
+    const int64_t D = s->D, K = c->ffn_sconv, S = c->moe.n_shared, Fe = c->moe.expert_size;
+    s->sconv = calloc((size_t)s->n, sizeof *s->sconv);
+    s->sh_g = calloc((size_t)s->n, sizeof *s->sh_g);
+    s->sh_u = calloc((size_t)s->n, sizeof *s->sh_u);
+    s->sh_d = calloc((size_t)s->n, sizeof *s->sh_d);
+    s->gscale = calloc((size_t)s->n, sizeof *s->gscale);
+    s->rscale = calloc((size_t)s->n, sizeof *s->rscale);
+    if (s->sconv == NULL || s->sh_g == NULL || s->sh_u == NULL || s->sh_d == NULL || s->gscale == NULL ||
+        s->rscale == NULL)
+        return MC_BACKEND_NOMEM;
+    if (c->embed_norm) {
+        mc_stack_name_inkling(c, 0, 0, name);
+        if ((s->embed_norm = weight_copy(s, g, name, D)) == NULL)
+            return MC_BACKEND_NOMEM;
+    }
+    for (int64_t l = 0; l < s->n; l++) {
+        double *w;
+        if (K > 0 && has_ffn(c, l)) {
+            mc_stack_name_inkling(c, l, 1, name);
+            if ((s->sconv[l] = weight_copy_as(s, g, name, D * K, 1)) == NULL)
+                return MC_BACKEND_NOMEM;
+        }
+        if (c->ffn_global_scale && c->layers[l].dense) {
+            mc_stack_name_inkling(c, l, 2, name);
+            if ((w = weight_copy(s, g, name, 1)) == NULL)
+                return MC_BACKEND_NOMEM;
+            s->gscale[l] = w[0];
+            free(w);
+        }
+        if (c->layers[l].moe && c->moe.router == MC_ROUTER_SIGMOID_SINK) {
+            mc_stack_name_inkling(c, l, 3, name);
+            if ((w = weight_copy_as(s, g, name, 1, 1)) == NULL)
+                return MC_BACKEND_NOMEM;
+            s->rscale[l] = w[0];
+            free(w);
+            double **dst[3] = {s->sh_g, s->sh_u, s->sh_d};
+            for (int part = 0; part < 3 && S > 0; part++) {
+                mc_stack_name_inkling(c, l, 4 + part, name);
+                if ((dst[part][l] = weight_copy(s, g, name, S * Fe * D)) == NULL)
+                    return MC_BACKEND_NOMEM;
+            }
+        }
+    }
+    return MC_BACKEND_OK;
+}
+
 static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dtype dtype, enum mc_dtype mixer_dtype,
                                      const struct mc_backend_ops *const *layer_ops, int32_t threads,
                                      struct mc_stack **out, struct mc_msg *msg)
@@ -481,10 +546,11 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
         const struct mc_stack_moe *e = &g->config.moe;
         if (!g->config.layers[l].moe)
             continue;
-        int sig = e->router == MC_ROUTER_SIGMOID_GROUPED; /* its router weight and bias stay float32 */
+        int sig = e->router == MC_ROUTER_SIGMOID_GROUPED || e->router == MC_ROUTER_SIGMOID_SINK; /* float32 router */
         int lb = e->router == MC_ROUTER_SIGMOID_BIAS && e->expert_bias; /* LFM2-MoE: its float32 expert_bias buffer */
         double **dst[4] = {s->router, s->gate_up, s->down, s->bias};
-        int64_t size[4] = {e->n_experts * s->D, e->n_experts * (e->act == MC_FFN_RELU2 ? 1 : 2) * e->expert_size * s->D,
+        int64_t rows = e->n_experts + (e->router == MC_ROUTER_SIGMOID_SINK ? e->n_shared : 0);
+        int64_t size[4] = {rows * s->D, e->n_experts * (e->act == MC_FFN_RELU2 ? 1 : 2) * e->expert_size * s->D,
                            e->n_experts * s->D * e->expert_size, e->n_experts};
         for (int part = 0; part < (sig || lb ? 4 : 3) && st == MC_BACKEND_OK; part++) {
             mc_stack_name_moe(s->cfg, l, part, name);
@@ -502,6 +568,8 @@ static enum mc_backend_status create(const struct mc_stack_golden *g, enum mc_dt
         if ((s->sgate[l] = weight_copy(s, g, name, s->D)) == NULL)
             st = MC_BACKEND_NOMEM;
     }
+    if (st == MC_BACKEND_OK && (st = create_inkling(s, g)) != MC_BACKEND_OK)
+        st = MC_BACKEND_NOMEM;
     if (s->ops == NULL || s->models == NULL || s->norm == NULL || s->embed == NULL || s->final_norm == NULL ||
         (!s->cfg->tied && s->head == NULL) || s->norm2 == NULL || s->ad_a == NULL || s->ad_b == NULL || s->lin == NULL)
         st = MC_BACKEND_NOMEM;
@@ -603,6 +671,23 @@ void mc_stack_destroy(struct mc_stack *s)
     for (int64_t l = 0; s->sgate != NULL && l < s->n; l++)
         free(s->sgate[l]);
     free(s->sgate);
+    for (int64_t l = 0; l < s->n; l++) {
+        if (s->sconv != NULL)
+            free(s->sconv[l]);
+        if (s->sh_g != NULL)
+            free(s->sh_g[l]);
+        if (s->sh_u != NULL)
+            free(s->sh_u[l]);
+        if (s->sh_d != NULL)
+            free(s->sh_d[l]);
+    }
+    free(s->sconv);
+    free(s->sh_g);
+    free(s->sh_u);
+    free(s->sh_d);
+    free(s->gscale);
+    free(s->rscale);
+    free(s->embed_norm);
     free(s);
 }
 
@@ -653,8 +738,14 @@ enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, str
 {
     c->batch = batch;
     c->layer = calloc((size_t)s->n, sizeof *c->layer);
-    if (c->layer == NULL)
+    c->glue = s->cfg->ffn_sconv > 0 ? calloc((size_t)(s->n * batch * s->D * s->cfg->ffn_sconv), sizeof *c->glue) : NULL;
+    if (c->layer == NULL || (s->cfg->ffn_sconv > 0 && c->glue == NULL)) {
+        free(c->layer);
+        free(c->glue);
+        c->layer = NULL;
+        c->glue = NULL;
         return MC_BACKEND_NOMEM;
+    }
     for (int64_t l = 0; l < s->n; l++) {
         if (!mc_stack_layer_has_mixer(s->cfg, l))
             continue; /* no mixer, no cache: its entry stays NULL */
@@ -682,6 +773,14 @@ enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_c
         if (st != MC_BACKEND_OK)
             return st;
     }
+    if (dst->glue != NULL && src->glue != NULL) { /* the engine's own windows */
+        if (dst->batch != src->batch) {
+            snprintf(msg->text, sizeof msg->text, "cache_copy: %lld rows into %lld", (long long)src->batch,
+                     (long long)dst->batch);
+            return MC_BACKEND_INVALID;
+        }
+        memcpy(dst->glue, src->glue, (size_t)(s->n * src->batch * s->D * s->cfg->ffn_sconv) * sizeof *dst->glue);
+    }
     return MC_BACKEND_OK;
 }
 
@@ -695,6 +794,8 @@ void mc_stack_cache_free(struct mc_stack *s, struct mc_stack_cache *c)
         }
     free(c->layer);
     c->layer = NULL;
+    free(c->glue);
+    c->glue = NULL;
 }
 
 enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc_stack_cache *c, int64_t layer,
@@ -707,6 +808,7 @@ enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc
     struct mc_family_shape sh;
     mc_family_shape(&s->cfg->layers[layer].mixer, &sh);
     int64_t nc = c->batch * sh.conv_channels * sh.conv_kernel, ns = c->batch * mc_family_state_elems(&sh);
+    const int64_t K = s->cfg->ffn_sconv, gw = K > 0 ? s->D * K : 0; /* Inkling: the feed-forward's window after */
     enum mc_dtype edt = s->mixer_dtype == MC_DTYPE_F64 ? MC_DTYPE_F64 : MC_DTYPE_F32;
     size_t esz = mc_dtype_size(edt);
     void *cb = malloc((size_t)nc * esz + 1), *sb = ns ? malloc((size_t)ns * esz) : NULL;
@@ -718,11 +820,18 @@ enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc
         enter_cache_call(s, layer, "cache_export");
         st = s->ops[layer]->cache_export(s->models[layer], c->layer[layer], cb, sb, msg);
         mc_isolate_leave();
-        if (st == MC_BACKEND_OK) {
+        if (st == MC_BACKEND_OK && gw == 0)
             mc_dtype_to_f64(edt, cb, conv, (size_t)nc);
-            if (sb != NULL && state != NULL)
-                mc_dtype_to_f64(edt, sb, state, (size_t)ns);
+        if (st == MC_BACKEND_OK && gw > 0) { /* row b: the mixer's C x K, then the glue's D x K */
+            const int64_t per = sh.conv_channels * sh.conv_kernel;
+            for (int64_t b = 0; b < c->batch; b++) {
+                mc_dtype_to_f64(edt, (char *)cb + (size_t)(b * per) * esz, conv + b * (per + gw), (size_t)per);
+                for (int64_t i = 0; i < gw; i++)
+                    conv[b * (per + gw) + per + i] = c->glue != NULL ? c->glue[(layer * c->batch + b) * gw + i] : 0.0;
+            }
         }
+        if (st == MC_BACKEND_OK && sb != NULL && state != NULL)
+            mc_dtype_to_f64(edt, sb, state, (size_t)ns);
     }
     free(cb);
     free(sb);
@@ -813,6 +922,8 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
                 y = s->cfg->residual_in_fp32 ? compute(s, w * n) : store(s, w * n);
             }
             tmp[d] = store(s, y); /* lm_head reads it in T */
+            if (s->cfg->head_divisor != 1.0 && s->fault != MC_STACK_GLUE_INKLING_HEAD_DIVISOR_DROPPED)
+                tmp[d] = store(s, tmp[d] / s->cfg->head_divisor); /* Inkling: norm(h) / logits_mup_width_multiplier */
         }
         for (int64_t v = 0; v < V; v++) {
             double acc = 0.0;
@@ -1100,6 +1211,124 @@ static void moe_sigmoid_bias(const struct mc_stack *s, int64_t src, int64_t rows
     }
 }
 
+/* Inkling's MoE (MC_ROUTER_SIGMOID_SINK, InklingMoE) on normed rows x [rows][D] into y [rows][D] (from zero): the
+ * float32 router over the E routed and S shared experts, the choice on the corrected sigmoid scores of the routed,
+ * the weights the softmax of the log-sigmoids of the k chosen and the S shared logits, times route_scale and the
+ * router's global_scale in float32, rounded to T (the sink dropped with MC_STACK_GLUE_INKLING_SINK_DROPPED: the k
+ * weights over themselves, each shared expert's 1); the routed experts added in T in increasing index from zero, then
+ * the shared experts' silu(gate x) · up x · γ through down, each step in T, summed in float32, rounded to T, added in
+ * T. a is [Fe + D] scratch. */
+static void moe_sigmoid_sink(const struct mc_stack *s, int64_t l, int64_t rows, const double *x, double *y, double *a)
+{
+    const struct mc_stack_moe *e = &s->cfg->moe;
+    const int64_t D = s->D, E = e->n_experts, S = e->n_shared, K = e->top_k, Fe = e->expert_size;
+    const double *router = s->router[l], *bias = s->bias[l], *gu = s->gate_up[l], *dn = s->down[l];
+    const int no_gs = s->fault == MC_STACK_GLUE_INKLING_GLOBAL_SCALE_DROPPED;
+    const int sink = s->fault != MC_STACK_GLUE_INKLING_SINK_DROPPED;
+    const double scale = compute(s, e->routed_scaling * (no_gs ? 1.0 : s->rscale[l]));
+    double z[MC_STACK_MAX_EXPERTS], choice[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K], ls[MC_STACK_MAX_TOP_K];
+    double *sum32 = a + Fe; /* the shared experts' float32 sum, [D] */
+    int64_t pick[MC_STACK_MAX_TOP_K];
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D;
+        double *yr = y + r * D;
+        for (int64_t d = 0; d < D; d++)
+            yr[d] = 0.0; /* torch.zeros_like(hidden_states) */
+        for (int64_t k = 0; k < E + S; k++) { /* F.linear(flat.float(), weight.float()) */
+            double acc = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                acc += router[k * D + d] * xr[d];
+            z[k] = compute(s, acc);
+            if (k < E)
+                choice[k] = compute(s, compute(s, 1.0 / (1.0 + exp(-z[k]))) + bias[k]);
+        }
+        uint8_t taken[MC_STACK_MAX_EXPERTS] = {0};
+        for (int64_t j = 0; j < K; j++)
+            pick[j] = take_largest(choice, E, taken);
+        /* logsigmoid of the chosen and the shared logits, their softmax (exp(ls - logsumexp(ls))) */
+        const int64_t n = K + (sink ? S : 0);
+        double mx = -INFINITY, tot = 0.0;
+        for (int64_t j = 0; j < n; j++) {
+            double v = j < K ? z[pick[j]] : z[E + j - K];
+            ls[j] = compute(s, v < 0.0 ? v - log1p(exp(v)) : -log1p(exp(-v)));
+            mx = ls[j] > mx ? ls[j] : mx;
+        }
+        for (int64_t j = 0; j < n; j++)
+            tot += exp(ls[j] - mx);
+        const double lse = compute(s, mx + log(tot));
+        for (int64_t j = 0; j < n; j++)
+            w[j] = store(s, compute(s, compute(s, exp(compute(s, ls[j] - lse))) * scale));
+        experts_add(s, gu, dn, E, K, Fe, pick, w, xr, a, yr); /* index_add_ in increasing expert index */
+        for (int64_t d = 0; S > 0 && d < D; d++)
+            sum32[d] = 0.0;
+        for (int64_t k = 0; k < S; k++) { /* InklingSharedExperts: bmm in T, (act(gate) * up * gamma), down */
+            const double *g0 = s->sh_g[l] + k * Fe * D, *u0 = s->sh_u[l] + k * Fe * D, *d0 = s->sh_d[l] + k * D * Fe;
+            const double gam = sink ? w[K + k] : 1.0;
+            for (int64_t f = 0; f < Fe; f++) {
+                double g = 0.0, u = 0.0;
+                for (int64_t d = 0; d < D; d++) {
+                    g += g0[f * D + d] * xr[d];
+                    u += u0[f * D + d] * xr[d];
+                }
+                g = store(s, g);
+                u = store(s, u);
+                a[f] = store(s, store(s, store(s, g / (1.0 + exp(-g))) * u) * gam);
+            }
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int64_t f = 0; f < Fe; f++)
+                    acc += d0[d * Fe + f] * a[f];
+                sum32[d] = compute(s, sum32[d] + store(s, acc)); /* down.float().sum(dim=0) */
+            }
+        }
+        for (int64_t d = 0; S > 0 && d < D; d++)
+            yr[d] = store(s, yr[d] + store(s, sum32[d]));
+    }
+}
+
+/* Inkling's mlp_sconv on the feed-forward's output y [rows][D] in place, over s->seq (its batch rows, or the packed
+ * sequences on their slots), from the layer's windows (s->seq.win, [rows of the cache][D][K]) or zeros: per real
+ * token u = y in float32, the window shifted in, y = T(u + Σ_j w[d][j] · window[d][j]); a padding token keeps y.
+ * NOMEM when the zero windows cannot be had. */
+static enum mc_backend_status ffn_sconv(struct mc_stack *s, int64_t l, double *y)
+{
+    const int64_t D = s->D, K = s->cfg->ffn_sconv;
+    const struct mc_stack_packed *pk = s->seq.pk;
+    const int64_t nrows = pk != NULL ? pk->n_seqs : s->seq.B;
+    double *tmp = NULL, *win = s->seq.win;
+    if (win == NULL) { /* no cache: every row from zeros */
+        int64_t need = pk != NULL ? 0 : nrows;
+        for (int64_t i = 0; pk != NULL && i < pk->n_seqs; i++)
+            need = pk->slots[i] + 1 > need ? pk->slots[i] + 1 : need;
+        if ((tmp = calloc((size_t)(need * D * K) + 1, sizeof *tmp)) == NULL)
+            return MC_BACKEND_NOMEM;
+        win = tmp;
+    }
+    const double *w = s->sconv[l];
+    for (int64_t b = 0; b < nrows; b++) {
+        const int64_t t0 = pk != NULL ? pk->cu_seqlens[b] : b * s->seq.L;
+        const int64_t len = pk != NULL ? pk->cu_seqlens[b + 1] - t0 : s->seq.L;
+        double *wb = win + (pk != NULL ? pk->slots[b] : b) * D * K;
+        if (pk != NULL && len > 0 && !pk->has_initial_state[b])
+            memset(wb, 0, (size_t)(D * K) * sizeof *wb);
+        for (int64_t t = 0; t < len; t++) {
+            if (pk == NULL && s->seq.mask != NULL && !s->seq.mask[t0 + t])
+                continue;
+            double *yt = y + (t0 + t) * D;
+            for (int64_t d = 0; d < D; d++) {
+                double *wd = wb + d * K, acc = 0.0, u = compute(s, yt[d]);
+                memmove(wd, wd + 1, (size_t)(K - 1) * sizeof *wd);
+                wd[K - 1] = u;
+                for (int64_t j = 0; j < K; j++)
+                    acc = compute(s, acc + compute(s, w[d * K + j] * wd[j]));
+                yt[d] = store(s, compute(s, u + acc));
+            }
+        }
+    }
+    free(tmp);
+    return MC_BACKEND_OK;
+}
+
 /* LFM2-MoE: layer l is the last dense layer before a MoE one (the dense-first boundary num_dense_layers - 1). */
 static int lfm2moe_last_dense(const struct mc_stack_config *cfg, int64_t l)
 {
@@ -1118,6 +1347,10 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
     }
     if (s->cfg->moe.router == MC_ROUTER_SIGMOID_BIAS) {
         moe_sigmoid_bias(s, l, rows, x, y, a);
+        return;
+    }
+    if (s->cfg->moe.router == MC_ROUTER_SIGMOID_SINK) {
+        moe_sigmoid_sink(s, l, rows, x, y, a);
         return;
     }
     const struct mc_stack_moe *e = &s->cfg->moe;
@@ -1253,6 +1486,8 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
             for (int64_t f = 0; f < F; f++)
                 acc += w2[d * F + f] * a[f];
             y[r * D + d] = dm != 1.0 ? store(s, store(s, acc) * dm) : store(s, acc); /* down_proj(..) * down_multiplier */
+            if (s->cfg->ffn_global_scale && s->fault != MC_STACK_GLUE_INKLING_GLOBAL_SCALE_DROPPED)
+                y[r * D + d] = store(s, y[r * D + d] * s->gscale[l]); /* InklingMLP: down(..) * global_scale */
         }
     }
     if (Fe > 0) /* moe_hidden_states + shared_mlp(hidden_states) */
@@ -1274,6 +1509,11 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
     if (post && s->fault != MC_STACK_GLUE_FFN_POST_NORM_SKIPPED) { /* h + post_feedforward_layernorm(mlp(h)) */
         block_norm(s, s->ffn_norm + l * D, y, rows, x);
         memcpy(y, x, (size_t)(rows * D) * sizeof *y);
+    }
+    if (s->cfg->ffn_sconv > 0 && !(s->fault == MC_STACK_GLUE_INKLING_MLP_SCONV_SKIPPED && l == s->fault_layer) &&
+        ffn_sconv(s, l, y) != MC_BACKEND_OK) { /* Inkling: mlp_sconv(mlp(x)) */
+        free(a);
+        return MC_BACKEND_NOMEM;
     }
     if (s->cfg->layers[l].scaled) /* MiniMax: mlp_alpha · post_attention_layernorm(h) + mlp_beta · moe */
         scaled_add(s, h, x, y, (size_t)(rows * D), s->cfg->mlp_alpha, s->cfg->mlp_beta);
@@ -1381,6 +1621,10 @@ static enum mc_backend_status layer_step(struct mc_stack *s, int64_t l, struct m
                                          double *y, const double *hn, double *held, struct mc_msg *msg)
 {
     enum mc_backend_status st = MC_BACKEND_OK;
+    s->seq.B = B;
+    s->seq.L = L;
+    s->seq.mask = mask;
+    s->seq.pk = pk;
     if (s->cfg->layers[l].parallel)
         return parallel_step(s, l, cache, B, L, h, mask, pk, x, y, held, msg);
     if (hn == NULL)
@@ -1483,6 +1727,10 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
             for (int64_t d = 0; d < D; d++)
                 h[r * D + d] = store(s, h[r * D + d] * s->cfg->embedding_multiplier);
     }
+    if (s->embed_norm != NULL && s->fault != MC_STACK_GLUE_INKLING_EMBED_NORM_SKIPPED) { /* InklingNormedEmbedding */
+        block_norm(s, s->embed_norm, h, rows, x);
+        memcpy(h, x, n * sizeof *h);
+    }
     if (hidden != NULL)
         memcpy(hidden, h, n * sizeof *h);
     if (zb)
@@ -1498,8 +1746,10 @@ static enum mc_backend_status stack_run(struct mc_stack *s, struct mc_stack_cach
                 memcpy(hidden + (size_t)(l + 1) * n, ht, n * sizeof *h);
             continue;
         }
+        s->seq.win = c != NULL && c->glue != NULL ? c->glue + k * c->batch * s->D * s->cfg->ffn_sconv : NULL;
         st = layer_step(s, k, c ? c->layer[k] : NULL, batch, len, h, mask, pk, x, y,
                         zb && s->cfg->layers[k].hybrid && have_t ? ht : NULL, held, msg);
+        s->seq.win = NULL;
         have_t = 0;
         if (st == MC_BACKEND_OK && hidden != NULL)
             memcpy(hidden + (size_t)(l + 1) * n, h, n * sizeof *h);
@@ -1579,10 +1829,17 @@ enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer,
     return st;
 }
 
-enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t rows, const double *h_in,
-                                            double *h_out, struct mc_msg *msg)
+enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
+                                            const double *h_in, const uint8_t *mask, double *h_out,
+                                            struct mc_msg *msg)
 {
+    const int64_t rows = batch * len;
     size_t n = (size_t)(rows * s->D);
+    s->seq.B = batch;
+    s->seq.L = len;
+    s->seq.mask = mask;
+    s->seq.pk = NULL;
+    s->seq.win = NULL;
     for (size_t i = 0; i < n; i++)
         h_out[i] = s->cfg->residual_in_fp32 ? compute(s, h_in[i]) : store(s, h_in[i]);
     if (!has_ffn(s->cfg, layer))

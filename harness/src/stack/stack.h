@@ -28,6 +28,7 @@ struct mc_stack;
 struct mc_stack_cache {
     int64_t batch;
     struct mc_cache **layer; /* [n_layers], each from its layer's backend */
+    double *glue;            /* Inkling's mlp_sconv windows [n_layers][B][D][K] (the engine's; NULL elsewhere) */
 };
 
 /* Creates the stack at dtype with layer l on layer_ops[l] (a backend of the layer's family). The
@@ -106,6 +107,13 @@ enum mc_stack_glue_fault {
                                                   norm's output), alpha on the block's output */
     MC_STACK_GLUE_MINIMAX_RESIDUAL_PRE_NORM,   /* every scaled add's residual the stream before the norm (Llama's
                                                   h, not MiniMax's norm(h)) */
+    /* the glue of Inkling (the normed embedding, the head's divisor, the feed-forward's conv, the sink router): */
+    MC_STACK_GLUE_INKLING_EMBED_NORM_SKIPPED,  /* the embedding looked up without its embed_norm */
+    MC_STACK_GLUE_INKLING_HEAD_DIVISOR_DROPPED, /* the head reads norm(h), not norm(h) / logits_mup_width_multiplier */
+    MC_STACK_GLUE_INKLING_MLP_SCONV_SKIPPED,   /* layer `layer`'s feed-forward output added without its mlp_sconv */
+    MC_STACK_GLUE_INKLING_SINK_DROPPED,        /* the routed weights normalised over the k chosen alone (the shared
+                                                  experts out of the softmax, weighted 1): no sink */
+    MC_STACK_GLUE_INKLING_GLOBAL_SCALE_DROPPED, /* the dense MLPs' and the routers' global_scale read as 1 */
 };
 void mc_stack_set_glue_fault(struct mc_stack *s, enum mc_stack_glue_fault fault, int64_t layer);
 
@@ -125,7 +133,8 @@ enum mc_backend_status mc_stack_cache_new(struct mc_stack *s, int64_t batch, str
 enum mc_backend_status mc_stack_cache_copy(struct mc_stack *s, struct mc_stack_cache *dst,
                                            const struct mc_stack_cache *src, struct mc_msg *msg);
 void mc_stack_cache_free(struct mc_stack *s, struct mc_stack_cache *c);
-/* Layer `layer`'s cache as float64: conv [B][C][K], state [B][...] (NULL when the layer has none). */
+/* Layer `layer`'s cache as float64: conv [B][C][K], state [B][...] (NULL when the layer has none); C and K are
+ * mc_stack_layer_shape's (Inkling: the mixer's conv channels, then its feed-forward's conv window). */
 enum mc_backend_status mc_stack_cache_export(struct mc_stack *s, const struct mc_stack_cache *c, int64_t layer,
                                              double *conv, double *state, struct mc_msg *msg);
 
@@ -157,11 +166,13 @@ enum mc_backend_status mc_stack_forward_packed(struct mc_stack *s, struct mc_sta
 enum mc_backend_status mc_stack_layer_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
                                               const double *h_in, const uint8_t *mask, double *h_out,
                                               struct mc_msg *msg);
-/* Layer `layer`'s feed-forward alone (its norm, the dense MLP and / or the MoE, the residual add with its
- * multiplier) on the residual after the mixer, h_in [rows][D] (float64 values, rounded as the engine holds the
- * residual): h_out receives the layer's output. A layer without a feed-forward copies its input. */
-enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t rows, const double *h_in,
-                                            double *h_out, struct mc_msg *msg);
+/* Layer `layer`'s feed-forward alone (its norm, the dense MLP and / or the MoE, Inkling's conv after it from a zero
+ * window over each row's real tokens of mask (NULL: all real), the residual add with its multiplier) on the residual
+ * after the mixer, h_in [B][L][D] (float64 values, rounded as the engine holds the residual): h_out receives the
+ * layer's output. A layer without a feed-forward copies its input. */
+enum mc_backend_status mc_stack_ffn_forward(struct mc_stack *s, int64_t layer, int64_t batch, int64_t len,
+                                            const double *h_in, const uint8_t *mask, double *h_out,
+                                            struct mc_msg *msg);
 /* Layer `layer`'s block norm of residual rows h [rows][D] into x [rows][D], as the engine computes it
  * in its dtype: the input of that layer's mixer. */
 void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *h, int64_t rows, double *x);

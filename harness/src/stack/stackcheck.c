@@ -320,7 +320,7 @@ static void check_rows(struct sess *s, struct scache *c, const int64_t *rows, co
         if (!mc_stack_layer_has_mixer(&s->g->config, l))
             continue; /* no cache */
         struct mc_family_shape sh;
-        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        mc_stack_layer_shape(&s->g->config, l, &sh);
         int64_t ce = sh.conv_channels * sh.conv_kernel, se = mc_family_state_elems(&sh), nb = c->batch;
         double *conv = xcalloc(s, (size_t)(nb * ce), sizeof *conv);
         double *state = se ? xcalloc(s, (size_t)(nb * se), sizeof *state) : NULL;
@@ -423,7 +423,7 @@ static double *cache_all(struct sess *s, const struct scache *c, int64_t *n)
     int64_t total = 0, at = 0;
     for (int64_t l = 0; l < s->n; l++) {
         struct mc_family_shape sh;
-        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        mc_stack_layer_shape(&s->g->config, l, &sh);
         total += c->batch * (sh.conv_channels * sh.conv_kernel + mc_family_state_elems(&sh));
     }
     double *all = xcalloc(s, (size_t)total, sizeof *all);
@@ -431,7 +431,7 @@ static double *cache_all(struct sess *s, const struct scache *c, int64_t *n)
         if (!mc_stack_layer_has_mixer(&s->g->config, l))
             continue; /* no cache (its shape is empty) */
         struct mc_family_shape sh;
-        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        mc_stack_layer_shape(&s->g->config, l, &sh);
         int64_t ce = c->batch * sh.conv_channels * sh.conv_kernel, se = c->batch * mc_family_state_elems(&sh);
         struct mc_msg msg = {{0}};
         enum mc_backend_status st = sut_cache_export(s, c, l, all + at, se ? all + at + ce : NULL, &msg);
@@ -831,7 +831,7 @@ static double *pool_rows(struct sess *s, struct scache *pool, const uint8_t *kee
     int64_t at = 0, o = 0;
     for (int64_t l = 0; out != NULL && l < s->n; l++) {
         struct mc_family_shape sh;
-        mc_family_shape(&s->g->config.layers[l].mixer, &sh);
+        mc_stack_layer_shape(&s->g->config, l, &sh);
         int64_t ce = sh.conv_channels * sh.conv_kernel, se = mc_family_state_elems(&sh);
         for (int part = 0; part < 2; part++) {
             int64_t w = part ? se : ce;
@@ -1493,13 +1493,13 @@ static void localise(struct sess *s)
                 x[i] = other >= 0 ? h_in[i] + cfg->layers[l].out_multiplier * dm[i] +
                                         cfg->layers[other].out_multiplier * dm2[i]
                                   : h_in[i] + cfg->residual_multiplier * dm[i];
-        if (mc_stack_ffn_forward(s->st, l, s->B * s->L, x, ym, &msg) == MC_BACKEND_OK)
+        if (mc_stack_ffn_forward(s->st, l, s->B, s->L, x, s->g->mask, ym, &msg) == MC_BACKEND_OK)
             ffn_ok = within(s, ym, h_next, &t_ffn);
     }
     char okind[64];
     if (mixer_ok && !layer_ok && Z->shared) { /* Zamba2: the block's MLP and the linear on the golden's attention
                                                 output give T; h + T against the golden's */
-        if (mc_stack_ffn_forward(s->st, l, s->B * s->L, dm, ym, &msg) == MC_BACKEND_OK) {
+        if (mc_stack_ffn_forward(s->st, l, s->B, s->L, dm, s->g->mask, ym, &msg) == MC_BACKEND_OK) {
             for (int64_t i = 0; i < N; i++)
                 ym[i] += h_in[i];
             ffn_ok = within(s, ym, h_next, &t_ffn);

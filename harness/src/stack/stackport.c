@@ -202,7 +202,7 @@ enum mc_backend_status mc_stack_port_cache_export(struct mc_stack_port *p, const
                                                   int64_t layer, double *conv, double *state, struct mc_msg *msg)
 {
     struct mc_family_shape sh;
-    mc_family_shape(&p->cfg->layers[layer].mixer, &sh);
+    mc_stack_layer_shape(p->cfg, layer, &sh);
     size_t nc = (size_t)(batch * sh.conv_channels * sh.conv_kernel), ns = (size_t)(batch * mc_family_state_elems(&sh));
     char *b = stage(p, nc + ns);
     if (b == NULL)
