@@ -616,6 +616,15 @@ enum mc_backend_status mc_stack_create_ref(const struct mc_stack_golden *g, enum
     return create(g, dtype, MC_DTYPE_F64, layer_ops, threads, out, msg);
 }
 
+
+/* Frees a per-layer array of arrays (NULL or n entries, each NULL or owned). */
+static void free_per_layer(double **a, int64_t n)
+{
+    for (int64_t l = 0; a != NULL && l < n; l++)
+        free(a[l]);
+    free(a);
+}
+
 void mc_stack_destroy(struct mc_stack *s)
 {
     if (s == NULL)
@@ -631,60 +640,11 @@ void mc_stack_destroy(struct mc_stack *s)
     free(s->final_norm);
     free(s->fresh_head);
     free(s->ffn_norm);
-    for (int64_t l = 0; l < s->n; l++) {
-        if (s->w1 != NULL)
-            free(s->w1[l]);
-        if (s->w3 != NULL)
-            free(s->w3[l]);
-        if (s->w2 != NULL)
-            free(s->w2[l]);
-        if (s->bias != NULL)
-            free(s->bias[l]);
-    }
-    free(s->w1);
-    free(s->w3);
-    free(s->w2);
-    free(s->bias);
-    for (int64_t l = 0; l < s->n; l++) {
-        if (s->router != NULL)
-            free(s->router[l]);
-        if (s->gate_up != NULL)
-            free(s->gate_up[l]);
-        if (s->down != NULL)
-            free(s->down[l]);
-    }
-    free(s->router);
-    free(s->gate_up);
-    free(s->down);
-    for (int64_t l = 0; l < s->n; l++) {
-        if (s->ad_a != NULL)
-            free(s->ad_a[l]);
-        if (s->ad_b != NULL)
-            free(s->ad_b[l]);
-        if (s->lin != NULL)
-            free(s->lin[l]);
-    }
-    free(s->ad_a);
-    free(s->ad_b);
-    free(s->lin);
+    double **per_layer[] = {s->w1,    s->w3,   s->w2,  s->bias, s->router, s->gate_up, s->down, s->ad_a,
+                            s->ad_b,  s->lin,  s->sgate, s->sconv, s->sh_g,  s->sh_u,    s->sh_d};
+    for (size_t k = 0; k < sizeof per_layer / sizeof per_layer[0]; k++)
+        free_per_layer(per_layer[k], s->n);
     free(s->norm2);
-    for (int64_t l = 0; s->sgate != NULL && l < s->n; l++)
-        free(s->sgate[l]);
-    free(s->sgate);
-    for (int64_t l = 0; l < s->n; l++) {
-        if (s->sconv != NULL)
-            free(s->sconv[l]);
-        if (s->sh_g != NULL)
-            free(s->sh_g[l]);
-        if (s->sh_u != NULL)
-            free(s->sh_u[l]);
-        if (s->sh_d != NULL)
-            free(s->sh_d[l]);
-    }
-    free(s->sconv);
-    free(s->sh_g);
-    free(s->sh_u);
-    free(s->sh_d);
     free(s->gscale);
     free(s->rscale);
     free(s->embed_norm);
