@@ -4,6 +4,7 @@
 
 #include <string.h>
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define MC_SHA256_X86 1
 #endif
@@ -108,8 +109,11 @@ int mc_sha256_hardware(int on)
 {
     int have = 0;
 #ifdef MC_SHA256_X86
-    __builtin_cpu_init();
-    have = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+    /* CPUID leaf 1 ECX bit 19: SSE4.1 (SSSE3, bit 9, comes with it); leaf 7 EBX bit 29: the SHA extensions
+     * (read directly: clang's __builtin_cpu_supports does not know "sha") */
+    unsigned a, b, c, d;
+    have = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) && (c & (1u << 9)) &&
+           __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
 #endif
     use_hardware = on && have;
     return use_hardware;
