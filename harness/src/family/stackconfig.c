@@ -195,6 +195,21 @@ static int positive(struct reader *r, const char *key, int64_t v, int64_t max)
     return -1;
 }
 
+/* Item i of the list `key` (an array) read as one of two strings: 0 for a, 1 for b; anything else is an input
+ * error naming the item, -1. */
+static int one_of_two(struct reader *r, const struct mc_json_value *list, const char *key, int64_t i, const char *a,
+                      const char *b)
+{
+    const struct mc_json_value *v = &list->items[i];
+    if (v->type == MC_JSON_STRING && strcmp(v->string, a) == 0)
+        return 0;
+    if (v->type == MC_JSON_STRING && strcmp(v->string, b) == 0)
+        return 1;
+    mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: '%s[%lld]' must be \"%s\" or \"%s\"", r->where, key,
+                 (long long)i, a, b);
+    return -1;
+}
+
 /* A float as transformers writes it: a JSON number, or {"__float__": "Infinity" | "-Infinity" | "NaN"}
  * (its encoder's form of a non-finite float). 0, or -1 when v is neither. */
 static int float_value(const struct mc_json_value *v, double *out)
@@ -393,13 +408,9 @@ static int layer_types(struct reader *r, struct mc_stack_config *cfg, const char
         return -1;
     }
     for (int64_t i = 0; i < cfg->n_layers; i++) {
-        const struct mc_json_value *v = &lt->items[i];
-        int attn = v->type == MC_JSON_STRING && strcmp(v->string, "full_attention") == 0;
-        if (!attn && !(v->type == MC_JSON_STRING && strcmp(v->string, other_name) == 0)) {
-            mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"%s\" or "
-                         "\"full_attention\"", r->where, (long long)i, other_name);
+        int attn = one_of_two(r, lt, "layer_types", i, other_name, "full_attention");
+        if (attn < 0)
             return -1;
-        }
         place_layer(cfg, i, attn, other, at);
     }
     return 0;
@@ -1687,14 +1698,8 @@ static int parse_kimi_linear(struct reader *r, struct mc_stack_config *cfg)
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         int sparse = i >= first_dense; /* KimiLinearConfig: first_k_dense_replace dense layers, then sparse */
         if (mt != NULL && mt->type == MC_JSON_ARRAY) {
-            const struct mc_json_value *v = &mt->items[i];
-            int dense = v->type == MC_JSON_STRING && strcmp(v->string, "dense") == 0;
-            sparse = v->type == MC_JSON_STRING && strcmp(v->string, "sparse") == 0;
-            if (!dense && !sparse) {
-                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_layer_types[%lld]' must be \"dense\" or "
-                             "\"sparse\"", r->where, (long long)i);
+            if ((sparse = one_of_two(r, mt, "mlp_layer_types", i, "dense", "sparse")) < 0)
                 return -1;
-            }
         }
         cfg->layers[i].moe = sparse;
         cfg->layers[i].dense = 1; /* the dense MLP, or the MoE's shared experts */
@@ -1980,14 +1985,8 @@ static int parse_inkling(struct reader *r, struct mc_stack_config *cfg)
     for (int64_t i = 0; i < cfg->n_layers; i++) {
         int sliding = (i + 1) % 6 != 0;
         if (lt != NULL && lt->type == MC_JSON_ARRAY) {
-            const struct mc_json_value *v = &lt->items[i];
-            int h = v->type == MC_JSON_STRING && strcmp(v->string, "hybrid") == 0;
-            sliding = v->type == MC_JSON_STRING && strcmp(v->string, "hybrid_sliding") == 0;
-            if (!h && !sliding) {
-                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'layer_types[%lld]' must be \"hybrid\" or "
-                             "\"hybrid_sliding\"", r->where, (long long)i);
+            if ((sliding = one_of_two(r, lt, "layer_types", i, "hybrid", "hybrid_sliding")) < 0)
                 return -1;
-            }
         } else if (loc != NULL && loc->type == MC_JSON_ARRAY) {
             sliding = 0;
             for (size_t k = 0; k < loc->len; k++)
@@ -1995,14 +1994,8 @@ static int parse_inkling(struct reader *r, struct mc_stack_config *cfg)
         }
         int sparse = i >= dense_idx;
         if (mt != NULL && mt->type == MC_JSON_ARRAY) {
-            const struct mc_json_value *v = &mt->items[i];
-            int dense = v->type == MC_JSON_STRING && strcmp(v->string, "dense") == 0;
-            sparse = v->type == MC_JSON_STRING && strcmp(v->string, "sparse") == 0;
-            if (!dense && !sparse) {
-                mc_error_set(r->err, MC_ERR_INPUT, "%s: config_json: 'mlp_layer_types[%lld]' must be \"dense\" or "
-                             "\"sparse\"", r->where, (long long)i);
+            if ((sparse = one_of_two(r, mt, "mlp_layer_types", i, "dense", "sparse")) < 0)
                 return -1;
-            }
         }
         struct mc_stack_layer *Z = &cfg->layers[i];
         Z->family = Z->mixer.family = MC_FAMILY_ATTENTION;

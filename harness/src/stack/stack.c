@@ -992,12 +992,12 @@ static int64_t take_largest(const double *v, int64_t n, uint8_t *taken)
     return best < 0 ? 0 : best;
 }
 
-/* One SwiGLU expert of a fused gate_up [2 Fe][D] (gate rows first) on x [D] into a [Fe]: silu(g) * u, each step
- * stored in T (KimiLinearExperts, as the dense MLP). */
-static void moe_swiglu_expert(const struct mc_stack *s, const double *g0, const double *xr, int64_t Fe, double *a)
+/* One SwiGLU expert, gate g0 [Fe][D] and up u0 [Fe][D] (a fused gate_up's two halves, or two tensors), on x [D]
+ * into a [Fe]: silu(g) * u, each step stored in T (KimiLinearExperts, InklingSharedExperts, as the dense MLP). */
+static void moe_swiglu_expert(const struct mc_stack *s, const double *g0, const double *u0, const double *xr,
+                              int64_t Fe, double *a)
 {
     const int64_t D = s->D;
-    const double *u0 = g0 + Fe * D;
     for (int64_t f = 0; f < Fe; f++) {
         double g = 0.0, u = 0.0;
         for (int64_t d = 0; d < D; d++) {
@@ -1067,7 +1067,7 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
             if (j == K)
                 continue;
             if (e->act == MC_FFN_SWIGLU) /* KimiLinearExperts: gate_up [2 Fe][D] (gate rows first), silu(g) * u */
-                moe_swiglu_expert(s, up + k * 2 * Fe * D, xr, Fe, a);
+                moe_swiglu_expert(s, up + k * 2 * Fe * D, up + k * 2 * Fe * D + Fe * D, xr, Fe, a);
             else
                 for (int64_t f = 0; f < Fe; f++) {
                     const double *u0 = up + k * Fe * D;
@@ -1222,18 +1222,11 @@ static void moe_sigmoid_sink(const struct mc_stack *s, int64_t l, int64_t rows, 
         for (int64_t d = 0; S > 0 && d < D; d++)
             sum32[d] = 0.0;
         for (int64_t k = 0; k < S; k++) { /* InklingSharedExperts: bmm in T, (act(gate) * up * gamma), down */
-            const double *g0 = s->sh_g[l] + k * Fe * D, *u0 = s->sh_u[l] + k * Fe * D, *d0 = s->sh_d[l] + k * D * Fe;
+            const double *d0 = s->sh_d[l] + k * D * Fe;
             const double gam = sink ? w[K + k] : 1.0;
-            for (int64_t f = 0; f < Fe; f++) {
-                double g = 0.0, u = 0.0;
-                for (int64_t d = 0; d < D; d++) {
-                    g += g0[f * D + d] * xr[d];
-                    u += u0[f * D + d] * xr[d];
-                }
-                g = store(s, g);
-                u = store(s, u);
-                a[f] = store(s, store(s, store(s, g / (1.0 + exp(-g))) * u) * gam);
-            }
+            moe_swiglu_expert(s, s->sh_g[l] + k * Fe * D, s->sh_u[l] + k * Fe * D, xr, Fe, a);
+            for (int64_t f = 0; sink && f < Fe; f++)
+                a[f] = store(s, a[f] * gam);
             for (int64_t d = 0; d < D; d++) {
                 double acc = 0.0;
                 for (int64_t f = 0; f < Fe; f++)
