@@ -13,9 +13,12 @@ every float64 number comes from its oracle, never from the C code under test.
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
+import traceback
 
 import numpy as np
 
@@ -654,6 +657,22 @@ def main(argv):
         print(f"from-checkpoint: {e}", file=sys.stderr)
         return 2
 
+
+
+def main_captured(argv):
+    """main(argv) as a call, for tests that run from-checkpoint many times without an interpreter each:
+    (exit code, what it wrote to stderr); argparse's refusals give their exit code, an exception that
+    escapes main the traceback a run would print (exit 1). stdout is discarded."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = main(argv)
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 2
+        except Exception:  # noqa: BLE001 - what the process would die of
+            err.write(traceback.format_exc())
+            rc = 1
+    return rc, err.getvalue()
 
 M_ATTR_INTS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "cache_length",
                "attn_output_gate", "attention_bias")

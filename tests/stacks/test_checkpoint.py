@@ -47,6 +47,15 @@ def run(cmd, want=0):
     return p.stdout + p.stderr
 
 
+def gen_layer(argv, want=0):
+    """from-checkpoint --layer in this process (checkpoint.main_captured): the model goldens above go through
+    generate.py's command line; a second interpreter per layer golden only cost time."""
+    rc, stderr = C.main_captured(argv)
+    if rc != want or "Traceback" in stderr:
+        sys.exit(f"FAIL: from-checkpoint {' '.join(argv)}: exit {rc} (want {want})\n{stderr}")
+    return stderr
+
+
 def case(path, key, golden, tol, scenarios, extra=""):
     with open(path, "w") as f:
         f.write(f"id: ckpt-{os.path.basename(path)[:-5]}\nwhy: \"from-checkpoint\"\n{key}\ngolden: {golden}\n"
@@ -104,13 +113,13 @@ def main():
             # one layer on its real input activations
             layer, family = LAYER[spec.model_type]
             lout = os.path.join(tmp, f"{spec.name}-layer{layer}.h5")
-            run(GEN + ["from-checkpoint", folder, "--out", lout, "--layer", str(layer), "--family", family] + args)
+            gen_layer([folder, "--out", lout, "--layer", str(layer), "--family", family] + args)
             ltol = os.path.join(TOL, "attention-inkling.yaml" if spec.model_type == "inkling_text" else
                                 (family if family != "mamba1" else "mamba1") + ".yaml")
             lpath = os.path.join(tmp, f"{spec.name}-layer.yaml")
             case(lpath, f"family: {family}", lout, ltol, "  prefill: {}\n  decode: {prefill: 3}\n")
             print("  layer: " + run([MIXCHECK, "run", lpath, "-q", "--color", "never"]).strip().splitlines()[0])
-            run(GEN + ["from-checkpoint", folder, "--out", lout, "--layer", str(layer), "--family", "shortconv" if family != "shortconv" else "gdn"] + args, 2)
+            gen_layer([folder, "--out", lout, "--layer", str(layer), "--family", "shortconv" if family != "shortconv" else "gdn"] + args, 2)
         # a model golden edited after generation, or with a dataset outside the layout, is refused
         import h5py
         import shutil

@@ -38,7 +38,8 @@ import configkeys as K  # noqa: E402
 import stacks as S  # noqa: E402
 
 MIXCHECK = sys.argv[1]
-GEN = [sys.executable, os.path.join(ROOT, "golden", "generate.py"), "from-checkpoint"]
+# generate.py from-checkpoint runs in this process (checkpoint.main_captured: the main generate.py's subcommand
+# calls): an interpreter and its imports for each of over a hundred calls were four fifths of this test's time
 PROMPT = ["--prompt", "5 17 200 3 9 41 77", "--prompt", "250 1 33 4", "--greedy", "4"]
 TOL = os.path.join(ROOT, "cases", "tolerances")
 failures = []
@@ -68,12 +69,12 @@ def write(folder, cfg, weights, text=None, dtype="F32"):
 
 
 def golden(folder, out, extra=(), want=0):
-    p = subprocess.run(GEN + [folder, "--out", out] + PROMPT + list(extra), capture_output=True, text=True)
-    if "Traceback" in p.stderr:
-        fail(f"{folder}: a traceback:\n{p.stderr}")
-    if p.returncode != want:
-        fail(f"{folder}: from-checkpoint exit {p.returncode} (want {want}): {p.stderr.strip()}")
-    return p.stderr.strip()
+    rc, stderr = C.main_captured([folder, "--out", out] + PROMPT + list(extra))
+    if "Traceback" in stderr:
+        fail(f"{folder}: a traceback:\n{stderr}")
+    if rc != want:
+        fail(f"{folder}: from-checkpoint exit {rc} (want {want}): {stderr.strip()}")
+    return stderr.strip()
 
 
 def logits(path):
