@@ -631,13 +631,12 @@ def main(argv):
         if args.greedy < 1:
             raise ValueError("--greedy must be >= 1")
         L = ids.shape[1]
-        if "max_position_embeddings" in cfg and cfg["model_type"] in ("lfm2", "bamba", "qwen3_5_text"):
-            # the attention layers' KV cache holds max_position_embeddings positions (mixcheck's cache_length):
-            # only the prompt and its continuation are needed, and RoPE does not depend on it
-            cfg["max_position_embeddings"] = min(cfg["max_position_embeddings"], L + args.greedy)
-        for key in ("max_position_embeddings", "model_max_length"):
-            if cfg["model_type"] == "kimi_linear" and key in cfg:
-                # Kimi-Linear's MLA cache likewise (its default 1048576 positions); its attention has no RoPE
+        for key in ("max_position_embeddings", "model_max_length"):   # model_max_length: Kimi's and Inkling's alias
+            if key in cfg and isinstance(cfg[key], int):
+                # every attention layer's KV cache holds max_position_embeddings positions (mixcheck's cache_length,
+                # at most 65536 in the attention family; released configs say 131072 to 10240000): only the prompt
+                # and its continuation are needed, and nothing else reads it, since the oracle computes only the
+                # default RoPE (configkeys refuses other rope types; Kimi's MLA has no RoPE)
                 cfg[key] = min(cfg[key], L + args.greedy)
         spec = S.ModelSpec(name=name, model_type=cfg["model_type"], description=f"checkpoint {name}", config=cfg,
                            batch=ids.shape[0], length=L, left_pad=tuple(int(L - m.sum()) for m in mask),

@@ -537,12 +537,17 @@ def main():
         alias = {k: v for k, v in xcfg.items() if k != "num_local_experts"}
         alias["num_experts"] = xcfg["num_local_experts"]
         for tag, c, wts in (("list", xcfg, xw), ("released", xcfg, released), ("alias", alias, xw),
-                            ("block", dict(xcfg, block_size=256), xw)):
+                            ("block", dict(xcfg, block_size=256), xw),
+                            ("mpe", dict(xcfg, max_position_embeddings=10240000), xw)):   # MiniMax-Text-01's
             write(path("mm-" + tag), c, wts)
             golden(path("mm-" + tag), path(f"mm-{tag}.h5"))
         same(path("mm-list.h5"), path("mm-released.h5"), "minimax: the released layout read as the state_dict")
         same(path("mm-list.h5"), path("mm-alias.h5"), "minimax: num_experts read as num_local_experts")
         same(path("mm-list.h5"), path("mm-block.h5"), "minimax: block_size (upstream's blocking) leaves the math")
+        # a released max_position_embeddings, far past the attention family's cache limit (65536): the golden's
+        # KV cache holds the prompt and its continuation, the logits are the same
+        same(path("mm-list.h5"), path("mm-mpe.h5"), "minimax: max_position_embeddings 10240000 (the KV cache length)")
+        passes(path("mm-mpe.h5"), tmp, "minimax")
         passes(path("mm-list.h5"), tmp, "minimax")
         for key in ("linear_attn_alpha_factor", "linear_attn_beta_factor", "full_attn_alpha_factor",
                     "full_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor"):
@@ -581,12 +586,15 @@ def main():
                        model_max_length=icfg["max_position_embeddings"])
         mtp = dict(iw, **{"model.mtp.0.norm.weight": np.ones(icfg["hidden_size"], np.float32)})
         derived["mlp_layer_types"] = icfg["mlp_layer_types"]
-        for tag, c, wts in (("list", icfg, iw), ("derived", derived, iw), ("alias", aliases, iw), ("mtp", icfg, mtp)):
+        for tag, c, wts in (("list", icfg, iw), ("derived", derived, iw), ("alias", aliases, iw), ("mtp", icfg, mtp),
+                            ("mpe", dict(icfg, max_position_embeddings=131072), iw)):   # the Config's default
             write(path("ik-" + tag), c, wts)
             golden(path("ik-" + tag), path(f"ik-{tag}.h5"))
         same(path("ik-list.h5"), path("ik-derived.h5"), "inkling: local_layer_ids read as layer_types")
         same(path("ik-list.h5"), path("ik-alias.h5"), "inkling: the attribute_map aliases read as their fields")
         same(path("ik-list.h5"), path("ik-mtp.h5"), "inkling: model.mtp.* dropped as upstream ignores it")
+        same(path("ik-list.h5"), path("ik-mpe.h5"), "inkling: max_position_embeddings 131072 (the KV cache length)")
+        passes(path("ik-mpe.h5"), tmp, "inkling_text", profile="inkling")
         passes(path("ik-list.h5"), tmp, "inkling_text", profile="inkling")
         passes(path("ik-derived.h5"), tmp, "inkling_text", profile="inkling")
         passes(path("ik-alias.h5"), tmp, "inkling_text", profile="inkling")
