@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h" /* kernels/cpu: mc_cpu_from_f32, mc_cpu_dtype_bytes */
+#include "common.h" /* kernels/cpu: mc_cpu_from_f32, mc_cpu_dtype_bytes, mc_cpu_conv_weight_kc */
 #include "cpu.h"
 
 #define BW_MAX_WEIGHTS 13
@@ -148,7 +148,7 @@ void mc_bench_shape_describe(const struct mc_bench_shape *s, enum mc_bench_mode 
  *            core per (head, i, j): S = λ·S + k·v (mul + fma: 3), o += S·q (fma: 2); I = H·hd
  * kda      proj 2·D·(3I + 2d + H) + f_b, g_b 2·2·d·I + conv 2·K·3I + core 7·H·d² + o_proj 2·I·D
  *            core per (head, i, j) as gdn's; I = H·d
- * --core counts the conv and core terms only (lightning and kda have no core entry: layer mode only).
+ * --core counts the conv and core terms only (lightning has no core entry: layer mode only).
  */
 double mc_bench_flop_per_token(const struct mc_bench_shape *s, enum mc_bench_mode mode)
 {
@@ -344,7 +344,9 @@ struct mc_bench_work {
     float *tok[BW_MAX_TOK];
     int64_t tok_w[BW_MAX_TOK];
     int n_tok;
-    float *conv_w; /* [C][K] */
+    float *conv_w;  /* [C][K] */
+    float *conv_kc; /* [K][C] the same, transposed once (KDA's core takes it: a decode step would spend a third
+                     * of its time transposing them) */
     float *a, *d;  /* family-specific shapes */
     int64_t C, K, state_elems, y_w;
     float *window, *state, *out;       /* core: f32 */
@@ -670,9 +672,19 @@ static int bw_init_core(struct mc_bench_work *w, uint64_t *rng, char *err, size_
         w->tok_w[0] = 3 * s->cfg.sc.hidden_size;
         w->y_w = s->cfg.sc.hidden_size;
         break;
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &s->cfg.kda;
+        w->n_tok = 3;
+        w->tok_w[0] = w->C;                         /* q | k | v */
+        w->tok_w[1] = c->num_heads * c->head_dim; /* f: softplus(f) = dt */
+        w->tok_w[2] = c->num_heads;               /* b_raw */
+        tok_init[1] = BW_DT_BIAS;
+        a_n = c->num_heads; /* a_neg = -A */
+        w->y_w = c->num_heads * c->head_dim;
+        break;
+    }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
     case MC_FAMILY_LIGHTNING: /* layer mode only: no cpu core entry (bench.c refuses --core) */
-    case MC_FAMILY_KDA:
         break;
     }
     size_t bytes = 0;
@@ -691,6 +703,12 @@ static int bw_init_core(struct mc_bench_work *w, uint64_t *rng, char *err, size_
     if (!w->conv_w || !w->a || !w->d)
         return bw_fail(err, err_len, "out of memory for the core parameters");
     bw_fill(w->conv_w, (size_t)(w->C * w->K), BW_UNIFORM, 1.0 / sqrt((double)w->K), 0, rng);
+    if (s->family == MC_FAMILY_KDA) {
+        w->conv_kc = malloc((size_t)(w->C * w->K) * sizeof(float));
+        if (!w->conv_kc)
+            return bw_fail(err, err_len, "out of memory for the core parameters");
+        mc_cpu_conv_weight_kc(w->C, w->K, w->conv_w, w->conv_kc);
+    }
     if (s->family == MC_FAMILY_MAMBA1) {
         bw_fill(w->a, (size_t)a_n, BW_A_LOG_S4D, 0, s->cfg.m1.state_size, rng);
         for (int64_t i = 0; i < a_n; i++)
@@ -778,7 +796,8 @@ int mc_bench_work_reset(struct mc_bench_work *w, char *err, size_t err_len)
 
 /* One call of the cpu core over tok[i] = [B][len][tok_w[i]] (any len: validation splits a sequence). */
 static enum mc_backend_status bw_core_call(const struct mc_bench_shape *s, int64_t B, int64_t len, int threads,
-                                           float *const tok[], const float *conv_w, const float *a, const float *d,
+                                           float *const tok[], const float *conv_w, const float *conv_kc,
+                                           const float *a, const float *d,
                                            float *window, float *state, float *y, struct mc_msg *msg)
 {
     switch (s->family) {
@@ -816,9 +835,17 @@ static enum mc_backend_status bw_core_call(const struct mc_bench_shape *s, int64
             .threads = threads, .bcx = tok[0], .conv_weight = conv_w, .window = window, .y = y};
         return mc_cpu_shortconv_core(&ca, msg);
     }
+    case MC_FAMILY_KDA: {
+        const struct mc_kda_config *c = &s->cfg.kda;
+        const struct mc_cpu_kda_core_args ca = {
+            .batch = B, .len = len, .heads = c->num_heads, .head_dim = c->head_dim, .conv_kernel = c->conv_kernel,
+            .chunk = s->chunk, .threads = threads, .qkv = tok[0], .conv_weight = conv_w, .conv_weight_kc = conv_kc, .f = tok[1], .a_neg = a,
+            .b_raw = tok[2], .window = window, .state = state, .o = y};
+        (void)d;
+        return mc_cpu_kda_core(&ca, msg);
+    }
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
     case MC_FAMILY_LIGHTNING: /* layer mode only: no cpu core entry (bench.c refuses --core) */
-    case MC_FAMILY_KDA:
         break;
     }
     return MC_BACKEND_INVALID;
@@ -845,9 +872,10 @@ static void bw_plain_conv(int64_t C, int64_t K, const float *row, const float *c
     }
 }
 
-/* One token of one GDN head on its state S [dk][dv]: S <- S·decay; m = Sᵀk̂ (row by row); δ = β(v - m), kept
- * in m; S += k̂δᵀ; o = Sᵀq̂ with the updated state. Sums run over i ascending; the column loops vectorise. */
-static void bw_plain_gdn_step(double *restrict S, int64_t dk, int64_t dv, double decay, double beta,
+/* One token of one delta-rule head on its state S [dk][dv]: row i of S <- S_i·decay[i] (GDN: one decay for every
+ * row; KDA: one per key channel); m = Sᵀk̂ (row by row); δ = β(v - m), kept in m; S += k̂δᵀ; o = Sᵀq̂ with the
+ * updated state. Sums run over i ascending; the column loops vectorise. */
+static void bw_plain_delta_step(double *restrict S, int64_t dk, int64_t dv, const double *restrict decay, double beta,
                               const double *restrict kn, const double *restrict qn, const double *restrict v,
                               double *restrict m, double *restrict o)
 {
@@ -855,8 +883,9 @@ static void bw_plain_gdn_step(double *restrict S, int64_t dk, int64_t dv, double
         m[j] = 0.0;
     for (int64_t i = 0; i < dk; i++) {
         double *restrict si = S + i * dv;
+        const double di = decay[i];
         for (int64_t j = 0; j < dv; j++) {
-            si[j] *= decay;
+            si[j] *= di;
             m[j] += si[j] * kn[i];
         }
     }
@@ -927,7 +956,7 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                 const struct mc_gdn_config *c = &s->cfg.gdn;
                 const int64_t Hk = c->num_key_heads, Hv = c->num_value_heads, dk = c->key_head_dim;
                 const int64_t dv = c->value_head_dim, r = Hv / Hk, kd = Hk * dk;
-                double *qn = u + BW_PLAIN_SPAN * C, *kn = qn + dk, *m = kn + dk;
+                double *qn = u + BW_PLAIN_SPAN * C, *kn = qn + dk, *m = kn + dk, *decay = m + dv;
                 for (int64_t t = 0; t < n; t++)
                     bw_plain_conv(C, K, tok[0] + (row0 + t) * C, conv_w, win, 1, u + t * C);
                 for (int64_t h = 0; h < Hv; h++) {
@@ -946,9 +975,11 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                             qn[i] = ut[hk * dk + i] * iq;
                             kn[i] = ut[kd + hk * dk + i] * ik;
                         }
-                        const double decay = exp((double)tok[1][row * Hv + h]), beta = tok[2][row * Hv + h];
+                        const double g = exp((double)tok[1][row * Hv + h]), beta = tok[2][row * Hv + h];
+                        for (int64_t i = 0; i < dk; i++)
+                            decay[i] = g;
                         const double *v = ut + 2 * kd + h * dv;
-                        bw_plain_gdn_step(Sh, dk, dv, decay, beta, kn, qn, v, m, y + row * Hv * dv + h * dv);
+                        bw_plain_delta_step(Sh, dk, dv, decay, beta, kn, qn, v, m, y + row * Hv * dv + h * dv);
                     }
                 }
                 break;
@@ -987,9 +1018,40 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                 }
                 break;
             }
+            case MC_FAMILY_KDA: {
+                /* docs/semantics.md §14: q̂ = q/sqrt(Σq² + eps)·d^-1/2, k̂ = k/sqrt(Σk² + eps); channel c of head h
+                 * decays by exp(a_neg[h]·softplus(f_c)); β = σ(b); then the delta rule of GDN */
+                const struct mc_kda_config *c = &s->cfg.kda;
+                const int64_t H = c->num_heads, dh = c->head_dim, I = H * dh;
+                double *qn = u + BW_PLAIN_SPAN * C, *kn = qn + dh, *m = kn + dh, *decay = m + dh;
+                for (int64_t t = 0; t < n; t++)
+                    bw_plain_conv(C, K, tok[0] + (row0 + t) * C, conv_w, win, 1, u + t * C);
+                for (int64_t h = 0; h < H; h++) {
+                    double *Sh = S + h * dh * dh;
+                    for (int64_t t = 0; t < n; t++) {
+                        const int64_t row = row0 + t;
+                        const double *ut = u + t * C;
+                        double sq = 0.0, sk = 0.0;
+                        for (int64_t i = 0; i < dh; i++) {
+                            sq += ut[h * dh + i] * ut[h * dh + i];
+                            sk += ut[I + h * dh + i] * ut[I + h * dh + i];
+                        }
+                        const double iq = 1.0 / sqrt(sq + 1e-6) / sqrt((double)dh), ik = 1.0 / sqrt(sk + 1e-6);
+                        for (int64_t i = 0; i < dh; i++) {
+                            const double fv = tok[1][row * I + h * dh + i];
+                            const double sp = fv > 20.0 ? fv : log1p(exp(fv));
+                            qn[i] = ut[h * dh + i] * iq;
+                            kn[i] = ut[I + h * dh + i] * ik;
+                            decay[i] = exp((double)a[h] * sp);
+                        }
+                        const double beta = 1.0 / (1.0 + exp(-(double)tok[2][row * H + h]));
+                        bw_plain_delta_step(Sh, dh, dh, decay, beta, kn, qn, ut + 2 * I + h * dh, m, y + row * I + h * dh);
+                    }
+                }
+                break;
+            }
             case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
             case MC_FAMILY_LIGHTNING:
-            case MC_FAMILY_KDA:
                 break;
             }
         }
@@ -1000,9 +1062,11 @@ static size_t bw_plain_scratch(const struct mc_bench_shape *s)
 {
     int64_t C, K, st;
     bw_cache_dims(s, &C, &K, &st);
-    const int64_t dk = s->family == MC_FAMILY_GDN ? s->cfg.gdn.key_head_dim : 0;
-    const int64_t dv = s->family == MC_FAMILY_GDN ? s->cfg.gdn.value_head_dim : 0;
-    return (size_t)(BW_PLAIN_SPAN * C + 2 * C + 2 * dk + dv + 1);
+    const int64_t dk = s->family == MC_FAMILY_GDN ? s->cfg.gdn.key_head_dim
+                     : s->family == MC_FAMILY_KDA ? s->cfg.kda.head_dim : 0;
+    const int64_t dv = s->family == MC_FAMILY_GDN ? s->cfg.gdn.value_head_dim
+                     : s->family == MC_FAMILY_KDA ? s->cfg.kda.head_dim : 0;
+    return (size_t)(BW_PLAIN_SPAN * C + 2 * C + 3 * dk + dv + 1); /* q̂, k̂, the row decays; m */
 }
 
 int mc_bench_work_run(struct mc_bench_work *w, char *err, size_t err_len)
@@ -1015,7 +1079,7 @@ int mc_bench_work_run(struct mc_bench_work *w, char *err, size_t err_len)
         return 0;
     }
     if (w->impl == MC_BENCH_IMPL_CORE) {
-        if (bw_core_call(&w->s, w->B, w->L, w->threads, w->tok, w->conv_w, w->a, w->d, w->window, w->state, w->out,
+        if (bw_core_call(&w->s, w->B, w->L, w->threads, w->tok, w->conv_w, w->conv_kc, w->a, w->d, w->window, w->state, w->out,
                          &msg) != MC_BACKEND_OK)
             return bw_fail(err, err_len, "cpu core: %s", msg.text);
         return 0;
@@ -1110,6 +1174,7 @@ void mc_bench_work_free(struct mc_bench_work *w)
     for (int i = 0; i < BW_MAX_TOK; i++)
         free(w->tok[i]);
     free(w->conv_w);
+    free(w->conv_kc);
     free(w->a);
     free(w->d);
     free(w->window);
@@ -1149,9 +1214,12 @@ static void bw_small_shape(enum mc_family family, struct mc_bench_shape *s)
     case MC_FAMILY_SHORTCONV:
         s->cfg.sc.hidden_size = 24;
         break;
+    case MC_FAMILY_KDA:
+        s->cfg.kda.num_heads = 3;
+        s->cfg.kda.head_dim = 16;
+        break;
     case MC_FAMILY_ATTENTION: /* not benchmarked: bench refuses the family (bench.c) */
     case MC_FAMILY_LIGHTNING: /* layer mode only: no cpu core entry (bench.c refuses --core) */
-    case MC_FAMILY_KDA:
         break;
     }
 }
@@ -1167,7 +1235,7 @@ static int bw_core_validate_one(enum mc_family family, int64_t chunk, int thread
 
 int mc_bench_core_validate(enum mc_family family, int threads, char *msg, size_t msg_len)
 {
-    /* the chunked cores at Q 16 (a chunk boundary inside each of the two calls) */
+    /* the chunked cores at Q 16 (a chunk boundary inside the first and the last call) */
     return bw_core_validate_one(family, 16, threads, msg, msg_len);
 }
 
@@ -1176,7 +1244,8 @@ static int bw_core_validate_one(enum mc_family family, int64_t chunk, int thread
     struct mc_bench_shape s;
     bw_small_shape(family, &s);
     s.chunk = chunk;
-    const int64_t B = 2, L = 53, split = 21; /* 21 = one chunk + 5, then 32 = two chunks */
+    /* 21 = one chunk + 5, then one token (a decode step: the cores' recurrent form), then 31 */
+    const int64_t B = 2, L = 53, n_parts = 3, t0s[3] = {0, 21, 22}, ns[3] = {21, 1, 31};
     struct mc_bench_work *core = NULL, *plain = NULL;
     float *seg[BW_MAX_TOK] = {0}, *yseg = NULL;
     int rc = -1;
@@ -1186,8 +1255,8 @@ static int bw_core_validate_one(enum mc_family family, int64_t chunk, int thread
         bw_fail(msg, msg_len, "%s", err);
         goto done;
     }
-    /* the plain recurrence over the whole sequence; the core in two calls, the second continuing from
-     * the window and state the first left */
+    /* the plain recurrence over the whole sequence; the core in three calls, each continuing from the window
+     * and state the one before left */
     if (mc_bench_work_run(plain, err, sizeof err) != 0) {
         bw_fail(msg, msg_len, "%s", err);
         goto done;
@@ -1204,12 +1273,11 @@ static int bw_core_validate_one(enum mc_family family, int64_t chunk, int thread
         bw_fail(msg, msg_len, "out of memory");
         goto done;
     }
-    const int64_t t0s[2] = {0, split}, ns[2] = {split, L - split};
-    for (int part = 0; part < 2; part++) {
+    for (int part = 0; part < n_parts; part++) {
         for (int i = 0; i < core->n_tok; i++)
             bw_slice(core->tok[i], seg[i], B, L, t0s[part], ns[part], core->tok_w[i]);
         struct mc_msg m = {{0}};
-        if (bw_core_call(&s, B, ns[part], threads, seg, core->conv_w, core->a, core->d, core->window, core->state, yseg,
+        if (bw_core_call(&s, B, ns[part], threads, seg, core->conv_w, core->conv_kc, core->a, core->d, core->window, core->state, yseg,
                          &m) != MC_BACKEND_OK) {
             bw_fail(msg, msg_len, "cpu core: %s", m.text);
             goto done;

@@ -36,7 +36,7 @@ struct mc_bench_shape {
         struct mc_gdn_config gdn;
         struct mc_shortconv_config sc;
         struct mc_lightning_config la; /* layer mode only: no cpu core entry */
-        struct mc_kda_config kda;      /* layer mode only: no cpu core entry */
+        struct mc_kda_config kda;
     } cfg;
 };
 

@@ -91,6 +91,28 @@ struct mc_cpu_gdn_core_args {
 };
 enum mc_backend_status mc_cpu_gdn_core(const struct mc_cpu_gdn_core_args *args, struct mc_msg *msg);
 
+/* Kimi Delta Attention: conv + SiLU over q | k | v, then the chunked per-channel gated delta rule of
+ * kda_chunk.c (the forward's code; q and k l2-normed inside, q scaled by d^-1/2) for every (row, head).
+ * No projections, no output norm or gate: the core output o. The decay of channel c is
+ * g = a_neg[h] · softplus(f[c]) (<= 0), β = σ(b_raw). */
+struct mc_cpu_kda_core_args {
+    int64_t batch, len;             /* B, L >= 1 */
+    int64_t heads, head_dim;        /* H, d; I = H·d */
+    int64_t conv_kernel, chunk;     /* K; chunk 0 = 64 */
+    int32_t threads;
+    const float *qkv;         /* [B][L][3I] pre-conv q | k | v */
+    const float *conv_weight; /* [3I][K] or NULL (qkv already post-conv + SiLU) */
+    const float *conv_weight_kc; /* [K][3I] conv_weight transposed (mc_cpu_conv_weight_kc), or NULL: transposed
+                                  * in the call */
+    const float *f;           /* [B][L][I] the softplus input of each channel's decay */
+    const float *a_neg;       /* [H] -exp(A_log) */
+    const float *b_raw;       /* [B][L][H] */
+    float *window;            /* [B][K][3I] or NULL */
+    float *state;             /* [B][H][d][d] */
+    float *o;                 /* [B][L][I] out */
+};
+enum mc_backend_status mc_cpu_kda_core(const struct mc_cpu_kda_core_args *args, struct mc_msg *msg);
+
 /* Mamba1: conv + SiLU over x, then the selective scan of every (row, channel), y = h·C + D·x.
  * No x_proj / dt_proj (delta, B and C are given), no z gate. */
 struct mc_cpu_mamba1_core_args {

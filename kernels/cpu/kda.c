@@ -7,7 +7,8 @@
  *   - kdc_conv_task  one batch row (or packed sequence): the depthwise causal conv + SiLU over q | k | v
  *                    from its cached window (common.h, vectorized over channels).
  *   - kdc_head_task  one (row, head): the chunked per-channel delta rule (kda_chunk.h) over the row's
- *                    real tokens, then the per-head RMSNorm with the sigmoid gate.
+ *                    real tokens (the recurrent form when there is one: a decode step), then the per-head
+ *                    RMSNorm with the sigmoid gate.
  * The projections on sgemm over all B·L tokens: one [q | k | v | f_a | b | g_a] matrix on the layer
  * input, then the low-rank f_b and g_b. Padding: the chunks are cut from each row's real tokens and the
  * conv skips the pads, so a pad never reaches the window or the state; its output row is 0. Threads:
@@ -229,7 +230,10 @@ static void kdc_head_task(void *ctx, int64_t task, int worker)
             .state = r->state + (slot * H + h) * d * d,
             .o = r->o + h * d, .ld_o = inner,
         };
-        mc_kda_chunk_run(&a, r->work + (size_t)worker * r->work_bytes);
+        if (nr == 1) /* one real token (a decode step): the recurrent form */
+            mc_kda_recurrent_run(&a, r->work + (size_t)worker * r->work_bytes);
+        else
+            mc_kda_chunk_run(&a, r->work + (size_t)worker * r->work_bytes);
     }
     /* the per-head RMSNorm, · o_norm.weight, · sigmoid(gate) */
     const float eps = (float)m->cfg.rms_norm_eps, *wn = m->w[KDC_O_NORM];
@@ -251,7 +255,10 @@ static enum mc_backend_status kdc_run_all(const struct mc_model *m, struct kdc_r
     const int64_t D = m->D, d = m->d, inner = m->inner;
     const int64_t tasks = n_rows * m->H;
     const size_t nw = (size_t)(tasks < m->threads ? tasks : m->threads) + 1;
-    run->work_bytes = (mc_kda_chunk_work_bytes(m->chunk, d) + 63) & ~(size_t)63;
+    run->work_bytes = mc_kda_chunk_work_bytes(m->chunk, d);
+    if (run->work_bytes < mc_kda_recurrent_work_bytes(d))
+        run->work_bytes = mc_kda_recurrent_work_bytes(d);
+    run->work_bytes = (run->work_bytes + 63) & ~(size_t)63;
     run->rows_cap = rows_cap;
     run->work = malloc(nw * run->work_bytes);
     run->rows = malloc(nw * (size_t)rows_cap * sizeof *run->rows);

@@ -146,3 +146,28 @@ void mc_kda_chunk_run(const struct mc_kda_core_args *a, void *work)
             memcpy(a->o + rows[i] * a->ld_o, ob + i * d, (size_t)d * sizeof *ob);
     }
 }
+
+size_t mc_kda_recurrent_work_bytes(int64_t d)
+{
+    return (size_t)(5 * d) * sizeof(float);
+}
+
+void mc_kda_recurrent_run(const struct mc_kda_core_args *a, void *work)
+{
+    const int64_t d = a->d;
+    float *qn = work, *kn = qn + d, *e = kn + d, *m = e + d, *o = m + d;
+    float *S = a->state;
+    for (int64_t t = 0; t < a->n; t++) {
+        const int64_t r = a->rows[t];
+        kda_l2norm(a->q + r * a->ld, qn, d, a->q_scale);
+        kda_l2norm(a->k + r * a->ld, kn, d, 1.0f);
+        const float beta = 1.0f / (1.0f + expf(-a->b_raw[r * a->ld_b]));
+        const float *v = a->v + r * a->ld, *f = a->f + r * a->ld_f;
+        for (int64_t c = 0; c < d; c++)
+            e[c] = a->a_neg * mc_cpu_softplus(f[c]);
+        mc_cpu_vexp(e, d);
+        /* row c of S decays by e_c, m = Sᵀk̂ on the decayed state; δ = β(v − m); S += k̂δᵀ, o = Sᵀq̂ */
+        mc_cpu_vdelta_step(S, d, d, e, kn, qn, v, beta, m, o);
+        memcpy(a->o + r * a->ld_o, o, (size_t)d * sizeof *o);
+    }
+}

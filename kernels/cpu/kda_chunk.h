@@ -58,4 +58,11 @@ size_t mc_kda_chunk_work_bytes(int64_t chunk, int64_t d);
 /* The chunked form; work holds mc_kda_chunk_work_bytes(chunk, d) bytes, 8-byte aligned. */
 void mc_kda_chunk_run(const struct mc_kda_core_args *a, void *work);
 
+/* Variant: the recurrent form, token by token (decode: a call of one token per row): row c of S decays by
+ * e^(g_c), m = Sᵀk̂, δ = β(v − m), S += k̂δᵀ, o = Sᵀq̂, two passes over S a token instead of the chunk's
+ * products. The same math as mc_kda_chunk_run (a chunk of one token), other roundings. `chunk` is not read;
+ * work holds mc_kda_recurrent_work_bytes(d) bytes. */
+size_t mc_kda_recurrent_work_bytes(int64_t d);
+void mc_kda_recurrent_run(const struct mc_kda_core_args *a, void *work);
+
 #endif

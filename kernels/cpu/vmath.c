@@ -205,6 +205,44 @@ void mc_cpu_vexp_segsum_row(float *restrict seg, int64_t l, float al, float *res
     out[l] = 1.0f; /* exp(0), exactly as vm_exp gives it */
 }
 
+/* One delta-rule step over S [rows][cols] (vmath.h) in two passes over the rows, each row one contiguous
+ * vector loop. (A pass per block of columns, the block's rows re-read from L1, was slower: at a 128-float
+ * row the block's rows fall on 8 of L1's 64 sets and evict each other.) */
+VM_CLONES static void vm_delta_step_loop(float *restrict S, int64_t rows, int64_t cols, const float *restrict scale,
+                                         const float *restrict k, const float *restrict q, const float *restrict v,
+                                         float beta, float *restrict m, float *restrict o)
+{
+    for (int64_t j = 0; j < cols; j++)
+        m[j] = 0.0f;
+    for (int64_t c = 0; c < rows; c++) {
+        float *restrict sc = S + c * cols;
+        const float ec = scale[c], kc = k[c];
+        for (int64_t j = 0; j < cols; j++) {
+            sc[j] *= ec;
+            m[j] += sc[j] * kc;
+        }
+    }
+    for (int64_t j = 0; j < cols; j++) {
+        m[j] = beta * (v[j] - m[j]);
+        o[j] = 0.0f;
+    }
+    for (int64_t c = 0; c < rows; c++) {
+        float *restrict sc = S + c * cols;
+        const float kc = k[c], qc = q[c];
+        for (int64_t j = 0; j < cols; j++) {
+            sc[j] += kc * m[j];
+            o[j] += sc[j] * qc;
+        }
+    }
+}
+
+void mc_cpu_vdelta_step(float *restrict S, int64_t rows, int64_t cols, const float *restrict scale,
+                        const float *restrict k, const float *restrict q, const float *restrict v, float beta,
+                        float *restrict m, float *restrict o)
+{
+    vm_delta_step_loop(S, rows, cols, scale, k, q, v, beta, m, o);
+}
+
 /* The K-tap depthwise sum of mc_cpu_vtaps, one loop per common K so the tap loop is unrolled and the
  * channel loop vectorizes; the sums run bias first, then taps 0..K-1, as the generic loop does. */
 VM_CLONES static void vm_taps_loop(int64_t n, int64_t K, const float *const *src, const float *w, int64_t ws,

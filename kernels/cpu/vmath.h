@@ -24,6 +24,11 @@
  *                         added to each, seg[l] = 0, and out[s] = exp(seg[s]) for s <= l (out[l] = 1).
  *                         Called for l = 0, 1, … on one seg buffer it walks the rows of a chunk; each
  *                         exponent is summed over its own segment, oldest term first.
+ * One step of a delta rule (a recurrent decode token) on a state S [rows][cols] (rows key, columns value, row
+ * c contiguous), scale[c] the decay of row c (one value for every row in GDN, one per key channel in KDA):
+ *   - mc_cpu_vdelta_step  S_c ← S_c · scale[c]; m = Σ_c S_c · k[c]; δ = beta · (v − m);
+ *                         S_c ← S_c + k[c] · δ; o = Σ_c S_c · q[c]   (o = Sᵀq on the updated S)
+ *                         every sum over the rows in order; m [cols] is scratch (it ends holding δ)
  * The `_to`, `mul` and decay forms take pointers that must not overlap (restrict).
  *
  * The exp (vmath.c has the derivation): Cody-Waite reduction x = n·ln2 + r, |r| <= ln2/2, a degree-7
@@ -51,6 +56,9 @@ void mc_cpu_vsigmoid_to(const float *restrict src, float *restrict dst, int64_t 
 void mc_cpu_vexp_prefix(const float *restrict a, float *restrict out, int64_t n);
 void mc_cpu_vexp_suffix(const float *restrict a, float *restrict out, int64_t n);
 void mc_cpu_vexp_segsum_row(float *restrict seg, int64_t l, float al, float *restrict out);
+void mc_cpu_vdelta_step(float *restrict S, int64_t rows, int64_t cols, const float *restrict scale,
+                        const float *restrict k, const float *restrict q, const float *restrict v, float beta,
+                        float *restrict m, float *restrict o);
 void mc_cpu_vtaps(int64_t n, int64_t K, const float *const *src, const float *w, int64_t w_stride, const float *bias,
                   float *restrict out);
 

@@ -120,6 +120,9 @@ static void test_usage_and_could_not_test(void **state)
     assert_int_equal(bench("--len 0"), 2);
     assert_int_equal(bench("--core --backend reference"), 2);
     assert_int_equal(bench("--shape nosuch"), 2);
+    assert_int_equal(bench("--core --family lightning"), 2); /* no core entry */
+    assert_int_equal(bench("--family gdn --family gdn --family gdn --family gdn --family gdn --family gdn --family gdn"), 2);
+    assert_non_null(strstr(out, "more than 6 times"));
     char args[1024];
     snprintf(args, sizeof args, "--plugin %s --backend bench_wrong --family gdn --len 16", MC_BENCH_WRONG_PLUGIN);
     assert_int_equal(bench(args), 125); /* bench_wrong is a mamba2 backend only */
