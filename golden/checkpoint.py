@@ -348,6 +348,14 @@ def load_checkpoint(folder, semantics=None):
     if semantics:
         raw = dict(raw)
         raw["mixcheck_semantics"] = {**(raw.get("mixcheck_semantics") or {}), **semantics}
+    unpadded = raw.get("unpadded_vocab_size") if mt == "inkling_text" else None
+    if isinstance(unpadded, int) and not isinstance(unpadded, bool) and 1 <= unpadded < raw.get("vocab_size", 201024):
+        # InklingForCausalLM slices its logits to the first unpadded_vocab_size columns: the model that computes
+        # those logits is the one of vocab_size unpadded_vocab_size, whose embedding and head are the first rows
+        # of the stored ones (a prompt may use only those ids). The golden's config says so.
+        raw = dict(raw, vocab_size=unpadded, unpadded_vocab_size=None)
+    else:
+        unpadded = None
     K.check(raw, where)
     # the model's defaults fill what the file leaves out, except the rope keys: their defaults depend on
     # which of them the file gives (configkeys.rope_params resolves them as transformers does)
@@ -382,6 +390,10 @@ def load_checkpoint(folder, semantics=None):
     if mt == "inkling_text":   # the multi-token prediction weights, which InklingForCausalLM ignores on load
         for k in [k for k in w if k.startswith("model.mtp.")]:   # (_keys_to_ignore_on_load_unexpected)
             del w[k]
+        if unpadded is not None:   # the rows of the padded vocabulary (above), which no logit reads
+            for k in ("model.embed_tokens.weight", "lm_head.weight"):
+                if k in w and w[k].ndim == 2 and w[k].shape[0] > unpadded:
+                    w[k] = w[k][:unpadded]
     if mt == "minimax":   # Mixtral's expert modules, the lightning buffers
         merge_minimax(folder, w, cfg)
     if mt == "zamba2":   # a tied block stored once, under its first hybrid layer (golden/zamba.py fill_tied)

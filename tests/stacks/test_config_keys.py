@@ -614,9 +614,21 @@ def main():
             d = differ(path("ik-list.h5"), path(f"ik-{key}.h5"), f"inkling {over}")
             passes(path(f"ik-{key}.h5"), tmp, "inkling_text", profile="inkling")
             print(f"inkling: {over} honoured (max |d logits| {d:.3g}), mixcheck passes it")
+        # unpadded_vocab_size below vocab_size: InklingForCausalLM's logits are the first 251 columns of the
+        # model's; the golden is that model's (embedding and head cut to 251 rows), mixcheck passes it
+        write(path("ik-unpadded"), dict(icfg, unpadded_vocab_size=251), iw)
+        golden(path("ik-unpadded"), path("ik-unpadded.h5"))
+        lu, cu = logits(path("ik-unpadded.h5"))
+        lf = logits(path("ik-list.h5"))[0]
+        if lu.shape[-1] != 251 or cu["vocab_size"] != 251:
+            fail(f"inkling unpadded_vocab_size 251: logits of {lu.shape[-1]} columns, config vocab_size {cu['vocab_size']}")
+        elif float(np.max(np.abs(lu - lf[..., :251]))) > 1e-12 * float(np.max(np.abs(lf))):
+            fail("inkling unpadded_vocab_size 251: not the first 251 logits of the padded model")
+        passes(path("ik-unpadded.h5"), tmp, "inkling_text", profile="inkling")
         for key, value, needle in (("log_scaling_n_floor", 4, "'log_scaling_n_floor' = 4"),
                                    ("shared_expert_sink", False, "'shared_expert_sink' = false"),
-                                   ("unpadded_vocab_size", 200, "'unpadded_vocab_size' = 200"),
+                                   # the prompt's ids 200 and 250 are in the padding of a vocabulary cut at 200
+                                   ("unpadded_vocab_size", 200, "token id 200 outside [0, vocab_size 200)"),
                                    ("hidden_act", "gelu", "'hidden_act' = \"gelu\""),
                                    ("layer_types", ["hybrid_sliding", "full_attention", "hybrid_sliding", "hybrid"],
                                     "'layer_types'"),
