@@ -19,6 +19,20 @@
 
 #include "mixcheck/backend.h"
 
+/* The inner loops the reference compiles once per instruction set (AVX-512F, AVX2, the build's baseline),
+ * picked at load time where the toolchain can (x86-64, glibc, target_clones): the same C, so the same
+ * operations in the same order; no clone contracts a multiply-add into an FMA (ISO C, CMAKE_C_EXTENSIONS
+ * OFF: -ffp-contract=off), so every clone gives the same bits and the definition does not depend on the
+ * machine. Elsewhere the plain function. */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define MC_REF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef MC_REF_CLONES
+#define MC_REF_CLONES
+#endif
+
 /* Sizes above this are refused: no realistic layer comes near, and size products stay far from
  * overflow (the harness applies the same bound to every dimension). */
 #define MC_REF_MAX_DIM 65536
