@@ -859,6 +859,39 @@ void mc_stack_block_norm(const struct mc_stack *s, int64_t layer, const double *
 }
 
 /* Final norm and head of residual rows h [rows][D] into logits [rows][V]. */
+/* out[i] = Σ_d w[i·len + d]·x[d] for i < n (rows of w, row stride len): each sum over d ascending from 0.0 in an
+ * accumulator of its own, the plain loop's operations in its order (the same bits), four rows at a time so that
+ * four chains run at once instead of one waiting on each addition. */
+static void dots(const double *restrict w, int64_t n, int64_t len, const double *restrict x, double *restrict out)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const double *w0 = w + i * len, *w1 = w0 + len, *w2 = w1 + len, *w3 = w2 + len;
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+        for (int64_t d = 0; d < len; d++) {
+            const double xd = x[d];
+            a0 += w0[d] * xd;
+            a1 += w1[d] * xd;
+            a2 += w2[d] * xd;
+            a3 += w3[d] * xd;
+        }
+        out[i] = a0;
+        out[i + 1] = a1;
+        out[i + 2] = a2;
+        out[i + 3] = a3;
+    }
+    for (; i < n; i++) {
+        const double *wi = w + i * len;
+        double acc = 0.0;
+        for (int64_t d = 0; d < len; d++)
+            acc += wi[d] * x[d];
+        out[i] = acc;
+    }
+}
+
+/* Rows of dots() taken this many at a time by its callers (their per-row work follows each block). */
+#define DOT_BLOCK 4
+
 static void final_head(const struct mc_stack *s, const double *h, int64_t rows, double *logits, double *tmp)
 {
     int64_t D = s->D, V = s->V;
@@ -885,12 +918,11 @@ static void final_head(const struct mc_stack *s, const double *h, int64_t rows, 
             if (s->cfg->head_divisor != 1.0 && s->fault != MC_STACK_GLUE_INKLING_HEAD_DIVISOR_DROPPED)
                 tmp[d] = store(s, tmp[d] / s->cfg->head_divisor); /* Inkling: norm(h) / logits_mup_width_multiplier */
         }
+        double blk[DOT_BLOCK];
         for (int64_t v = 0; v < V; v++) {
-            double acc = 0.0;
-            const double *wv = head + v * D;
-            for (int64_t d = 0; d < D; d++)
-                acc += tmp[d] * wv[d];
-            logits[r * V + v] = store(s, acc);
+            if (v % DOT_BLOCK == 0) /* the next rows of lm_head · tmp */
+                dots(head + v * D, V - v < DOT_BLOCK ? V - v : DOT_BLOCK, D, tmp, blk);
+            logits[r * V + v] = store(s, blk[v % DOT_BLOCK]);
             if (s->cfg->logits_scaling != 1.0 && s->fault != MC_STACK_GLUE_LOGITS_SCALING_DROPPED)
                 logits[r * V + v] = store(s, logits[r * V + v] / s->cfg->logits_scaling); /* logits / logits_scaling */
             if (s->cfg->lm_head_multiplier != 1.0 && s->fault != MC_STACK_GLUE_LM_HEAD_MULTIPLIER_DROPPED)
@@ -998,15 +1030,15 @@ static void moe_swiglu_expert(const struct mc_stack *s, const double *g0, const 
                               int64_t Fe, double *a)
 {
     const int64_t D = s->D;
-    for (int64_t f = 0; f < Fe; f++) {
-        double g = 0.0, u = 0.0;
-        for (int64_t d = 0; d < D; d++) {
-            g += g0[f * D + d] * xr[d];
-            u += u0[f * D + d] * xr[d];
+    for (int64_t f0 = 0; f0 < Fe; f0 += DOT_BLOCK) {
+        const int64_t nb = Fe - f0 < DOT_BLOCK ? Fe - f0 : DOT_BLOCK;
+        double gb[DOT_BLOCK], ub[DOT_BLOCK];
+        dots(g0 + f0 * D, nb, D, xr, gb);
+        dots(u0 + f0 * D, nb, D, xr, ub);
+        for (int64_t j = 0; j < nb; j++) {
+            const double g = store(s, gb[j]), u = store(s, ub[j]);
+            a[f0 + j] = store(s, store(s, g / (1.0 + exp(-g))) * u);
         }
-        g = store(s, g);
-        u = store(s, u);
-        a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
     }
 }
 
@@ -1107,21 +1139,13 @@ static void experts_add(const struct mc_stack *s, const double *gu, const double
         if (j == K)
             continue;
         const double *g0 = gu + k * 2 * Fe * D, *u0 = g0 + Fe * D, *d0 = dn + k * D * Fe;
-        for (int64_t f = 0; f < Fe; f++) {
-            double g = 0.0, u = 0.0;
-            for (int64_t d = 0; d < D; d++) {
-                g += g0[f * D + d] * xr[d];
-                u += u0[f * D + d] * xr[d];
-            }
-            g = store(s, g);
-            u = store(s, u);
-            a[f] = store(s, store(s, g / (1.0 + exp(-g))) * u);
-        }
-        for (int64_t d = 0; d < D; d++) {
-            double acc = 0.0;
-            for (int64_t f = 0; f < Fe; f++)
-                acc += d0[d * Fe + f] * a[f];
-            yr[d] = store(s, yr[d] + store(s, store(s, acc) * w[j]));
+        moe_swiglu_expert(s, g0, u0, xr, Fe, a);
+        for (int64_t d0i = 0; d0i < D; d0i += DOT_BLOCK) {
+            const int64_t nb = D - d0i < DOT_BLOCK ? D - d0i : DOT_BLOCK;
+            double acc[DOT_BLOCK];
+            dots(d0 + d0i * Fe, nb, Fe, a, acc);
+            for (int64_t i = 0; i < nb; i++)
+                yr[d0i + i] = store(s, yr[d0i + i] + store(s, store(s, acc[i]) * w[j]));
         }
     }
 }
@@ -1410,14 +1434,17 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
                 acc += s->ad_a[l][k * D + d] * xr[d];
             ad[k] = store(s, acc);
         }
+        double gb[DOT_BLOCK], ub[DOT_BLOCK];
         for (int64_t f = 0; f < F; f++) {
-            double g = 0.0, u = 0.0;
-            for (int64_t d = 0; d < D; d++) {
-                g += relu ? 0.0 : w1[f * D + d] * xr[d];
-                u += w3[f * D + d] * xr[d];
+            if (f % DOT_BLOCK == 0) { /* the next rows of gate_proj · x (none for relu², whose gate is 0) and up_proj · x */
+                const int64_t nb = F - f < DOT_BLOCK ? F - f : DOT_BLOCK;
+                if (relu)
+                    memset(gb, 0, sizeof gb);
+                else
+                    dots(w1 + f * D, nb, D, xr, gb);
+                dots(w3 + f * D, nb, D, xr, ub);
             }
-            g = store(s, g);
-            u = store(s, u);
+            double g = store(s, gb[f % DOT_BLOCK]), u = store(s, ub[f % DOT_BLOCK]);
             if (R > 0) { /* gate_up_proj(x) + adapter(x), in T, then its halves */
                 double ga = 0.0, ua = 0.0;
                 for (int64_t k = 0; k < R; k++) {
@@ -1434,10 +1461,11 @@ static enum mc_backend_status feed_forward(struct mc_stack *s, int64_t l, int64_
             else
                 a[f] = relu ? relu2(s, u) : store(s, store(s, g / (1.0 + exp(-g))) * u); /* relu(up x)² or silu(g)·u */
         }
+        double db[DOT_BLOCK];
         for (int64_t d = 0; d < D; d++) {
-            double acc = 0.0;
-            for (int64_t f = 0; f < F; f++)
-                acc += w2[d * F + f] * a[f];
+            if (d % DOT_BLOCK == 0) /* the next rows of down_proj · a */
+                dots(w2 + d * F, D - d < DOT_BLOCK ? D - d : DOT_BLOCK, F, a, db);
+            const double acc = db[d % DOT_BLOCK];
             y[r * D + d] = dm != 1.0 ? store(s, store(s, acc) * dm) : store(s, acc); /* down_proj(..) * down_multiplier */
             if (s->cfg->ffn_global_scale && s->fault != MC_STACK_GLUE_INKLING_GLOBAL_SCALE_DROPPED)
                 y[r * D + d] = store(s, y[r * D + d] * s->gscale[l]); /* InklingMLP: down(..) * global_scale */
