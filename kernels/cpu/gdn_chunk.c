@@ -153,47 +153,24 @@ void mc_gdn_chunk_run(const struct mc_gdn_core_args *a, float *work)
 
 size_t mc_gdn_recurrent_work_floats(int64_t dk, int64_t dv)
 {
-    return (size_t)(2 * dk + dv);
+    return (size_t)(3 * dk + dv);
 }
 
 void mc_gdn_recurrent_run(const struct mc_gdn_core_args *a, float *work)
 {
     const int64_t dk = a->dk, dv = a->dv;
-    float *qh = work, *kh = work + dk, *dl = work + 2 * dk;
+    float *qh = work, *kh = work + dk, *rows = work + 2 * dk, *dl = work + 3 * dk;
     for (int64_t t = 0; t < a->n; t++) {
         mc_gdn_row_normalize(a->q + t * a->ld_qk, qh, dk, a->l2norm, a->q_scale);
         mc_gdn_row_normalize(a->k + t * a->ld_qk, kh, dk, a->l2norm, 1.0f);
         for (int64_t s = 0; s < a->nh; s++) {
-            float *restrict S = a->state + s * dk * dv;
-            const float *v = a->v + t * a->ld_v + s * dv;
-            float *restrict o = a->o + t * a->ld_o + s * dv;
-            const float beta = a->beta[t * a->ld_gb + s];
             float decay = a->g[t * a->ld_gb + s];
             mc_cpu_vexp(&decay, 1); /* the chunked form's exp, so that decode and prefill share it */
-            /* S <- S·exp(g); m = Sᵀk̂; δ = β(v − m) */
-            for (int64_t j = 0; j < dv; j++)
-                dl[j] = 0.0f;
-            for (int64_t i = 0; i < dk; i++) {
-                float *restrict srow = S + i * dv;
-                const float ki = kh[i];
-                for (int64_t j = 0; j < dv; j++) {
-                    srow[j] *= decay;
-                    dl[j] += srow[j] * ki;
-                }
-            }
-            for (int64_t j = 0; j < dv; j++)
-                dl[j] = (v[j] - dl[j]) * beta;
-            /* S += k̂δᵀ; o = Sᵀq̂ with the updated state */
-            for (int64_t j = 0; j < dv; j++)
-                o[j] = 0.0f;
-            for (int64_t i = 0; i < dk; i++) {
-                float *restrict srow = S + i * dv;
-                const float ki = kh[i], qi = qh[i];
-                for (int64_t j = 0; j < dv; j++) {
-                    srow[j] += ki * dl[j];
-                    o[j] += srow[j] * qi;
-                }
-            }
+            for (int64_t i = 0; i < dk; i++)
+                rows[i] = decay; /* one decay for every row of the head's state */
+            /* S <- S·exp(g); m = Sᵀk̂; δ = β(v − m); S += k̂δᵀ; o = Sᵀq̂ with the updated state */
+            mc_cpu_vdelta_step(a->state + s * dk * dv, dk, dv, rows, kh, qh, a->v + t * a->ld_v + s * dv,
+                               a->beta[t * a->ld_gb + s], dl, a->o + t * a->ld_o + s * dv);
         }
     }
 }
