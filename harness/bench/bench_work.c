@@ -902,6 +902,21 @@ static void bw_plain_delta_step(double *restrict S, int64_t dk, int64_t dv, cons
     }
 }
 
+/* The l2-normed q̂ = q/sqrt(Σq² + 1e-6)·d^-1/2 and k̂ = k/sqrt(Σk² + 1e-6) of one head's q and k [d] (GDN, KDA). */
+static void bw_plain_qk(const double *q, const double *k, int64_t d, double *qn, double *kn)
+{
+    double sq = 0.0, sk = 0.0;
+    for (int64_t i = 0; i < d; i++) {
+        sq += q[i] * q[i];
+        sk += k[i] * k[i];
+    }
+    const double iq = 1.0 / sqrt(sq + 1e-6) / sqrt((double)d), ik = 1.0 / sqrt(sk + 1e-6);
+    for (int64_t i = 0; i < d; i++) {
+        qn[i] = q[i] * iq;
+        kn[i] = k[i] * ik;
+    }
+}
+
 /* Tokens whose conv outputs the plain recurrence holds at once: a head's (channel's) state then stays in
  * cache while the span's tokens pass through it, instead of the whole state being swept once a token. */
 #define BW_PLAIN_SPAN 64
@@ -965,16 +980,7 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                     for (int64_t t = 0; t < n; t++) {
                         const int64_t row = row0 + t;
                         const double *ut = u + t * C;
-                        double sq = 0.0, sk = 0.0;
-                        for (int64_t i = 0; i < dk; i++) {
-                            sq += ut[hk * dk + i] * ut[hk * dk + i];
-                            sk += ut[kd + hk * dk + i] * ut[kd + hk * dk + i];
-                        }
-                        const double iq = 1.0 / sqrt(sq + 1e-6) / sqrt((double)dk), ik = 1.0 / sqrt(sk + 1e-6);
-                        for (int64_t i = 0; i < dk; i++) {
-                            qn[i] = ut[hk * dk + i] * iq;
-                            kn[i] = ut[kd + hk * dk + i] * ik;
-                        }
+                        bw_plain_qk(ut + hk * dk, ut + kd + hk * dk, dk, qn, kn);
                         const double g = exp((double)tok[1][row * Hv + h]), beta = tok[2][row * Hv + h];
                         for (int64_t i = 0; i < dk; i++)
                             decay[i] = g;
@@ -1031,17 +1037,10 @@ static void bw_plain_call(const struct mc_bench_shape *s, int64_t B, int64_t len
                     for (int64_t t = 0; t < n; t++) {
                         const int64_t row = row0 + t;
                         const double *ut = u + t * C;
-                        double sq = 0.0, sk = 0.0;
-                        for (int64_t i = 0; i < dh; i++) {
-                            sq += ut[h * dh + i] * ut[h * dh + i];
-                            sk += ut[I + h * dh + i] * ut[I + h * dh + i];
-                        }
-                        const double iq = 1.0 / sqrt(sq + 1e-6) / sqrt((double)dh), ik = 1.0 / sqrt(sk + 1e-6);
+                        bw_plain_qk(ut + h * dh, ut + I + h * dh, dh, qn, kn);
                         for (int64_t i = 0; i < dh; i++) {
                             const double fv = tok[1][row * I + h * dh + i];
                             const double sp = fv > 20.0 ? fv : log1p(exp(fv));
-                            qn[i] = ut[h * dh + i] * iq;
-                            kn[i] = ut[I + h * dh + i] * ik;
                             decay[i] = exp((double)a[h] * sp);
                         }
                         const double beta = 1.0 / (1.0 + exp(-(double)tok[2][row * H + h]));
