@@ -1054,16 +1054,15 @@ static void moe_sigmoid_grouped(const struct mc_stack *s, int64_t l, int64_t row
     const int64_t D = s->D, E = e->n_experts, K = e->top_k, Fe = e->expert_size, G = e->n_group, per = E / G;
     const double *router = s->router[l], *bias = s->bias[l], *up = s->gate_up[l], *dn = s->down[l];
     double score[MC_STACK_MAX_EXPERTS], choice[MC_STACK_MAX_EXPERTS], gscore[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
+    double raw[MC_STACK_MAX_EXPERTS]; /* the router's sums */
     double *acc32 = a + Fe; /* the float32 sum of the experts' weighted outputs, [D] */
     int64_t pick[MC_STACK_MAX_TOP_K];
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * D;
         double *yr = y + r * D;
+        dots(router, E, D, xr, raw);
         for (int64_t k = 0; k < E; k++) { /* F.linear(x.float(), weight.float()), then sigmoid, in float32 */
-            double acc = 0.0;
-            for (int64_t d = 0; d < D; d++)
-                acc += router[k * D + d] * xr[d];
-            score[k] = compute(s, 1.0 / (1.0 + exp(-compute(s, acc))));
+            score[k] = compute(s, 1.0 / (1.0 + exp(-compute(s, raw[k]))));
             choice[k] = compute(s, score[k] + bias[k]);
         }
         /* each group's score: the sum of its two largest corrected scores; the topk_group best groups kept */
@@ -1164,17 +1163,16 @@ static void moe_sigmoid_bias(const struct mc_stack *s, int64_t src, int64_t rows
     const double *router = s->router[src], *bias = s->bias[src], *gu = s->gate_up[src], *dn = s->down[src];
     const int use_bias = e->expert_bias && bias != NULL && s->fault != MC_STACK_GLUE_LFM2MOE_EXPERT_BIAS_DROPPED;
     double score[MC_STACK_MAX_EXPERTS], choice[MC_STACK_MAX_EXPERTS], w[MC_STACK_MAX_TOP_K];
+    double raw[MC_STACK_MAX_EXPERTS]; /* the router's sums */
     int64_t pick[MC_STACK_MAX_TOP_K];
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * D;
         double *yr = y + r * D;
         for (int64_t d = 0; d < D; d++)
             yr[d] = 0.0; /* torch.zeros_like(hidden_states) */
+        dots(router, E, D, xr, raw);
         for (int64_t k = 0; k < E; k++) {
-            double acc = 0.0;
-            for (int64_t d = 0; d < D; d++)
-                acc += router[k * D + d] * xr[d];
-            score[k] = store(s, 1.0 / (1.0 + exp(-store(s, acc)))); /* router_logits.sigmoid(), in T */
+            score[k] = store(s, 1.0 / (1.0 + exp(-store(s, raw[k])))); /* router_logits.sigmoid(), in T */
             choice[k] = use_bias ? compute(s, score[k] + bias[k]) : score[k]; /* T + float32 -> float32 */
         }
         uint8_t taken[MC_STACK_MAX_EXPERTS] = {0};
@@ -1218,11 +1216,9 @@ static void moe_sigmoid_sink(const struct mc_stack *s, int64_t l, int64_t rows, 
         double *yr = y + r * D;
         for (int64_t d = 0; d < D; d++)
             yr[d] = 0.0; /* torch.zeros_like(hidden_states) */
+        dots(router, E + S, D, xr, z);
         for (int64_t k = 0; k < E + S; k++) { /* F.linear(flat.float(), weight.float()) */
-            double acc = 0.0;
-            for (int64_t d = 0; d < D; d++)
-                acc += router[k * D + d] * xr[d];
-            z[k] = compute(s, acc);
+            z[k] = compute(s, z[k]);
             if (k < E)
                 choice[k] = compute(s, compute(s, 1.0 / (1.0 + exp(-z[k]))) + bias[k]);
         }
@@ -1341,11 +1337,9 @@ static void moe_forward(const struct mc_stack *s, int64_t l, int64_t rows, const
         double *yr = gated ? a + Fe : y + r * D; /* gated: the experts' sum, from zero (torch.zeros_like) */
         for (int64_t d = 0; gated && d < D; d++)
             yr[d] = 0.0;
+        dots(router, E, D, xr, logit);
         for (int64_t k = 0; k < E; k++) { /* F.linear in T, then .float() */
-            double acc = 0.0;
-            for (int64_t d = 0; d < D; d++)
-                acc += router[k * D + d] * xr[d];
-            logit[k] = compute(s, store(s, acc));
+            logit[k] = compute(s, store(s, logit[k]));
         }
         /* the k largest, larger first; a tie goes to the lower index (the higher one with the planted fault) */
         uint8_t taken[MC_STACK_MAX_EXPERTS] = {0};
