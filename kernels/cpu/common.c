@@ -276,6 +276,29 @@ void mc_cpu_conv_row(int64_t len, int64_t channels, int64_t kernel, const float 
                      out_stride);
 }
 
+struct conv_batch {
+    int64_t len, channels, kernel;
+    const float *x, *weight_kc;
+    float *window, *out;
+};
+
+static void conv_batch_task(void *ctx, int64_t b, int worker)
+{
+    (void)worker;
+    const struct conv_batch *c = ctx;
+    const int64_t L = c->len, C = c->channels, K = c->kernel;
+    mc_cpu_conv_row(L, C, K, c->x + b * L * C, C, NULL, c->window + b * K * C, c->weight_kc, NULL, 1,
+                    c->out + b * L * C, C);
+}
+
+void mc_cpu_conv_batch(int64_t batch, int64_t len, int64_t channels, int64_t kernel, const float *x, float *window,
+                       const float *weight_kc, float *out, int n_threads)
+{
+    struct conv_batch c = {.len = len, .channels = channels, .kernel = kernel, .x = x, .weight_kc = weight_kc,
+                           .window = window, .out = out};
+    mc_cpu_parallel_for(batch, conv_batch_task, &c, n_threads);
+}
+
 void mc_cpu_conv_weight_kc(int64_t channels, int64_t kernel, const float *weight_ck, float *weight_kc)
 {
     for (int64_t c = 0; c < channels; c++)

@@ -163,6 +163,12 @@ void mc_cpu_conv_cols(int64_t len, int64_t channels, int64_t c0, int64_t c1, int
                       int64_t x_stride, const uint8_t *mask, float *window, const float *weight_kc, const float *bias,
                       int silu, float *out, int64_t out_stride);
 
+/* The cores' conv (cpu.h, `bench --core`): mc_cpu_conv_row with SiLU over each of `batch` rows of x [B][L][C]
+ * (no mask, no bias), row b from its window [B][K][C] into out [B][L][C]; the rows on n_threads threads
+ * (mc_cpu_parallel_for), each owning its window and output. */
+void mc_cpu_conv_batch(int64_t batch, int64_t len, int64_t channels, int64_t kernel, const float *x, float *window,
+                       const float *weight_kc, float *out, int n_threads);
+
 /* weight_kc[k][c] = weight_ck[c][k] for conv1d.weight [C][1][K] already in f32. */
 void mc_cpu_conv_weight_kc(int64_t channels, int64_t kernel, const float *weight_ck, float *weight_kc);
 

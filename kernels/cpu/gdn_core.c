@@ -27,22 +27,10 @@
 struct gdnc_run {
     const struct mc_cpu_gdn_core_args *a;
     int64_t C, r, groups, chunk;
-    const float *conv_kc; /* [K][C] */
-    float *window;        /* [B][K][C] */
     const float *qkv;     /* [B][L][C] post-conv */
-    float *conv_out;      /* [B][L][C] when the conv runs */
     float *work;          /* [workers][work_floats] */
     size_t work_floats;
 };
-
-static void gdnc_conv_task(void *ctx, int64_t b, int worker)
-{
-    (void)worker;
-    const struct gdnc_run *f = ctx;
-    const int64_t L = f->a->len, C = f->C, K = f->a->conv_kernel;
-    mc_cpu_conv_row(L, C, K, f->a->qkv + b * L * C, C, NULL, f->window + b * K * C, f->conv_kc, NULL, 1,
-                    f->conv_out + b * L * C, C);
-}
 
 static void gdnc_core_task(void *ctx, int64_t task, int worker)
 {
@@ -151,10 +139,7 @@ enum mc_backend_status mc_cpu_gdn_core(const struct mc_cpu_gdn_core_args *a, str
     f.qkv = a->qkv;
     if (a->conv_weight) {
         mc_cpu_conv_weight_kc(f.C, K, a->conv_weight, conv_kc);
-        f.conv_kc = conv_kc;
-        f.window = window;
-        f.conv_out = conv_out;
-        mc_cpu_parallel_for(B, gdnc_conv_task, &f, threads);
+        mc_cpu_conv_batch(B, L, f.C, K, a->qkv, window, conv_kc, conv_out, threads);
         f.qkv = conv_out;
     }
     mc_cpu_parallel_for(tasks, gdnc_core_task, &f, (int)workers);

@@ -27,23 +27,11 @@
 struct kdac_run {
     const struct mc_cpu_kda_core_args *a;
     int64_t I, C, chunk;
-    const float *conv_kc; /* [K][C] */
-    float *window;        /* [B][K][C] */
     const float *qkv;     /* [B][L][C] post-conv */
-    float *conv_out;      /* [B][L][C] when the conv runs */
     int64_t *rows;        /* [B][L]: row b's token rows b·L .. b·L + L - 1 */
     unsigned char *work;  /* [workers][work_bytes] */
     size_t work_bytes;
 };
-
-static void kdac_conv_task(void *ctx, int64_t b, int worker)
-{
-    (void)worker;
-    const struct kdac_run *f = ctx;
-    const int64_t L = f->a->len, C = f->C, K = f->a->conv_kernel;
-    mc_cpu_conv_row(L, C, K, f->a->qkv + b * L * C, C, NULL, f->window + b * K * C, f->conv_kc, NULL, 1,
-                    f->conv_out + b * L * C, C);
-}
 
 static void kdac_head_task(void *ctx, int64_t task, int worker)
 {
@@ -130,10 +118,8 @@ enum mc_backend_status mc_cpu_kda_core(const struct mc_cpu_kda_core_args *a, str
     if (a->conv_weight) {
         if (!a->conv_weight_kc)
             mc_cpu_conv_weight_kc(f.C, K, a->conv_weight, conv_kc);
-        f.conv_kc = a->conv_weight_kc ? a->conv_weight_kc : conv_kc;
-        f.window = window;
-        f.conv_out = conv_out;
-        mc_cpu_parallel_for(B, kdac_conv_task, &f, threads);
+        mc_cpu_conv_batch(B, L, f.C, K, a->qkv, window, a->conv_weight_kc ? a->conv_weight_kc : conv_kc, conv_out,
+                          threads);
         f.qkv = conv_out;
     }
     mc_cpu_parallel_for(tasks, kdac_head_task, &f, (int)workers);

@@ -499,21 +499,6 @@ cleanup:
 
 /* ---- the core alone (cpu.h: mc_cpu_mamba1_core) ----------------------------------------------- */
 
-struct m1c_core_conv {
-    const struct mc_cpu_mamba1_core_args *a;
-    const float *conv_kc;
-    float *window, *xc;
-};
-
-static void m1c_core_conv_task(void *ctx, int64_t b, int worker)
-{
-    (void)worker;
-    const struct m1c_core_conv *cc = ctx;
-    const int64_t L = cc->a->len, I = cc->a->channels, K = cc->a->conv_kernel;
-    mc_cpu_conv_row(L, I, K, cc->a->x + b * L * I, I, NULL, cc->window + b * K * I, cc->conv_kc, NULL, 1,
-                    cc->xc + b * L * I, I);
-}
-
 /* One block of a long core call (stream.h: mc_cpu_core_blocks): row b, tokens [t0, t0 + n). */
 static enum mc_backend_status m1c_core_block(const void *args, int64_t b, int64_t t0, int64_t n, float *window,
                                              struct mc_msg *msg)
@@ -576,8 +561,7 @@ enum mc_backend_status mc_cpu_mamba1_core(const struct mc_cpu_mamba1_core_args *
     m.a_neg = (float *)(uintptr_t)a->a; /* read only */
     if (a->conv_weight) {
         mc_cpu_conv_weight_kc(m.inner, m.K, a->conv_weight, conv_kc);
-        struct m1c_core_conv cc = {.a = a, .conv_kc = conv_kc, .window = window, .xc = xc};
-        mc_cpu_parallel_for(Bsz, m1c_core_conv_task, &cc, m.threads);
+        mc_cpu_conv_batch(Bsz, L, m.inner, m.K, a->x, window, conv_kc, xc, m.threads);
     }
     struct m1c_run run = {
         .m = &m,
